@@ -1,0 +1,198 @@
+"""The relational plane: the source of truth every index reconverges from.
+
+No logic lives in save() or signals: writes go through console/services.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.utils import timezone
+from ulid import ULID
+
+from recall.types import ISOLATIONS, MEMORY_KINDS
+
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,119}$")
+SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+
+
+def new_id() -> str:
+    return str(ULID())
+
+
+def validate_name(value: str) -> None:
+    """A memory name is a slug: lower-case ASCII letters, digits, `-`, `_`, `.`."""
+    if not NAME_RE.match(value or ""):
+        raise ValidationError(
+            f"{value!r} is not a valid name: use 1-120 lower-case letters, digits, "
+            "'-', '_' or '.', starting with a letter or digit (for example 'chroma-boot-race').",
+            code="invalid_name",
+        )
+
+
+def validate_slug(value: str) -> None:
+    if not SLUG_RE.match(value or ""):
+        raise ValidationError(
+            f"{value!r} is not a valid slug: use 1-64 lower-case letters, digits or '-', "
+            "starting with a letter or digit (for example 'billing-api').",
+            code="invalid_slug",
+        )
+
+
+class Project(models.Model):
+    slug = models.CharField(max_length=64, unique=True, validators=[validate_slug])
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL)
+    isolation = models.CharField(
+        max_length=16, choices=[(i, i) for i in ISOLATIONS], default="open"
+    )
+    favorite = models.BooleanField(default=False)
+    retired_at = models.DateTimeField(null=True, blank=True)
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Memory(models.Model):
+    id = models.CharField(primary_key=True, max_length=26, default=new_id, editable=False)
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="memories"
+    )
+    kind = models.CharField(max_length=16, choices=[(k, k) for k in MEMORY_KINDS], default="fact")
+    name = models.CharField(max_length=120, validators=[validate_name])
+    description = models.CharField(max_length=150, blank=True, default="")
+    body = models.TextField(blank=True, default="")
+    tags = models.JSONField(default=list, blank=True)
+    importance = models.FloatField(default=0.5)
+    agent_id = models.CharField(max_length=120, blank=True, default="")
+    session_id = models.CharField(max_length=120, blank=True, default="")
+    # Order of an episodic memory inside its session (LoCoMo turn index).
+    session_order = models.IntegerField(null=True, blank=True)
+    source = models.CharField(max_length=32, blank=True, default="user_stated")
+    valid_from = models.DateTimeField(default=timezone.now)
+    invalid_at = models.DateTimeField(null=True, blank=True)
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
+    )
+    favorite = models.BooleanField(default=False)
+    content_hash = models.CharField(max_length=64, blank=True, default="")
+    external_id = models.CharField(max_length=200, blank=True, default="", db_index=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    created = models.DateTimeField(default=timezone.now)
+    updated = models.DateTimeField(default=timezone.now)
+    access_count = models.IntegerField(default=0)
+    last_accessed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-updated", "-id"]
+        indexes = [
+            models.Index(fields=["project", "invalid_at", "kind"]),
+            models.Index(fields=["name"]),
+            models.Index(fields=["updated"]),
+            models.Index(fields=["session_id", "session_order"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.id})"
+
+    @property
+    def active(self) -> bool:
+        return self.invalid_at is None
+
+
+class Note(models.Model):
+    id = models.CharField(primary_key=True, max_length=26, default=new_id, editable=False)
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="notes"
+    )
+    title = models.CharField(max_length=200)
+    slug = models.CharField(max_length=120, validators=[validate_name])
+    description = models.CharField(max_length=150, blank=True, default="")
+    body = models.TextField(blank=True, default="")
+    tags = models.JSONField(default=list, blank=True)
+    source_url = models.URLField(blank=True, default="")
+    favorite = models.BooleanField(default=False)
+    created = models.DateTimeField(default=timezone.now)
+    updated = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-updated", "-id"]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Edge(models.Model):
+    ORIGINS = [("wikilink", "wikilink"), ("explicit", "explicit")]
+    src = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="out_edges")
+    dst = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="in_edges")
+    rel = models.CharField(max_length=32, default="links")
+    weight = models.FloatField(default=1.0)
+    origin = models.CharField(max_length=16, choices=ORIGINS, default="wikilink")
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["src", "dst", "rel", "origin"], name="edge_unique")
+        ]
+
+
+class Setting(models.Model):
+    key = models.CharField(max_length=64, unique=True)
+    value = models.JSONField(default=dict)
+    updated = models.DateTimeField(default=timezone.now)
+    updated_by = models.CharField(max_length=150, blank=True, default="")
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class AgentToken(models.Model):
+    agent = models.CharField(max_length=120)
+    prefix = models.CharField(max_length=12, db_index=True)
+    secret_hash = models.CharField(max_length=128, unique=True)
+    projects = models.ManyToManyField(Project, related_name="tokens")
+    may_write = models.BooleanField(default=False)
+    created = models.DateTimeField(default=timezone.now)
+    last_used = models.DateTimeField(null=True, blank=True)
+    revoked = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.agent} ({self.prefix}…)"
+
+
+class RetrievalEvent(models.Model):
+    KINDS = [(k, k) for k in ("injected", "recalled", "read", "searched", "miss")]
+    kind = models.CharField(max_length=16, choices=KINDS)
+    ids = models.JSONField(default=list)
+    query = models.TextField(blank=True, default="")
+    project = models.CharField(max_length=64, blank=True, default="")
+    agent = models.CharField(max_length=120, blank=True, default="")
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-at"]
+
+
+class IndexJob(models.Model):
+    """Outbox row: written in the same transaction as the change it mirrors."""
+
+    OPS = [("upsert", "upsert"), ("delete", "delete")]
+    item = models.CharField(max_length=8)
+    item_id = models.CharField(max_length=26)
+    op = models.CharField(max_length=8, choices=OPS)
+    attempts = models.IntegerField(default=0)
+    last_error = models.TextField(blank=True, default="")
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+
+

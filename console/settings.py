@@ -1,0 +1,137 @@
+"""One settings file: Django, third-party, project. Values come from the
+environment with explicit defaults; the engine never reads settings (the
+composition root, `console/wiring.py`, hands it plain values)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def env(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    return env(name, "1" if default else "0").lower() in {"1", "true", "yes", "on"}
+
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env("RECALL_DATA_DIR", str(BASE_DIR / "var"))).resolve()
+
+# --- Django -----------------------------------------------------------------
+
+SECRET_KEY = env("DJANGO_SECRET_KEY", "dev-only-insecure-key-change-me-in-production-0123456789")
+DEBUG = env_bool("DJANGO_DEBUG", False)
+ALLOWED_HOSTS = env("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "template_partials",
+    "console",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "console.middleware.content_security_policy",
+]
+
+ROOT_URLCONF = "console.urls"
+WSGI_APPLICATION = "console.wsgi.application"
+ASGI_APPLICATION = "console.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    }
+]
+
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": DATA_DIR / "recall.sqlite3",
+        "OPTIONS": {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        },
+    }
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "search"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "static"
+
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env("RECALL_LOG_LEVEL", "WARNING")},
+}
+
+# --- project ----------------------------------------------------------------
+
+# Every key has a default and a one-line meaning; console/checks.py validates
+# them at start-up; console/wiring.py turns them into engine objects.
+RECALL = {
+    # Dotted path of the TextIndex adapter (switching backends is `reindex`).
+    "TEXT_INDEX": env("RECALL_TEXT_INDEX", "recall.indexes.tantivy_index.TantivyIndex"),
+    # Dotted path of the VectorIndex adapter.
+    "VECTOR_INDEX": env("RECALL_VECTOR_INDEX", "recall.indexes.lance_index.LanceIndex"),
+    # Dotted path of the Embedder; empty string = no semantic leg.
+    "EMBEDDER": env("RECALL_EMBEDDER", "recall.embedders.onnx.OnnxEmbedder"),
+    # Threads the embedder may use (1 is fastest per query on small machines).
+    "EMBEDDER_THREADS": int(env("RECALL_EMBEDDER_THREADS", "1")),
+    # Where the full-text index and the LanceDB table live.
+    "TEXT_INDEX_DIR": DATA_DIR / "text",
+    "VECTOR_INDEX_DIR": DATA_DIR / "vectors",
+    # Apply pending index jobs on commit (off = only `manage.py sync_indexes`).
+    "SYNC_ON_COMMIT": env_bool("RECALL_SYNC_ON_COMMIT", True),
+    # Give up retrying an index job after this many attempts (it stays visible).
+    "MAX_JOB_ATTEMPTS": int(env("RECALL_MAX_JOB_ATTEMPTS", "20")),
+    # Defaults of the retrieval knobs; the console's override rows sit on top.
+    "SEARCH": {},
+    "BRIEFING": {},
+}

@@ -1,0 +1,1 @@
+"""The recall engine: plain Python, never imports django, ninja or console."""

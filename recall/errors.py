@@ -1,0 +1,27 @@
+"""One error family for the engine, translated to HTTP statuses at the edges."""
+
+from __future__ import annotations
+
+
+class RecallError(Exception):
+    """Base of every error the engine raises on purpose."""
+
+
+class QueryError(RecallError):
+    """The caller's input is unusable (maps to 400)."""
+
+
+class IndexUnavailable(RecallError):
+    """A derived plane cannot be read or written (maps to 503 when no degrade)."""
+
+
+class EmbedderUnavailable(RecallError):
+    """The embedder failed at run time (the semantic leg degrades with a warning)."""
+
+
+class ConfigError(RecallError):
+    """A local misconfiguration: surfaced as an error, never a silent degrade."""
+
+
+class BudgetError(RecallError):
+    """A token budget that cannot be honoured (maps to 400)."""

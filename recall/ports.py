@@ -1,0 +1,139 @@
+"""The engine's ports: what it needs from the outside world, as Protocols.
+
+Each adapter lives in one module (`recall.indexes.*`, `recall.embedders.*`,
+`console.store`) and is chosen by dotted path in `settings.RECALL`. Every
+adapter runs the same contract suite in `tests/contracts/`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from recall.types import Candidate, Doc, Filter, Record, VectorRow
+
+Vectors = npt.NDArray[np.float32]
+
+
+@runtime_checkable
+class TextIndex(Protocol):
+    """Full-text search over memories and notes.
+
+    `search` returns at most `limit` candidates, best first (BM25), ranks
+    1-based and contiguous, no duplicate ids, ties broken by id ascending.
+    Scope and validity (`where`) apply inside the query, before the limit.
+    User text is never parsed as engine syntax: it is split into words
+    (`recall.query.words`), each word quoted and the words OR-ed, so an
+    operator such as `NOT` or a dash is plain text. An unusable query (no
+    words) returns no candidates, not an error. With `prefix=True` the last
+    word also matches as a prefix (the palette's word being typed). With
+    `snippets=True` each candidate carries the best fragment with matched
+    terms wrapped in \\x01 ... \\x02.
+
+    `upsert` replaces documents by id; `delete` ignores unknown ids. Writes
+    are durable when the call returns. Raises IndexUnavailable when the
+    backing store cannot be read or written.
+    """
+
+    def upsert(self, docs: Sequence[Doc]) -> None: ...
+
+    def delete(self, ids: Sequence[str]) -> None: ...
+
+    def search(
+        self,
+        text: str,
+        *,
+        where: Filter,
+        limit: int,
+        snippets: bool = False,
+        prefix: bool = False,
+    ) -> list[Candidate]: ...
+
+    def ids(self) -> set[str]: ...
+
+    def count(self) -> int: ...
+
+    def clear(self) -> None: ...
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """Nearest-neighbour search over unit vectors (cosine similarity).
+
+    `search` returns at most `limit` candidates, best first, `score` the
+    cosine similarity in [-1, 1], ranks 1-based and contiguous, ties broken by
+    id ascending. Scope and validity apply as a prefilter, before the limit.
+    `upsert` replaces rows by id; `delete` ignores unknown ids. Raises
+    IndexUnavailable when the backing store cannot be read or written.
+    """
+
+    def upsert(self, rows: Sequence[VectorRow]) -> None: ...
+
+    def delete(self, ids: Sequence[str]) -> None: ...
+
+    def search(
+        self, vector: Sequence[float] | Vectors, *, where: Filter, limit: int
+    ) -> list[Candidate]: ...
+
+    def ids(self) -> set[str]: ...
+
+    def count(self) -> int: ...
+
+    def clear(self) -> None: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised vectors of `dims` float32 values.
+
+    `embed` returns an array of shape (len(texts), dims), row i for text i;
+    an empty input gives shape (0, dims). Raises EmbedderUnavailable when the
+    model cannot run, ConfigError when it is misconfigured locally.
+    """
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def dims(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors: ...
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts the tokens a text costs in an agent's context (>= 0)."""
+
+    def count(self, text: str) -> int: ...
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """Reads from the source of truth (the relational plane).
+
+    `hydrate` returns records for the ids that still exist, keyed by id;
+    ids that no longer hydrate are simply absent. `browse` lists items in
+    scope newest first (updated desc, then id). `by_names` resolves
+    `[[name]]` link targets: for each name the active memory of that name in
+    `project` if any, else the global one. `identifiers` returns the exact
+    id, exact name/slug and id-prefix (>= 8 characters) matches in scope,
+    best first. `usage` returns each id's decayed usage utility in [0, 1).
+    `isolation` returns a project's isolation (`open` when unknown).
+    """
+
+    def hydrate(self, ids: Iterable[str]) -> dict[str, Record]: ...
+
+    def browse(self, *, where: Filter, limit: int) -> list[Record]: ...
+
+    def by_names(
+        self, names: Sequence[str], *, project: str | None
+    ) -> dict[str, Record]: ...
+
+    def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]: ...
+
+    def usage(self, ids: Sequence[str]) -> dict[str, float]: ...
+
+    def isolation(self, project: str) -> str: ...

@@ -1,0 +1,72 @@
+"""User text to safe query parts, and identifier detection.
+
+User text is never handed to an engine's query parser: `words` splits it
+into plain words that every adapter quotes and ORs itself, so `NOT`, `AND`,
+quotes, dashes or a NUL byte are text, never syntax.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+MAX_QUERY_CHARS = 2000
+MAX_WORDS = 32
+MIN_WORD_CHARS = 2
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$", re.IGNORECASE)
+_ID_PREFIX = re.compile(r"^[0-9A-HJKMNP-TV-Z]{8,25}$", re.IGNORECASE)
+_SLUG = re.compile(r"^[a-z0-9]+(?:[-_.][a-z0-9]+)+$")
+
+
+def clean(text: str) -> str:
+    """NFC-normalise, drop control characters and cap the length."""
+    text = unicodedata.normalize("NFC", text[: MAX_QUERY_CHARS * 2])
+    text = "".join(ch if ch.isprintable() else " " for ch in text)
+    return text[:MAX_QUERY_CHARS].strip()
+
+
+def words(text: str, *, keep_short_last: bool = False) -> list[str]:
+    """The query's words, lower-cased, in order, duplicates removed.
+
+    Words shorter than two characters are dropped (they match everything),
+    except the last one when `keep_short_last` (a palette prefix being typed).
+    At most MAX_WORDS words are kept.
+    """
+    found = [w.lower() for w in _WORD.findall(clean(text))]
+    out: list[str] = []
+    for i, word in enumerate(found):
+        is_last = i == len(found) - 1
+        if len(word) < MIN_WORD_CHARS and not (keep_short_last and is_last):
+            continue
+        if word not in out:
+            out.append(word)
+    return out[:MAX_WORDS]
+
+
+def ends_mid_word(text: str) -> bool:
+    """True when the text ends inside a word (the palette is still typing it)."""
+    return bool(text) and _WORD.fullmatch(text[-1]) is not None
+
+
+def is_ulid(text: str) -> bool:
+    return bool(_ULID.match(text.strip()))
+
+
+def is_id_prefix(text: str) -> bool:
+    """8 to 25 Crockford base-32 characters containing at least one digit."""
+    token = text.strip()
+    return bool(_ID_PREFIX.match(token)) and any(c.isdigit() for c in token)
+
+
+def is_slug(text: str) -> bool:
+    """A slug-looking single token such as `chroma-boot-race`."""
+    return bool(_SLUG.match(text.strip()))
+
+
+def looks_like_identifier(text: str) -> bool:
+    token = text.strip()
+    if not token or " " in token:
+        return False
+    return is_ulid(token) or is_id_prefix(token) or is_slug(token)

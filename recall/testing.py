@@ -1,0 +1,271 @@
+"""In-memory reference adapters for the engine's ports.
+
+They define the behaviour every real adapter must match (the contract suites
+in `tests/contracts/` run against both) and let the engine's unit tests run
+without Django, disks or models. Not for production: everything is a scan.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from recall.errors import EmbedderUnavailable
+from recall.ports import Vectors
+from recall.query import words
+from recall.types import Candidate, Doc, Filter, Record, VectorRow
+
+_SUFFIXES = ("ingly", "edly", "ing", "ies", "ied", "ed", "es", "s", "ly")
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def stem(word: str) -> str:
+    """A deliberately tiny suffix stripper (the real planes use Snowball)."""
+    word = word.lower()
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def _tokens(text: str) -> list[str]:
+    return [t.lower() for t in _TOKEN.findall(text)]
+
+
+def _ranked(scored: Iterable[tuple[str, float, str | None]], limit: int) -> list[Candidate]:
+    ordered = sorted(scored, key=lambda t: (-t[1], t[0]))[:limit]
+    return [Candidate(id=i, rank=n, score=s, snippet=sn) for n, (i, s, sn) in enumerate(ordered, 1)]
+
+
+def _admits(where: Filter, doc: Doc | VectorRow) -> bool:
+    return where.admits(project=doc.project, active=doc.active, item=doc.item, kind=doc.kind)
+
+
+class InMemoryTextIndex:
+    """BM25 (k1 1.2, b 0.75) over name, title, description, body and tags."""
+
+    K1 = 1.2
+    B = 0.75
+
+    def __init__(self) -> None:
+        self._docs: dict[str, Doc] = {}
+        self._terms: dict[str, list[str]] = {}
+
+    def upsert(self, docs: Sequence[Doc]) -> None:
+        for doc in docs:
+            self._docs[doc.id] = doc
+            text = " ".join([doc.name, doc.title, doc.description, doc.body, " ".join(doc.tags)])
+            self._terms[doc.id] = [stem(t) for t in _tokens(text)]
+
+    def delete(self, ids: Sequence[str]) -> None:
+        for i in ids:
+            self._docs.pop(i, None)
+            self._terms.pop(i, None)
+
+    def search(
+        self,
+        text: str,
+        *,
+        where: Filter,
+        limit: int,
+        snippets: bool = False,
+        prefix: bool = False,
+    ) -> list[Candidate]:
+        query = words(text, keep_short_last=prefix)
+        if not query or limit <= 0:
+            return []
+        exact = {stem(w) for w in (query[:-1] if prefix else query)}
+        last = query[-1] if prefix else None
+        n = len(self._terms) or 1
+        avg = sum(len(t) for t in self._terms.values()) / n
+        df: dict[str, int] = {}
+        for terms in self._terms.values():
+            for term in set(terms):
+                df[term] = df.get(term, 0) + 1
+        scored: list[tuple[str, float, str | None]] = []
+        for doc_id, terms in self._terms.items():
+            if not _admits(where, self._docs[doc_id]):
+                continue
+            matched = {t for t in terms if t in exact or (last is not None and t.startswith(last))}
+            if not matched:
+                continue
+            score = 0.0
+            for term in matched:
+                tf = terms.count(term)
+                idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
+                norm = tf + self.K1 * (1 - self.B + self.B * len(terms) / (avg or 1))
+                score += idf * tf * (self.K1 + 1) / norm
+            snippet = self._snippet(self._docs[doc_id], matched) if snippets else None
+            scored.append((doc_id, score, snippet))
+        return _ranked(scored, limit)
+
+    @staticmethod
+    def _snippet(doc: Doc, matched: set[str]) -> str:
+        source = doc.body or doc.description or doc.title or doc.name
+        out = []
+        for token in source.split()[:24]:
+            bare = _tokens(token)
+            hit = bool(bare) and stem(bare[0]) in matched
+            out.append(f"\x01{token}\x02" if hit else token)
+        return " ".join(out)
+
+    def ids(self) -> set[str]:
+        return set(self._docs)
+
+    def count(self) -> int:
+        return len(self._docs)
+
+    def clear(self) -> None:
+        self._docs.clear()
+        self._terms.clear()
+
+
+class InMemoryVectorIndex:
+    """Exact cosine scan over unit vectors."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, VectorRow] = {}
+
+    def upsert(self, rows: Sequence[VectorRow]) -> None:
+        for row in rows:
+            self._rows[row.id] = row
+
+    def delete(self, ids: Sequence[str]) -> None:
+        for i in ids:
+            self._rows.pop(i, None)
+
+    def search(
+        self, vector: Sequence[float] | Vectors, *, where: Filter, limit: int
+    ) -> list[Candidate]:
+        if limit <= 0:
+            return []
+        query = np.asarray(vector, dtype=np.float32)
+        scored = [
+            (row.id, float(np.dot(query, np.asarray(row.vector, dtype=np.float32))), None)
+            for row in self._rows.values()
+            if _admits(where, row)
+        ]
+        return _ranked(scored, limit)
+
+    def ids(self) -> set[str]:
+        return set(self._rows)
+
+    def count(self) -> int:
+        return len(self._rows)
+
+    def clear(self) -> None:
+        self._rows.clear()
+
+
+class FakeEmbedder:
+    """Deterministic bag-of-stems hashing embedder.
+
+    Texts that share stems get a positive cosine, texts that share nothing get
+    about zero: enough for engine tests, with no model. `fail=True` makes every
+    call raise EmbedderUnavailable (for degrade tests); `calls` counts calls.
+    """
+
+    def __init__(self, dims: int = 64, *, fail: bool = False) -> None:
+        self._dims = dims
+        self.fail = fail
+        self.calls = 0
+
+    @property
+    def model(self) -> str:
+        return f"fake-hash-{self._dims}"
+
+    @property
+    def dims(self) -> int:
+        return self._dims
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.calls += 1
+        if self.fail:
+            raise EmbedderUnavailable("fake embedder told to fail")
+        out = np.zeros((len(texts), self._dims), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for token in _tokens(text):
+                digest = hashlib.blake2b(stem(token).encode(), digest_size=4).digest()
+                out[row, int.from_bytes(digest, "big") % self._dims] += 1.0
+            norm = float(np.linalg.norm(out[row]))
+            if norm:
+                out[row] /= norm
+        return out
+
+
+class InMemoryStore:
+    """A MemoryStore over a dict of Records (the engine's unit-test store)."""
+
+    def __init__(
+        self,
+        records: Iterable[Record] = (),
+        *,
+        isolation: dict[str, str] | None = None,
+        usage: dict[str, float] | None = None,
+    ) -> None:
+        self.records: dict[str, Record] = {r.id: r for r in records}
+        self._isolation = dict(isolation or {})
+        self._usage = dict(usage or {})
+
+    def add(self, record: Record) -> None:
+        self.records[record.id] = record
+
+    def invalidate(self, record_id: str, superseded_by: str | None = None) -> None:
+        self.records[record_id] = replace(
+            self.records[record_id], active=False, superseded_by=superseded_by
+        )
+
+    def hydrate(self, ids: Iterable[str]) -> dict[str, Record]:
+        return {i: self.records[i] for i in ids if i in self.records}
+
+    def browse(self, *, where: Filter, limit: int) -> list[Record]:
+        rows = [r for r in self.records.values() if self._admits(where, r)]
+        rows.sort(key=lambda r: r.id, reverse=True)
+        rows.sort(key=lambda r: r.updated.timestamp() if r.updated else 0.0, reverse=True)
+        return rows[:limit]
+
+    def by_names(self, names: Sequence[str], *, project: str | None) -> dict[str, Record]:
+        found: dict[str, Record] = {}
+        for name in names:
+            for scope in (project, None):
+                match = [
+                    r
+                    for r in self.records.values()
+                    if r.item == "memory" and r.active and r.name == name and r.project == scope
+                ]
+                if match:
+                    found[name] = sorted(match, key=lambda r: r.id)[-1]
+                    break
+        return found
+
+    def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]:
+        token = text.strip()
+        if not token or " " in token:
+            return []
+        ranked: list[tuple[int, str, Record]] = []
+        for r in self.records.values():
+            if not self._admits(where, r):
+                continue
+            if r.id.upper() == token.upper():
+                ranked.append((0, r.id, r))
+            elif r.name == token:
+                ranked.append((1, r.id, r))
+            elif len(token) >= 8 and r.id.upper().startswith(token.upper()):
+                ranked.append((2, r.id, r))
+        ranked.sort(key=lambda t: (t[0], t[1]))
+        return [r for _, _, r in ranked[:limit]]
+
+    def usage(self, ids: Sequence[str]) -> dict[str, float]:
+        return {i: self._usage[i] for i in ids if i in self._usage}
+
+    def isolation(self, project: str) -> str:
+        return self._isolation.get(project, "open")
+
+    @staticmethod
+    def _admits(where: Filter, r: Record) -> bool:
+        return where.admits(project=r.project, active=r.active, item=r.item, kind=r.kind)

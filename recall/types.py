@@ -1,0 +1,152 @@
+"""Plain values that cross the boundary between the engine and its callers.
+
+Every value is a frozen, slotted dataclass: no model instances, querysets or
+requests ever reach the engine. Orderings that use these values always have a
+deterministic tie-break (by id).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+MEMORY = "memory"
+NOTE = "note"
+ITEM_KINDS = (MEMORY, NOTE)
+
+MEMORY_KINDS = (
+    "constraint",
+    "convention",
+    "runbook",
+    "protocol",
+    "gotcha",
+    "decision",
+    "refuted",
+    "reference",
+    "stage",
+    "fact",
+    "episode",
+    "preference",
+    "working",
+)
+
+ISOLATION_OPEN = "open"
+ISOLATION_CONFIDENTIAL = "confidential"
+ISOLATION_SEALED = "sealed"
+ISOLATIONS = (ISOLATION_OPEN, ISOLATION_CONFIDENTIAL, ISOLATION_SEALED)
+
+
+@dataclass(frozen=True, slots=True)
+class Doc:
+    """One memory or note as the derived planes index it.
+
+    `project` is the project slug, or None for a global memory / inbox note.
+    `context` is optional surrounding text (for an episodic memory, the
+    previous turns of its session) that the full-text plane indexes with a
+    lower weight; it is never shown.
+    """
+
+    id: str
+    item: str
+    project: str | None
+    active: bool
+    kind: str
+    name: str
+    title: str
+    description: str
+    body: str
+    tags: tuple[str, ...] = ()
+    updated: datetime | None = None
+    context: str = ""
+
+    def embedding_text(self) -> str:
+        """The text the semantic plane embeds: title, description, body head."""
+        head = self.body[:1000]
+        parts = [self.title or self.name, self.description, head]
+        return "\n".join(p for p in parts if p)
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    """Scope and validity applied INSIDE a plane's query, before its limit.
+
+    projects: None means every project; otherwise the allowed project slugs.
+    include_global: whether items with no project (global) are in scope.
+    active_only: drop invalidated (superseded or archived) memories.
+    items: restrict to "memory" and/or "note"; None means both.
+    kinds: restrict memories to these kinds; None means any kind.
+    """
+
+    projects: tuple[str, ...] | None = None
+    include_global: bool = True
+    active_only: bool = True
+    items: tuple[str, ...] | None = None
+    kinds: tuple[str, ...] | None = None
+
+    def admits(
+        self, *, project: str | None, active: bool, item: str, kind: str
+    ) -> bool:
+        """The reference predicate every plane's filter must agree with."""
+        if self.active_only and not active:
+            return False
+        if self.items is not None and item not in self.items:
+            return False
+        if self.kinds is not None and kind not in self.kinds:
+            return False
+        if project is None:
+            return self.include_global
+        return self.projects is None or project in self.projects
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One ranked result of one channel.
+
+    rank is 1-based and contiguous within a channel's list; score is the
+    channel's raw score (BM25 for full text, cosine similarity for vectors).
+    snippet, when asked for, is raw text with matched terms wrapped in
+    \\x01 ... \\x02 sentinels.
+    """
+
+    id: str
+    rank: int
+    score: float
+    snippet: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VectorRow:
+    """One row of the vector plane."""
+
+    id: str
+    item: str
+    project: str | None
+    active: bool
+    kind: str
+    vector: tuple[float, ...]
+    model: str
+    updated: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A memory or note hydrated from the source of truth."""
+
+    id: str
+    item: str
+    project: str | None
+    kind: str
+    name: str
+    title: str
+    description: str
+    body: str = ""
+    tags: tuple[str, ...] = ()
+    importance: float = 0.5
+    favorite: bool = False
+    active: bool = True
+    created: datetime | None = None
+    updated: datetime | None = None
+    superseded_by: str | None = None
+    session_id: str = ""
+    source: str = ""
+    links: tuple[str, ...] = field(default=())
