@@ -18,6 +18,7 @@ def env_bool(name: str, default: bool) -> bool:
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env("RECALL_DATA_DIR", str(BASE_DIR / "var"))).resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)  # SQLite cannot create its folder
 
 # --- Django -----------------------------------------------------------------
 

@@ -1,0 +1,186 @@
+"""The ORM implementation of `recall.ports.MemoryStore` (the source of truth)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from console.models import Memory, Note, Project, RetrievalEvent
+from console.services import link_names
+from recall.types import MEMORY, NOTE, Filter, Record
+
+USAGE_TTL_S = 30.0
+USAGE_WINDOW_DAYS = 120
+
+
+def memory_record(m: Memory) -> Record:
+    return Record(
+        id=m.pk,
+        item=MEMORY,
+        project=m.project.slug if m.project_id and m.project else None,
+        kind=m.kind,
+        name=m.name,
+        title=m.name,
+        description=m.description,
+        body=m.body,
+        tags=tuple(m.tags or ()),
+        importance=m.importance,
+        favorite=m.favorite,
+        active=m.invalid_at is None,
+        created=m.created,
+        updated=m.updated,
+        superseded_by=m.superseded_by_id,
+        session_id=m.session_id,
+        source=m.source,
+        links=tuple(link_names(m.body)),
+    )
+
+
+def note_record(n: Note) -> Record:
+    return Record(
+        id=n.pk,
+        item=NOTE,
+        project=n.project.slug if n.project_id and n.project else None,
+        kind="note",
+        name=n.slug,
+        title=n.title,
+        description=n.description,
+        body=n.body,
+        tags=tuple(n.tags or ()),
+        favorite=n.favorite,
+        active=True,
+        created=n.created,
+        updated=n.updated,
+    )
+
+
+def _scope(where: Filter) -> Q:
+    q = Q()
+    if where.projects is not None:
+        q = Q(project__slug__in=list(where.projects))
+        if where.include_global:
+            q |= Q(project__isnull=True)
+    elif not where.include_global:
+        q = Q(project__isnull=False)
+    return q
+
+
+def _memories(where: Filter) -> QuerySet[Memory]:
+    rows = Memory.objects.filter(_scope(where)).select_related("project")
+    if where.active_only:
+        rows = rows.filter(invalid_at__isnull=True)
+    if where.kinds is not None:
+        rows = rows.filter(kind__in=list(where.kinds))
+    return rows
+
+
+def _notes(where: Filter) -> QuerySet[Note]:
+    rows = Note.objects.filter(_scope(where)).select_related("project")
+    if where.kinds is not None and "note" not in where.kinds:
+        return rows.none()
+    return rows
+
+
+class DjangoStore:
+    """Hydration, scoped listings, link resolution and usage from the ORM."""
+
+    def __init__(self) -> None:
+        self._usage: dict[str, float] = {}
+        self._usage_at = 0.0
+        self._usage_lock = threading.Lock()
+
+    def hydrate(self, ids: Iterable[str]) -> dict[str, Record]:
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        found = {m.pk: memory_record(m) for m in Memory.objects.filter(pk__in=wanted).select_related("project")}
+        rest = [i for i in wanted if i not in found]
+        if rest:
+            found.update(
+                {n.pk: note_record(n) for n in Note.objects.filter(pk__in=rest).select_related("project")}
+            )
+        return found
+
+    def browse(self, *, where: Filter, limit: int) -> list[Record]:
+        items = where.items or (MEMORY, NOTE)
+        records: list[Record] = []
+        if MEMORY in items:
+            records += [memory_record(m) for m in _memories(where).order_by("-updated", "-id")[:limit]]
+        if NOTE in items:
+            records += [note_record(n) for n in _notes(where).order_by("-updated", "-id")[:limit]]
+        records.sort(key=lambda r: (r.updated.timestamp() if r.updated else 0.0, r.id), reverse=True)
+        return records[:limit]
+
+    def by_names(self, names: Sequence[str], *, project: str | None) -> dict[str, Record]:
+        if not names:
+            return {}
+        rows = (
+            Memory.objects.filter(name__in=list(names), invalid_at__isnull=True)
+            .filter(Q(project__slug=project) | Q(project__isnull=True))
+            .select_related("project")
+            .order_by("id")
+        )
+        found: dict[str, Record] = {}
+        for m in rows:
+            in_project = project is not None and m.project_id is not None
+            if in_project or m.name not in found:
+                found[m.name] = memory_record(m)
+        return found
+
+    def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]:
+        token = text.strip()
+        if not token or " " in token or len(token) > 120:
+            return []
+        ranked: list[tuple[int, str, Record]] = []
+        upper = token.upper()
+        items = where.items or (MEMORY, NOTE)
+        if MEMORY in items:
+            rows = _memories(where).filter(
+                Q(pk=upper) | Q(name=token.lower()) | Q(pk__startswith=upper if len(token) >= 8 else "\x00")
+            )[: limit * 2]
+            for m in rows:
+                lane = 0 if m.pk == upper else 1 if m.name == token.lower() else 2
+                ranked.append((lane, m.pk, memory_record(m)))
+        if NOTE in items:
+            notes = _notes(where).filter(
+                Q(pk=upper) | Q(slug=token.lower()) | Q(pk__startswith=upper if len(token) >= 8 else "\x00")
+            )[: limit * 2]
+            for n in notes:
+                lane = 0 if n.pk == upper else 1 if n.slug == token.lower() else 2
+                ranked.append((lane, n.pk, note_record(n)))
+        ranked.sort(key=lambda t: (t[0], t[1]))
+        return [r for _, _, r in ranked[:limit]]
+
+    def usage(self, ids: Sequence[str]) -> dict[str, float]:
+        table = self._usage_table()
+        return {i: table[i] for i in ids if i in table}
+
+    def _usage_table(self) -> dict[str, float]:
+        """Decayed usage per id, recomputed at most every USAGE_TTL_S seconds."""
+        if time.monotonic() - self._usage_at < USAGE_TTL_S:
+            return self._usage
+        with self._usage_lock:
+            if time.monotonic() - self._usage_at < USAGE_TTL_S:
+                return self._usage
+            from recall.usage import utility
+
+            now = timezone.now()
+            since = now - timedelta(days=USAGE_WINDOW_DAYS)
+            grouped: dict[str, list[tuple[str, datetime]]] = defaultdict(list)
+            rows = RetrievalEvent.objects.filter(at__gte=since).values_list("kind", "ids", "at")
+            for kind, ids, at in rows:
+                for item_id in ids or []:
+                    grouped[item_id].append((kind, at))
+            self._usage = {i: utility(evts, now) for i, evts in grouped.items()}
+            self._usage_at = time.monotonic()
+            return self._usage
+
+    def isolation(self, project: str) -> str:
+        value = Project.objects.filter(slug=project).values_list("isolation", flat=True).first()
+        return value or "open"

@@ -1,0 +1,32 @@
+"""Shared fixtures. Console tests get a throwaway data directory per test."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+@pytest.fixture
+def planes(settings: Any, tmp_path: Path) -> Iterator[Path]:
+    """Point both derived planes at tmp_path (real tantivy/Whoosh + LanceDB + model).
+
+    Index jobs are applied explicitly with `console.indexing.apply_pending()`
+    (pytest-django's `db` never commits, so on_commit hooks do not fire), or
+    on commit in tests marked `django_db(transaction=True)`.
+    """
+    from console import wiring
+
+    settings.RECALL = {
+        **settings.RECALL,
+        "TEXT_INDEX_DIR": tmp_path / "text",
+        "VECTOR_INDEX_DIR": tmp_path / "vectors",
+    }
+    wiring.reset()
+    yield tmp_path
+    wiring.reset()
