@@ -150,8 +150,9 @@ def _session_contexts(memories: list[Memory]) -> dict[str, str]:
     sessions = {m.session_id for m in wanted}
     earlier: dict[tuple[str, int], str] = {
         (row["session_id"], row["session_order"]): row["description"] + " " + row["body"]
-        for row in Memory.objects.filter(session_id__in=sessions, session_order__isnull=False)
-        .values("session_id", "session_order", "description", "body")
+        for row in Memory.objects.filter(
+            session_id__in=sessions, session_order__isnull=False
+        ).values("session_id", "session_order", "description", "body")
     }
     out = {}
     for m in wanted:

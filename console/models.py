@@ -194,5 +194,3 @@ class IndexJob(models.Model):
 
     class Meta:
         ordering = ["id"]
-
-

@@ -89,8 +89,10 @@ def _clean_tags(tags: Iterable[str] | None) -> list[str]:
 def _validate(memory: Memory) -> None:
     if len(memory.body) > MAX_BODY_CHARS:
         raise ValidationError(
-            {"body": f"The body has {len(memory.body):,} characters; the limit is "
-             f"{MAX_BODY_CHARS:,}. Split it into several memories or link a note."}
+            {
+                "body": f"The body has {len(memory.body):,} characters; the limit is "
+                f"{MAX_BODY_CHARS:,}. Split it into several memories or link a note."
+            }
         )
     if not 0.0 <= float(memory.importance) <= 1.0:
         raise ValidationError({"importance": "Importance must be between 0 and 1."})

@@ -99,11 +99,17 @@ class DjangoStore:
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
-        found = {m.pk: memory_record(m) for m in Memory.objects.filter(pk__in=wanted).select_related("project")}
+        found = {
+            m.pk: memory_record(m)
+            for m in Memory.objects.filter(pk__in=wanted).select_related("project")
+        }
         rest = [i for i in wanted if i not in found]
         if rest:
             found.update(
-                {n.pk: note_record(n) for n in Note.objects.filter(pk__in=rest).select_related("project")}
+                {
+                    n.pk: note_record(n)
+                    for n in Note.objects.filter(pk__in=rest).select_related("project")
+                }
             )
         return found
 
@@ -111,10 +117,14 @@ class DjangoStore:
         items = where.items or (MEMORY, NOTE)
         records: list[Record] = []
         if MEMORY in items:
-            records += [memory_record(m) for m in _memories(where).order_by("-updated", "-id")[:limit]]
+            records += [
+                memory_record(m) for m in _memories(where).order_by("-updated", "-id")[:limit]
+            ]
         if NOTE in items:
             records += [note_record(n) for n in _notes(where).order_by("-updated", "-id")[:limit]]
-        records.sort(key=lambda r: (r.updated.timestamp() if r.updated else 0.0, r.id), reverse=True)
+        records.sort(
+            key=lambda r: (r.updated.timestamp() if r.updated else 0.0, r.id), reverse=True
+        )
         return records[:limit]
 
     def by_names(self, names: Sequence[str], *, project: str | None) -> dict[str, Record]:
@@ -142,14 +152,18 @@ class DjangoStore:
         items = where.items or (MEMORY, NOTE)
         if MEMORY in items:
             rows = _memories(where).filter(
-                Q(pk=upper) | Q(name=token.lower()) | Q(pk__startswith=upper if len(token) >= 8 else "\x00")
+                Q(pk=upper)
+                | Q(name=token.lower())
+                | Q(pk__startswith=upper if len(token) >= 8 else "\x00")
             )[: limit * 2]
             for m in rows:
                 lane = 0 if m.pk == upper else 1 if m.name == token.lower() else 2
                 ranked.append((lane, m.pk, memory_record(m)))
         if NOTE in items:
             notes = _notes(where).filter(
-                Q(pk=upper) | Q(slug=token.lower()) | Q(pk__startswith=upper if len(token) >= 8 else "\x00")
+                Q(pk=upper)
+                | Q(slug=token.lower())
+                | Q(pk__startswith=upper if len(token) >= 8 else "\x00")
             )[: limit * 2]
             for n in notes:
                 lane = 0 if n.pk == upper else 1 if n.slug == token.lower() else 2

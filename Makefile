@@ -1,0 +1,63 @@
+# The two commands: `make run` and `make test`. Everything else is a step of theirs.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+export RECALL_DATA_DIR ?= $(CURDIR)/var
+export DJANGO_ALLOW_ASYNC_UNSAFE = true
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: run test venv migrate lint typecheck contracts pytest chromium bench bench-smoke serve clean
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.lock pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.lock
+	touch $@
+
+migrate: venv
+	$(PY) manage.py migrate --noinput -v0
+
+run: migrate
+	$(PY) manage.py demo --if-empty
+	$(PY) manage.py ensure_login
+	@echo "Serving the console on http://127.0.0.1:8000/ (Ctrl-C stops it)"
+	$(PY) manage.py runserver 127.0.0.1:8000 --insecure
+
+# Production-style server for the API and the console (see README).
+serve: migrate
+	$(BIN)/gunicorn console.wsgi:application --bind 127.0.0.1:8000 --workers 2 --threads 4 --preload
+
+chromium:
+	@if [ -x "$(CHROMIUM)" ]; then :; \
+	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null; then \
+		echo "installing Debian's chromium for the browser tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+		echo "The browser tests need Chromium at $(CHROMIUM): run 'sudo apt-get install -y chromium' (Debian/Ubuntu) or set CHROMIUM=/path/to/chromium."; \
+		exit 1; \
+	fi
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+typecheck: venv
+	$(BIN)/mypy --strict recall
+
+pytest: venv chromium
+	$(BIN)/pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+test: lint typecheck pytest bench-smoke
+
+bench-smoke: venv
+	@if [ -f console/management/commands/bench.py ]; then $(PY) manage.py bench smoke; fi
+
+bench: venv
+	$(PY) manage.py bench all
+
+clean:
+	rm -rf var test-artifacts .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,35 @@
+"""Create the console login for `make run` when it does not exist, and print it."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandParser
+
+
+class Command(BaseCommand):
+    help = "Create (or reset with --reset) a superuser login and print it."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--username", default="admin")
+        parser.add_argument("--reset", action="store_true", help="set a new password")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        username = options["username"]
+        users = get_user_model()
+        secret_file = settings.DATA_DIR / "login.txt"
+        user = users.objects.filter(username=username).first()
+        if user is None or options["reset"] or not secret_file.exists():
+            password = secrets.token_urlsafe(12)
+            if user is None:
+                user = users.objects.create_superuser(username=username, password=password)
+            else:
+                user.set_password(password)
+                user.save()
+            secret_file.write_text(f"{username} {password}\n")
+            secret_file.chmod(0o600)
+        username, password = secret_file.read_text().split()
+        self.stdout.write(f"Console login: {username} / {password}  (stored in {secret_file})")

@@ -1,0 +1,36 @@
+"""Rows per plane, pending jobs and drift between the database and the planes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+
+from console import indexing
+
+
+class Command(BaseCommand):
+    help = "Report rows per plane, pending index jobs and drift against the database."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--fail-on-drift", action="store_true", help="exit 1 on any drift")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        s = indexing.status()
+        conf = settings.RECALL
+        self.stdout.write(f"database      {s.rows} items (memories + notes)")
+        self.stdout.write(f"full text     {s.text_rows} rows  [{conf['TEXT_INDEX']}]")
+        vectors = "off" if s.vector_rows is None else f"{s.vector_rows} rows"
+        self.stdout.write(f"vectors       {vectors}  [{conf['VECTOR_INDEX']}]")
+        self.stdout.write(f"pending jobs  {s.pending} ({s.failing} with errors)")
+        self.stdout.write(
+            f"drift         {s.drift} (text: {s.missing_text} missing, {s.extra_text} extra; "
+            f"vectors: {s.missing_vectors} missing, {s.extra_vectors} extra)"
+        )
+        if s.drift == 0:
+            self.stdout.write(self.style.SUCCESS("no drift"))
+        else:
+            self.stdout.write(self.style.WARNING("drift found: run `manage.py reindex`"))
+            if options["fail_on_drift"]:
+                raise SystemExit(1)

@@ -1,0 +1,100 @@
+"""A process killed after its row commits but before the index write loses nothing.
+
+Each step runs in its own process against one throwaway data directory, as a
+real deployment would: the killed writer, then `index_status`, `sync_indexes`
+(the next apply) or `reindex`, then a search.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+WRITER = textwrap.dedent(
+    """
+    import os, signal
+    import django
+    django.setup()
+    from django.core.management import call_command
+    from console import indexing, services
+
+    call_command("migrate", verbosity=0)
+
+    def die_before_index_write():
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    indexing.apply_pending_quietly = die_before_index_write
+    project = services.project_create(slug="ops")
+    services.memory_create(
+        project=project, kind="gotcha", name="kraken-restart",
+        description="The kraken queue must drain before a restart",
+        body="Drain the kraken queue, then restart.",
+    )
+    print("unreachable: the on-commit hook should have killed us")
+    """
+)
+
+SEARCH = textwrap.dedent(
+    """
+    import django
+    django.setup()
+    from console import wiring
+    from recall.types import Filter
+    hits = wiring.text_index().search("kraken", where=Filter(), limit=5)
+    vectors = wiring.vector_index()
+    print(len(hits), len(vectors.ids()))
+    """
+)
+
+
+def run(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "RECALL_DATA_DIR": str(data_dir),
+        "DJANGO_SETTINGS_MODULE": "console.settings",
+    }
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def killed_writer(data_dir: Path) -> None:
+    writer = run(data_dir, "-c", WRITER)
+    assert writer.returncode == -signal.SIGKILL, writer.stderr
+    assert "unreachable" not in writer.stdout
+
+
+@pytest.mark.slow
+def test_sigkill_after_commit_keeps_the_job_and_the_next_apply_reconverges(tmp_path: Path) -> None:
+    killed_writer(tmp_path)
+
+    before = run(tmp_path, "manage.py", "index_status")
+    assert "pending jobs  1" in before.stdout and "drift         2" in before.stdout, before.stdout
+    assert run(tmp_path, "-c", SEARCH).stdout.split() == ["0", "0"]
+
+    synced = run(tmp_path, "manage.py", "sync_indexes")
+    assert "applied 1 jobs, 0 failed" in synced.stdout, synced.stderr
+
+    after = run(tmp_path, "manage.py", "index_status")
+    assert "no drift" in after.stdout and "pending jobs  0" in after.stdout, after.stdout
+    assert run(tmp_path, "-c", SEARCH).stdout.split() == ["1", "1"]
+
+
+@pytest.mark.slow
+def test_sigkill_after_commit_then_reindex_reconverges(tmp_path: Path) -> None:
+    killed_writer(tmp_path)
+
+    rebuilt = run(tmp_path, "manage.py", "reindex")
+    assert "reindexed 1 items" in rebuilt.stdout, rebuilt.stderr
+
+    after = run(tmp_path, "manage.py", "index_status")
+    assert "no drift" in after.stdout and "pending jobs  0" in after.stdout, after.stdout
+    assert run(tmp_path, "-c", SEARCH).stdout.split() == ["1", "1"]

@@ -1,0 +1,224 @@
+"""Write services on the real database and the real planes."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from console import indexing, services, wiring
+from console.models import Edge, IndexJob, Memory, Project
+from recall.types import Filter
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def project(planes: Path) -> Project:
+    return services.project_create(slug="billing-api", name="Billing API")
+
+
+def make_memory(project: Project | None, **overrides: Any) -> Memory:
+    fields: dict[str, Any] = {
+        "kind": "gotcha",
+        "name": "chroma-boot-race",
+        "description": "Chroma must start before the API or boot fails",
+        "body": "Start chroma first; the API retries only three times.",
+    }
+    fields.update(overrides)
+    return services.memory_create(project=project, **fields)
+
+
+def fts_ids(text: str, **where: Any) -> list[str]:
+    hits = wiring.text_index().search(text, where=Filter(**where), limit=10)
+    return [h.id for h in hits]
+
+
+def vector_ids() -> set[str]:
+    vectors = wiring.vector_index()
+    assert vectors is not None
+    return vectors.ids()
+
+
+def test_create_commits_row_and_job_then_both_planes_have_it(project: Project) -> None:
+    memory = make_memory(project)
+
+    assert list(IndexJob.objects.values_list("item_id", "op")) == [(memory.pk, "upsert")]
+    assert indexing.apply_pending().applied == 1
+    assert IndexJob.objects.count() == 0
+    assert fts_ids("chroma") == [memory.pk]
+    assert memory.pk in vector_ids()
+
+
+def test_supersede_stamps_old_and_creates_new_atomically(project: Project) -> None:
+    old = make_memory(project)
+    new = services.memory_supersede(memory=old, description="Chroma now starts lazily")
+    old.refresh_from_db()
+    indexing.apply_pending()
+
+    assert old.invalid_at is not None and old.superseded_by_id == new.pk
+    assert new.name == old.name and new.invalid_at is None
+    assert fts_ids("chroma") == [new.pk]
+    assert set(fts_ids("chroma", active_only=False)) == {old.pk, new.pk}
+    with pytest.raises(ValidationError, match="no longer active"):
+        services.memory_supersede(memory=old, description="again")
+
+
+def test_archive_restore_and_delete_reach_the_planes(project: Project) -> None:
+    memory = make_memory(project)
+    indexing.apply_pending()
+
+    services.memory_archive(memory=memory)
+    indexing.apply_pending()
+    assert fts_ids("chroma") == []
+
+    services.memory_restore(memory=memory)
+    indexing.apply_pending()
+    assert fts_ids("chroma") == [memory.pk]
+
+    services.memory_delete(memory=memory)
+    indexing.apply_pending()
+    assert fts_ids("chroma", active_only=False) == []
+    assert memory.pk not in vector_ids()
+
+
+def test_favorite_toggle_never_bumps_updated(project: Project) -> None:
+    memory = make_memory(project)
+    before = Memory.objects.get(pk=memory.pk).updated
+
+    assert services.favorite_toggle(item=memory) is True
+    assert services.favorite_toggle(item=memory) is False
+    assert services.favorite_toggle(item=memory, value=True) is True
+
+    row = Memory.objects.get(pk=memory.pk)
+    assert row.favorite is True and row.updated == before
+
+
+def test_update_bumps_updated_and_reindexes(project: Project) -> None:
+    memory = make_memory(project, created=timezone.now() - timedelta(days=3))
+    services.memory_update(memory=memory, description="Redis eviction storms at midnight")
+    indexing.apply_pending()
+
+    assert Memory.objects.get(pk=memory.pk).updated > memory.created
+    assert fts_ids("eviction") == [memory.pk]
+    assert fts_ids("chroma") == [memory.pk]  # the body still says chroma
+
+
+def test_wikilinks_become_edges_and_follow_the_body(project: Project) -> None:
+    target = make_memory(project, name="deploy-runbook", kind="runbook", body="Deploy steps")
+    other = make_memory(project, name="cache-warmup", kind="runbook", body="Warm the cache")
+    source = make_memory(project, name="release-day", body="Follow [[deploy-runbook]] then chat.")
+
+    assert list(Edge.objects.values_list("src", "dst", "origin")) == [
+        (source.pk, target.pk, "wikilink")
+    ]
+    services.memory_update(memory=source, body="Now see [[cache-warmup|warm-up]] instead.")
+    assert list(Edge.objects.values_list("dst", flat=True)) == [other.pk]
+
+
+def test_link_to_a_missing_memory_waits_until_it_exists(project: Project) -> None:
+    source = make_memory(project, name="release-day", body="See [[rollback-plan]].")
+    assert Edge.objects.count() == 0
+
+    target = make_memory(project, name="rollback-plan", kind="runbook", body="Roll back.")
+
+    assert list(Edge.objects.values_list("src", "dst")) == [(source.pk, target.pk)]
+
+
+def test_link_resolves_in_project_before_global(project: Project) -> None:
+    global_one = make_memory(None, name="style-guide", kind="convention", body="global")
+    local = make_memory(project, name="style-guide", kind="convention", body="local")
+    source = make_memory(project, name="review", body="Check [[style-guide]].")
+
+    assert list(Edge.objects.filter(src=source).values_list("dst", flat=True)) == [local.pk]
+    assert global_one.pk != local.pk
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field", "message"),
+    [
+        ({"body": "x" * 1_000_000}, "body", "the limit is 200,000"),
+        ({"name": "has spaces"}, "name", "is not a valid name"),
+        ({"name": "café-ünïcode"}, "name", "is not a valid name"),
+        ({"name": ""}, "name", "cannot be blank"),
+        ({"kind": "rumour"}, "kind", "is not a valid choice"),
+        ({"importance": 3}, "importance", "between 0 and 1"),
+        ({"description": "d" * 151}, "description", "at most 150 characters"),
+    ],
+)
+def test_bad_input_is_refused_with_a_clear_message_and_nothing_written(
+    project: Project, overrides: dict[str, Any], field: str, message: str
+) -> None:
+    with pytest.raises(ValidationError) as error:
+        make_memory(project, **overrides)
+
+    assert message in " ".join(error.value.message_dict[field])
+    assert Memory.objects.count() == 0
+    assert IndexJob.objects.count() == 0
+
+
+def test_hostile_html_is_stored_verbatim_and_indexed_as_text(project: Project) -> None:
+    body = '<script>alert(1)</script> <img src=x onerror="alert(2)"> [x](javascript:alert(3))'
+    memory = make_memory(project, body=body)
+    indexing.apply_pending()
+
+    assert Memory.objects.get(pk=memory.pk).body == body
+    assert fts_ids("alert") == [memory.pk]
+
+
+def test_failed_index_write_stays_queued_with_its_error_and_is_retried(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = make_memory(project)
+    text = wiring.text_index()
+
+    def broken(docs: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(text, "upsert", broken)
+    report = indexing.apply_pending()
+    job = IndexJob.objects.get()
+    assert (report.applied, report.failed) == (0, 1)
+    assert job.attempts == 1 and "disk full" in job.last_error
+
+    monkeypatch.undo()
+    assert indexing.apply_pending().applied == 1
+    assert fts_ids("chroma") == [memory.pk]
+    assert indexing.status().drift == 0
+
+
+def test_rebuild_recreates_both_planes_from_the_database(project: Project) -> None:
+    memories = [make_memory(project, name=f"fact-{i}", kind="fact") for i in range(5)]
+    services.note_create(project=project, title="Inbox thought", body="Chroma boot notes")
+    indexing.apply_pending()
+    wiring.text_index().clear()
+
+    assert indexing.status().missing_text == 6
+    assert indexing.rebuild() == 6
+    status = indexing.status()
+    assert (status.drift, status.pending, status.text_rows) == (0, 0, 6)
+    assert len(fts_ids("chroma")) == 6
+    assert {m.pk for m in memories} <= vector_ids()
+
+
+def test_session_context_makes_a_terse_turn_findable(project: Project) -> None:
+    turns = ["We adopted a corgi named Biscuit", "She loves the beach", "Yes, every Sunday"]
+    made = [
+        make_memory(
+            project,
+            name=f"turn-{i}",
+            kind="episode",
+            body=t,
+            description=t,
+            session_id="s1",
+            session_order=i,
+        )
+        for i, t in enumerate(turns)
+    ]
+    indexing.apply_pending()
+
+    assert made[2].pk in fts_ids("corgi")
