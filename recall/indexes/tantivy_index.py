@@ -1,0 +1,371 @@
+"""The full-text plane on tantivy (the default `TextIndex` backend).
+
+Fields: id, item, project (a global item is stored as `_global_`), active,
+kind (all exact), name, title, description, body, tags and context (English
+stemming, `en_stem`; context at boost 0.5 and never shown), updated (a fast
+date), plus `words`: the lower-cased, unstemmed words of the visible text
+fields, used only to expand the palette's last word as a prefix.
+
+Queries never go through tantivy's parser: `recall.query.words` splits the
+user's text, each word is stemmed by the same analyzer as the index and
+becomes term queries OR-ed across the text fields; the scope and validity
+filter joins as zero-scored MUST clauses, so it applies before the limit and
+leaves the BM25 score raw. A prefix is expanded to at most
+`PREFIX_EXPANSIONS` of the most frequent indexed words it starts with, each
+then stemmed like a typed word.
+
+Concurrency policy: tantivy allows one `IndexWriter` per index directory,
+across processes, through a lock file held by an OS file lock (released by
+the kernel when the holder dies, so a killed writer leaves no stale lock).
+Each write (`upsert`, `delete`, `clear`) takes the writer for one batch only:
+acquire, apply, commit, release. When another writer holds the lock the call
+retries with exponential backoff for up to `lock_timeout_s`, then raises
+IndexUnavailable. Readers never take the lock: any number of processes can
+search while a writer works; this process reloads its reader after each of
+its own commits and picks up other processes' commits on its own.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import tantivy
+
+from recall.errors import IndexUnavailable
+from recall.query import words
+from recall.types import Candidate, Doc, Filter
+
+GLOBAL = "_global_"
+TEXT_FIELDS = ("name", "title", "description", "body", "tags", "context")
+BOOSTS = {"context": 0.5}
+SNIPPET_FIELDS = ("body", "description", "title")
+PREFIX_FIELD = "words"
+PREFIX_EXPANSIONS = 16
+PREFIX_SCAN = 4096
+FETCH_SLACK = 8
+SNIPPET_CHARS = 150
+HEAD_WORDS = 24
+MIN_HEAP_MB = 15
+
+_ANALYZER = (
+    tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+    .filter(tantivy.Filter.remove_long(40))
+    .filter(tantivy.Filter.lowercase())
+    .filter(tantivy.Filter.stemmer("english"))
+    .build()
+)
+
+
+@lru_cache(maxsize=8192)
+def stems(word: str) -> tuple[str, ...]:
+    """The terms `en_stem` indexes for a word (the query-side analyzer)."""
+    return tuple(_ANALYZER.analyze(word))
+
+
+def build_schema() -> tantivy.Schema:
+    """The index schema; changing it needs a reindex."""
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("id", stored=True, tokenizer_name="raw")
+    for name in ("item", "project", "active", "kind"):
+        sb.add_text_field(name, tokenizer_name="raw", index_option="basic")
+    for name in TEXT_FIELDS:
+        stored = name in SNIPPET_FIELDS or name == "name"
+        sb.add_text_field(name, stored=stored, tokenizer_name="en_stem", index_option="freq")
+    sb.add_text_field(PREFIX_FIELD, tokenizer_name="default", index_option="basic")
+    sb.add_date_field("updated", indexed=True, fast=True)
+    return sb.build()
+
+
+def to_document(doc: Doc) -> tantivy.Document:
+    """A `Doc` as a tantivy document."""
+    out = tantivy.Document()
+    out.add_text("id", doc.id)
+    out.add_text("item", doc.item)
+    out.add_text("project", doc.project if doc.project is not None else GLOBAL)
+    out.add_text("active", "1" if doc.active else "0")
+    out.add_text("kind", doc.kind)
+    tags = " ".join(doc.tags)
+    texts = {"name": doc.name, "title": doc.title, "description": doc.description}
+    texts |= {"body": doc.body, "tags": tags, "context": doc.context}
+    for name, text in texts.items():
+        out.add_text(name, text)
+    visible = (doc.name, doc.title, doc.description, doc.body, tags)
+    out.add_text(PREFIX_FIELD, " ".join(visible))
+    if doc.updated is not None:
+        out.add_date("updated", doc.updated)
+    return out
+
+
+def filter_clauses(
+    schema: tantivy.Schema, where: Filter
+) -> list[tuple[tantivy.Occur, tantivy.Query]]:
+    """`where` as zero-scored MUST / MUST_NOT clauses (mirrors `Filter.admits`)."""
+    must: list[tantivy.Query] = []
+    if where.active_only:
+        must.append(tantivy.Query.term_query(schema, "active", "1"))
+    if where.items is not None:
+        must.append(tantivy.Query.term_set_query(schema, "item", list(where.items)))
+    if where.kinds is not None:
+        must.append(tantivy.Query.term_set_query(schema, "kind", list(where.kinds)))
+    if where.projects is not None:
+        allowed = list(where.projects) + ([GLOBAL] if where.include_global else [])
+        must.append(tantivy.Query.term_set_query(schema, "project", allowed))
+    clauses = [(tantivy.Occur.Must, tantivy.Query.const_score_query(q, 0.0)) for q in must]
+    if where.projects is None and not where.include_global:
+        global_ = tantivy.Query.term_query(schema, "project", GLOBAL)
+        clauses.append((tantivy.Occur.MustNot, global_))
+    return clauses
+
+
+def mark(fragment: str, ranges: Sequence[tuple[int, int]]) -> str:
+    """Wrap each highlighted range in \\x01 ... \\x02.
+
+    tantivy's ranges are byte offsets into the UTF-8 fragment, not character
+    offsets, so the slicing happens on bytes. Stray sentinels in the source
+    text are dropped so the renderer can trust them.
+    """
+    raw = fragment.encode("utf-8")
+    parts: list[str] = []
+    pos = 0
+    for start, end in sorted(ranges):
+        if start < pos:
+            continue
+        parts.append(_plain(raw[pos:start]))
+        parts.append("\x01" + _plain(raw[start:end]) + "\x02")
+        pos = end
+    parts.append(_plain(raw[pos:]))
+    return "".join(parts)
+
+
+def _plain(chunk: bytes) -> str:
+    return chunk.decode("utf-8", errors="replace").replace("\x01", "").replace("\x02", "")
+
+
+def head(fields: dict[str, str]) -> str:
+    """The first words of the first non-empty snippet field (no match shown)."""
+    for name in (*SNIPPET_FIELDS, "name"):
+        text = fields.get(name) or ""
+        if text.strip():
+            return _plain(" ".join(text.split()[:HEAD_WORDS]).encode("utf-8"))
+    return ""
+
+
+class TantivyIndex:
+    """`TextIndex` on a tantivy index directory (see the module docstring)."""
+
+    def __init__(
+        self, path: Path | str, *, writer_heap_mb: int = 64, lock_timeout_s: float = 10.0
+    ) -> None:
+        if writer_heap_mb < MIN_HEAP_MB:
+            raise ValueError(f"writer_heap_mb must be >= {MIN_HEAP_MB}, got {writer_heap_mb}")
+        if lock_timeout_s < 0:
+            raise ValueError(f"lock_timeout_s must be >= 0, got {lock_timeout_s}")
+        self.path = Path(path)
+        self._heap = writer_heap_mb * 1_000_000
+        self._lock_timeout_s = lock_timeout_s
+        self._index = self._open()
+        self._schema = self._index.schema
+
+    def _open(self) -> tantivy.Index:
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            if tantivy.Index.exists(str(self.path)):
+                index = tantivy.Index.open(str(self.path))
+            else:
+                index = tantivy.Index(build_schema(), str(self.path), reuse=False)
+            index.config_reader("commit")
+        except (OSError, ValueError) as exc:
+            raise IndexUnavailable(f"cannot open the text index at {self.path}: {exc}") from exc
+        return index
+
+    # -- writes -------------------------------------------------------------
+
+    def upsert(self, docs: Sequence[Doc]) -> None:
+        """Replace documents by id (delete the id's term, then add)."""
+        if not docs:
+            return
+        with self._writer(len(docs)) as writer:
+            for doc in docs:
+                writer.delete_documents_by_term("id", doc.id)
+                writer.add_document(to_document(doc))
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Delete documents by id; unknown ids are ignored."""
+        if not ids:
+            return
+        with self._writer(1) as writer:
+            for doc_id in ids:
+                writer.delete_documents_by_term("id", doc_id)
+
+    def clear(self) -> None:
+        """Delete every document."""
+        with self._writer(1) as writer:
+            writer.delete_all_documents()
+
+    @contextmanager
+    def _writer(self, batch: int) -> Iterator[tantivy.IndexWriter]:
+        """The writer for one batch: commit on success, always release the lock."""
+        writer = self._acquire(batch)
+        try:
+            yield writer
+            writer.commit()
+        except ValueError as exc:
+            writer.rollback()
+            raise IndexUnavailable(f"cannot write the text index at {self.path}: {exc}") from exc
+        finally:
+            writer.wait_merging_threads()
+        self._index.reload()
+
+    def _acquire(self, batch: int) -> tantivy.IndexWriter:
+        """Take the writer lock, retrying with backoff up to the lock timeout."""
+        threads = 1 if batch < 2000 else max(1, min(4, self._heap // 20_000_000))
+        deadline = time.monotonic() + self._lock_timeout_s
+        delay = 0.005
+        while True:
+            try:
+                return self._index.writer(heap_size=self._heap, num_threads=threads)
+            except ValueError as exc:
+                if "Lock" not in str(exc):
+                    raise IndexUnavailable(f"cannot write the text index: {exc}") from exc
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise IndexUnavailable(
+                        f"the text index at {self.path} is locked by another writer; "
+                        f"gave up after {self._lock_timeout_s:g}s"
+                    ) from exc
+                time.sleep(min(delay, remaining))
+                delay = min(delay * 2, 0.25)
+
+    # -- reads --------------------------------------------------------------
+
+    def search(
+        self,
+        text: str,
+        *,
+        where: Filter,
+        limit: int,
+        snippets: bool = False,
+        prefix: bool = False,
+    ) -> list[Candidate]:
+        """BM25 over the text fields, filtered by `where`, ties by id ascending."""
+        query_words = words(text, keep_short_last=prefix)
+        if not query_words or limit <= 0:
+            return []
+        try:
+            searcher = self._index.searcher()
+            terms = self._terms(searcher, query_words, prefix=prefix)
+            if not terms:
+                return []
+            query = self._query(terms, where)
+            ranked = self._top(searcher, query, limit)
+            generators: dict[str, tantivy.SnippetGenerator] = {}
+            return [
+                Candidate(
+                    id=doc["id"][0],
+                    rank=n,
+                    score=score,
+                    snippet=self._snippet(searcher, query, doc, generators) if snippets else None,
+                )
+                for n, (score, doc) in enumerate(ranked, 1)
+            ]
+        except (OSError, ValueError) as exc:
+            raise IndexUnavailable(f"cannot search the text index at {self.path}: {exc}") from exc
+
+    def _terms(
+        self, searcher: tantivy.Searcher, query_words: list[str], *, prefix: bool
+    ) -> list[str]:
+        """The stemmed terms to look for, with the last word's prefix expansion."""
+        out: list[str] = []
+        for word in query_words:
+            out.extend(t for t in stems(word) if t not in out)
+        if prefix:
+            found = searcher.terms_with_prefix(PREFIX_FIELD, query_words[-1], limit=PREFIX_SCAN)
+            frequent = sorted(found, key=lambda tf: (-tf[1], tf[0]))[:PREFIX_EXPANSIONS]
+            for word, _ in frequent:
+                out.extend(t for t in stems(word) if t not in out)
+        return out
+
+    def _query(self, terms: list[str], where: Filter) -> tantivy.Query:
+        should: list[tuple[tantivy.Occur, tantivy.Query]] = []
+        for field in TEXT_FIELDS:
+            for term in terms:
+                q = tantivy.Query.term_query(self._schema, field, term)
+                if field in BOOSTS:
+                    q = tantivy.Query.boost_query(q, BOOSTS[field])
+                should.append((tantivy.Occur.Should, q))
+        text = tantivy.Query.boolean_query(should)
+        return tantivy.Query.boolean_query(
+            [(tantivy.Occur.Must, text), *filter_clauses(self._schema, where)]
+        )
+
+    def _top(
+        self, searcher: tantivy.Searcher, query: tantivy.Query, limit: int
+    ) -> list[tuple[float, tantivy.Document]]:
+        """The best `limit` hits as (score, stored doc), ties broken by id.
+
+        tantivy breaks ties by document address, so fetch a little more and
+        keep fetching while the tie at the cut could extend past the page.
+        """
+        fetch = limit + FETCH_SLACK
+        while True:
+            hits = searcher.search(query, limit=fetch, count=False).hits
+            if len(hits) < fetch or hits[-1][0] < hits[limit - 1][0]:
+                break
+            fetch *= 4
+        if len(hits) > limit:
+            cut = hits[limit - 1][0]
+            hits = [h for h in hits if h[0] >= cut]
+        loaded = [(float(score), searcher.doc(address)) for score, address in hits]
+        loaded.sort(key=lambda sd: (-sd[0], sd[1]["id"][0]))
+        return loaded[:limit]
+
+    def _snippet(
+        self,
+        searcher: tantivy.Searcher,
+        query: tantivy.Query,
+        doc: tantivy.Document,
+        generators: dict[str, tantivy.SnippetGenerator],
+    ) -> str:
+        """The best fragment of body, else description, else title."""
+        for field in SNIPPET_FIELDS:
+            if not doc.get_first(field):
+                continue
+            generator = generators.get(field)
+            if generator is None:
+                generator = tantivy.SnippetGenerator.create(searcher, query, self._schema, field)
+                generator.set_max_num_chars(SNIPPET_CHARS)
+                generators[field] = generator
+            snippet = generator.snippet_from_doc(doc)
+            ranges = [(r.start, r.end) for r in snippet.highlighted()]
+            if ranges:
+                return mark(snippet.fragment(), ranges)
+        return head({name: _first(doc, name) for name in (*SNIPPET_FIELDS, "name")})
+
+    def ids(self) -> set[str]:
+        """Every indexed id."""
+        searcher = self._searcher()
+        total = searcher.num_docs
+        if total == 0:
+            return set()
+        hits = searcher.search(tantivy.Query.all_query(), limit=total, count=False).hits
+        return {searcher.doc(address)["id"][0] for _, address in hits}
+
+    def count(self) -> int:
+        """The number of live documents."""
+        return int(self._searcher().num_docs)
+
+    def _searcher(self) -> tantivy.Searcher:
+        try:
+            return self._index.searcher()
+        except ValueError as exc:
+            raise IndexUnavailable(f"cannot read the text index at {self.path}: {exc}") from exc
+
+
+def _first(doc: tantivy.Document, field: str) -> str:
+    value: Any = doc.get_first(field)
+    return value if isinstance(value, str) else ""

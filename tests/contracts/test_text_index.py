@@ -1,0 +1,683 @@
+"""The `TextIndex` contract, run against every adapter.
+
+tantivy and Whoosh are the real backends; `InMemoryTextIndex` is the
+reference. A capability an adapter lacks is an explicit skip with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from recall.errors import IndexUnavailable
+from recall.indexes.tantivy_index import TantivyIndex
+from recall.indexes.whoosh_index import WhooshIndex
+from recall.ports import TextIndex
+from recall.testing import InMemoryTextIndex
+from recall.types import Doc, Filter
+
+ROOT = Path(__file__).resolve().parents[2]
+ADAPTERS = ["tantivy", "whoosh", "memory"]
+REAL = {"tantivy": TantivyIndex, "whoosh": WhooshIndex}
+EVERYTHING = Filter(active_only=False)
+
+
+def make_doc(**overrides: Any) -> Doc:
+    fields: dict[str, Any] = {
+        "id": "m1",
+        "item": "memory",
+        "project": "alpha",
+        "active": True,
+        "kind": "fact",
+        "name": "",
+        "title": "",
+        "description": "",
+        "body": "",
+    }
+    fields.update(overrides)
+    return Doc(**fields)
+
+
+def build(kind: str, path: Path, **kwargs: Any) -> Any:
+    if kind == "memory":
+        return InMemoryTextIndex()
+    return REAL[kind](path, **kwargs)
+
+
+@pytest.fixture(params=ADAPTERS)
+def index(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    return build(request.param, tmp_path / "fts")
+
+
+@pytest.fixture(params=sorted(REAL))
+def real(request: pytest.FixtureRequest) -> type[TantivyIndex] | type[WhooshIndex]:
+    return REAL[request.param]
+
+
+def search(index: Any, text: str, where: Filter = EVERYTHING, **kwargs: Any) -> list[str]:
+    kwargs.setdefault("limit", 10)
+    return [c.id for c in index.search(text, where=where, **kwargs)]
+
+
+def marked(snippet: str | None) -> set[str]:
+    """The lower-cased words wrapped in \\x01 ... \\x02."""
+    assert snippet is not None
+    spans = re.findall("\x01(.*?)\x02", snippet)
+    return {w.lower() for span in spans for w in re.findall(r"[^\W_]+", span)}
+
+
+# -- basics -------------------------------------------------------------------
+
+
+def test_every_adapter_satisfies_the_port(index: Any) -> None:
+    assert isinstance(index, TextIndex)
+
+
+def test_an_upserted_doc_is_found_by_a_word_of_each_text_field(index: Any) -> None:
+    index.upsert(
+        [
+            make_doc(
+                name="alpha-name",
+                title="Bravo title",
+                description="charlie",
+                body="delta",
+                tags=("echo",),
+            )
+        ]
+    )
+
+    for word in ("alpha", "bravo", "charlie", "delta", "echo"):
+        assert search(index, word) == ["m1"], word
+
+
+def test_upsert_replaces_a_doc_by_id(index: Any) -> None:
+    index.upsert([make_doc(body="original wording")])
+    index.upsert([make_doc(body="replacement wording")])
+
+    assert search(index, "original") == []
+    assert search(index, "replacement") == ["m1"]
+    assert index.count() == 1
+
+
+def test_the_last_version_wins_within_one_batch(index: Any) -> None:
+    index.upsert([make_doc(body="first"), make_doc(body="second")])
+
+    assert search(index, "first") == []
+    assert search(index, "second") == ["m1"]
+    assert index.count() == 1
+
+
+def test_delete_removes_docs_and_ignores_unknown_ids(index: Any) -> None:
+    index.upsert([make_doc(id="a", body="kiwi"), make_doc(id="b", body="kiwi")])
+
+    index.delete(["a", "nope"])
+
+    assert search(index, "kiwi") == ["b"]
+    assert index.ids() == {"b"}
+
+
+def test_ids_count_and_clear(index: Any) -> None:
+    index.upsert([make_doc(id=f"d{i}", body="mango") for i in range(5)])
+    assert index.ids() == {f"d{i}" for i in range(5)}
+    assert index.count() == 5
+
+    index.clear()
+
+    assert index.count() == 0
+    assert index.ids() == set()
+    assert search(index, "mango") == []
+
+
+def test_stemmed_forms_match(index: Any) -> None:
+    index.upsert([make_doc(body="The service caches results.")])
+
+    assert search(index, "caching") == ["m1"]
+
+
+def test_a_slug_is_found_by_each_of_its_parts(index: Any) -> None:
+    index.upsert([make_doc(name="chroma-boot-race", body="unrelated")])
+
+    for word in ("chroma", "boot", "race", "chroma-boot-race"):
+        assert search(index, word) == ["m1"], word
+
+
+def test_operator_words_are_plain_text(index: Any) -> None:
+    index.upsert([make_doc(id="a", body="do NOT restart"), make_doc(id="b", body="restart")])
+
+    assert search(index, "NOT") == ["a"]
+
+
+def test_snippets_are_none_unless_asked(index: Any) -> None:
+    index.upsert([make_doc(body="papaya")])
+
+    [hit] = index.search("papaya", where=EVERYTHING, limit=5)
+
+    assert hit.snippet is None
+
+
+def test_a_non_positive_limit_returns_nothing(index: Any) -> None:
+    index.upsert([make_doc(body="papaya")])
+
+    assert index.search("papaya", where=EVERYTHING, limit=0) == []
+
+
+# -- hostile input ------------------------------------------------------------
+
+HOSTILE = [
+    "",
+    "   \t\n ",
+    "!!! ??? ...",
+    "a",
+    "AND OR NOT",
+    '"unbalanced',
+    "(grouping) [x] {y}",
+    "- -- title:body *wild* ~2 ^3",
+    "\U0001f680 \U0001f525",
+    "nul\x00byte",
+    "word " * 2000,
+    "x" * 10_000,
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE, ids=range(len(HOSTILE)))
+@pytest.mark.parametrize("prefix", [False, True])
+def test_hostile_text_never_raises(index: Any, text: str, prefix: bool) -> None:
+    index.upsert([make_doc(body="word and title body")])
+
+    result = index.search(text, where=EVERYTHING, limit=5, snippets=True, prefix=prefix)
+
+    assert isinstance(result, list)
+    assert len(result) <= 5
+
+
+@pytest.mark.parametrize("text", ["", "   ", "?!", "a", "\x00"])
+def test_text_without_usable_words_returns_nothing(index: Any, text: str) -> None:
+    index.upsert([make_doc(body="a b c")])
+
+    assert index.search(text, where=EVERYTHING, limit=5) == []
+
+
+def test_a_nul_byte_separates_words(index: Any) -> None:
+    index.upsert([make_doc(body="nul byte")])
+
+    assert search(index, "nul\x00byte") == ["m1"]
+
+
+# -- ranking ------------------------------------------------------------------
+
+
+def test_ranks_are_contiguous_and_scores_descend(index: Any) -> None:
+    index.upsert(
+        [
+            make_doc(id="one", body="pear"),
+            make_doc(id="two", body="pear pear apple"),
+            make_doc(id="three", body="pear apple apple apple fig fig fig fig"),
+            make_doc(id="four", body="apple"),
+        ]
+    )
+
+    hits = index.search("pear", where=EVERYTHING, limit=10)
+
+    assert [h.rank for h in hits] == [1, 2, 3]
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert hits[-1].id == "three"
+    assert all(h.score > 0 for h in hits)
+
+
+def test_ties_break_by_id_ascending_even_past_the_fetch_window(index: Any) -> None:
+    ids = [f"id{n:02d}" for n in range(40)]
+    index.upsert([make_doc(id=i, body="same words here") for i in reversed(ids)])
+
+    hits = index.search("same", where=EVERYTHING, limit=5)
+
+    assert [h.id for h in hits] == ids[:5]
+    assert [h.rank for h in hits] == [1, 2, 3, 4, 5]
+    assert len({h.score for h in hits}) == 1
+
+
+def test_more_matched_words_rank_higher(index: Any) -> None:
+    index.upsert(
+        [
+            make_doc(id="both", body="redis eviction policy"),
+            make_doc(id="one", body="redis cluster setup"),
+        ]
+    )
+
+    assert search(index, "redis eviction") == ["both", "one"]
+
+
+def test_context_counts_less_than_body_and_is_never_shown(index: Any) -> None:
+    if isinstance(index, InMemoryTextIndex):
+        pytest.skip("the reference adapter does not index context")
+    index.upsert(
+        [
+            make_doc(id="ctx", body="other text", context="zeppelin story"),
+            make_doc(id="body", body="zeppelin story"),
+        ]
+    )
+
+    hits = index.search("zeppelin", where=EVERYTHING, limit=5, snippets=True)
+
+    assert [h.id for h in hits] == ["body", "ctx"]
+    assert hits[0].score > hits[1].score
+    assert "zeppelin" not in (hits[1].snippet or "")
+
+
+# -- filters ------------------------------------------------------------------
+
+GRID = [
+    make_doc(id=f"{project or 'global'}-{item}-{kind}-{active}", project=project,
+             item=item, kind=kind, active=active, body="widget")
+    for project in ("alpha", "beta", None)
+    for item in ("memory", "note")
+    for kind in ("fact", "gotcha")
+    for active in (True, False)
+]  # fmt: skip
+
+FILTERS = [
+    Filter(),
+    Filter(active_only=False),
+    Filter(projects=("alpha",)),
+    Filter(projects=("alpha",), include_global=False),
+    Filter(projects=(), include_global=True),
+    Filter(projects=None, include_global=False),
+    Filter(items=("note",)),
+    Filter(kinds=("gotcha",), active_only=False),
+    Filter(projects=("beta",), items=("memory",), kinds=("fact",), include_global=False),
+    Filter(items=()),
+]
+
+
+@pytest.mark.parametrize("where", FILTERS, ids=range(len(FILTERS)))
+def test_filters_agree_with_the_reference_predicate(index: Any, where: Filter) -> None:
+    index.upsert(GRID)
+    expected = {
+        d.id
+        for d in GRID
+        if where.admits(project=d.project, active=d.active, item=d.item, kind=d.kind)
+    }
+
+    assert set(search(index, "widget", where, limit=100)) == expected
+
+
+SCOPE_MISSES: list[tuple[str, dict[str, Any], Filter]] = [
+    ("project", {"project": "beta"}, Filter(projects=("alpha",))),
+    ("inactive", {"active": False}, Filter()),
+    ("global", {"project": None}, Filter(include_global=False)),
+    ("item", {"item": "note"}, Filter(items=("memory",))),
+    ("kind", {"kind": "gotcha"}, Filter(kinds=("fact",))),
+]
+
+
+@pytest.mark.parametrize(
+    ("label", "strong", "where"), SCOPE_MISSES, ids=[m[0] for m in SCOPE_MISSES]
+)
+def test_filters_apply_before_the_limit(
+    index: Any, label: str, strong: dict[str, Any], where: Filter
+) -> None:
+    loud = [make_doc(id=f"out{i:02d}", body="turbine " * 5, **strong) for i in range(50)]
+    quiet = make_doc(id="in", body="turbine " + "filler " * 40)
+    index.upsert([*loud, quiet])
+
+    assert search(index, "turbine", where, limit=5) == ["in"]
+
+
+# -- prefix -------------------------------------------------------------------
+
+
+def test_the_last_word_matches_as_a_prefix_only_when_asked(index: Any) -> None:
+    index.upsert([make_doc(body="chroma server")])
+
+    assert search(index, "chro", prefix=True) == ["m1"]
+    assert search(index, "chro") == []
+
+
+def test_a_prefix_matches_words_whose_stem_is_shorter(index: Any) -> None:
+    index.upsert([make_doc(body="a deployment went wrong")])
+
+    assert search(index, "deploym", prefix=True) == ["m1"]
+
+
+def test_a_whole_last_word_still_matches_with_prefix_on(index: Any) -> None:
+    if isinstance(index, InMemoryTextIndex):
+        pytest.skip("the reference adapter matches the last word only as a prefix of stems")
+    index.upsert([make_doc(body="several deployments")])
+
+    assert search(index, "deploying", prefix=True) == ["m1"]
+
+
+def test_only_the_last_word_is_a_prefix(index: Any) -> None:
+    index.upsert([make_doc(body="chroma server")])
+
+    assert search(index, "chro zzz", prefix=True) == []
+    assert search(index, "zzz chro", prefix=True) == ["m1"]
+
+
+@pytest.mark.parametrize("typed", ["c", "ch"])
+def test_a_one_or_two_letter_prefix(index: Any, typed: str) -> None:
+    if isinstance(index, WhooshIndex):
+        pytest.skip("Whoosh expands prefixes from 3 characters (cost); shorter is a plain word")
+    index.upsert([make_doc(id="a", body="chroma"), make_doc(id="b", body="duckdb")])
+
+    assert search(index, typed, prefix=True) == ["a"]
+
+
+def test_prefix_results_respect_the_filter(index: Any) -> None:
+    index.upsert([make_doc(id="a", body="chroma"), make_doc(id="b", body="chroma", active=False)])
+
+    assert search(index, "chro", Filter(), prefix=True) == ["a"]
+
+
+# -- snippets -----------------------------------------------------------------
+
+
+def test_snippets_wrap_matched_terms_in_sentinels_as_raw_text(index: Any) -> None:
+    index.upsert([make_doc(body="if a < b & c then the cache <b>flushes</b>")])
+
+    [hit] = index.search("cache", where=EVERYTHING, limit=5, snippets=True)
+
+    assert hit.snippet is not None
+    assert "\x01cache\x02" in hit.snippet
+    assert "a < b & c" in hit.snippet
+    assert hit.snippet.count("<b>") == 1  # the document's own text, not markup
+
+
+def test_snippets_handle_non_ascii_text(index: Any) -> None:
+    index.upsert([make_doc(body="café über naïve résumé ünïcödé")])
+
+    [hit] = index.search("naïve", where=EVERYTHING, limit=5, snippets=True)
+
+    assert hit.snippet is not None
+    assert "\x01naïve\x02" in hit.snippet
+    assert "café über" in hit.snippet
+
+
+def test_snippets_fall_back_to_the_description(index: Any) -> None:
+    if isinstance(index, InMemoryTextIndex):
+        pytest.skip("the reference adapter shows the head of the body, unhighlighted")
+    index.upsert([make_doc(body="nothing relevant", description="the quokka hops")])
+
+    [hit] = index.search("quokka", where=EVERYTHING, limit=5, snippets=True)
+
+    assert hit.snippet is not None
+    assert "\x01quokka\x02" in hit.snippet
+
+
+def test_a_snippet_is_a_short_fragment_around_the_match(index: Any) -> None:
+    if isinstance(index, InMemoryTextIndex):
+        pytest.skip("the reference adapter shows the head of the body only")
+    body = " ".join(["lorem"] * 150 + ["walrus"] + ["ipsum"] * 150)
+    index.upsert([make_doc(body=body)])
+
+    [hit] = index.search("walrus", where=EVERYTHING, limit=5, snippets=True)
+
+    assert hit.snippet is not None
+    assert "\x01walrus\x02" in hit.snippet
+    assert 8 <= len(hit.snippet.split()) <= 40
+
+
+def test_a_snippet_without_a_match_in_its_fields_is_the_plain_head(index: Any) -> None:
+    index.upsert([make_doc(name="koala-notes", body="a plain body text")])
+
+    [hit] = index.search("koala", where=EVERYTHING, limit=5, snippets=True)
+
+    assert hit.snippet is not None
+    assert "plain body" in hit.snippet
+
+
+def test_prefix_expansions_are_highlighted(index: Any) -> None:
+    index.upsert([make_doc(body="the chroma store")])
+
+    [hit] = index.search("chro", where=EVERYTHING, limit=5, snippets=True, prefix=True)
+
+    assert marked(hit.snippet) == {"chroma"}
+
+
+# -- the real backends only ---------------------------------------------------
+
+
+def test_writes_are_durable_across_instances(real: Any, tmp_path: Path) -> None:
+    real(tmp_path / "fts").upsert([make_doc(body="persisted")])
+
+    assert search(real(tmp_path / "fts"), "persisted") == ["m1"]
+
+
+def test_a_missing_directory_is_created(real: Any, tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "er" / "fts"
+
+    real(path)
+
+    assert path.is_dir()
+
+
+def test_a_corrupt_index_is_unavailable(real: Any, tmp_path: Path) -> None:
+    path = tmp_path / "fts"
+    real(path).upsert([make_doc(body="damage")])
+    for f in path.iterdir():
+        if f.is_file() and not f.name.endswith(".lock") and "LOCK" not in f.name:
+            f.write_bytes(b"\x00garbage")
+
+    with pytest.raises(IndexUnavailable):
+        real(path).search("damage", where=EVERYTHING, limit=5)
+
+
+def test_a_path_that_is_a_file_is_unavailable(real: Any, tmp_path: Path) -> None:
+    path = tmp_path / "fts"
+    path.write_text("not a directory")
+
+    with pytest.raises(IndexUnavailable):
+        real(path)
+
+
+@pytest.mark.parametrize("kwargs", [{"writer_heap_mb": 0}, {"lock_timeout_s": -1}])
+def test_bad_settings_are_a_value_error(real: Any, tmp_path: Path, kwargs: Any) -> None:
+    with pytest.raises(ValueError):
+        real(tmp_path / "fts", **kwargs)
+
+
+@pytest.fixture
+def hold_lock(tmp_path: Path) -> Iterator[Callable[[str], Callable[[], None]]]:
+    """Hold a backend's writer lock from a second handle; returns a release."""
+    releases: list[Callable[[], None]] = []
+
+    def hold(kind: str) -> Callable[[], None]:
+        path = tmp_path / "fts"
+        if kind == "tantivy":
+            import tantivy
+
+            writer = tantivy.Index.open(str(path)).writer(heap_size=15_000_000, num_threads=1)
+            release = writer.wait_merging_threads
+        else:
+            from whoosh import index as windex
+
+            writer = windex.open_dir(str(path)).writer()
+            release = writer.cancel
+        releases.append(release)
+        return release
+
+    yield hold
+    for release in releases:
+        with contextlib.suppress(Exception):  # already released by the test
+            release()
+
+
+@pytest.mark.parametrize("kind", sorted(REAL))
+def test_a_busy_lock_times_out_as_unavailable(kind: str, tmp_path: Path, hold_lock: Any) -> None:
+    index = build(kind, tmp_path / "fts", lock_timeout_s=0.3)
+    hold_lock(kind)
+    started = time.monotonic()
+
+    with pytest.raises(IndexUnavailable, match="locked by another writer"):
+        index.upsert([make_doc(body="blocked")])
+
+    assert time.monotonic() - started >= 0.3
+    assert index.count() == 0
+
+
+@pytest.mark.parametrize("kind", sorted(REAL))
+def test_a_writer_waits_for_the_lock_to_free(kind: str, tmp_path: Path, hold_lock: Any) -> None:
+    index = build(kind, tmp_path / "fts", lock_timeout_s=10)
+    release = hold_lock(kind)
+    threading.Timer(0.3, release).start()
+
+    index.upsert([make_doc(body="patient")])
+
+    assert search(index, "patient") == ["m1"]
+
+
+SEARCH_ELSEWHERE = """
+import sys
+from recall.indexes.{module} import {cls}
+from recall.types import Filter
+ix = {cls}(sys.argv[1], lock_timeout_s=0.2)
+print(",".join(c.id for c in ix.search("visible", where=Filter(), limit=5)))
+"""
+
+
+@pytest.mark.parametrize("kind", sorted(REAL))
+def test_another_process_searches_while_a_writer_holds_the_lock(
+    kind: str, tmp_path: Path, hold_lock: Any
+) -> None:
+    build(kind, tmp_path / "fts").upsert([make_doc(body="visible")])
+    hold_lock(kind)
+    cls = REAL[kind]
+    code = SEARCH_ELSEWHERE.format(module=cls.__module__.rsplit(".", 1)[1], cls=cls.__name__)
+
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "fts")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+
+    assert out.stdout.strip() == "m1"
+
+
+# -- parity across adapters ---------------------------------------------------
+
+CORPUS = {
+    "deploy-blue-green": "Blue green deployment switches traffic between two identical "
+    "environments so a release can roll back instantly.",
+    "deploy-canary": "A canary release sends a small share of traffic to the new version "
+    "before the full rollout.",
+    "deploy-k8s-rollout": "Kubernetes rollout status waits until every pod of the "
+    "deployment is ready.",
+    "ci-pipeline": "The CI pipeline runs lint, unit tests and builds the container image "
+    "on every push.",
+    "ci-flaky-tests": "Flaky tests fail at random; quarantine them and track the flake rate.",
+    "db-postgres-vacuum": "Postgres autovacuum reclaims dead tuples; tune it for tables "
+    "with heavy updates.",
+    "db-index-btree": "A btree index speeds equality and range lookups on a column.",
+    "db-migrations": "Schema migrations must be backward compatible so old code keeps "
+    "running during the deploy.",
+    "db-connection-pool": "A connection pool such as pgbouncer keeps database connections "
+    "warm and bounded.",
+    "db-replication-lag": "Replication lag on the read replica makes fresh writes invisible "
+    "for a few seconds.",
+    "cache-redis-eviction": "Redis eviction policy allkeys-lru drops the least recently "
+    "used keys when memory is full.",
+    "cache-stampede": "A cache stampede happens when many requests miss the cache at once; "
+    "use request coalescing.",
+    "cache-invalidation": "Cache invalidation on write keeps readers from seeing stale values.",
+    "cache-cdn": "The CDN edge caches static assets for a day; purge it after a release.",
+    "queue-kafka-partitions": "Kafka partitions bound consumer parallelism; one consumer "
+    "per partition.",
+    "queue-dead-letter": "Messages that fail repeatedly go to a dead letter queue for inspection.",
+    "queue-idempotency": "Consumers must be idempotent because the broker delivers at least once.",
+    "obs-tracing": "Distributed tracing follows one request across services with a trace id.",
+    "obs-alerting": "Alert on symptoms such as error rate and latency, not on causes.",
+    "obs-logging": "Structured logging in JSON makes logs searchable by field.",
+    "sec-secrets": "Secrets live in the vault, never in the repository or the container image.",
+    "sec-tls-rotation": "TLS certificates rotate every ninety days through an automated job.",
+    "net-dns-ttl": "A low DNS TTL before a migration lets clients follow the new address quickly.",
+    "net-timeouts": "Every outbound call needs a timeout and a retry budget with jitter.",
+    "api-pagination": "Cursor pagination stays stable when rows are inserted between pages.",
+    "api-rate-limit": "The API rate limit uses a token bucket per client key.",
+    "py-async": "Blocking calls inside async code stall the event loop; run them in a thread.",
+    "py-packaging": "Pin every dependency in a lock file so builds are reproducible.",
+    "git-rebase": "Rebase a feature branch onto main before merging to keep history linear.",
+    "search-bm25": "BM25 ranks documents by term frequency, inverse document frequency and length.",
+}
+
+TOP1 = [
+    ("eviction", "cache-redis-eviction"),
+    ("autovacuum dead tuples", "db-postgres-vacuum"),
+    ("canary", "deploy-canary"),
+    ("kafka consumer partitions", "queue-kafka-partitions"),
+    ("stampede coalescing", "cache-stampede"),
+    ("pgbouncer", "db-connection-pool"),
+    ("tracing", "obs-tracing"),
+    ("flaky quarantine", "ci-flaky-tests"),
+]
+
+TOP3 = [
+    ("cache", {"cache-stampede", "cache-invalidation", "cache-cdn"}),
+    ("rollout", {"deploy-canary", "deploy-k8s-rollout"}),
+]
+
+
+@pytest.fixture(scope="module")
+def corpus_indexes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    docs = [
+        make_doc(id=name, name=name, title=name.replace("-", " "), body=body)
+        for name, body in CORPUS.items()
+    ]
+    out = {}
+    for kind in ADAPTERS:
+        out[kind] = build(kind, tmp_path_factory.mktemp(kind))
+        out[kind].upsert(docs)
+    return out
+
+
+@pytest.mark.parametrize(("query", "expected"), TOP1, ids=[q for q, _ in TOP1])
+def test_adapters_agree_on_the_best_hit(
+    corpus_indexes: dict[str, Any], query: str, expected: str
+) -> None:
+    tops = {kind: search(ix, query, limit=1) for kind, ix in corpus_indexes.items()}
+
+    assert tops == {kind: [expected] for kind in ADAPTERS}
+
+
+@pytest.mark.parametrize(("query", "expected"), TOP3, ids=[q for q, _ in TOP3])
+def test_adapters_agree_on_the_top_three(
+    corpus_indexes: dict[str, Any], query: str, expected: set[str]
+) -> None:
+    for kind, ix in corpus_indexes.items():
+        top = set(search(ix, query, limit=3))
+        assert expected <= top, kind
+
+
+@pytest.mark.parametrize("query", ["cache invalidation", "replication lag", "tests"])
+def test_adapters_agree_on_the_highlighted_terms(
+    corpus_indexes: dict[str, Any], query: str
+) -> None:
+    best = {kind: ix.search(query, where=EVERYTHING, limit=1, snippets=True)[0]
+            for kind, ix in corpus_indexes.items()}  # fmt: skip
+
+    assert len({hit.id for hit in best.values()}) == 1
+    wrapped = {kind: marked(hit.snippet) for kind, hit in best.items()}
+    assert wrapped["tantivy"]
+    assert wrapped["tantivy"] == wrapped["whoosh"] == wrapped["memory"]
+
+
+def test_updating_a_corpus_doc_changes_its_rank(tmp_path: Path) -> None:
+    for kind in ADAPTERS:
+        ix = build(kind, tmp_path / kind)
+        a = make_doc(id="a", body="zebra crossing")
+        b = make_doc(id="b", body="zebra zebra zebra")
+        ix.upsert([a, b])
+        assert search(ix, "zebra") == ["b", "a"], kind
+        ix.upsert([replace(b, body="horse")])
+        assert search(ix, "zebra") == ["a"], kind
