@@ -1,0 +1,123 @@
+"""The session-start briefing: what an agent should know before it starts.
+
+One tag pair around: constraints (always), starred memories (pinned), then a
+newest-first index of the rest packed to the budget (default 1500 tokens)
+with an overflow trailer "(+N older: use recall)". A subagent (non-empty
+`agent_type`) gets constraints only plus a RELEVANT section matched from its
+prompt by the PromptRecall matcher. Constraints and pins may push past the
+budget, never past the hard cap (budget x 2): lines are dropped from the end,
+and `truncate_block` is the final guard that keeps UTF-8 whole and the
+closing tag. Returns the text and the ids actually rendered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from recall import sanitize
+from recall.candidates import recall_filter
+from recall.config import BriefingConfig
+from recall.errors import QueryError
+from recall.requests import BriefingRequest
+from recall.results import Briefing, age
+from recall.types import Record
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from recall.engine import Engine
+
+CONSTRAINT = "constraint"
+_Line = tuple[str, str | None]  # (text, id of the memory it renders)
+
+
+def run(engine: Engine, req: BriefingRequest, config: BriefingConfig) -> Briefing:
+    if req.budget is not None and req.budget < 1:
+        raise QueryError(f"budget must be >= 1, not {req.budget}")
+    hard_cap = int(config.budget * config.hard_cap_factor)
+    budget = min(req.budget or config.budget, hard_cap)
+    where = recall_filter(engine.store, project=req.project, scope="memories")
+    records = [
+        r
+        for r in engine.store.browse(where=where, limit=config.scan_limit)
+        if where.admits(project=r.project, active=r.active, item=r.item, kind=r.kind)
+    ]
+    constraints = [r for r in records if r.kind == CONSTRAINT]
+    rest = [r for r in records if r.kind != CONSTRAINT]
+    now = engine.clock()
+    fixed: list[_Line] = []
+    if constraints:
+        fixed.append(("CONSTRAINTS (always apply):", None))
+        fixed += [_line(r, config, now, full=True) for r in constraints]
+    index: list[_Line] = []
+    if req.agent_type:
+        relevant = [
+            r for r in engine.prompt_matches(req.project, req.prompt) if r.kind != CONSTRAINT
+        ]
+        if relevant:
+            fixed.append(("RELEVANT to your task:", None))
+            fixed += [_line(r, config, now) for r in relevant[: config.relevant_hits]]
+    else:
+        pinned = [r for r in rest if r.favorite]
+        if pinned:
+            fixed.append(("PINNED:", None))
+            fixed += [_line(r, config, now) for r in pinned]
+        index = [_line(r, config, now) for r in rest if not r.favorite]
+    if not fixed and not index:
+        return Briefing("", (), 0)
+    return _assemble(engine, req, config, fixed, index, budget, hard_cap)
+
+
+def _line(record: Record, config: BriefingConfig, now: datetime, *, full: bool = False) -> _Line:
+    limit = 4 * config.description_chars if full else config.description_chars
+    desc = sanitize.field(record.description, limit)
+    when = age(record.updated, now)
+    meta = f"{sanitize.name(record.kind)}, {when}" if when else sanitize.name(record.kind)
+    return f"- {sanitize.name(record.name)} [{meta}]: {desc}", record.id
+
+
+def _assemble(
+    engine: Engine,
+    req: BriefingRequest,
+    config: BriefingConfig,
+    fixed: Sequence[_Line],
+    index: Sequence[_Line],
+    budget: int,
+    hard_cap: int,
+) -> Briefing:
+    count = engine.tokens.count
+    project = sanitize.attribute(req.project or "global")
+    opening, closing = f'<{config.tag} project="{project}">', f"</{config.tag}>"
+    lines: list[_Line] = [(opening, None)]
+    used = count(opening) + count(closing)
+    kept_fixed = 0
+    for text, ident in fixed:
+        if used + count(text) > hard_cap:
+            break
+        lines.append((text, ident))
+        used += count(text)
+        kept_fixed += 1
+    dropped = sum(1 for _, i in fixed[kept_fixed:] if i is not None)
+    if index and kept_fixed == len(fixed):
+        header = "INDEX (newest first; recall or memory_read by name):"
+        used += count(header)
+        shown: list[_Line] = []
+        for n, (text, ident) in enumerate(index):
+            trailer = f"(+{len(index) - n - 1} older: use recall)"
+            if used + count(text) + count(trailer) > budget:
+                break
+            shown.append((text, ident))
+            used += count(text)
+        if shown:
+            lines += [(header, None), *shown]
+        dropped += len(index) - len(shown)
+    else:
+        dropped += len(index)
+    if dropped:
+        lines.append((f"(+{dropped} older: use recall)", None))
+    lines.append((closing, None))
+    text = "\n".join(t for t, _ in lines)
+    text = sanitize.truncate_block(text, max_bytes=hard_cap * 4, closing=closing)
+    ids = tuple(i for t, i in lines if i is not None and f"\n{t}\n" in text)
+    return Briefing(text, ids, count(text))

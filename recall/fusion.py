@@ -1,0 +1,139 @@
+"""Fusing ranked channels into one list, keeping each hit's provenance.
+
+Two methods, chosen by `config.fusion`:
+- `rrf`: weighted Reciprocal Rank Fusion (Cormack, Clarke, Buettcher 2009).
+- `zscore`: z-score CombSUM (Fox and Shaw 1994, with z-normalisation as in
+  Lee 1997 / Montague and Aslam 2001), the better one on our eval data
+  (ANCHORS.md, last section).
+Both break ties on id, so results match across runs and backends.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from recall.results import Provenance
+from recall.types import Candidate
+
+FTS = "fts"
+SEMANTIC = "semantic"
+
+
+@dataclass(frozen=True, slots=True)
+class Fused:
+    """One fused hit: its score, what each channel said, and the FTS snippet."""
+
+    id: str
+    score: float
+    sources: tuple[Provenance, ...]
+    snippet: str | None = None
+
+    @property
+    def channels(self) -> tuple[str, ...]:
+        return tuple(p.channel for p in self.sources)
+
+    def raw(self, channel: str) -> float | None:
+        """The channel's raw score for this hit (None when it did not find it)."""
+        return next((p.raw for p in self.sources if p.channel == channel), None)
+
+    @property
+    def source(self) -> str:
+        """ "fused" when more than one channel found it, else that channel."""
+        return "fused" if len(self.sources) > 1 else self.sources[0].channel
+
+
+def _provenance(
+    channels: Mapping[str, Sequence[Candidate]],
+) -> tuple[dict[str, list[Provenance]], dict[str, str]]:
+    seen: dict[str, list[Provenance]] = {}
+    snippets: dict[str, str] = {}
+    for channel in sorted(channels):
+        for cand in channels[channel]:
+            seen.setdefault(cand.id, []).append(Provenance(channel, cand.rank, cand.score))
+            if cand.snippet is not None and cand.id not in snippets:
+                snippets[cand.id] = cand.snippet
+    return seen, snippets
+
+
+def _ordered(
+    scores: Mapping[str, float], seen: Mapping[str, list[Provenance]], snippets: Mapping[str, str]
+) -> list[Fused]:
+    ranked = sorted(scores, key=lambda i: (-scores[i], i))
+    return [Fused(i, scores[i], tuple(seen[i]), snippets.get(i)) for i in ranked]
+
+
+def rrf(
+    channels: Mapping[str, Sequence[Candidate]],
+    *,
+    weights: Mapping[str, float],
+    k: int = 60,
+) -> list[Fused]:
+    """Weighted Reciprocal Rank Fusion (Cormack, Clarke, Buettcher 2009).
+
+    score(d) = sum over channels c of weights[c] / (k + rank_c(d)), ranks
+    1-based; a channel without a weight weighs 1. Ties break on id so
+    results match across runs and backends.
+    """
+    seen, snippets = _provenance(channels)
+    scores = {
+        doc: sum(weights.get(p.channel, 1.0) / (k + p.rank) for p in provs)
+        for doc, provs in seen.items()
+    }
+    return _ordered(scores, seen, snippets)
+
+
+def _z(scores: Sequence[float]) -> list[float]:
+    """Population z-scores; a list with no spread gives zeros."""
+    mean = sum(scores) / len(scores)
+    spread = math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
+    if spread == 0:
+        return [0.0 for _ in scores]
+    return [(s - mean) / spread for s in scores]
+
+
+def zscore(
+    channels: Mapping[str, Sequence[Candidate]],
+    *,
+    weights: Mapping[str, float],
+) -> list[Fused]:
+    """z-score CombSUM: fused(d) = sum over channels c of weights[c] * z_c(d).
+
+    Each channel's raw scores are z-normalised over the list it returned; a
+    document the channel did not return gets that list's minimum z (it
+    ranked below everything the channel kept). A channel without a weight
+    weighs 1; an empty channel contributes nothing. Ties break on id.
+    """
+    seen, snippets = _provenance(channels)
+    z_by_channel: dict[str, dict[str, float]] = {}
+    floor: dict[str, float] = {}
+    for channel, cands in channels.items():
+        if not cands:
+            continue
+        z = _z([c.score for c in cands])
+        z_by_channel[channel] = {c.id: zc for c, zc in zip(cands, z, strict=True)}
+        floor[channel] = min(z)
+    scores = {
+        doc: sum(
+            weights.get(channel, 1.0) * z_by_channel[channel].get(doc, floor[channel])
+            for channel in sorted(z_by_channel)
+        )
+        for doc in seen
+    }
+    return _ordered(scores, seen, snippets)
+
+
+def fuse(
+    channels: Mapping[str, Sequence[Candidate]],
+    *,
+    method: str,
+    weights: Mapping[str, float],
+    k: int,
+) -> list[Fused]:
+    """Dispatch on `method` ("rrf" | "zscore"); ValueError names a bad one."""
+    if method == "rrf":
+        return rrf(channels, weights=weights, k=k)
+    if method == "zscore":
+        return zscore(channels, weights=weights)
+    raise ValueError(f"unknown fusion method {method!r}")

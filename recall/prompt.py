@@ -1,0 +1,153 @@
+"""PromptRecall: a fast lexical match of a user prompt against memory names.
+
+IDF over the active in-scope memories' name + description (seamless's
+matcher): a memory matches when it shares at least `min_shared_words`
+distinct words (3+ letters, stopwords dropped) with the prompt and its score,
+sum of idf(w) over shared words / sqrt(number of its words), is at least
+`min_score`; at most `max_hits`. idf(w) = ln(1 + N / df(w)) (always > 0).
+Nothing clearing the floors gives "" (say "no match" rather than top-N).
+
+The corpus is cached per scope for `ttl_seconds`; a stale corpus is served
+while one background thread rebuilds it (stale-while-rebuild, single-flight).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import threading
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from recall import sanitize
+from recall.config import PromptConfig
+from recall.types import Record
+
+log = logging.getLogger(__name__)
+
+_WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
+_STOPWORDS = """
+    about above after again against all also and any are because been before being
+    below between both but can could did does doing down during each few for from
+    further had has have having her here hers him his how into its itself just let
+    more most not now off once only other our ours out over own same she should
+    some such than that the their theirs them then there these they this those
+    through too under until very was were what when where which while who whom why
+    will with would you your yours use using used make want need please
+"""
+STOPWORDS = frozenset(_STOPWORDS.split())
+
+
+def terms(text: str, *, min_chars: int = 3) -> frozenset[str]:
+    """Distinct lower-cased words of `min_chars`+ letters, stopwords dropped."""
+    return (
+        frozenset(w for w in (m.lower() for m in _WORD.findall(text)) if len(w) >= min_chars)
+        - STOPWORDS
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Corpus:
+    entries: tuple[tuple[Record, frozenset[str]], ...]
+    idf: dict[str, float]
+
+
+def build_corpus(records: Iterable[Record], *, min_chars: int = 3) -> Corpus:
+    entries = tuple((r, terms(f"{r.name} {r.description}", min_chars=min_chars)) for r in records)
+    df: dict[str, int] = {}
+    for _, words in entries:
+        for w in words:
+            df[w] = df.get(w, 0) + 1
+    n = len(entries)
+    return Corpus(entries, {w: math.log(1 + n / d) for w, d in df.items()})
+
+
+def match(corpus: Corpus, prompt: str, config: PromptConfig) -> list[tuple[Record, float]]:
+    """Records clearing both floors, best first (ties by id), at most max_hits."""
+    asked = terms(prompt, min_chars=config.min_word_chars)
+    found: list[tuple[Record, float]] = []
+    for record, words in corpus.entries:
+        shared = asked & words
+        if len(shared) < config.min_shared_words:
+            continue
+        score = sum(corpus.idf[w] for w in shared) / math.sqrt(len(words))
+        if score >= config.min_score:
+            found.append((record, score))
+    found.sort(key=lambda t: (-t[1], t[0].id))
+    return found[: config.max_hits]
+
+
+def render(records: Sequence[Record], config: PromptConfig) -> str:
+    """The block an agent sees: one tag pair, one sanitized line per memory."""
+    if not records:
+        return ""
+    lines = [f"<{config.tag}>", "Memories that may bear on this prompt (memory_read by name):"]
+    for r in records:
+        desc = sanitize.field(r.description, config.description_chars)
+        lines.append(f"- {sanitize.name(r.name)} [{sanitize.name(r.kind)}]: {desc}")
+    lines.append(f"</{config.tag}>")
+    return "\n".join(lines)
+
+
+class CorpusCache:
+    """Corpora per scope key, fresh for a TTL, then served stale while rebuilt.
+
+    `get` builds synchronously only when a key has no corpus yet. A stale
+    corpus is returned at once and one rebuild starts (single-flight: a
+    rebuild already running for that key is not doubled). `background=False`
+    rebuilds synchronously (deterministic tests).
+    """
+
+    def __init__(self, *, clock: Callable[[], datetime], background: bool = True) -> None:
+        self._clock = clock
+        self._background = background
+        self._lock = threading.Lock()
+        self._corpora: dict[Hashable, tuple[datetime, Corpus]] = {}
+        self._building: set[Hashable] = set()
+        self.builds = 0
+
+    def get(self, key: Hashable, build: Callable[[], Corpus], *, ttl: float) -> Corpus:
+        now = self._clock()
+        with self._lock:
+            cached = self._corpora.get(key)
+            stale = cached is None or (now - cached[0]).total_seconds() >= ttl
+            start = stale and key not in self._building
+            if start:
+                self._building.add(key)
+        if cached is None:
+            if start:
+                return self._rebuild(key, build)
+            return build()  # another caller is building the first corpus
+        if start:
+            if self._background:
+                threading.Thread(target=self._quietly, args=(key, build), daemon=True).start()
+            else:
+                return self._rebuild(key, build)
+        return cached[1]
+
+    def _rebuild(self, key: Hashable, build: Callable[[], Corpus]) -> Corpus:
+        try:
+            corpus = build()
+            with self._lock:
+                self._corpora[key] = (self._clock(), corpus)
+                self.builds += 1
+            return corpus
+        except Exception:
+            log.exception("prompt-recall corpus rebuild failed for %r", key)
+            raise
+        finally:
+            with self._lock:
+                self._building.discard(key)
+
+    def _quietly(self, key: Hashable, build: Callable[[], Corpus]) -> None:
+        # The failure is logged in _rebuild; the stale corpus keeps serving.
+        try:
+            self._rebuild(key, build)
+        except Exception:
+            return
+
+    def clear(self) -> None:
+        with self._lock:
+            self._corpora.clear()

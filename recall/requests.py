@@ -1,0 +1,71 @@
+"""What callers ask the engine: frozen, slotted request values.
+
+Validation against the configured limits happens in the engine
+(`recall.recall.validate`, `recall.search.validate`), which raises QueryError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+SCOPES = ("all", "memories", "notes")
+
+
+@dataclass(frozen=True, slots=True)
+class RecallRequest:
+    """An agent's recall, bound to one project (None = global only).
+
+    An empty query with a `kind` browses that kind newest first. `k`
+    overrides the RRF constant (and the link-neighbour score);
+    `channel_weights` are merged over the configured weights.
+    """
+
+    query: str
+    project: str | None
+    budget: int = 1000
+    limit: int = 10
+    scope: str = "all"
+    kind: str | None = None
+    k: int | None = None
+    channel_weights: Mapping[str, float] | None = None
+    debug: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """A person's search: every project (None) or the listed ones, plus global.
+
+    `semantic=False` is the FTS-only fast path (never embeds); `prefix=True`
+    lets the last word match as a prefix (the palette's word being typed);
+    `since` keeps items updated at or after that instant.
+    """
+
+    query: str
+    projects: tuple[str, ...] | None = None
+    limit: int = 20
+    semantic: bool = True
+    since: datetime | None = None
+    kinds: tuple[str, ...] | None = None
+    items: tuple[str, ...] | None = None
+    include_inactive: bool = False
+    prefix: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BriefingRequest:
+    """A session-start briefing; a non-empty `agent_type` is a subagent."""
+
+    project: str | None
+    agent_type: str = ""
+    prompt: str = ""
+    budget: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PromptRequest:
+    """A user prompt to match against the memories in scope."""
+
+    project: str | None
+    prompt: str

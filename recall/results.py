@@ -1,0 +1,152 @@
+"""What the engine returns: hits, context packs, search results, blocks of text.
+
+Frozen, slotted dataclasses with plain values, so the API, MCP and the console
+serialise them without touching the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from recall.types import MEMORY, Record
+
+SOURCES = ("semantic", "fts", "fused", "link", "browse", "identifier")
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """How one channel saw a hit: its 1-based rank there and its raw score.
+
+    `raw` is BM25 for "fts", cosine similarity for "semantic", 1/(k + i) for
+    "link", and the lane (0 exact id, 1 exact name, 2 id prefix) for
+    "identifier".
+    """
+
+    channel: str
+    rank: int
+    raw: float
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One result, the same JSON contract for agents and people.
+
+    `kind` is the item ("memory" | "note"); `memory_kind` the memory's kind
+    (constraint, fact, ...; "" for notes). `source` is "fused" when both
+    channels found the hit, else the one channel (or lane) that did. Search
+    sets `snippet` (raw, with \\x01/\\x02 sentinels) and `snippet_html` on FTS
+    hits and `similarity` (raw cosine) on every hit the semantic leg found;
+    Recall sets neither, but sets `tokens` and `sources`.
+    """
+
+    kind: str
+    id: str
+    name: str
+    title: str
+    description: str
+    project: str | None
+    age: str
+    source: str
+    score: float
+    snippet: str | None = None
+    snippet_html: str | None = None
+    similarity: float | None = None
+    favorite: bool = False
+    tokens: int | None = None
+    sources: tuple[Provenance, ...] = ()
+    updated: datetime | None = None
+    memory_kind: str = ""
+    active: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ContextPack:
+    """Recall's reply: hits packed into a token budget (`tokens <= budget`).
+
+    `omitted` counts the ranked hits (within the limit) that did not fit;
+    `warnings` names every degraded channel; `debug` is set when asked.
+    """
+
+    items: tuple[Hit, ...]
+    omitted: int
+    tokens: int
+    budget: int
+    warnings: tuple[str, ...] = ()
+    debug: dict[str, object] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """Search's reply: every hit up to the limit, no budget.
+
+    `timings` holds milliseconds per stage (embed, fts, vector, fusion,
+    hydrate, total); `embedded` says whether the query was embedded.
+    """
+
+    hits: tuple[Hit, ...]
+    warnings: tuple[str, ...] = ()
+    timings: Mapping[str, float] | None = None
+    embedded: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Briefing:
+    """The session-start block, the ids it actually rendered, its token cost."""
+
+    text: str
+    ids: tuple[str, ...]
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class PromptResult:
+    """The per-prompt recall block ("" when nothing clears the floors) and its ids."""
+
+    text: str
+    ids: tuple[str, ...]
+
+
+def age(updated: datetime | None, now: datetime) -> str:
+    """A compact age: "5m", "3h", "2d", "4mo", "1y" ("" when unknown)."""
+    if updated is None:
+        return ""
+    seconds = max(0.0, (now - updated).total_seconds())
+    if seconds < 3600:
+        return f"{int(seconds // 60)}m"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)}h"
+    days = int(seconds // 86400)
+    if days < 30:
+        return f"{days}d"
+    if days < 365:
+        return f"{days // 30}mo"
+    return f"{days // 365}y"
+
+
+def to_hit(
+    record: Record,
+    *,
+    now: datetime,
+    source: str,
+    score: float,
+    sources: tuple[Provenance, ...] = (),
+) -> Hit:
+    """A hydrated record as a Hit (snippet, similarity and tokens unset)."""
+    return Hit(
+        kind=record.item,
+        id=record.id,
+        name=record.name,
+        title=record.title or record.name,
+        description=record.description,
+        project=record.project,
+        age=age(record.updated, now),
+        source=source,
+        score=score,
+        favorite=record.favorite,
+        sources=sources,
+        updated=record.updated,
+        memory_kind=record.kind if record.item == MEMORY else "",
+        active=record.active,
+    )

@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from recall.fusion import fuse, rrf, zscore
+from recall.results import Provenance
+from recall.types import Candidate
+
+
+def c(doc: str, rank: int, score: float = 0.0, snippet: str | None = None) -> Candidate:
+    return Candidate(id=doc, rank=rank, score=score, snippet=snippet)
+
+
+def test_an_item_in_both_channels_outranks_items_in_one():
+    fused = rrf(
+        {"fts": [c("a", 1), c("b", 2)], "semantic": [c("b", 1)]}, weights={"fts": 1, "semantic": 1}
+    )
+
+    assert [f.id for f in fused] == ["b", "a"]
+    assert fused[0].score == pytest.approx(1 / (60 + 2) + 1 / (60 + 1))
+    assert fused[1].score == pytest.approx(1 / (60 + 1))
+
+
+def test_rrf_weights_and_k_scale_each_channel():
+    fused = rrf(
+        {"fts": [c("a", 1)], "semantic": [c("b", 1), c("a", 3)]},
+        weights={"fts": 0.6, "semantic": 0.4},
+        k=10,
+    )
+
+    scores = {f.id: f.score for f in fused}
+    assert scores["a"] == pytest.approx(0.6 / (10 + 1) + 0.4 / (10 + 3))
+    assert scores["b"] == pytest.approx(0.4 / (10 + 1))
+
+
+def test_rrf_ties_break_on_id():
+    fused = rrf({"fts": [c("b", 1)], "semantic": [c("a", 1)]}, weights={"fts": 1, "semantic": 1})
+
+    assert [f.id for f in fused] == ["a", "b"]
+
+
+def test_fused_hits_keep_provenance_and_fts_snippet():
+    fused = rrf(
+        {"fts": [c("a", 2, 7.5, "x \x01a\x02")], "semantic": [c("a", 1, 0.8)]},
+        weights={},
+    )
+
+    assert fused[0].sources == (Provenance("fts", 2, 7.5), Provenance("semantic", 1, 0.8))
+    assert fused[0].snippet == "x \x01a\x02"
+    assert fused[0].source == "fused"
+    assert fused[0].raw("semantic") == 0.8
+
+
+def test_single_channel_hit_is_named_by_its_channel():
+    fused = rrf({"fts": [c("a", 1)], "semantic": [c("b", 1)]}, weights={})
+
+    assert {f.id: f.source for f in fused} == {"a": "fts", "b": "semantic"}
+
+
+def test_zscore_matches_hand_computed_values():
+    # fts scores 3, 1 -> mean 2, sd 1 -> z 1, -1 (min -1)
+    # semantic scores 0.9, 0.5, 0.1 -> mean 0.5, sd sqrt(0.32/3) -> z ±0.4/sd, 0
+    fused = zscore(
+        {
+            "fts": [c("a", 1, 3.0), c("b", 2, 1.0)],
+            "semantic": [c("c", 1, 0.9), c("a", 2, 0.5), c("d", 3, 0.1)],
+        },
+        weights={"fts": 0.6, "semantic": 0.4},
+    )
+
+    sd = math.sqrt((0.4**2 + 0 + 0.4**2) / 3)
+    z_hi = 0.4 / sd
+    expected = {
+        "a": 0.6 * 1 + 0.4 * 0,
+        "b": 0.6 * -1 + 0.4 * -z_hi,  # missing from semantic: its minimum z
+        "c": 0.6 * -1 + 0.4 * z_hi,  # missing from fts: its minimum z
+        "d": 0.6 * -1 + 0.4 * -z_hi,
+    }
+    assert {f.id: f.score for f in fused} == pytest.approx(expected)
+    assert [f.id for f in fused] == ["a", "c", "b", "d"]  # b and d tie: by id
+
+
+def test_zscore_of_a_list_without_spread_is_zero():
+    fused = zscore({"fts": [c("b", 1, 2.0), c("a", 2, 2.0)]}, weights={"fts": 1})
+
+    assert [(f.id, f.score) for f in fused] == [("a", 0.0), ("b", 0.0)]
+
+
+def test_zscore_ignores_an_empty_channel():
+    fused = zscore({"fts": [c("a", 1, 2.0), c("b", 2, 1.0)], "semantic": []}, weights={})
+
+    assert [f.id for f in fused] == ["a", "b"]
+    assert fused[0].score == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("method", ["rrf", "zscore"])
+def test_fuse_dispatches_on_method(method: str):
+    fused = fuse({"fts": [c("a", 1, 1.0)]}, method=method, weights={}, k=60)
+
+    assert [f.id for f in fused] == ["a"]
+
+
+def test_fuse_rejects_an_unknown_method():
+    with pytest.raises(ValueError, match="borda"):
+        fuse({}, method="borda", weights={}, k=60)

@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+import pytest
+
+from recall.query import clean, is_id_prefix, looks_like_identifier, words
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("chroma boot race", ["chroma", "boot", "race"]),
+        ("chroma-boot-race", ["chroma", "boot", "race"]),
+        ("AND OR NOT", ["and", "or", "not"]),
+        ('"quoted" words', ["quoted", "words"]),
+        ("a b cd", ["cd"]),
+        ("!!! ??? ...", []),
+        ("🚀 🔥", []),
+        ("nul\x00byte", ["nul", "byte"]),
+        ("repeat Repeat REPEAT", ["repeat"]),
+        ("", []),
+    ],
+)
+def test_words(text: str, expected: list[str]):
+    assert words(text) == expected
+
+
+def test_the_last_short_word_is_kept_as_a_prefix():
+    assert words("chroma b", keep_short_last=True) == ["chroma", "b"]
+
+
+def test_clean_caps_a_huge_query():
+    assert len(clean("x" * 10_000)) == 2000
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("01HZX000000000000000000001", True),
+        ("01HZX000", True),
+        ("chroma-boot-race", True),
+        ("two words", False),
+        ("plain", False),
+    ],
+)
+def test_looks_like_identifier(text: str, expected: bool):
+    assert looks_like_identifier(text) is expected
+
+
+def test_an_id_prefix_needs_eight_characters():
+    assert not is_id_prefix("01HZX00")
