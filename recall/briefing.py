@@ -86,7 +86,11 @@ def _assemble(
     budget: int,
     hard_cap: int,
 ) -> Briefing:
-    count = engine.tokens.count
+    def count(text: str) -> int:
+        # Each line with its newline: line estimates then add up to at least
+        # the whole block's estimate, so the packed block never passes the budget.
+        return engine.tokens.count(text + "\n")
+
     project = sanitize.attribute(req.project or "global")
     opening, closing = f'<{config.tag} project="{project}">', f"</{config.tag}>"
     lines: list[_Line] = [(opening, None)]
@@ -120,4 +124,4 @@ def _assemble(
     text = "\n".join(t for t, _ in lines)
     text = sanitize.truncate_block(text, max_bytes=hard_cap * 4, closing=closing)
     ids = tuple(i for t, i in lines if i is not None and f"\n{t}\n" in text)
-    return Briefing(text, ids, count(text))
+    return Briefing(text, ids, engine.tokens.count(text))

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from recall.config import DedupConfig
+from recall.testing import FakeEmbedder
+from tests.recall.conftest import MakeEngine, invalidate, make_memory, uid
+
+TEXT = {"name": "chroma-boot-race", "description": "chroma races the api at boot"}
+
+
+def test_the_most_similar_active_memory_is_hinted(make_engine: MakeEngine):
+    engine = make_engine([make_memory(1, **TEXT), make_memory(2, "lunch", description="menu")])
+
+    hit = engine.dedup_hint(project="alpha", **TEXT)
+
+    assert hit is not None and hit.id == uid(1)
+    assert hit.similarity is not None and hit.similarity >= 0.83
+
+
+def test_below_the_threshold_there_is_no_hint(make_engine: MakeEngine):
+    engine = make_engine([make_memory(1, "chroma", description="something else entirely here")])
+
+    assert engine.dedup_hint(project="alpha", **TEXT) is None
+
+
+def test_superseded_duplicate_does_not_starve_live_one_in_dedup(make_engine: MakeEngine):
+    dupes = [make_memory(i, **TEXT) for i in range(1, 6)]
+    live = make_memory(10, TEXT["name"], description="chroma races the api at boot time")
+    engine = make_engine([*dupes, live])
+    for d in dupes:
+        invalidate(engine, d.id, superseded_by=live.id)
+
+    hit = engine.dedup_hint(project="alpha", **TEXT)
+
+    assert engine.dedup_config == DedupConfig(candidates=3)
+    assert hit is not None and hit.id == live.id
+
+
+def test_the_memory_being_edited_is_excluded(make_engine: MakeEngine):
+    engine = make_engine([make_memory(1, **TEXT)])
+
+    assert engine.dedup_hint(project="alpha", exclude_id=uid(1), **TEXT) is None
+
+
+def test_other_projects_are_out_of_scope(make_engine: MakeEngine):
+    engine = make_engine([make_memory(1, project="beta", **TEXT)])
+
+    assert engine.dedup_hint(project="alpha", **TEXT) is None
+
+
+def test_embedder_trouble_means_no_hint(make_engine: MakeEngine):
+    engine = make_engine([make_memory(1, **TEXT)], embedder=FakeEmbedder(fail=True))
+    assert engine.dedup_hint(project="alpha", **TEXT) is None
+
+    broken = make_engine([make_memory(1, **TEXT)])
+    broken.vectors.fail = True  # type: ignore[union-attr]
+    assert broken.dedup_hint(project="alpha", **TEXT) is None
+
+    assert (
+        make_engine([make_memory(1, **TEXT)], embedder=None).dedup_hint(project="alpha", **TEXT)
+        is None
+    )

@@ -1,0 +1,128 @@
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+
+import pytest
+
+from recall.config import PromptConfig
+from recall.prompt import CorpusCache, build_corpus, match, terms
+from recall.requests import PromptRequest
+from tests.recall.conftest import NOW, MakeEngine, index, make_memory, uid
+
+# IDF needs a corpus: eight unrelated memories, as any real project has.
+FILLERS = [
+    make_memory(200 + i, word, description=f"{word} notes")
+    for i, word in enumerate(
+        ["apple", "banana", "cherry", "damson", "elder", "fig", "grape", "hazel"]
+    )
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Fix the chroma-boot race", {"fix", "chroma", "boot", "race"}),
+        ("a an to of it", set()),
+        ("THE Deploy deploy", {"deploy"}),
+        ("v2 api_key 42", {"api", "key"}),
+    ],
+)
+def test_terms(text: str, expected: set[str]):
+    assert terms(text) == expected
+
+
+def test_score_is_idf_over_shared_words_over_sqrt_length():
+    a = make_memory(1, "chroma-boot-race", description="startup ordering")
+    b = make_memory(2, "chroma-docs", description="documentation")
+    corpus = build_corpus([a, b, *FILLERS])
+
+    found = match(corpus, "the chroma boot fails", PromptConfig())
+
+    # N = 10; a shares {chroma (df 2), boot (df 1)} and has 5 words
+    # (chroma, boot, race, startup, ordering); b shares one word only.
+    assert [(r.id, s) for r, s in found] == [
+        (a.id, pytest.approx((math.log(1 + 10 / 2) + math.log(1 + 10 / 1)) / math.sqrt(5)))
+    ]
+
+
+def test_floors_need_two_shared_words_and_a_score():
+    corpus = build_corpus([make_memory(1, "chroma", description="boot"), *FILLERS])
+
+    assert match(corpus, "chroma only", PromptConfig()) == []
+    assert match(corpus, "chroma boot", PromptConfig(min_score=100)) == []
+    assert len(match(corpus, "chroma boot", PromptConfig())) == 1
+
+
+def test_at_most_three_hits(make_engine: MakeEngine):
+    deploys = [
+        make_memory(i, f"deploy-rollback-{i}", description="deploy rollback") for i in range(1, 7)
+    ]
+    engine = make_engine([*deploys, *FILLERS])
+
+    result = engine.prompt_recall(PromptRequest("alpha", "how do I deploy a rollback"))
+
+    assert len(result.ids) == 3
+    assert result.text.startswith("<memory-recall>") and result.text.endswith("</memory-recall>")
+
+
+def test_nothing_clearing_the_floors_is_empty(make_engine: MakeEngine):
+    engine = make_engine([make_memory(1, "chroma-boot-race", description="startup"), *FILLERS])
+
+    assert engine.prompt_recall(PromptRequest("alpha", "chroma boot race")).ids == (uid(1),)
+    assert engine.prompt_recall(PromptRequest("alpha", "what is for lunch today")).text == ""
+    assert engine.prompt_recall(PromptRequest("alpha", "   ")).ids == ()
+
+
+def test_prompt_recall_is_scoped_and_live_only(make_engine: MakeEngine):
+    engine = make_engine(
+        [
+            make_memory(1, "chroma-boot-race", description="startup ordering", project="beta"),
+            make_memory(
+                2, "chroma-boot-race", description="startup ordering", project=None, active=False
+            ),
+        ]
+    )
+
+    assert engine.prompt_recall(PromptRequest("alpha", "chroma boot race at startup")).text == ""
+
+
+def test_corpus_is_cached_for_the_ttl_then_rebuilt(make_engine: MakeEngine):
+    now = [NOW]
+    engine = make_engine(FILLERS, clock=lambda: now[0])
+    ask = PromptRequest("alpha", "chroma boot race at startup")
+
+    assert engine.prompt_recall(ask).text == ""
+    index(engine, [make_memory(1, "chroma-boot-race", description="startup ordering")])
+    assert engine.prompt_recall(ask).text == ""  # still the cached corpus
+    now[0] += timedelta(seconds=31)
+    assert engine.prompt_recall(ask).ids == (uid(1),)  # synchronous rebuild in tests
+
+
+def test_stale_corpus_is_served_while_one_background_rebuild_runs():
+    import threading
+
+    now = [NOW]
+    cache = CorpusCache(clock=lambda: now[0], background=True)
+    release = threading.Event()
+    calls: list[int] = []
+
+    def slow_build() -> object:
+        calls.append(1)
+        release.wait(5)
+        return build_corpus([make_memory(len(calls))])
+
+    first = cache.get("k", lambda: build_corpus([]), ttl=30)
+    now[0] += timedelta(seconds=60)
+    stale_a = cache.get("k", slow_build, ttl=30)  # type: ignore[arg-type]
+    stale_b = cache.get("k", slow_build, ttl=30)  # type: ignore[arg-type]
+    release.set()
+    for _ in range(100):
+        if cache.builds == 2:
+            break
+        threading.Event().wait(0.01)
+
+    assert stale_a is first and stale_b is first
+    assert calls == [1]  # single-flight
+    assert cache.builds == 2
+    assert cache.get("k", slow_build, ttl=30) is not first  # type: ignore[arg-type]

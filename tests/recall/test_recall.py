@@ -1,0 +1,341 @@
+from __future__ import annotations
+
+import pytest
+
+from recall.config import RecallConfig
+from recall.errors import ConfigError, QueryError
+from recall.requests import RecallRequest
+from recall.testing import FakeEmbedder
+from tests.recall.conftest import MakeEngine, ids, invalidate, make_memory, make_note, uid
+
+RRF = RecallConfig(fusion="rrf", channel_weights={"fts": 1.0, "semantic": 1.0})
+
+
+def ask(query: str, project: str | None = "alpha", **kw: object) -> RecallRequest:
+    return RecallRequest(query=query, project=project, **kw)  # type: ignore[arg-type]
+
+
+def test_in_scope_survives_out_of_scope_dominance(make_engine: MakeEngine):
+    crowd = [
+        make_memory(i, description="chroma boot race chroma boot race", project="beta")
+        for i in range(1, 61)
+    ]
+    mine = make_memory(100, description="a note on the chroma boot order")
+    engine = make_engine([*crowd, mine])
+
+    pack = engine.recall(ask("chroma boot race", debug=True))
+
+    assert ids(pack.items) == [mine.id]
+    assert set(pack.debug["channels"][mine.id]) == {"fts", "semantic"}  # type: ignore[index]
+
+
+def _dominance(make_engine: MakeEngine, channel: str) -> None:
+    crowd = [make_memory(i, description="chroma boot race deadlock") for i in range(1, 61)]
+    live = make_memory(100, description="chroma boot race fixed by ordering")
+    engine = make_engine([*crowd, live])
+    for old in crowd:
+        invalidate(engine, old.id, superseded_by=live.id)
+
+    pack = engine.recall(ask("chroma boot race deadlock", debug=True, limit=100))
+
+    assert ids(pack.items) == [live.id]
+    assert channel in pack.debug["channels"][live.id]  # type: ignore[index]
+
+
+def test_live_memory_survives_superseded_dominance_semantic(make_engine: MakeEngine):
+    _dominance(make_engine, "semantic")
+
+
+def test_live_memory_survives_superseded_dominance_lexical(make_engine: MakeEngine):
+    _dominance(make_engine, "fts")
+
+
+def test_provider_failure_degrades_to_fts_with_warning(make_engine: MakeEngine):
+    engine = make_engine(
+        [make_memory(1, description="chroma boot race")], embedder=FakeEmbedder(fail=True)
+    )
+
+    pack = engine.recall(ask("chroma", debug=True))
+
+    assert ids(pack.items) == [uid(1)]
+    assert pack.items[0].source == "fts"
+    assert any("semantic leg skipped" in w for w in pack.warnings)
+    assert pack.debug is not None and pack.debug["embedded"] is False
+
+
+def test_vector_index_failure_degrades_to_fts_with_warning(make_engine: MakeEngine):
+    engine = make_engine([make_memory(1, description="chroma boot race")])
+    engine.vectors.fail = True  # type: ignore[union-attr]
+
+    pack = engine.recall(ask("chroma"))
+
+    assert ids(pack.items) == [uid(1)]
+    assert any("vector index unavailable" in w for w in pack.warnings)
+
+
+class MisconfiguredEmbedder(FakeEmbedder):
+    def embed(self, texts):  # type: ignore[no-untyped-def]
+        raise ConfigError("model file missing")
+
+
+def test_config_error_surfaces(make_engine: MakeEngine):
+    engine = make_engine([make_memory(1, description="chroma")], embedder=MisconfiguredEmbedder())
+
+    with pytest.raises(ConfigError, match="model file missing"):
+        engine.recall(ask("chroma"))
+
+
+def test_no_embedder_runs_fts_only_quietly_and_says_so_in_debug(make_engine: MakeEngine):
+    engine = make_engine([make_memory(1, description="chroma")], embedder=None)
+
+    pack = engine.recall(ask("chroma", debug=True))
+
+    assert ids(pack.items) == [uid(1)]
+    assert pack.warnings == ()
+    assert "no embedder" in str(pack.debug["semantic"])  # type: ignore[index]
+
+
+def test_recall_never_sets_snippet_or_similarity(make_engine: MakeEngine):
+    engine = make_engine(
+        [make_memory(1, description="chroma boot"), make_note(2, "Chroma notes", body="chroma")]
+    )
+
+    pack = engine.recall(ask("chroma boot"))
+
+    assert len(pack.items) == 2
+    assert all(
+        h.snippet is None and h.snippet_html is None and h.similarity is None for h in pack.items
+    )
+    assert all(h.tokens is not None and h.sources for h in pack.items)
+
+
+def test_fused_scores_and_sources_follow_rrf(make_engine: MakeEngine):
+    engine = make_engine(
+        [
+            make_memory(1, description="chroma boot race"),
+            make_memory(2, description="unrelated words"),
+        ]
+    )
+
+    pack = engine.recall(ask("chroma boot race"), config=RRF)
+
+    assert [h.source for h in pack.items] == ["fused", "semantic"]  # Recall keeps weak neighbours
+    assert pack.items[0].score == pytest.approx(1 / (60 + 1) + 1 / (60 + 1))
+
+
+def test_favorite_and_usage_boosts_apply_after_fusion(make_engine: MakeEngine):
+    a = make_memory(1, description="chroma boot race")
+    b = make_memory(2, description="chroma boot race", favorite=True)
+    c = make_memory(3, description="chroma boot race")
+    engine = make_engine([a, b, c], embedder=None, usage={c.id: 0.5})
+
+    pack = engine.recall(ask("chroma"), config=RRF)
+
+    base = 1 / (60 + 1)  # all three tie in fts; ranks 1..3 by id
+    scores = {h.id: h.score for h in pack.items}
+    assert scores[a.id] == pytest.approx(base)
+    assert scores[b.id] == pytest.approx(1 / (60 + 2) * 1.15)
+    assert scores[c.id] == pytest.approx(1 / (60 + 3) * (1 + 0.1 * 0.5))
+    assert ids(pack.items) == [b.id, c.id, a.id]
+
+
+def test_zscore_scores_stay_positive_so_boosts_never_invert(make_engine: MakeEngine):
+    records = [make_memory(i, description="chroma " * i, favorite=i == 1) for i in range(1, 5)]
+    engine = make_engine(records, embedder=None)
+
+    plain = engine.recall(ask("chroma"), config=RecallConfig(favorite_boost=1.0))
+    boosted = engine.recall(ask("chroma"))
+
+    assert all(h.score > 0 for h in plain.items)
+    before = {h.id: h.score for h in plain.items}
+    after = {h.id: h.score for h in boosted.items}
+    assert after[uid(1)] == pytest.approx(before[uid(1)] * 1.15)
+
+
+def test_token_budget_packs_greedily_and_the_first_overflow_ends_it(make_engine: MakeEngine):
+    records = [
+        make_memory(1, description="chroma " * 3),
+        make_memory(2, description="chroma " * 2 + "x" * 400),
+        make_memory(3, description="chroma"),
+    ]
+    engine = make_engine(records, embedder=None)
+
+    pack = engine.recall(ask("chroma", budget=40), config=RRF)
+
+    assert ids(pack.items) == [uid(1)]
+    assert pack.omitted == 2
+    assert pack.tokens == pack.items[0].tokens
+    assert pack.tokens <= pack.budget == 40
+
+
+def test_a_hit_too_big_for_the_budget_is_omitted_with_a_warning(make_engine: MakeEngine):
+    engine = make_engine([make_memory(1, description="chroma", body="x" * 2000)], embedder=None)
+
+    pack = engine.recall(ask("chroma", budget=5))
+
+    assert pack.items == () and pack.omitted == 1 and pack.tokens == 0
+    assert any("exceeds the token budget" in w for w in pack.warnings)
+
+
+def test_scope_memories_and_notes(make_engine: MakeEngine):
+    engine = make_engine(
+        [make_memory(1, description="chroma"), make_note(2, "Chroma", body="chroma")]
+    )
+
+    assert ids(engine.recall(ask("chroma", scope="memories")).items) == [uid(1)]
+    assert ids(engine.recall(ask("chroma", scope="notes")).items) == [uid(2)]
+
+
+def test_global_items_are_in_scope_and_other_projects_are_not(make_engine: MakeEngine):
+    engine = make_engine([
+        make_memory(1, description="chroma", project=None),
+        make_memory(2, description="chroma", project="beta"),
+        make_memory(3, description="chroma"),
+    ])  # fmt: skip
+
+    assert set(ids(engine.recall(ask("chroma")).items)) == {uid(1), uid(3)}
+    assert ids(engine.recall(ask("chroma", project=None)).items) == [uid(1)]
+
+
+def test_sealed_project_sees_no_global_hits(make_engine: MakeEngine):
+    engine = make_engine(
+        [
+            make_memory(1, description="chroma", project=None),
+            make_memory(2, description="chroma", project="vault"),
+        ],
+        isolation={"vault": "sealed"},
+    )
+
+    assert ids(engine.recall(ask("chroma", project="vault")).items) == [uid(2)]
+
+
+def test_hits_that_no_longer_hydrate_are_dropped(make_engine: MakeEngine):
+    engine = make_engine(
+        [make_memory(1, description="chroma"), make_memory(2, description="chroma")]
+    )
+    del engine.store.records[uid(1)]  # type: ignore[attr-defined]
+
+    assert ids(engine.recall(ask("chroma")).items) == [uid(2)]
+
+
+def test_post_fusion_guard_drops_a_hit_the_index_wrongly_returned(make_engine: MakeEngine):
+    engine = make_engine(
+        [make_memory(1, description="chroma"), make_memory(2, description="chroma")]
+    )
+    engine.store.invalidate(uid(1))  # type: ignore[attr-defined] # index not yet synced
+
+    assert ids(engine.recall(ask("chroma")).items) == [uid(2)]
+
+
+def test_kind_browse_lists_newest_first_and_skips_invalidated(make_engine: MakeEngine):
+    engine = make_engine([
+        make_memory(3, kind="convention"),
+        make_memory(1, kind="convention"),
+        make_memory(2, kind="convention"),
+        make_memory(4, kind="fact"),
+    ])  # fmt: skip
+    invalidate(engine, uid(2))
+
+    pack = engine.recall(ask("  ", kind="convention"))
+
+    assert ids(pack.items) == [uid(1), uid(3)]  # uid(1) is the newest (1 hour old)
+    assert {h.source for h in pack.items} == {"browse"}
+
+
+def test_kind_filter_restricts_search(make_engine: MakeEngine):
+    engine = make_engine(
+        [make_memory(1, description="chroma", kind="gotcha"), make_memory(2, description="chroma")]
+    )
+
+    assert ids(engine.recall(ask("chroma", kind="gotcha")).items) == [uid(1)]
+
+
+def test_empty_query_without_kind_is_a_query_error(make_engine: MakeEngine):
+    with pytest.raises(QueryError, match="empty"):
+        make_engine().recall(ask(""))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"limit": 0}, "limit"),
+        ({"limit": 101}, "limit"),
+        ({"budget": 0}, "budget"),
+        ({"budget": 10_000_000}, "budget"),
+        ({"scope": "everything"}, "scope"),
+        ({"kind": "gossip"}, "kind"),
+        ({"k": 0}, "k must be"),
+        ({"channel_weights": {"fts": -1.0}}, "weight"),
+        ({"kind": "fact", "scope": "notes"}, "contradicts"),
+    ],
+)
+def test_bad_requests_raise_query_error(
+    make_engine: MakeEngine, overrides: dict[str, object], message: str
+):
+    with pytest.raises(QueryError, match=message):
+        make_engine().recall(ask("chroma", **overrides))
+
+
+BAD_QUERIES = [
+    "",
+    "   ",
+    "x" * 10_000,
+    "?!.,;:",
+    "AND OR NOT",
+    '"""',
+    "🚀🔥",
+    "nul\x00byte",
+    "(*) [[ ]] --",
+]
+
+
+@pytest.mark.parametrize("query", BAD_QUERIES)
+def test_bad_queries_never_crash_recall(make_engine: MakeEngine, query: str):
+    engine = make_engine([make_memory(1, description="nul byte and or not")])
+    try:
+        pack = engine.recall(ask(query))
+    except QueryError:
+        return
+    assert pack.tokens <= pack.budget
+
+
+def test_request_weights_override_config_weights(make_engine: MakeEngine):
+    engine = make_engine(
+        [make_memory(1, description="chroma boot"), make_memory(2, description="chroma")]
+    )
+
+    pack = engine.recall(
+        ask("chroma boot", channel_weights={"semantic": 0.0}, debug=True), config=RRF
+    )
+
+    assert pack.debug["weights"] == {"fts": 1.0, "semantic": 0.0}  # type: ignore[index]
+    assert pack.items[0].score == pytest.approx(1 / (60 + 1))
+
+
+def test_debug_reports_ranks_timings_and_config(make_engine: MakeEngine):
+    engine = make_engine([make_memory(1, description="chroma")])
+
+    debug = engine.recall(ask("chroma", debug=True)).debug
+
+    assert debug is not None
+    assert debug["channels"] == {uid(1): {"fts": 1, "semantic": 1}}
+    assert set(debug["timings_ms"]) >= {
+        "embed",
+        "fts",
+        "vector",
+        "fusion",
+        "links",
+        "hydrate",
+        "pack",
+        "total",
+    }  # type: ignore[arg-type]
+    assert debug["embedded"] is True
+    assert debug["config"]["k"] == 60  # type: ignore[index]
+
+
+def test_ages_come_from_the_clock(make_engine: MakeEngine):
+    engine = make_engine(
+        [make_memory(5, description="chroma"), make_memory(24 * 3, description="chroma")]
+    )
+
+    assert sorted(h.age for h in engine.recall(ask("chroma")).items) == ["3d", "5h"]

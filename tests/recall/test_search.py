@@ -1,0 +1,230 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from recall.config import SearchConfig
+from recall.errors import ConfigError, QueryError
+from recall.requests import SearchRequest
+from recall.testing import FakeEmbedder
+from tests.recall.conftest import NOW, MakeEngine, ids, invalidate, make_memory, make_note, uid
+
+
+def test_search_ignores_token_budget(make_engine: MakeEngine):
+    records = [make_memory(i, description="chroma", body="x" * 5000) for i in range(1, 31)]
+    engine = make_engine(records)
+
+    result = engine.search(SearchRequest("chroma", limit=25))
+
+    assert len(result.hits) == 25
+    assert all(h.tokens is None for h in result.hits)
+
+
+def test_fast_path_never_calls_embedder(make_engine: MakeEngine):
+    embedder = FakeEmbedder()
+    engine = make_engine([make_memory(1, description="chroma boot")], embedder=embedder)
+
+    result = engine.search(SearchRequest("chro", semantic=False, prefix=True))
+
+    assert ids(result.hits) == [uid(1)]
+    assert embedder.calls == 0
+    assert engine.vectors.searches == 0  # type: ignore[union-attr]
+    assert result.embedded is False
+    assert "embed" not in (result.timings or {})
+
+
+def test_floor_drops_weak_semantic_only_hits_and_exempts_lexical(make_engine: MakeEngine):
+    strong = make_memory(1, description="chroma boot race")
+    lexical_weak = make_memory(2, description="chroma " + " ".join(f"w{i}" for i in range(40)))
+    semantic_weak = make_memory(3, description="boot " + " ".join(f"v{i}" for i in range(40)))
+    unrelated = make_memory(4, description="nothing shared here")
+    engine = make_engine([strong, lexical_weak, semantic_weak, unrelated])
+    engine.text.delete([semantic_weak.id])  # the lexical leg cannot find it
+
+    result = engine.search(
+        SearchRequest("chroma boot race"), config=SearchConfig(semantic_floor=0.3)
+    )
+
+    by_id = {h.id: h for h in result.hits}
+    assert lexical_weak.id in by_id and by_id[lexical_weak.id].similarity < 0.3  # type: ignore[operator]
+    assert semantic_weak.id not in by_id
+    assert unrelated.id not in by_id
+    assert strong.id in by_id
+
+    everything = engine.search(
+        SearchRequest("chroma boot race"), config=SearchConfig(semantic_floor=-1.0)
+    )
+    assert semantic_weak.id in ids(everything.hits)
+
+
+def test_lexical_only_hit_has_no_similarity(make_engine: MakeEngine):
+    engine = make_engine([make_memory(1, description="chroma boot")])
+    engine.vectors.delete([uid(1)])  # type: ignore[union-attr]
+
+    (hit,) = engine.search(SearchRequest("chroma")).hits
+
+    assert hit.source == "fts"
+    assert hit.similarity is None
+    assert hit.snippet is not None
+
+
+def test_semantic_hits_carry_raw_cosine(make_engine: MakeEngine):
+    engine = make_engine([make_memory(1, description="chroma boot")])
+
+    (hit,) = engine.search(SearchRequest("chroma boot")).hits
+
+    assert hit.source == "fused"
+    assert hit.similarity == pytest.approx(hit.sources[1].raw)
+    assert 0.3 <= hit.similarity <= 1.0 + 1e-6  # type: ignore[operator]
+
+
+def test_snippets_carry_sentinels_not_markup(make_engine: MakeEngine):
+    engine = make_engine([make_memory(1, description="d", body="the <b>chroma</b> boot race")])
+
+    (hit,) = engine.search(SearchRequest("race")).hits
+
+    assert hit.snippet is not None and "\x01race\x02" in hit.snippet
+    assert "<mark>" not in hit.snippet
+    assert hit.snippet_html is not None
+    assert "<mark>race</mark>" in hit.snippet_html
+    assert "&lt;b&gt;" in hit.snippet_html and "<b>" not in hit.snippet_html
+
+
+def test_identifier_lane_ranks_first(make_engine: MakeEngine):
+    target = make_memory(7, "chroma-boot-race", description="unrelated text")
+    others = [make_memory(i, description="chroma boot race chroma boot race") for i in range(1, 4)]
+    engine = make_engine([target, *others])
+
+    by_name = engine.search(SearchRequest("chroma-boot-race")).hits
+    by_id = engine.search(SearchRequest(target.id)).hits
+    by_prefix = engine.search(SearchRequest(target.id[:20])).hits
+
+    assert (by_name[0].id, by_name[0].source) == (target.id, "identifier")
+    assert [h.id for h in by_name].count(target.id) == 1
+    assert (by_id[0].id, by_id[0].sources[0].raw) == (target.id, 0.0)
+    assert by_prefix[0].source == "identifier"
+
+
+def test_every_project_or_the_chosen_list(make_engine: MakeEngine):
+    engine = make_engine([
+        make_memory(1, description="chroma", project="alpha"),
+        make_memory(2, description="chroma", project="beta"),
+        make_memory(3, description="chroma", project=None),
+    ])  # fmt: skip
+
+    assert set(ids(engine.search(SearchRequest("chroma")).hits)) == {uid(1), uid(2), uid(3)}
+    assert set(ids(engine.search(SearchRequest("chroma", projects=("beta",))).hits)) == {
+        uid(2),
+        uid(3),
+    }
+
+
+def test_since_keeps_recent_items_without_starving_them(make_engine: MakeEngine):
+    old = [make_memory(1000 + i, description="chroma chroma chroma") for i in range(80)]
+    recent = make_memory(1, description="chroma and more words here")
+    engine = make_engine([*old, recent])
+
+    result = engine.search(SearchRequest("chroma", since=NOW - timedelta(days=1)))
+
+    assert ids(result.hits) == [recent.id]
+
+
+def test_favorites_first_stable_within_groups(make_engine: MakeEngine):
+    engine = make_engine([
+        make_memory(1, description="chroma chroma chroma"),
+        make_memory(2, description="chroma chroma", favorite=True),
+        make_memory(3, description="chroma"),
+        make_memory(4, description="chroma", favorite=True),
+    ], embedder=None)  # fmt: skip
+
+    assert ids(engine.search(SearchRequest("chroma")).hits) == [uid(2), uid(4), uid(1), uid(3)]
+
+
+def test_inactive_items_only_when_asked(make_engine: MakeEngine):
+    engine = make_engine([make_memory(1, description="chroma")])
+    invalidate(engine, uid(1))
+
+    assert engine.search(SearchRequest("chroma")).hits == ()
+    (hit,) = engine.search(SearchRequest("chroma", include_inactive=True)).hits
+    assert hit.active is False
+
+
+def test_kinds_and_items_filter(make_engine: MakeEngine):
+    engine = make_engine([
+        make_memory(1, description="chroma", kind="gotcha"),
+        make_memory(2, description="chroma"),
+        make_note(3, "Chroma"),
+    ])  # fmt: skip
+
+    assert ids(engine.search(SearchRequest("chroma", kinds=("gotcha",))).hits) == [uid(1)]
+    assert ids(engine.search(SearchRequest("chroma", items=("note",))).hits) == [uid(3)]
+
+
+def test_provider_failure_degrades_search_to_fts_with_warning(make_engine: MakeEngine):
+    engine = make_engine([make_memory(1, description="chroma")], embedder=FakeEmbedder(fail=True))
+
+    result = engine.search(SearchRequest("chroma"))
+
+    assert ids(result.hits) == [uid(1)]
+    assert result.warnings and "semantic leg skipped" in result.warnings[0]
+
+
+class MisconfiguredEmbedder(FakeEmbedder):
+    def embed(self, texts):  # type: ignore[no-untyped-def]
+        raise ConfigError("bad endpoint")
+
+
+def test_config_error_surfaces_in_search(make_engine: MakeEngine):
+    engine = make_engine([make_memory(1, description="chroma")], embedder=MisconfiguredEmbedder())
+
+    with pytest.raises(ConfigError):
+        engine.search(SearchRequest("chroma"))
+
+
+def test_timings_cover_every_stage(make_engine: MakeEngine):
+    engine = make_engine([make_memory(1, description="chroma")])
+
+    result = engine.search(SearchRequest("chroma"))
+
+    assert set(result.timings or {}) == {"embed", "fts", "vector", "fusion", "hydrate", "total"}
+    assert result.embedded is True
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"limit": 0}, "limit"),
+        ({"limit": 201}, "limit"),
+        ({"kinds": ("gossip",)}, "kind"),
+        ({"items": ("page",)}, "item"),
+    ],
+)
+def test_bad_search_requests_raise_query_error(
+    make_engine: MakeEngine, overrides: dict[str, object], message: str
+):
+    with pytest.raises(QueryError, match=message):
+        make_engine().search(SearchRequest("chroma", **overrides))  # type: ignore[arg-type]
+
+
+BAD_QUERIES = [
+    "",
+    "   ",
+    "x" * 10_000,
+    "?!.,;:",
+    "AND OR NOT",
+    '"""',
+    "🚀🔥",
+    "nul\x00byte",
+    "(*) [[ ]] --",
+]
+
+
+@pytest.mark.parametrize("query", BAD_QUERIES)
+@pytest.mark.parametrize("semantic", [True, False])
+def test_bad_queries_never_crash_search(make_engine: MakeEngine, query: str, semantic: bool):
+    engine = make_engine([make_memory(1, description="nul byte and or not")])
+
+    result = engine.search(SearchRequest(query, semantic=semantic, prefix=not semantic))
+
+    assert len(result.hits) <= 1
