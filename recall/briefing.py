@@ -13,6 +13,7 @@ closing tag. Returns the text and the ids actually rendered.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from recall import sanitize
@@ -21,7 +22,7 @@ from recall.config import BriefingConfig
 from recall.errors import QueryError
 from recall.requests import BriefingRequest
 from recall.results import Briefing, age
-from recall.types import Record
+from recall.types import Filter, Record
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -38,13 +39,10 @@ def run(engine: Engine, req: BriefingRequest, config: BriefingConfig) -> Briefin
     hard_cap = int(config.budget * config.hard_cap_factor)
     budget = min(req.budget or config.budget, hard_cap)
     where = recall_filter(engine.store, project=req.project, scope="memories")
-    records = [
-        r
-        for r in engine.store.browse(where=where, limit=config.scan_limit)
-        if where.admits(project=r.project, active=r.active, item=r.item, kind=r.kind)
-    ]
-    constraints = [r for r in records if r.kind == CONSTRAINT]
-    rest = [r for r in records if r.kind != CONSTRAINT]
+    # Constraints are read on their own so that no number of newer memories
+    # can push one out of the scan window.
+    constraints = _browse(engine, replace(where, kinds=(CONSTRAINT,)), config.scan_limit)
+    rest = [r for r in _browse(engine, where, config.scan_limit) if r.kind != CONSTRAINT]
     now = engine.clock()
     fixed: list[_Line] = []
     if constraints:
@@ -67,6 +65,14 @@ def run(engine: Engine, req: BriefingRequest, config: BriefingConfig) -> Briefin
     if not fixed and not index:
         return Briefing("", (), 0)
     return _assemble(engine, req, config, fixed, index, budget, hard_cap)
+
+
+def _browse(engine: Engine, where: Filter, limit: int) -> list[Record]:
+    return [
+        r
+        for r in engine.store.browse(where=where, limit=limit)
+        if where.admits(project=r.project, active=r.active, item=r.item, kind=r.kind)
+    ]
 
 
 def _line(record: Record, config: BriefingConfig, now: datetime, *, full: bool = False) -> _Line:

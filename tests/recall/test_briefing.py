@@ -118,3 +118,12 @@ def test_override_row_applies_to_next_briefing(make_engine: MakeEngine):
         "</team-memory>"
     )
     assert unreadable.text == before.text
+
+
+def test_an_old_constraint_is_not_pushed_out_by_newer_memories(make_engine: MakeEngine):
+    old_rule = make_memory(500, "old-rule", kind="constraint", description="still binding")
+    engine = make_engine([old_rule, *(make_memory(i) for i in range(1, 30))])
+
+    result = engine.briefing(brief(), config=BriefingConfig(scan_limit=10))
+
+    assert "old-rule" in result.text and old_rule.id in result.ids
