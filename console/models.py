@@ -169,7 +169,7 @@ class AgentToken(models.Model):
 
 
 class RetrievalEvent(models.Model):
-    KINDS = [(k, k) for k in ("injected", "recalled", "read", "searched", "miss")]
+    KINDS = [(k, k) for k in ("injected", "prompt", "recalled", "read", "searched", "miss")]
     kind = models.CharField(max_length=16, choices=KINDS)
     ids = models.JSONField(default=list)
     query = models.TextField(blank=True, default="")

@@ -167,7 +167,9 @@ def briefing_render(
 def prompt_recall(*, project: str | None, prompt: str, agent: str = "") -> Any:
     result = wiring.engine().prompt_recall(PromptRequest(project=project, prompt=prompt))
     if result.ids:
-        _record("injected", list(result.ids), query=prompt, project=project, agent=agent)
+        # "prompt" (not "injected") so per-prompt matches feed the usage boost
+        # while briefing lines, shown every session, do not.
+        _record("prompt", list(result.ids), query=prompt, project=project, agent=agent)
     return result
 
 
