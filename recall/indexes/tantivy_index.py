@@ -27,6 +27,8 @@ its own commits and picks up other processes' commits on its own.
 
 from __future__ import annotations
 
+import heapq
+import struct
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -45,12 +47,14 @@ TEXT_FIELDS = ("name", "title", "description", "body", "tags", "context")
 BOOSTS = {"context": 0.5}
 SNIPPET_FIELDS = ("body", "description", "title")
 PREFIX_FIELD = "words"
-PREFIX_EXPANSIONS = 16
+PREFIX_EXPANSIONS = 10
 PREFIX_SCAN = 4096
 FETCH_SLACK = 8
 SNIPPET_CHARS = 150
 HEAD_WORDS = 24
 MIN_HEAP_MB = 15
+ID_WORDS = 4  # u64 fast fields holding an id's first 32 UTF-8 bytes
+_ID_PACK = struct.Struct(f">{ID_WORDS}Q")
 
 _ANALYZER = (
     tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
@@ -78,7 +82,27 @@ def build_schema() -> tantivy.Schema:
         sb.add_text_field(name, stored=stored, tokenizer_name="en_stem", index_option="freq")
     sb.add_text_field(PREFIX_FIELD, tokenizer_name="default", index_option="basic")
     sb.add_date_field("updated", indexed=True, fast=True)
+    for n in range(ID_WORDS):
+        sb.add_unsigned_field(f"id{n}", fast=True)
     return sb.build()
+
+
+def id_words(doc_id: str) -> list[int]:
+    """An id's first 32 UTF-8 bytes, zero-padded, as big-endian u64 words.
+
+    Comparing the words compares the ids (UTF-8 byte order is code point
+    order), so ties break by id from fast fields, without loading documents.
+    """
+    raw = doc_id.encode("utf-8")[: ID_WORDS * 8].ljust(ID_WORDS * 8, b"\0")
+    return [int.from_bytes(raw[n * 8 : n * 8 + 8], "big") for n in range(ID_WORDS)]
+
+
+def id_from_words(words_: Sequence[int]) -> str | None:
+    """The id back from its words; None when it may be longer than 32 bytes."""
+    raw = _ID_PACK.pack(*words_)
+    if raw[-1] != 0:
+        return None
+    return raw.rstrip(b"\0").decode("utf-8", errors="replace")
 
 
 def to_document(doc: Doc) -> tantivy.Document:
@@ -98,6 +122,8 @@ def to_document(doc: Doc) -> tantivy.Document:
     out.add_text(PREFIX_FIELD, " ".join(visible))
     if doc.updated is not None:
         out.add_date("updated", doc.updated)
+    for n, word in enumerate(id_words(doc.id)):
+        out.add_unsigned(f"id{n}", word)
     return out
 
 
@@ -109,17 +135,27 @@ def filter_clauses(
     if where.active_only:
         must.append(tantivy.Query.term_query(schema, "active", "1"))
     if where.items is not None:
-        must.append(tantivy.Query.term_set_query(schema, "item", list(where.items)))
+        must.append(any_of(schema, "item", where.items))
     if where.kinds is not None:
-        must.append(tantivy.Query.term_set_query(schema, "kind", list(where.kinds)))
+        must.append(any_of(schema, "kind", where.kinds))
     if where.projects is not None:
-        allowed = list(where.projects) + ([GLOBAL] if where.include_global else [])
-        must.append(tantivy.Query.term_set_query(schema, "project", allowed))
+        allowed = (*where.projects, *([GLOBAL] if where.include_global else []))
+        must.append(any_of(schema, "project", allowed))
     clauses = [(tantivy.Occur.Must, tantivy.Query.const_score_query(q, 0.0)) for q in must]
     if where.projects is None and not where.include_global:
         global_ = tantivy.Query.term_query(schema, "project", GLOBAL)
         clauses.append((tantivy.Occur.MustNot, global_))
     return clauses
+
+
+def any_of(schema: tantivy.Schema, field: str, values: Sequence[str]) -> tantivy.Query:
+    """Exact match on any of `values` (term queries: a term set is slower here)."""
+    if not values:
+        return tantivy.Query.empty_query()
+    if len(values) == 1:
+        return tantivy.Query.term_query(schema, field, values[0])
+    terms = [(tantivy.Occur.Should, tantivy.Query.term_query(schema, field, v)) for v in values]
+    return tantivy.Query.boolean_query(terms)
 
 
 def mark(fragment: str, ranges: Sequence[tuple[int, int]]) -> str:
@@ -170,6 +206,8 @@ class TantivyIndex:
         self._lock_timeout_s = lock_timeout_s
         self._index = self._open()
         self._schema = self._index.schema
+        self._expansions: dict[str, list[str]] = {}
+        self._expansions_shape: tuple[int, int] = (-1, -1)
 
     def _open(self) -> tantivy.Index:
         try:
@@ -220,6 +258,7 @@ class TantivyIndex:
         finally:
             writer.wait_merging_threads()
         self._index.reload()
+        self._expansions.clear()
 
     def _acquire(self, batch: int) -> tantivy.IndexWriter:
         """Take the writer lock, retrying with backoff up to the lock timeout."""
@@ -266,12 +305,16 @@ class TantivyIndex:
             generators: dict[str, tantivy.SnippetGenerator] = {}
             return [
                 Candidate(
-                    id=doc["id"][0],
+                    id=doc_id,
                     rank=n,
                     score=score,
-                    snippet=self._snippet(searcher, query, doc, generators) if snippets else None,
+                    snippet=(
+                        self._snippet(searcher, query, searcher.doc(address), generators)
+                        if snippets
+                        else None
+                    ),
                 )
-                for n, (score, doc) in enumerate(ranked, 1)
+                for n, (score, doc_id, address) in enumerate(ranked, 1)
             ]
         except (OSError, ValueError) as exc:
             raise IndexUnavailable(f"cannot search the text index at {self.path}: {exc}") from exc
@@ -284,11 +327,31 @@ class TantivyIndex:
         for word in query_words:
             out.extend(t for t in stems(word) if t not in out)
         if prefix:
-            found = searcher.terms_with_prefix(PREFIX_FIELD, query_words[-1], limit=PREFIX_SCAN)
-            frequent = sorted(found, key=lambda tf: (-tf[1], tf[0]))[:PREFIX_EXPANSIONS]
-            for word, _ in frequent:
+            for word in self._expand(searcher, query_words[-1]):
                 out.extend(t for t in stems(word) if t not in out)
         return out
+
+    def _expand(self, searcher: tantivy.Searcher, typed: str) -> list[str]:
+        """The most frequent indexed words starting with `typed`.
+
+        Scanning the term dictionary for a 1- or 2-letter prefix costs about
+        0.3 ms, so those expansions are cached until this process commits or
+        the index's shape (docs, segments) changes; a stale entry only
+        misses a brand-new word for a moment.
+        """
+        shape = (searcher.num_docs, searcher.num_segments)
+        if shape != self._expansions_shape:
+            self._expansions.clear()
+            self._expansions_shape = shape
+        cached = self._expansions.get(typed)
+        if cached is not None:
+            return cached
+        found = searcher.terms_with_prefix(PREFIX_FIELD, typed, limit=PREFIX_SCAN)
+        frequent = sorted(found, key=lambda tf: (-tf[1], tf[0]))[:PREFIX_EXPANSIONS]
+        expanded = [word for word, _ in frequent]
+        if len(typed) <= 2:
+            self._expansions[typed] = expanded
+        return expanded
 
     def _query(self, terms: list[str], where: Filter) -> tantivy.Query:
         should: list[tuple[tantivy.Occur, tantivy.Query]] = []
@@ -305,24 +368,59 @@ class TantivyIndex:
 
     def _top(
         self, searcher: tantivy.Searcher, query: tantivy.Query, limit: int
-    ) -> list[tuple[float, tantivy.Document]]:
-        """The best `limit` hits as (score, stored doc), ties broken by id.
+    ) -> list[tuple[float, str, tantivy.DocAddress]]:
+        """The best `limit` hits as (score, id, address), ties broken by id.
 
-        tantivy breaks ties by document address, so fetch a little more and
-        keep fetching while the tie at the cut could extend past the page.
+        tantivy breaks ties by document address, so fetch a little more and,
+        when the tie at the cut may extend past it, fetch every match.
         """
-        fetch = limit + FETCH_SLACK
-        while True:
-            hits = searcher.search(query, limit=fetch, count=False).hits
-            if len(hits) < fetch or hits[-1][0] < hits[limit - 1][0]:
-                break
-            fetch *= 4
+        result = searcher.search(query, limit=limit + FETCH_SLACK, count=True)
+        hits = result.hits
+        if len(hits) == limit + FETCH_SLACK and hits[-1][0] >= hits[limit - 1][0]:
+            total = int(getattr(result, "count", 0) or 0) or 4 * len(hits)
+            hits = searcher.search(query, limit=total, count=False).hits
         if len(hits) > limit:
-            cut = hits[limit - 1][0]
-            hits = [h for h in hits if h[0] >= cut]
-        loaded = [(float(score), searcher.doc(address)) for score, address in hits]
-        loaded.sort(key=lambda sd: (-sd[0], sd[1]["id"][0]))
-        return loaded[:limit]
+            hits = self._settle_tie(searcher, hits, limit)
+        ranked = [
+            (float(score), doc_id, address)
+            for (score, address), doc_id in zip(hits, self._ids_of(searcher, hits), strict=True)
+        ]
+        ranked.sort(key=lambda r: (-r[0], r[1]))
+        return ranked[:limit]
+
+    @staticmethod
+    def _settle_tie(
+        searcher: tantivy.Searcher, hits: list[tuple[Any, tantivy.DocAddress]], limit: int
+    ) -> list[tuple[Any, tantivy.DocAddress]]:
+        """Keep the hits above the cut plus the tied ones with the smallest ids.
+
+        The tie is settled on the ids' first 8 bytes (a fast field), keeping
+        every hit that shares the deciding value, so a large tie loads no
+        documents and decodes few ids.
+        """
+        cut = hits[limit - 1][0]
+        above = [h for h in hits if h[0] > cut]
+        tied = [h for h in hits if h[0] == cut]
+        want = limit - len(above)
+        if len(tied) <= want:
+            return above + tied
+        heads = [int(v or 0) for v in searcher.fast_field_values("id0", [a for _, a in tied])]
+        bound = heapq.nsmallest(want, heads)[-1]
+        return above + [h for h, head in zip(tied, heads, strict=True) if head <= bound]
+
+    def _ids_of(
+        self, searcher: tantivy.Searcher, hits: Sequence[tuple[Any, tantivy.DocAddress]]
+    ) -> list[str]:
+        """The ids of hits, from fast fields (stored documents for long ids)."""
+        if not hits:
+            return []
+        addresses = [address for _, address in hits]
+        columns = [searcher.fast_field_values(f"id{n}", addresses) for n in range(ID_WORDS)]
+        out = []
+        for address, words_ in zip(addresses, zip(*columns, strict=True), strict=True):
+            doc_id = id_from_words([w or 0 for w in words_])
+            out.append(doc_id if doc_id is not None else searcher.doc(address)["id"][0])
+        return out
 
     def _snippet(
         self,
@@ -353,7 +451,7 @@ class TantivyIndex:
         if total == 0:
             return set()
         hits = searcher.search(tantivy.Query.all_query(), limit=total, count=False).hits
-        return {searcher.doc(address)["id"][0] for _, address in hits}
+        return set(self._ids_of(searcher, hits))
 
     def count(self) -> int:
         """The number of live documents."""
