@@ -1,0 +1,121 @@
+"""Rendering for people: markdown bodies, snippets, small display helpers.
+
+Markdown is rendered with raw HTML off (typed tags show as text), `[[name]]`
+becomes a link to that memory, then the HTML is cleaned by nh3 with an
+allow-list (http, https and mailto links only). Snippets arrive from the
+engine escaped with `<mark>` around matches; they pass nh3 again keeping
+only `<mark>`, so a regression upstream cannot reach the page.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import quote
+
+import nh3
+from django import template
+from django.utils.safestring import SafeString, mark_safe
+from markdown_it import MarkdownIt
+from markdown_it.rules_inline import StateInline
+
+register = template.Library()
+
+WIKILINK = re.compile(r"\[\[([^\[\]|#\n]{1,120})(?:\|([^\[\]\n]{1,200}))?\]\]")
+SENTINELS = str.maketrans({"\x01": "", "\x02": ""})
+
+TAGS = {
+    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "a", "em",
+    "strong", "del", "code", "pre", "blockquote", "table", "thead", "tbody", "tr", "th",
+    "td",
+}  # fmt: skip
+ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}, "th": {"align"}, "td": {"align"}}
+CLASSES = {"a": {"wikilink", "missing"}}
+URL_SCHEMES = {"http", "https", "mailto"}
+
+Resolver = Callable[[str], tuple[str, bool]]  # name -> (href, exists)
+
+
+def _wikilink_rule(state: StateInline, silent: bool) -> bool:
+    if not state.src.startswith("[[", state.pos):
+        return False
+    match = WIKILINK.match(state.src, state.pos)
+    resolve: Resolver | None = state.env.get("resolve")
+    if match is None or resolve is None:
+        return False
+    if not silent:
+        name = match.group(1).strip()
+        href, exists = resolve(name)
+        token = state.push("link_open", "a", 1)
+        token.attrs = {"href": href, "class": "wikilink" if exists else "wikilink missing"}
+        text = state.push("text", "", 0)
+        text.content = (match.group(2) or name).strip()
+        state.push("link_close", "a", -1)
+    state.pos = match.end()
+    return True
+
+
+_md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+_md.inline.ruler.before("link", "wikilink", _wikilink_rule)
+
+
+def render_markdown(text: str, *, resolve: Resolver | None = None) -> SafeString:
+    html = _md.render((text or "").translate(SENTINELS), {"resolve": resolve})
+    cleaned = nh3.clean(
+        html,
+        tags=TAGS,
+        attributes=ATTRIBUTES,
+        allowed_classes=CLASSES,
+        url_schemes=URL_SCHEMES,
+        link_rel="noopener noreferrer nofollow",
+    )
+    return mark_safe(cleaned)  # noqa: S308 - nh3 output
+
+
+@register.simple_tag
+def markdown(text: str, links: Mapping[str, str] | None = None, fallback: str = "") -> SafeString:
+    """`{% markdown body links fallback %}`: `links` maps a name to its page; any
+    other name goes to `fallback` with `__name__` replaced (the by-name resolver)."""
+    known = dict(links or {})
+
+    def resolve(name: str) -> tuple[str, bool]:
+        if name in known:
+            return known[name], True
+        return fallback.replace("__name__", quote(name, safe="")), False
+
+    return render_markdown(text, resolve=resolve)
+
+
+@register.filter
+def snippet(hit: Any) -> SafeString:
+    """The hit's highlighted snippet, re-cleaned to `<mark>` only (else its description)."""
+    html = getattr(hit, "snippet_html", None)
+    if not html:
+        return mark_safe(
+            nh3.clean_text((getattr(hit, "description", "") or "").translate(SENTINELS))
+        )  # noqa: S308
+    return mark_safe(nh3.clean(html, tags={"mark"}, attributes={}))  # noqa: S308
+
+
+@register.filter
+def nosentinel(text: Any) -> str:
+    """Drop stray \\x01/\\x02 characters from stored text before display."""
+    return str(text or "").translate(SENTINELS)
+
+
+@register.filter
+def step10(value: Any) -> int:
+    """A 0..1 value as one of 0..10 steps (a CSS class per 10%, no inline style)."""
+    try:
+        return max(0, min(10, round(float(value) * 10)))
+    except (TypeError, ValueError):
+        return 0
+
+
+@register.filter
+def get(mapping: Any, key: Any) -> Any:
+    try:
+        return mapping.get(key)
+    except AttributeError:
+        return None

@@ -1,0 +1,579 @@
+"""Console views: every page as a full page and as its htmx partial, login,
+CSRF, and the curation round trips through the real planes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+
+from console import indexing, selectors, services
+from console.models import Memory, Project, RetrievalEvent, Setting
+
+pytestmark = pytest.mark.django_db
+
+HX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_CURRENT_URL": "http://testserver/favorites/"}
+
+
+@pytest.fixture
+def project(planes: Path) -> Project:
+    return services.project_create(slug="billing-api", name="Billing API")
+
+
+def make_memory(project: Project | None, **overrides: Any) -> Memory:
+    fields: dict[str, Any] = {
+        "kind": "gotcha",
+        "name": "chroma-boot-race",
+        "description": "Chroma must start before the API or boot fails",
+        "body": "Start **chroma** first; see [[retry-policy]] and [[nowhere-yet]].",
+    }
+    fields.update(overrides)
+    memory = services.memory_create(project=project, **fields)
+    indexing.apply_pending()
+    return memory
+
+
+@pytest.fixture
+def memory(project: Project) -> Memory:
+    make_memory(
+        project,
+        kind="convention",
+        name="retry-policy",
+        description="Retry three times with backoff",
+        body="Backoff doubles each time.",
+    )
+    return make_memory(project)
+
+
+def pages(memory: Memory) -> dict[str, tuple[str, str]]:
+    """url -> (a marker only the full page has, a marker the partial has)."""
+    pk = memory.pk
+    return {
+        "/?q=chroma": ("<html", "chroma-boot-race"),
+        "/palette/?q=chro": ("<html", "pal-item"),
+        f"/memories/{pk}/": ("<html", "Retrieval history"),
+        f"/memories/{pk}/edit/": ("<html", 'id="memory-form"'),
+        f"/memories/{pk}/supersede/": ("<html", 'id="memory-form"'),
+        f"/memories/{pk}/delete/": ("<html", "Delete for good"),
+        "/favorites/": ("<html", 'id="favorites"'),
+        "/projects/": ("<html", "billing-api"),
+        "/settings/": ("<html", 'id="sections"'),
+        "/settings/preview/?briefing_config-budget=200": ("<html", "data-preview"),
+        "/inspect/?mode=recall&query=chroma&project=billing-api": ("<html", "data-pack"),
+    }
+
+
+# --- pages, partials, Vary ----------------------------------------------------
+
+
+def test_every_page_renders_full_and_as_its_partial_with_vary(
+    admin_client: Client, memory: Memory
+) -> None:
+    for url, (full_marker, partial_marker) in pages(memory).items():
+        full = admin_client.get(url)
+        partial = admin_client.get(url, **HX)
+
+        assert full.status_code == 200, url
+        assert full_marker in full.content.decode(), url
+        assert partial_marker in full.content.decode(), url
+        assert partial.status_code == 200, url
+        assert full_marker not in partial.content.decode(), url
+        assert partial_marker in partial.content.decode(), url
+        assert "HX-Request" in full["Vary"], url
+        assert "HX-Request" in partial["Vary"], url
+
+
+def test_a_history_restore_request_gets_the_full_page(admin_client: Client, memory: Memory) -> None:
+    response = admin_client.get("/?q=chroma", **HX, HTTP_HX_HISTORY_RESTORE_REQUEST="true")
+
+    assert "<html" in response.content.decode()
+
+
+def test_pages_send_the_content_security_policy(admin_client: Client, memory: Memory) -> None:
+    csp = admin_client.get("/")["Content-Security-Policy"]
+
+    assert "script-src 'self'" in csp
+    assert "style-src 'self'" in csp
+    assert "unsafe-inline" not in csp
+
+
+def test_pages_carry_no_inline_script_or_style(admin_client: Client, memory: Memory) -> None:
+    for url in pages(memory):
+        html = admin_client.get(url).content.decode()
+        assert "<script>" not in html, url
+        assert "style=" not in html, url
+        assert " on" + "click=" not in html, url
+        assert all('src="/static/' in tag for tag in html.split("<script")[1:]), (
+            f"{url}: every script is ours and external"
+        )
+
+
+# --- login --------------------------------------------------------------------
+
+
+def test_anonymous_pages_redirect_to_the_login(client: Client, memory: Memory) -> None:
+    for url in pages(memory):
+        response = client.get(url)
+        assert response.status_code == 302, url
+        assert response["Location"].startswith(reverse("login")), url
+
+
+def test_an_anonymous_partial_request_is_blocked_and_sent_to_login(
+    client: Client, memory: Memory
+) -> None:
+    for url in pages(memory):
+        response = client.get(url, **HX)
+        assert response.status_code == 403, url
+        assert response["HX-Redirect"] == "/login/?next=%2Ffavorites%2F", url
+        assert "chroma-boot-race" not in response.content.decode(), url
+
+
+def test_anonymous_writes_change_nothing(client: Client, memory: Memory) -> None:
+    for action in ("star", "archive", "delete"):
+        response = client.post(f"/memories/{memory.pk}/{action}/", **HX)
+        assert response.status_code == 403
+    post = client.post(f"/memories/{memory.pk}/edit/", {"name": "x"})
+    assert post.status_code == 302
+    memory.refresh_from_db()
+    assert (memory.favorite, memory.active, memory.name) == (False, True, "chroma-boot-race")
+    assert client.post("/settings/briefing_config/", {"action": "reset"}).status_code == 302
+
+
+def test_the_login_page_logs_in(client: Client, planes: Path) -> None:
+    User.objects.create_user("ada", password="correct horse battery")
+
+    page = client.get("/login/")
+    response = client.post("/login/", {"username": "ada", "password": "correct horse battery"})
+
+    assert page.status_code == 200
+    assert response.status_code == 302
+    assert client.get("/").status_code == 200
+
+
+# --- CSRF ---------------------------------------------------------------------
+
+
+def test_posts_need_the_csrf_token(admin_user: User, memory: Memory) -> None:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(admin_user)
+    client.get("/")  # sets the csrftoken cookie
+    token = client.cookies["csrftoken"].value
+    url = f"/memories/{memory.pk}/star/"
+
+    refused = client.post(url, {"value": "on"}, **HX)
+    accepted = client.post(url, {"value": "on"}, **HX, HTTP_X_CSRFTOKEN=token)
+
+    assert refused.status_code == 403
+    assert accepted.status_code == 200
+    memory.refresh_from_db()
+    assert memory.favorite is True
+
+
+def test_the_body_sends_the_csrf_token_to_htmx(admin_client: Client, memory: Memory) -> None:
+    html = admin_client.get("/").content.decode()
+
+    assert 'hx-headers=\'{"X-CSRFToken": "' in html
+
+
+# --- search and palette ---------------------------------------------------------
+
+
+def test_search_shows_highlighted_hits_with_badges(admin_client: Client, memory: Memory) -> None:
+    html = admin_client.get("/?q=chroma", **HX).content.decode()
+
+    assert "<mark>chroma</mark>" in html.lower() or "<mark>Chroma</mark>" in html
+    assert "billing-api" in html
+    assert "gotcha" in html
+    assert "src-fused" in html or "src-fts" in html or "src-identifier" in html
+    assert f'action="/memories/{memory.pk}/star/"' in html
+
+
+def test_search_with_semantic_off_is_fts_only(admin_client: Client, memory: Memory) -> None:
+    html = admin_client.get("/?q=chroma&semantic=false", **HX).content.decode()
+
+    assert "src-fts" in html
+    assert "src-fused" not in html
+    assert "sim-fill" not in html
+
+
+def test_search_similarity_is_a_class_step_never_a_style(
+    admin_client: Client, memory: Memory
+) -> None:
+    html = admin_client.get("/?q=chroma+start+before+api", **HX).content.decode()
+
+    assert "sim-fill w" in html
+    assert "style=" not in html
+
+
+def test_search_says_so_when_nothing_matches(admin_client: Client, memory: Memory) -> None:
+    html = admin_client.get("/?q=zzqxv&semantic=false", **HX).content.decode()
+
+    assert "No memory matches" in html
+    assert "hit-title" not in html
+
+
+def test_search_filters_by_project(admin_client: Client, memory: Memory) -> None:
+    services.project_create(slug="other")
+    in_other = admin_client.get("/?q=chroma&project=other&semantic=false", **HX).content.decode()
+    in_own = admin_client.get("/?q=chroma&project=billing-api", **HX).content.decode()
+
+    assert "No memory matches" in in_other
+    assert "chroma-boot-race" in in_own
+
+
+def test_search_shows_a_bad_query_inline_with_200(admin_client: Client, memory: Memory) -> None:
+    response = admin_client.get("/", {"q": "x" * 600}, **HX)
+
+    assert response.status_code == 200
+    assert 'role="alert"' in response.content.decode()
+
+
+def test_the_palette_is_the_fts_fast_path_with_a_prefix(
+    admin_client: Client, memory: Memory
+) -> None:
+    response = admin_client.get("/palette/?q=chro", **HX)
+    html = response.content.decode()
+
+    assert "chroma-boot-race" in html
+    assert "<mark>" in html
+    assert html.count('class="pal-item"') <= 8
+    assert response["Server-Timing"].startswith("search;dur=")
+
+
+# --- memory and note pages ------------------------------------------------------
+
+
+def test_memory_page_renders_markdown_links_and_backlinks(
+    admin_client: Client, memory: Memory
+) -> None:
+    target = Memory.objects.get(name="retry-policy")
+    html = admin_client.get(f"/memories/{memory.pk}/").content.decode()
+    target_html = admin_client.get(f"/memories/{target.pk}/").content.decode()
+
+    assert "<strong>chroma</strong>" in html
+    assert f'<a href="/memories/{target.pk}/" class="wikilink"' in html
+    assert 'href="/m/nowhere-yet/?project=billing-api" class="wikilink missing"' in html
+    assert f'href="/memories/{memory.pk}/">chroma-boot-race</a>' in target_html  # backlink
+
+
+def test_a_wikilink_by_name_lands_on_the_memory_or_a_search(
+    admin_client: Client, memory: Memory
+) -> None:
+    found = admin_client.get("/m/chroma-boot-race/?project=billing-api")
+    missing = admin_client.get("/m/nowhere-yet/")
+
+    assert found["Location"] == f"/memories/{memory.pk}/"
+    assert missing["Location"] == "/?q=nowhere-yet"
+
+
+def test_memory_page_shows_retrieval_history(admin_client: Client, memory: Memory) -> None:
+    selectors.memory_recall(query="chroma", project="billing-api", agent="claude-code")
+
+    html = admin_client.get(f"/memories/{memory.pk}/").content.decode()
+
+    assert "claude-code" in html
+    assert "recalled" in html
+
+
+def test_a_missing_memory_is_404(admin_client: Client, memory: Memory) -> None:
+    assert admin_client.get("/memories/01NOPE/").status_code == 404
+
+
+def test_note_page_renders_and_stars(admin_client: Client, project: Project) -> None:
+    note = services.note_create(project=project, title="Deploy notes", body="# Steps\n\n1. ship")
+
+    html = admin_client.get(f"/notes/{note.pk}/").content.decode()
+    starred = admin_client.post(f"/notes/{note.pk}/star/", {"value": "on"}, **HX)
+
+    assert "<h1>Steps</h1>" in html
+    assert starred.status_code == 200
+    assert 'aria-pressed="true"' in starred.content.decode()
+
+
+# --- curation ---------------------------------------------------------------------
+
+
+def test_edit_shows_validation_errors_inline_and_changes_nothing(
+    admin_client: Client, memory: Memory
+) -> None:
+    data = {"kind": "gotcha", "name": "Not A Slug!", "description": "d", "importance": "2"}
+
+    response = admin_client.post(f"/memories/{memory.pk}/edit/", data, **HX)
+    html = response.content.decode()
+
+    assert response.status_code == 200
+    assert "<html" not in html
+    assert "not a valid name" in html
+    assert "less than or equal to 1" in html
+    memory.refresh_from_db()
+    assert memory.name == "chroma-boot-race"
+
+
+def form_data(memory: Memory, **changes: Any) -> dict[str, Any]:
+    data = {
+        "kind": memory.kind,
+        "name": memory.name,
+        "description": memory.description,
+        "body": memory.body,
+        "tags": "",
+        "importance": memory.importance,
+    }
+    data.update(changes)
+    return data
+
+
+def test_edit_saves_and_reaches_the_index_at_once(admin_client: Client, memory: Memory) -> None:
+    data = form_data(memory, description="Chroma needs a warm-up window of 30 seconds")
+
+    response = admin_client.post(f"/memories/{memory.pk}/edit/", data, **HX)
+    indexing.apply_pending()
+    hits = selectors.memory_search(query="warm-up window", semantic=False).hits
+
+    assert response["HX-Redirect"] == f"/memories/{memory.pk}/"
+    assert [h.id for h in hits] == [memory.pk]
+
+
+def test_a_plain_edit_post_redirects(admin_client: Client, memory: Memory) -> None:
+    response = admin_client.post(f"/memories/{memory.pk}/edit/", form_data(memory, tags="a, b"))
+
+    assert response.status_code == 302
+    memory.refresh_from_db()
+    assert memory.tags == ["a", "b"]
+
+
+def test_supersede_is_prefilled_and_links_the_chain_both_ways(
+    admin_client: Client, memory: Memory
+) -> None:
+    page = admin_client.get(f"/memories/{memory.pk}/supersede/").content.decode()
+    data = form_data(memory, description="Chroma starts lazily now")
+
+    response = admin_client.post(f"/memories/{memory.pk}/supersede/", data)
+    memory.refresh_from_db()
+    new = memory.superseded_by
+    assert new is not None
+    old_html = admin_client.get(f"/memories/{memory.pk}/").content.decode()
+    new_html = admin_client.get(f"/memories/{new.pk}/").content.decode()
+
+    assert 'value="Chroma must start before the API or boot fails"' in page
+    assert response["Location"] == f"/memories/{new.pk}/"
+    assert f'href="/memories/{new.pk}/" rel="next"' in old_html
+    assert f'href="/memories/{memory.pk}/" rel="prev"' in new_html
+    assert "superseded" in old_html
+
+
+def test_archive_and_restore_swap_the_header(admin_client: Client, memory: Memory) -> None:
+    archived = admin_client.post(f"/memories/{memory.pk}/archive/", **HX)
+    memory.refresh_from_db()
+    assert memory.invalid_at is not None
+    assert "Restore" in archived.content.decode()
+    assert 'id="memory-head"' in archived.content.decode()
+
+    restored = admin_client.post(f"/memories/{memory.pk}/restore/")
+    memory.refresh_from_db()
+    assert restored.status_code == 302
+    assert memory.invalid_at is None
+
+
+def test_restoring_a_superseded_memory_shows_why_inline(
+    admin_client: Client, memory: Memory
+) -> None:
+    services.memory_supersede(memory=memory, description="newer")
+
+    response = admin_client.post(f"/memories/{memory.pk}/restore/", **HX)
+
+    assert response.status_code == 200
+    assert "cannot be restored" in response.content.decode()
+
+
+def test_delete_asks_first_then_deletes(admin_client: Client, memory: Memory) -> None:
+    confirm = admin_client.get(f"/memories/{memory.pk}/delete/", **HX)
+    assert Memory.objects.filter(pk=memory.pk).exists()
+
+    response = admin_client.post(f"/memories/{memory.pk}/delete/", **HX)
+    indexing.apply_pending()
+
+    assert "Delete for good" in confirm.content.decode()
+    assert response["HX-Redirect"] == "/"
+    assert not Memory.objects.filter(pk=memory.pk).exists()
+    assert selectors.memory_search(query="chroma", semantic=False).hits == ()
+
+
+def test_star_then_find_it_under_favorites(admin_client: Client, memory: Memory) -> None:
+    starred = admin_client.post(f"/memories/{memory.pk}/star/", {"value": "on"}, **HX)
+    plain = admin_client.post(
+        f"/memories/{memory.pk}/star/", {"value": "on", "next": "/favorites/"}
+    )
+    favorites = admin_client.get("/favorites/").content.decode()
+
+    assert 'aria-pressed="true"' in starred.content.decode()
+    assert plain["Location"] == "/favorites/"
+    assert "chroma-boot-race" in favorites
+
+
+def test_star_ignores_an_offsite_next(admin_client: Client, memory: Memory) -> None:
+    response = admin_client.post(
+        f"/memories/{memory.pk}/star/", {"value": "on", "next": "https://evil.example/"}
+    )
+
+    assert response["Location"] == f"/memories/{memory.pk}/"
+
+
+def test_projects_show_counts_and_isolation(admin_client: Client, memory: Memory) -> None:
+    services.project_create(slug="vault", isolation="sealed")
+
+    html = admin_client.get("/projects/", **HX).content.decode()
+
+    assert "iso-sealed" in html
+    assert '<td class="num">2</td>' in html  # billing-api's two active memories
+
+
+# --- settings ---------------------------------------------------------------------
+
+
+def test_settings_show_base_and_override(admin_client: Client, memory: Memory) -> None:
+    services.setting_save(key="briefing_config", value={"budget": 333})
+
+    html = admin_client.get("/settings/").content.decode()
+
+    assert 'placeholder="1500"' in html
+    assert 'value="333"' in html
+
+
+def test_settings_save_applies_to_the_next_briefing(admin_client: Client, memory: Memory) -> None:
+    data = {"action": "save", "briefing_config-tag": "team-memory"}
+
+    response = admin_client.post("/settings/briefing_config/", data, **HX)
+
+    assert response.status_code == 200
+    assert "Saved" in response.content.decode()
+    assert "settings-saved" in response["HX-Trigger-After-Settle"]
+    assert Setting.objects.get(key="briefing_config").value == {"tag": "team-memory"}
+    text = selectors.briefing_render(project="billing-api", record=False).text
+    assert text.startswith("<team-memory")
+
+
+def test_settings_refuse_a_bad_value_inline(admin_client: Client, memory: Memory) -> None:
+    data = {"action": "save", "search_config-limit": "0"}
+
+    response = admin_client.post("/settings/search_config/", data, **HX)
+
+    assert response.status_code == 200
+    assert "field-error" in response.content.decode()
+    assert not Setting.objects.filter(key="search_config").exists()
+
+
+def test_settings_plain_save_redirects_and_reset_goes_back_to_base(
+    admin_client: Client, memory: Memory
+) -> None:
+    saved = admin_client.post(
+        "/settings/search_config/",
+        {"action": "save", "search_config-limit": "7", "search_config-channel_weights.fts": "2"},
+    )
+    row = Setting.objects.get(key="search_config").value
+    one = admin_client.post("/settings/search_config/", {"action": "reset:limit"})
+    after_one = Setting.objects.get(key="search_config").value
+    admin_client.post("/settings/search_config/", {"action": "reset"})
+
+    assert saved.status_code == 302
+    assert row == {"limit": 7, "channel_weights": {"fts": 2.0, "semantic": 0.4}}
+    assert one.status_code == 302
+    assert after_one == {"channel_weights": {"fts": 2.0, "semantic": 0.4}}
+    assert not Setting.objects.filter(key="search_config").exists()
+
+
+def test_settings_for_an_unknown_section_is_404(admin_client: Client, planes: Path) -> None:
+    assert admin_client.post("/settings/nope/", {"action": "reset"}).status_code == 404
+
+
+def test_the_preview_uses_unsaved_fields(admin_client: Client, memory: Memory) -> None:
+    response = admin_client.get(
+        "/settings/preview/",
+        {"briefing_config-tag": "draft-tag", "preview_project": "billing-api"},
+        **HX,
+    )
+
+    assert "&lt;draft-tag" in response.content.decode()
+    assert not Setting.objects.exists()
+
+
+# --- inspector ----------------------------------------------------------------------
+
+
+def test_inspector_shows_channels_ranks_tokens_and_records_nothing(
+    admin_client: Client, memory: Memory
+) -> None:
+    html = admin_client.get(
+        "/inspect/",
+        {"mode": "recall", "query": "chroma", "project": "billing-api", "w_fts": "1", "k": "10"},
+        **HX,
+    ).content.decode()
+
+    assert "chan-fts" in html
+    assert "omitted" in html
+    assert "k 10" in html
+    assert "total" in html
+    assert not RetrievalEvent.objects.exists()
+
+
+def test_inspector_reports_omitted_items_under_a_tight_budget(
+    admin_client: Client, memory: Memory
+) -> None:
+    html = admin_client.get(
+        "/inspect/",
+        {"mode": "recall", "query": "chroma retry", "project": "billing-api", "budget": "30"},
+        **HX,
+    ).content.decode()
+
+    assert "1 omitted" in html or "2 omitted" in html
+
+
+def test_inspector_runs_a_briefing(admin_client: Client, memory: Memory) -> None:
+    html = admin_client.get(
+        "/inspect/", {"mode": "briefing", "project": "billing-api"}, **HX
+    ).content.decode()
+
+    assert "data-briefing" in html
+    assert "&lt;memory-briefing" in html
+    assert not RetrievalEvent.objects.exists()
+
+
+def test_inspector_shows_an_engine_error_inline(admin_client: Client, memory: Memory) -> None:
+    response = admin_client.get("/inspect/", {"mode": "recall", "project": "billing-api"}, **HX)
+
+    assert response.status_code == 200
+    assert "query is empty" in response.content.decode()
+
+
+# --- stored XSS (server side; the browser suite checks execution) ------------------
+
+PAYLOAD = "<script>alert(1)</script><img src=x onerror=alert(2)>\x01boom\x02"
+
+
+def test_stored_markup_is_escaped_everywhere(admin_client: Client, project: Project) -> None:
+    evil = make_memory(
+        project,
+        name="xss-probe",
+        description=PAYLOAD[:140],
+        body=f"{PAYLOAD} [click](javascript:alert(3)) <a href=javascript:alert(4)>x</a> boom",
+    )
+    urls = [
+        "/?q=boom",
+        "/?q=boom&semantic=false",
+        "/palette/?q=boo",
+        f"/memories/{evil.pk}/",
+        f"/memories/{evil.pk}/edit/",
+        "/inspect/?mode=recall&query=boom&project=billing-api",
+        "/inspect/?mode=briefing&project=billing-api",
+        "/settings/",
+    ]
+    for url in urls:
+        html = admin_client.get(url).content.decode()
+        assert "<script>alert" not in html, url
+        assert "<img src=x" not in html and "<img src" not in html, url
+        assert 'href="javascript:' not in html, url
+        if "/edit/" not in url:  # the edit form keeps the stored value as it is
+            assert "\x01" not in html and "\x02" not in html, url
