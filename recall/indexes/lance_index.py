@@ -1,0 +1,366 @@
+"""The vector plane on LanceDB: cosine search with a SQL prefilter.
+
+One table of rows (id, item, project, active, kind, updated, model, vector);
+a global item has a null project. Scope and validity become a SQL `where`
+applied as a prefilter, so they act before the limit. Small tables are
+scanned exactly; once a table holds more than `index_threshold` rows an
+IVF_HNSW_SQ index (Malkov and Yashunin 2018, "Efficient and robust
+approximate nearest neighbor search using Hierarchical Navigable Small World
+graphs", IEEE TPAMI; inverted-file partitions, scalar-quantised vectors) is
+built, and LanceDB still scans rows written after it exactly until
+`optimize()` folds them in.
+
+`import lancedb` costs one to two seconds, so it happens on first use, never
+when this module is imported. The connection and table handle are opened
+once and kept.
+
+One table holds one embedding model's vectors: upserting rows of another
+model raises ConfigError (a model change means `clear()` and re-embedding).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from recall.errors import ConfigError, IndexUnavailable, RecallError
+from recall.ports import Vectors
+from recall.types import Candidate, Filter, VectorRow
+
+_DELETE_CHUNK = 500
+_TIE_PAD = 8
+_EF_BUILD = 150
+_PARTITION_ROWS = 25_000
+
+
+def sql_string(value: str) -> str:
+    """A SQL string literal: single quotes doubled, NUL refused."""
+    if "\x00" in value:
+        raise ValueError(f"NUL character in filter value {value!r}")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _in_list(column: str, values: Sequence[str]) -> str:
+    if not values:
+        return "false"
+    return f"{column} IN ({', '.join(sql_string(v) for v in values)})"
+
+
+def where_sql(where: Filter) -> str | None:
+    """Translate a Filter into a LanceDB SQL predicate (None: no filter)."""
+    clauses: list[str] = []
+    if where.active_only:
+        clauses.append("active = true")
+    if where.items is not None:
+        clauses.append(_in_list("item", where.items))
+    if where.kinds is not None:
+        clauses.append(_in_list("kind", where.kinds))
+    scope = _scope_sql(where)
+    if scope is not None:
+        clauses.append(scope)
+    return " AND ".join(clauses) or None
+
+
+def _scope_sql(where: Filter) -> str | None:
+    if where.projects is None:
+        return None if where.include_global else "project IS NOT NULL"
+    projects = _in_list("project", where.projects)
+    if where.include_global:
+        return f"({projects} OR project IS NULL)"
+    return projects
+
+
+def _schema(dims: int) -> Any:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("item", pa.string(), nullable=False),
+            pa.field("project", pa.string(), nullable=True),
+            pa.field("active", pa.bool_(), nullable=False),
+            pa.field("kind", pa.string(), nullable=False),
+            pa.field("updated", pa.timestamp("us", tz="UTC"), nullable=True),
+            pa.field("model", pa.string(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), dims), nullable=False),
+        ]
+    )
+
+
+class LanceIndex:
+    """A VectorIndex on a LanceDB directory (see the module docstring).
+
+    `path` is the database directory (created when missing), `table` the
+    table's name, `dims` the vector length, `index_threshold` the row count
+    above which an ANN index is built. `nprobes` and `ef` tune ANN searches
+    (ignored while the table is scanned exactly). `read_consistency` is how
+    stale this handle may be with respect to writes by other processes
+    (None: only this handle's own writes are seen).
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        dims: int = 384,
+        table: str = "items",
+        index_threshold: int = 50_000,
+        nprobes: int = 20,
+        ef: int = 100,
+        read_consistency: timedelta | None = timedelta(seconds=1),
+    ) -> None:
+        if dims < 1:
+            raise ValueError(f"dims must be >= 1, got {dims!r}")
+        self.path = Path(path)
+        self.dims = dims
+        self.table_name = table
+        self.index_threshold = index_threshold
+        self.nprobes = nprobes
+        self.ef = ef
+        self._consistency = read_consistency
+        self._lock = threading.RLock()
+        self._db: Any = None
+        self._table: Any = None
+        self._ann: bool | None = None
+        self._model: str | None = None
+
+    # -- the VectorIndex port -------------------------------------------------
+
+    def upsert(self, rows: Sequence[VectorRow]) -> None:
+        """Insert or replace rows by id (the last of duplicate ids wins)."""
+        if not rows:
+            return
+        latest = list({row.id: row for row in rows}.values())
+        model = self._check_model(latest)
+        data = self._arrow(latest)
+        table = self._handle()
+        try:
+            (
+                table.merge_insert("id")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute(data)
+            )
+        except Exception as exc:
+            raise IndexUnavailable(f"cannot write vectors to {self.path}: {exc}") from exc
+        self._model = model
+        if not self._ann and self.count() > self.index_threshold:
+            self.build_index()
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove rows by id; unknown ids are ignored."""
+        unique = sorted(set(ids))
+        table = self._handle()
+        for start in range(0, len(unique), _DELETE_CHUNK):
+            chunk = unique[start : start + _DELETE_CHUNK]
+            self._call(table.delete, _in_list("id", chunk), doing="delete vectors from")
+
+    def search(
+        self, vector: Sequence[float] | Vectors, *, where: Filter, limit: int
+    ) -> list[Candidate]:
+        """Top `limit` rows by cosine similarity among rows `where` admits."""
+        if limit <= 0:
+            return []
+        query = self._query_vector(vector)
+        predicate = where_sql(where)
+        fetch = limit + _TIE_PAD
+        while True:
+            found = self._nearest(query, predicate, fetch)
+            # A tie that runs past the fetched window could hide a smaller id.
+            if len(found) < fetch or found[-1][1] < found[limit - 1][1]:
+                break
+            fetch *= 4
+        found.sort(key=lambda pair: (-pair[1], pair[0]))
+        return [Candidate(id=i, rank=n, score=s) for n, (i, s) in enumerate(found[:limit], 1)]
+
+    def ids(self) -> set[str]:
+        """Every id in the table."""
+        table = self._handle()
+        data = self._call(
+            lambda: table.search().select(["id"]).limit(None).to_arrow(), doing="read"
+        )
+        return {str(v) for v in data.column("id").to_pylist()}
+
+    def count(self) -> int:
+        """Number of rows."""
+        table = self._handle()
+        return int(self._call(table.count_rows, doing="count rows of"))
+
+    def clear(self) -> None:
+        """Drop every row and index (the table is recreated empty)."""
+        with self._lock:
+            db = self._connect()
+            self._call(lambda: db.drop_table(self.table_name, ignore_missing=True), doing="drop")
+            self._table = None
+            self._ann = None
+            self._model = None
+
+    # -- maintenance ------------------------------------------------------------
+
+    def build_index(self) -> None:
+        """Build the ANN index on the vectors and scalar indexes for the prefilter."""
+        table = self._handle()
+        rows = self.count()
+        partitions = max(1, -(-rows // _PARTITION_ROWS))  # HNSW graphs of <= 25k rows
+
+        def build() -> None:
+            from lancedb.index import Bitmap, IvfHnswSq
+
+            config = IvfHnswSq(
+                distance_type="cosine", num_partitions=partitions, ef_construction=_EF_BUILD
+            )
+            table.create_index("vector", config=config, replace=True)
+            for column in ("project", "active"):
+                table.create_index(column, config=Bitmap(), replace=True)
+
+        self._call(build, doing="index")
+        self._ann = True
+
+    def optimize(self, *, keep_versions: timedelta = timedelta(hours=1)) -> None:
+        """Compact files, fold new rows into the indexes, prune old versions.
+
+        Builds the ANN index first if the table has outgrown `index_threshold`.
+        """
+        table = self._handle()
+        if not self._ann and self.count() > self.index_threshold:
+            self.build_index()
+        self._call(lambda: table.optimize(cleanup_older_than=keep_versions), doing="optimize")
+
+    def has_ann_index(self) -> bool:
+        """Whether the vector column has an ANN index."""
+        self._handle()
+        return bool(self._ann)
+
+    # -- internals --------------------------------------------------------------
+
+    def _nearest(
+        self, query: Vectors, predicate: str | None, fetch: int
+    ) -> list[tuple[str, float]]:
+        table = self._handle()
+
+        def run() -> Any:
+            builder = table.search(query, vector_column_name="vector").distance_type("cosine")
+            if predicate is not None:
+                builder = builder.where(predicate, prefilter=True)
+            if self._ann:
+                builder = builder.nprobes(self.nprobes).ef(max(self.ef, fetch))
+            return builder.select(["id", "_distance"]).limit(fetch).to_arrow()
+
+        data = self._call(run, doing="search")
+        ids = data.column("id").to_pylist()
+        distances = data.column("_distance").to_numpy()
+        return [(str(i), float(1.0 - d)) for i, d in zip(ids, distances, strict=True)]
+
+    def _query_vector(self, vector: Sequence[float] | Vectors) -> Vectors:
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query.shape[0] != self.dims:
+            raise ValueError(f"query vector has {query.shape[0]} dims, index has {self.dims}")
+        return query
+
+    def _arrow(self, rows: Sequence[VectorRow]) -> Any:
+        import pyarrow as pa
+
+        matrix = self._matrix(rows)
+        vectors = pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), self.dims)
+        columns = {
+            "id": [r.id for r in rows],
+            "item": [r.item for r in rows],
+            "project": [r.project for r in rows],
+            "active": [r.active for r in rows],
+            "kind": [r.kind for r in rows],
+            "updated": [r.updated for r in rows],
+            "model": [r.model for r in rows],
+        }
+        schema = _schema(self.dims)
+        arrays = [pa.array(columns[f.name], type=f.type) for f in schema if f.name != "vector"]
+        return pa.Table.from_arrays([*arrays, vectors], schema=schema)
+
+    def _matrix(self, rows: Sequence[VectorRow]) -> npt.NDArray[np.float32]:
+        for row in rows:
+            if len(row.vector) != self.dims:
+                raise ValueError(
+                    f"row {row.id!r} has {len(row.vector)} dims, index has {self.dims}"
+                )
+        matrix = np.asarray([r.vector for r in rows], dtype=np.float32)
+        if not np.isfinite(matrix).all():
+            raise ValueError("vectors must be finite (NaN or infinity found)")
+        return matrix
+
+    def _check_model(self, rows: Sequence[VectorRow]) -> str:
+        models = {r.model for r in rows}
+        if len(models) > 1:
+            raise ConfigError(f"one upsert mixes embedding models {sorted(models)}")
+        (model,) = models
+        stored = self._stored_model()
+        if stored is not None and stored != model and self.count() > 0:
+            raise ConfigError(
+                f"vector table {self.path}/{self.table_name} holds {stored!r} vectors; "
+                f"refusing {model!r} rows (clear the index and re-embed to switch models)"
+            )
+        return model
+
+    def _stored_model(self) -> str | None:
+        if self._model is None:
+            table = self._handle()
+            data = self._call(
+                lambda: table.search().select(["model"]).limit(1).to_arrow(), doing="read"
+            )
+            models = data.column("model").to_pylist()
+            self._model = str(models[0]) if models else None
+        return self._model
+
+    def _handle(self) -> Any:
+        table = self._table
+        if table is not None:
+            return table
+        with self._lock:
+            if self._table is None:
+                self._table = self._open()
+                self._ann = self._call(self._has_vector_index, doing="inspect")
+            return self._table
+
+    def _open(self) -> Any:
+        db = self._connect()
+
+        def open_or_create() -> Any:
+            try:
+                return db.open_table(self.table_name)
+            except ValueError:  # not found (a reopen must not re-check the schema)
+                return db.create_table(self.table_name, schema=_schema(self.dims), exist_ok=True)
+
+        table = self._call(open_or_create, doing="open")
+        stored = table.schema.field("vector").type.list_size
+        if stored != self.dims:
+            raise ConfigError(
+                f"vector table {self.path}/{self.table_name} has {stored} dims, "
+                f"configured for {self.dims}"
+            )
+        return table
+
+    def _has_vector_index(self) -> bool:
+        table = self._table
+        return any("vector" in list(i.columns) for i in table.list_indices())
+
+    def _connect(self) -> Any:
+        if self._db is None:
+            import lancedb
+
+            self._db = self._call(
+                lambda: lancedb.connect(self.path, read_consistency_interval=self._consistency),
+                doing="connect to",
+            )
+        return self._db
+
+    def _call(self, action: Any, *args: Any, doing: str) -> Any:
+        try:
+            return action(*args)
+        except RecallError:
+            raise
+        except Exception as exc:
+            raise IndexUnavailable(f"cannot {doing} vector table {self.path}: {exc}") from exc

