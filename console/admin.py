@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from console.admin_tokens import TokenAdminMixin
 from console.models import (
     AgentToken,
     Edge,
@@ -47,7 +48,7 @@ class SettingAdmin(admin.ModelAdmin):
 
 
 @admin.register(AgentToken)
-class AgentTokenAdmin(admin.ModelAdmin):
+class AgentTokenAdmin(TokenAdminMixin, admin.ModelAdmin):
     list_display = ["agent", "prefix", "may_write", "created", "last_used", "revoked"]
     readonly_fields = ["prefix", "secret_hash", "created", "last_used"]
     filter_horizontal = ["projects"]

@@ -1,0 +1,62 @@
+"""Agent tokens: `create` (prints the secret once), `list`, `revoke`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from console import tokens
+from console.models import AgentToken
+
+
+class Command(BaseCommand):
+    help = "Create, list or revoke the tokens agents use for the API and MCP."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="action", required=True)
+        create = sub.add_parser("create", help="create a token and print its secret once")
+        create.add_argument("--agent", required=True, help="who uses it (shown in events)")
+        create.add_argument(
+            "--project", action="append", required=True, help="allowed project (repeatable)"
+        )
+        create.add_argument("--write", action="store_true", help="may create and curate items")
+        sub.add_parser("list", help="every token, newest first (never the secrets)")
+        revoke = sub.add_parser("revoke", help="revoke a token by numeric id or prefix")
+        revoke.add_argument("token", metavar="ID_OR_PREFIX")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            getattr(self, f"_{options['action']}")(options)
+        except (ValidationError, AgentToken.DoesNotExist) as exc:
+            messages = exc.messages if isinstance(exc, ValidationError) else [str(exc)]
+            raise CommandError(" ".join(messages)) from exc
+
+    def _create(self, options: dict[str, Any]) -> None:
+        token, secret = tokens.token_create(
+            agent=options["agent"], projects=options["project"], may_write=options["write"]
+        )
+        mode = "read-write" if token.may_write else "read-only"
+        scope = ", ".join(options["project"])
+        self.stderr.write(f"token {token.pk} ({mode}) for {token.agent} on {scope}")
+        self.stderr.write("The secret is shown once; store it now (RECALL_AGENT_TOKEN for MCP):")
+        self.stdout.write(secret)
+
+    def _list(self, options: dict[str, Any]) -> None:
+        rows = tokens.token_list()
+        if not rows:
+            self.stdout.write("no tokens")
+            return
+        for t in rows:
+            projects = ",".join(sorted(p.slug for p in t.projects.all()))
+            state = f"revoked {t.revoked:%Y-%m-%d %H:%M}" if t.revoked else "live"
+            used = f"{t.last_used:%Y-%m-%d %H:%M}" if t.last_used else "never"
+            self.stdout.write(
+                f"{t.pk:>4}  {t.prefix}  {t.agent:<20} {'rw' if t.may_write else 'ro'}  "
+                f"{projects:<30} used {used:<16} {state}"
+            )
+
+    def _revoke(self, options: dict[str, Any]) -> None:
+        token = tokens.token_revoke(token=tokens.token_find(options["token"]))
+        self.stdout.write(f"revoked token {token.pk} ({token.prefix}) of {token.agent}")

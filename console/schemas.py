@@ -1,0 +1,239 @@
+"""Request and reply schemas of the agent API (and the MCP tools' JSON).
+
+Hit and ContextPack follow ARCHITECTURE section 4 field by field; `memory_kind`
+(constraint, fact, ...) is the one addition, since an agent weighs a
+constraint differently from a fact. Request limits mirror the models'
+validators so a schema-valid body is rarely refused by a service.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from ninja import Field, Schema
+
+from console.models import Memory, Note
+from recall.types import MEMORY_KINDS
+
+MemoryKind = Literal[MEMORY_KINDS]  # type: ignore[valid-type]
+Scope = Literal["all", "memories", "notes"]
+NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,119}$"
+Weight = Annotated[float, Field(ge=0, le=1000, allow_inf_nan=False)]
+Tag = Annotated[str, Field(min_length=1, max_length=64)]
+
+# --- errors -------------------------------------------------------------------
+
+
+class Error(Schema):
+    detail: str = Field(description="What went wrong, for a person or an agent to act on.")
+
+
+class SchemaError(Schema):
+    detail: list[dict[str, Any]] = Field(description="Pydantic's list of invalid fields.")
+
+
+# --- hits ---------------------------------------------------------------------
+
+
+class ProvenanceOut(Schema):
+    channel: str = Field(description="fts | semantic | link | identifier")
+    rank: int = Field(description="1-based rank within the channel")
+    raw: float = Field(description="BM25 for fts, cosine for semantic, 1/(k+i) for link")
+
+
+class HitOut(Schema):
+    kind: Literal["memory", "note"]
+    id: str
+    name: str
+    title: str
+    description: str
+    project: str | None = Field(description="project slug; null = global")
+    age: str = Field(description='compact age since the last update: "5m", "3h", "2d"')
+    source: Literal["semantic", "fts", "fused", "link", "browse", "identifier"]
+    score: float
+    favorite: bool
+    memory_kind: str = Field(description='constraint, fact, ... ("" for notes)')
+
+
+class RecallHit(HitOut):
+    tokens: int = Field(description="estimated tokens of the text this item costs")
+    sources: list[ProvenanceOut]
+
+
+class SearchHit(HitOut):
+    snippet: str | None = Field(description="raw text, matches wrapped in \\u0001...\\u0002")
+    snippet_html: str | None = Field(description="escaped snippet with <mark> around matches")
+    similarity: float | None = Field(description="raw cosine, on hits the semantic leg found")
+
+
+class ContextPackOut(Schema):
+    items: list[RecallHit]
+    omitted: int = Field(ge=0, description="ranked hits within the limit that did not fit")
+    tokens: int = Field(ge=0, description="tokens used; never more than budget")
+    budget: int
+    warnings: list[str] = Field(description="degraded channels, never silent")
+    debug: dict[str, Any] | None = Field(description="per-channel ranks, timings, embedded")
+
+
+class SearchOut(Schema):
+    hits: list[SearchHit]
+    warnings: list[str]
+
+
+class TextOut(Schema):
+    text: str
+    ids: list[str]
+    tokens: int | None = None
+
+
+# --- requests -----------------------------------------------------------------
+
+
+class RecallIn(Schema):
+    query: str = Field(
+        "", max_length=4000, description="what the agent needs; may be empty with kind"
+    )
+    project: str | None = Field(
+        None, max_length=64, description="one of the token's projects (default: its only one)"
+    )
+    budget: int | None = Field(None, ge=1, le=100_000, description="token budget (default 1000)")
+    limit: int | None = Field(None, ge=1, le=100, description="ranked hits considered (default 10)")
+    scope: Scope = "all"
+    kind: MemoryKind | None = Field(None, description="only this memory kind (browse if no query)")
+    k: int | None = Field(None, ge=1, le=10_000, description="RRF constant (default 60)")
+    channel_weights: dict[str, Weight] | None = Field(
+        None, description='weights merged over the configured ones, e.g. {"fts": 1, "semantic": 1}'
+    )
+    debug: bool = False
+
+
+class SearchIn(Schema):
+    q: str = Field("", max_length=4000, description="what to look for")
+    project: list[str] | None = Field(None, description="repeatable; default: the token's projects")
+    limit: int | None = Field(None, ge=1, le=200, description="hits (default 20)")
+    semantic: bool = Field(True, description="false = full-text only (fastest)")
+    since: datetime | None = Field(None, description="only items updated at or after this")
+
+
+class NoteListIn(Schema):
+    project: str | None = Field(None, max_length=64, description="default: the token's projects")
+    limit: int = Field(20, ge=1, le=100)
+
+
+class BriefingIn(Schema):
+    project: str | None = Field(None, max_length=64)
+    agent_type: str = Field("", max_length=120, description="non-empty = a subagent's briefing")
+    prompt: str = Field("", max_length=4000, description="a subagent's task, for RELEVANT")
+    budget: int | None = Field(None, ge=1, le=100_000)
+
+
+class PromptIn(Schema):
+    project: str | None = Field(None, max_length=64)
+    prompt: str = Field(max_length=20_000)
+
+
+class MemoryFields(Schema):
+    kind: MemoryKind | None = None
+    name: str | None = Field(None, pattern=NAME_PATTERN, description="slug, e.g. chroma-boot-race")
+    description: str | None = Field(None, max_length=150, description="one line, shown in indexes")
+    body: str | None = Field(None, max_length=200_000, description="markdown; [[name]] links")
+    tags: list[Tag] | None = Field(None, max_length=32)
+    importance: float | None = Field(None, ge=0, le=1)
+    session_id: str | None = Field(None, max_length=120)
+    source: str | None = Field(None, max_length=32, description="user_stated, agent_inferred, ...")
+
+
+class MemoryIn(MemoryFields):
+    project: str | None = Field(None, max_length=64, description="default: the token's only one")
+    kind: MemoryKind = "fact"  # type: ignore[assignment]
+    name: str = Field(pattern=NAME_PATTERN, description="slug, e.g. chroma-boot-race")  # type: ignore[assignment]
+    source: str = Field("agent_inferred", max_length=32)  # type: ignore[assignment]
+
+
+class FavoriteIn(Schema):
+    favorite: bool | None = Field(None, description="true stars, false unstars, absent toggles")
+
+
+class NoteFields(Schema):
+    title: str | None = Field(None, min_length=1, max_length=200)
+    slug: str | None = Field(None, pattern=NAME_PATTERN)
+    description: str | None = Field(None, max_length=150)
+    body: str | None = Field(None, max_length=200_000)
+    tags: list[Tag] | None = Field(None, max_length=32)
+    source_url: str | None = Field(None, max_length=200)
+
+
+class NoteIn(NoteFields):
+    project: str | None = Field(None, max_length=64, description="default: the token's only one")
+    title: str = Field(min_length=1, max_length=200)  # type: ignore[assignment]
+
+
+# --- items --------------------------------------------------------------------
+
+
+class MemoryOut(Schema):
+    id: str
+    project: str | None
+    kind: str
+    name: str
+    description: str
+    body: str
+    tags: list[str]
+    importance: float
+    agent_id: str
+    session_id: str
+    source: str
+    valid_from: datetime
+    invalid_at: datetime | None
+    superseded_by: str | None
+    favorite: bool
+    active: bool
+    created: datetime
+    updated: datetime
+
+    @staticmethod
+    def resolve_project(obj: Memory) -> str | None:
+        return obj.project.slug if obj.project else None
+
+    @staticmethod
+    def resolve_superseded_by(obj: Memory) -> str | None:
+        return obj.superseded_by_id
+
+    @staticmethod
+    def resolve_active(obj: Memory) -> bool:
+        return obj.invalid_at is None
+
+
+class DedupHintOut(HitOut):
+    similarity: float | None = Field(description="cosine to the memory just written")
+
+
+class MemoryWriteOut(Schema):
+    memory: MemoryOut
+    dedup_hint: DedupHintOut | None = Field(
+        description="the most similar active memory in scope (cosine >= 0.83); advisory"
+    )
+
+
+class NoteOut(Schema):
+    id: str
+    project: str | None
+    title: str
+    slug: str
+    description: str
+    body: str
+    tags: list[str]
+    source_url: str
+    favorite: bool
+    created: datetime
+    updated: datetime
+
+    @staticmethod
+    def resolve_project(obj: Note) -> str | None:
+        return obj.project.slug if obj.project else None
+
+
+class FavoriteOut(Schema):
+    id: str
+    favorite: bool

@@ -1,0 +1,465 @@
+"""The agent API endpoint by endpoint: replies, and 400/401/403/404/413/422."""
+
+from __future__ import annotations
+
+import pytest
+
+from console import indexing, services
+from console.models import AgentToken, Memory, Note, RetrievalEvent
+from tests.console.api_world import World, call, world_fixture  # noqa: F401
+
+HIT_FIELDS = {
+    "kind", "id", "name", "title", "description", "project", "age", "source", "score",
+    "favorite", "memory_kind",
+}  # fmt: skip
+SOURCES = {"semantic", "fts", "fused", "link", "browse", "identifier"}
+
+
+# --- the ContextPack contract -------------------------------------------------
+
+
+def test_recall_reply_matches_the_context_pack_contract_field_by_field(world: World) -> None:
+    r = call(world.client("alpha"), "post", "/recall", {"query": "albatross cache", "debug": True})
+
+    assert r.status_code == 200
+    pack = r.json()
+    assert set(pack) == {"items", "omitted", "tokens", "budget", "warnings", "debug"}
+    assert pack["budget"] == 1000 and pack["omitted"] == 0 and pack["warnings"] == []
+    assert isinstance(pack["debug"], dict) and pack["debug"]["embedded"] is True
+    assert pack["items"], "the alpha memory matches"
+    for item in pack["items"]:
+        assert set(item) == HIT_FIELDS | {"tokens", "sources"}
+        assert item["kind"] in {"memory", "note"}
+        assert item["source"] in SOURCES
+        assert isinstance(item["score"], float) and isinstance(item["tokens"], int)
+        assert item["project"] in {"alpha", None}
+        for prov in item["sources"]:
+            assert set(prov) == {"channel", "rank", "raw"} and prov["rank"] >= 1
+    top = pack["items"][0]
+    memory = world.memories["alpha"]
+    assert (top["id"], top["name"], top["title"]) == (memory.pk, memory.name, memory.name)
+    assert top["description"] == memory.description and top["memory_kind"] == "gotcha"
+    assert top["age"] == "0m" and top["favorite"] is False
+    assert pack["tokens"] == sum(i["tokens"] for i in pack["items"])
+
+
+def test_recall_without_debug_has_null_debug(world: World) -> None:
+    pack = call(world.client("alpha"), "post", "/recall", {"query": "albatross"}).json()
+
+    assert pack["debug"] is None
+
+
+@pytest.mark.parametrize("budget", [1, 15, 30, 60, 1000])
+def test_recall_tokens_never_exceed_the_budget(world: World, budget: int) -> None:
+    body = {"query": "cache warm traffic service", "budget": budget, "limit": 10}
+    pack = call(world.client("alpha"), "post", "/recall", body).json()
+
+    assert pack["budget"] == budget
+    assert pack["tokens"] <= budget
+    assert pack["tokens"] == sum(i["tokens"] for i in pack["items"])
+    assert len(pack["items"]) + pack["omitted"] >= 1
+
+
+def test_recall_browse_lists_a_kind_newest_first(world: World) -> None:
+    pack = call(world.client("alpha"), "post", "/recall", {"query": "", "kind": "gotcha"}).json()
+
+    assert {i["source"] for i in pack["items"]} == {"browse"}
+    assert {i["project"] for i in pack["items"]} == {"alpha", None}
+
+
+def test_recall_records_what_the_agent_was_given(world: World) -> None:
+    call(world.client("alpha"), "post", "/recall", {"query": "albatross"})
+
+    event = RetrievalEvent.objects.filter(kind="recalled").latest("at")
+    assert event.agent == "agent-alpha" and event.project == "alpha"
+    assert world.memories["alpha"].pk in event.ids
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "fragment"),
+    [
+        ({"query": ""}, 400, "query is empty"),
+        ({"query": "x", "project": "alpha", "scope": "notes", "kind": "fact"}, 400, "contradicts"),
+        ({"query": "x", "budget": 0}, 422, None),
+        ({"query": "x", "limit": 101}, 422, None),
+        ({"query": "x", "scope": "everything"}, 422, None),
+        ({"query": "x", "kind": "gossip"}, 422, None),
+        ({"query": "x", "channel_weights": {"fts": -1}}, 422, None),
+        ({"query": 5}, 422, None),
+    ],
+)
+def test_recall_rejects_bad_input(world: World, body: dict, status: int, fragment: str) -> None:
+    r = call(world.client("alpha"), "post", "/recall", body)
+
+    assert r.status_code == status
+    if fragment:
+        assert fragment in r.json()["detail"]
+    else:
+        assert isinstance(r.json()["detail"], list)
+
+
+def test_a_multi_project_token_must_name_its_project(world: World) -> None:
+    client = world.client("alpha_beta")
+
+    assert call(client, "post", "/recall", {"query": "x"}).status_code == 400
+    r = call(client, "post", "/recall", {"query": "bergamot", "project": "beta"})
+    assert [i["project"] for i in r.json()["items"]][:1] == ["beta"]
+
+
+# --- authentication and bodies ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "header",
+    [None, "Bearer", "Bearer nonsense", "Bearer rct_0000000000_xxxxxxxx", "Token abc", "revoked"],
+)
+def test_no_invalid_or_revoked_token_is_401(world: World, header: str | None) -> None:
+    from django.test import Client
+
+    if header == "revoked":
+        client = world.client("revoked")
+    else:
+        client = Client(HTTP_AUTHORIZATION=header) if header else Client()
+
+    r = call(client, "post", "/recall", {"query": "albatross"})
+
+    assert r.status_code == 401
+    assert r.json() == {"detail": "Unauthorized"}
+
+
+def test_a_body_over_the_upload_limit_is_a_clean_413(world: World) -> None:
+    body = {"name": "big", "description": "d", "body": "x" * (3 * 1024 * 1024)}
+
+    r = call(world.client("alpha"), "post", "/memories", body)
+
+    assert r.status_code == 413
+    assert "2 MB" in r.json()["detail"]
+
+
+def test_a_body_that_is_not_json_is_400(world: World) -> None:
+    r = world.client("alpha").post("/api/v1/recall", "{nope", content_type="application/json")
+
+    assert r.status_code == 400 and "detail" in r.json()
+
+
+def test_last_used_is_stamped_on_use(world: World) -> None:
+    call(world.client("alpha"), "post", "/recall", {"query": "albatross"})
+
+    assert AgentToken.objects.get(agent="agent-alpha").last_used is not None
+
+
+def test_the_api_needs_no_csrf_token(world: World) -> None:
+    from django.test import Client
+
+    client = Client(
+        enforce_csrf_checks=True,
+        HTTP_AUTHORIZATION=world.client("alpha").defaults["HTTP_AUTHORIZATION"],
+    )
+
+    assert call(client, "post", "/recall", {"query": "albatross"}).status_code == 200
+
+
+# --- search, briefing, prompt recall ------------------------------------------
+
+
+def test_search_covers_the_token_projects_and_global(world: World) -> None:
+    r = call(world.client("alpha"), "get", "/search", {"q": "cache warm", "limit": 50})
+
+    assert r.status_code == 200
+    hits = r.json()["hits"]
+    assert {h["project"] for h in hits} == {"alpha", None}
+    hit = next(h for h in hits if h["id"] == world.memories["alpha"].pk)
+    assert set(hit) == HIT_FIELDS | {"snippet", "snippet_html", "similarity"}
+
+
+def test_search_takes_repeated_projects_limit_semantic_and_since(world: World) -> None:
+    client = world.client("alpha_beta")
+    params = {"q": "cache", "project": ["alpha", "beta"], "semantic": "false", "limit": 2}
+
+    r = call(client, "get", "/search", params)
+
+    assert r.status_code == 200 and len(r.json()["hits"]) == 2
+    assert all(h["similarity"] is None for h in r.json()["hits"])
+    future = call(client, "get", "/search", {"q": "cache", "since": "2999-01-01T00:00:00"})
+    assert future.status_code == 200 and future.json()["hits"] == []
+
+
+@pytest.mark.parametrize(
+    ("params", "status"),
+    [({"q": "x", "limit": 0}, 422), ({"q": "x", "since": "yesterday"}, 422)],
+)
+def test_search_rejects_bad_parameters(world: World, params: dict, status: int) -> None:
+    assert call(world.client("alpha"), "get", "/search", params).status_code == status
+
+
+def test_briefing_returns_text_and_the_rendered_ids(world: World) -> None:
+    r = call(world.client("alpha"), "post", "/briefing", {})
+
+    assert r.status_code == 200
+    body = r.json()
+    assert world.memories["alpha"].pk in body["ids"] and world.memories[None].pk in body["ids"]
+    assert "albatross" in body["text"] and body["tokens"] > 0
+    assert call(world.client("alpha"), "post", "/briefing", {"budget": -1}).status_code == 422
+
+
+def test_prompt_recall_returns_text_and_ids(world: World) -> None:
+    alpha = world.memories["alpha"].project
+    for i in range(40):  # IDF needs a corpus: unrelated memories make rare words rare
+        services.memory_create(
+            project=alpha, name=f"filler-{i}", description=f"Routine chore {i} on spreadsheets"
+        )
+    body = {"prompt": "the albatross service cache needs warming before traffic"}
+
+    r = call(world.client("alpha"), "post", "/prompt-recall", body)
+
+    assert r.status_code == 200
+    ids = r.json()["ids"]
+    assert ids[0] == world.memories["alpha"].pk
+    assert set(ids) <= {world.memories["alpha"].pk, world.memories[None].pk}
+    assert "albatross" in r.json()["text"]
+    assert call(world.client("alpha"), "post", "/prompt-recall", {}).status_code == 422
+
+
+# --- memories -----------------------------------------------------------------
+
+
+def test_write_returns_the_memory_and_its_dedup_hint(world: World) -> None:
+    body = {
+        "name": "albatross-cache-warmup",
+        "description": "The albatross service needs a warm cache before traffic",
+        "body": "Warm the albatross cache first.",
+        "kind": "gotcha",
+        "tags": ["Cache", "cache"],
+    }
+
+    r = call(world.client("alpha"), "post", "/memories", body)
+
+    assert r.status_code == 201
+    reply = r.json()
+    memory = reply["memory"]
+    assert memory["project"] == "alpha" and memory["agent_id"] == "agent-alpha"
+    assert memory["source"] == "agent_inferred" and memory["tags"] == ["cache"]
+    assert reply["dedup_hint"]["id"] == world.memories["alpha"].pk
+    assert reply["dedup_hint"]["similarity"] >= 0.83
+    assert Memory.objects.filter(pk=memory["id"]).exists()
+
+
+def test_write_without_a_similar_memory_has_no_hint(world: World) -> None:
+    body = {"name": "tea-time", "description": "Tea is served at four o'clock sharp"}
+
+    reply = call(world.client("alpha"), "post", "/memories", body).json()
+
+    assert reply["dedup_hint"] is None
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        ({"name": "Not A Slug", "description": "d"}, 422),
+        ({"name": "ok", "description": "d" * 151}, 422),
+        ({"name": "ok", "importance": 2}, 422),
+        ({"name": "ok", "kind": "gossip"}, 422),
+        ({"description": "no name"}, 422),
+        ({"name": "ok", "tags": ["t"] * 40}, 422),
+    ],
+)
+def test_write_rejects_bad_memories(world: World, body: dict, status: int) -> None:
+    assert call(world.client("alpha"), "post", "/memories", body).status_code == status
+
+
+def test_a_service_validation_error_is_400_with_detail(world: World) -> None:
+    r = call(world.client("alpha"), "post", "/notes", {"title": "t", "source_url": "not a url"})
+
+    assert r.status_code == 400
+    assert "source_url" in r.json()["detail"]
+
+
+def test_a_read_only_token_cannot_write(world: World) -> None:
+    client = world.client("alpha_ro")
+    mid = world.memories["alpha"].pk
+    nid = world.notes["alpha"].pk
+
+    for method, path, body in (
+        ("post", "/memories", {"name": "x", "description": "d"}),
+        ("patch", f"/memories/{mid}", {"description": "changed"}),
+        ("post", f"/memories/{mid}/supersede", {"description": "changed"}),
+        ("post", f"/memories/{mid}/archive", None),
+        ("post", f"/memories/{mid}/restore", None),
+        ("post", f"/memories/{mid}/favorite", {"favorite": True}),
+        ("post", "/notes", {"title": "t"}),
+        ("patch", f"/notes/{nid}", {"title": "t2"}),
+        ("post", f"/notes/{nid}/favorite", None),
+    ):
+        r = call(client, method, path, body)
+        assert r.status_code == 403, (method, path)
+        assert "read-only" in r.json()["detail"]
+    assert call(client, "get", f"/memories/{mid}").status_code == 200
+
+
+def test_read_records_the_read(world: World) -> None:
+    mid = world.memories["alpha"].pk
+
+    r = call(world.client("alpha"), "get", f"/memories/{mid}")
+
+    assert r.status_code == 200 and r.json()["body"] == "Warm the albatross cache first."
+    assert r.json()["active"] is True and r.json()["superseded_by"] is None
+    assert RetrievalEvent.objects.filter(kind="read", ids__icontains=mid).exists()
+    assert Memory.objects.get(pk=mid).access_count == 1
+
+
+def test_a_global_memory_is_readable_but_not_changeable(world: World) -> None:
+    gid = world.memories[None].pk
+    client = world.client("alpha")
+
+    assert call(client, "get", f"/memories/{gid}").status_code == 200
+    r = call(client, "patch", f"/memories/{gid}", {"description": "changed"})
+    assert r.status_code == 403 and "console" in r.json()["detail"]
+
+
+def test_patch_changes_only_the_fields_given(world: World) -> None:
+    mid = world.memories["alpha"].pk
+
+    r = call(world.client("alpha"), "patch", f"/memories/{mid}", {"description": "New words"})
+
+    assert r.status_code == 200
+    assert r.json()["description"] == "New words"
+    assert r.json()["body"] == "Warm the albatross cache first."
+    assert call(world.client("alpha"), "patch", f"/memories/{mid}", {}).status_code == 200
+    bad = call(world.client("alpha"), "patch", f"/memories/{mid}", {"name": "BAD NAME"})
+    assert bad.status_code == 422
+
+
+def test_supersede_replaces_and_stamps_the_old_one(world: World) -> None:
+    old = world.memories["alpha"]
+    client = world.client("alpha")
+
+    r = call(client, "post", f"/memories/{old.pk}/supersede", {"body": "Warm it twice."})
+
+    assert r.status_code == 201
+    new = r.json()["memory"]
+    assert new["name"] == old.name and new["body"] == "Warm it twice."
+    old_now = call(client, "get", f"/memories/{old.pk}").json()
+    assert old_now["superseded_by"] == new["id"] and old_now["active"] is False
+    again = call(client, "post", f"/memories/{old.pk}/supersede", {"body": "again"})
+    assert again.status_code == 400 and "no longer active" in again.json()["detail"]
+    assert call(client, "post", f"/memories/{old.pk}/restore").status_code == 400
+
+
+def test_archive_and_restore(world: World) -> None:
+    mid = world.memories["alpha"].pk
+    client = world.client("alpha")
+
+    archived = call(client, "post", f"/memories/{mid}/archive")
+    assert archived.status_code == 200 and archived.json()["active"] is False
+    indexing.apply_pending()
+    pack = call(client, "post", "/recall", {"query": "albatross"}).json()
+    assert mid not in [i["id"] for i in pack["items"]]
+
+    restored = call(client, "post", f"/memories/{mid}/restore")
+    assert restored.status_code == 200 and restored.json()["active"] is True
+
+
+def test_favorite_stars_unstars_and_toggles(world: World) -> None:
+    mid = world.memories["alpha"].pk
+    client = world.client("alpha")
+    path = f"/memories/{mid}/favorite"
+
+    assert call(client, "post", path, {"favorite": True}).json() == {"id": mid, "favorite": True}
+    assert call(client, "post", path, {"favorite": True}).json()["favorite"] is True
+    assert call(client, "post", path).json()["favorite"] is False
+    assert call(client, "post", path, {}).json()["favorite"] is True
+    assert Memory.objects.get(pk=mid).favorite is True
+    assert call(client, "post", path, {"favorite": "maybe"}).status_code == 422
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("get", "/memories/01ZZZZZZZZZZZZZZZZZZZZZZZZ"),
+        ("patch", "/memories/01ZZZZZZZZZZZZZZZZZZZZZZZZ"),
+        ("post", "/memories/01ZZZZZZZZZZZZZZZZZZZZZZZZ/supersede"),
+        ("post", "/memories/01ZZZZZZZZZZZZZZZZZZZZZZZZ/archive"),
+        ("post", "/memories/01ZZZZZZZZZZZZZZZZZZZZZZZZ/restore"),
+        ("post", "/memories/01ZZZZZZZZZZZZZZZZZZZZZZZZ/favorite"),
+        ("get", "/notes/01ZZZZZZZZZZZZZZZZZZZZZZZZ"),
+        ("patch", "/notes/01ZZZZZZZZZZZZZZZZZZZZZZZZ"),
+        ("post", "/notes/01ZZZZZZZZZZZZZZZZZZZZZZZZ/favorite"),
+    ],
+)
+def test_an_unknown_id_is_404_with_detail(world: World, method: str, path: str) -> None:
+    r = call(world.client("alpha"), method, path, {} if method != "get" else None)
+
+    assert r.status_code == 404
+    assert set(r.json()) == {"detail"}
+
+
+# --- notes --------------------------------------------------------------------
+
+
+def test_notes_list_create_read_patch_and_star(world: World) -> None:
+    client = world.client("alpha")
+
+    listed = call(client, "get", "/notes")
+    assert listed.status_code == 200
+    assert {n["project"] for n in listed.json()} == {"alpha", None}
+    only = call(client, "get", "/notes", {"project": "alpha", "limit": 5}).json()
+    assert [n["id"] for n in only] == [world.notes["alpha"].pk]
+
+    created = call(client, "post", "/notes", {"title": "Deploy write-up", "body": "Steps."})
+    assert created.status_code == 201
+    note = created.json()
+    assert note["slug"] == "deploy-write-up" and note["project"] == "alpha"
+
+    read = call(client, "get", f"/notes/{note['id']}")
+    assert read.status_code == 200 and read.json()["body"] == "Steps."
+    patched = call(client, "patch", f"/notes/{note['id']}", {"body": "More steps."})
+    assert patched.status_code == 200 and patched.json()["title"] == "Deploy write-up"
+    star = call(client, "post", f"/notes/{note['id']}/favorite", {"favorite": True})
+    assert star.json() == {"id": note["id"], "favorite": True}
+    assert Note.objects.get(pk=note["id"]).favorite is True
+
+
+def test_notes_reject_bad_input(world: World) -> None:
+    client = world.client("alpha")
+
+    assert call(client, "post", "/notes", {"body": "no title"}).status_code == 422
+    assert call(client, "get", "/notes", {"limit": 0}).status_code == 422
+    nid = world.notes["alpha"].pk
+    assert call(client, "patch", f"/notes/{nid}", {"slug": "Bad Slug"}).status_code == 422
+    assert call(client, "get", f"/notes/{world.notes[None].pk}").status_code == 200
+    inbox = call(client, "patch", f"/notes/{world.notes[None].pk}", {"title": "x"})
+    assert inbox.status_code == 403
+
+
+# --- planes -------------------------------------------------------------------
+
+
+def test_an_unavailable_plane_is_503_with_detail(world: World, monkeypatch) -> None:
+    from console import wiring
+    from recall.errors import IndexUnavailable
+
+    def broken(*args, **kwargs):
+        raise IndexUnavailable("the full-text index cannot be read")
+
+    monkeypatch.setattr(wiring.text_index(), "search", broken)
+
+    r = call(world.client("alpha"), "post", "/recall", {"query": "albatross"})
+
+    assert r.status_code == 503
+    assert r.json() == {"detail": "the full-text index cannot be read"}
+
+
+def test_openapi_schema_and_docs_are_served(world: World) -> None:
+    from django.test import Client
+
+    schema = Client().get("/api/v1/openapi.json")
+    assert schema.status_code == 200
+    paths = schema.json()["paths"]
+    assert {
+        "/api/v1/recall", "/api/v1/search", "/api/v1/briefing", "/api/v1/prompt-recall",
+        "/api/v1/memories", "/api/v1/memories/{memory_id}",
+        "/api/v1/memories/{memory_id}/supersede", "/api/v1/memories/{memory_id}/archive",
+        "/api/v1/memories/{memory_id}/restore", "/api/v1/memories/{memory_id}/favorite",
+        "/api/v1/notes", "/api/v1/notes/{note_id}", "/api/v1/notes/{note_id}/favorite",
+    } == set(paths)  # fmt: skip
+    assert Client().get("/api/v1/docs").status_code == 200
