@@ -1,0 +1,136 @@
+"""`manage.py mcp` driven by the SDK's own client over stdio, in a subprocess.
+
+The data directory is a fresh tmp dir: migrated, with a project and a write
+token, exactly as an operator would prepare it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOLS = {
+    "memory_recall", "memory_search", "memory_read", "memory_write", "memory_supersede",
+    "notes_read", "notes_write", "briefing",
+}  # fmt: skip
+
+SETUP = """
+import django; django.setup()
+from console import services, tokens
+services.project_create(slug="alpha")
+services.project_create(slug="beta")
+services.memory_create(project=services.project_get_or_create(slug="beta"), name="beta-only",
+                       description="The beta quokka deploys on Fridays")
+print(tokens.token_create(agent="mcp-test", projects=["alpha"], may_write=True)[1])
+"""
+
+
+def _env(data_dir: Path, token: str = "") -> dict[str, str]:
+    return {
+        "RECALL_DATA_DIR": str(data_dir),
+        "RECALL_AGENT_TOKEN": token,
+        "DJANGO_SETTINGS_MODULE": "console.settings",
+        "PATH": os.environ.get("PATH", ""),
+    }
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    data_dir = tmp_path_factory.mktemp("mcp-data")
+    env = {**os.environ, **_env(data_dir)}
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", SETUP], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+    )
+    return data_dir, out.stdout.strip().splitlines()[-1]
+
+
+def _json(result: Any) -> Any:
+    assert not result.is_error, result.content
+    return json.loads(result.content[0].text)
+
+
+async def _session(data_dir: Path, token: str, steps: Any) -> Any:
+    params = StdioServerParameters(
+        command=sys.executable, args=["manage.py", "mcp"], env=_env(data_dir, token), cwd=ROOT
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        return await steps(session)
+
+
+@pytest.mark.slow
+def test_an_sdk_client_lists_writes_recalls_and_reads(prepared: tuple[Path, str]) -> None:
+    data_dir, token = prepared
+
+    async def steps(session: ClientSession) -> dict[str, Any]:
+        listed = await session.list_tools()
+        out: dict[str, Any] = {"tools": {t.name: t for t in listed.tools}}
+        out["written"] = _json(
+            await session.call_tool(
+                "memory_write",
+                {
+                    "name": "flaky-quay-login",
+                    "description": "The quay.io login fails while the VPN reconnects",
+                    "body": "Wait for the VPN, then retry `docker login quay.io`.",
+                    "kind": "gotcha",
+                },
+            )
+        )
+        out["recalled"] = _json(
+            await session.call_tool("memory_recall", {"query": "quay login fails"})
+        )
+        memory_id = out["written"]["memory"]["id"]
+        out["read"] = _json(await session.call_tool("memory_read", {"id": memory_id}))
+        out["briefing"] = await session.call_tool("briefing", {})
+        out["other"] = await session.call_tool("memory_recall", {"query": "x", "project": "beta"})
+        out["quokka"] = _json(await session.call_tool("memory_search", {"query": "quokka"}))
+        return out
+
+    out = anyio.run(_session, data_dir, token, steps)
+
+    assert set(out["tools"]) == TOOLS
+    for tool in out["tools"].values():
+        assert "call" in tool.description.lower() or "when" in tool.description.lower()
+    memory = out["written"]["memory"]
+    assert memory["project"] == "alpha" and memory["agent_id"] == "mcp-test"
+    assert "dedup_hint" in out["written"]
+    items = out["recalled"]["items"]
+    assert items and items[0]["id"] == memory["id"]
+    assert out["recalled"]["tokens"] <= out["recalled"]["budget"]
+    assert out["read"]["body"].startswith("Wait for the VPN")
+    assert "flaky-quay-login" in out["briefing"].content[0].text
+    assert (
+        out["other"].is_error
+        and "403: this token may not use project" in out["other"].content[0].text
+    )
+    assert out["quokka"]["hits"] == []
+
+
+@pytest.mark.slow
+def test_a_bad_token_stops_the_server_before_it_speaks(prepared: tuple[Path, str]) -> None:
+    data_dir, _ = prepared
+
+    result = subprocess.run(
+        [sys.executable, "manage.py", "mcp"],
+        cwd=ROOT,
+        env={**os.environ, **_env(data_dir, "rct_0000000000_nope")},
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
+
+    assert result.returncode != 0
+    assert "RECALL_AGENT_TOKEN is missing, invalid or revoked" in result.stderr
+    assert result.stdout == ""
