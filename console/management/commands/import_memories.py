@@ -1,0 +1,60 @@
+"""Import memories, notes and projects from JSON lines or markdown (see console/importexport.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from console import importexport
+
+PROGRESS_FROM = 500  # records; shorter runs print only the summary
+
+
+class Command(BaseCommand):
+    help = (
+        "Import JSON-lines files (our export or the evaluation format) and markdown files "
+        "or folders with YAML front matter. Bad records are reported and skipped; records "
+        "imported before (same id, or same external id in the project) are skipped."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("files", nargs="+", type=Path, metavar="FILE")
+        parser.add_argument("--project", help="import every memory and note into this project")
+        parser.add_argument("--batch", type=int, default=256, help="rows per transaction")
+        parser.add_argument(
+            "--no-index",
+            action="store_true",
+            help="leave the index jobs queued (apply them with manage.py sync_indexes)",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        paths: list[Path] = options["files"]
+        missing = [str(p) for p in paths if not p.exists()]
+        if missing:
+            raise CommandError(f"not found: {', '.join(missing)}")
+        total = importexport.count_records(paths)
+        with tqdm(total=total, unit="rec", desc="import", disable=total < PROGRESS_FROM) as bar:
+            try:
+                report = importexport.import_records(
+                    importexport.read_records(paths),
+                    project=options["project"],
+                    batch=options["batch"],
+                    index=not options["no_index"],
+                    progress=bar.update,
+                )
+            except ValueError as exc:
+                raise CommandError(str(exc)) from exc
+        for line in report.errors:
+            self.stderr.write(self.style.ERROR(line))
+        for line in report.warnings:
+            self.stderr.write(self.style.WARNING(line))
+        indexed = "index jobs left queued" if options["no_index"] else "embedding included"
+        self.stdout.write(
+            f"imported {report.imported} ({report.memories} memories, {report.notes} notes, "
+            f"{report.projects} projects, {report.edges} edges), skipped {report.skipped}, "
+            f"errors {len(report.errors)} in {report.seconds:.1f} s "
+            f"({report.rate:.0f} memories/s, {indexed})"
+        )

@@ -1,0 +1,314 @@
+"""Import (JSON lines, eval format, markdown) and export, on the real planes.
+
+All data here is written by the tests; none comes from the evaluation sets.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+
+from console import importexport, indexing, services, wiring
+from console.models import Edge, IndexJob, Memory, Note, Project
+
+pytestmark = pytest.mark.django_db
+
+OWN_ID = "01HZZZZZZZZZZZZZZZZZZZZZZZ"
+
+
+def turn(n: int, text: str, *, session: int = 1, **overrides: Any) -> dict[str, Any]:
+    """A line in the evaluation format (a made-up chat, not the eval data)."""
+    record = {
+        "id": f"chat-7:D{session}:{n}",
+        "project": "chat-7",
+        "name": f"Ada, session {session}, turn {n}",
+        "description": f"Ada: {text}",
+        "created_at": "2024-02-03T10:00:00Z",
+        "metadata": {"session": session, "turn_index": n - 1, "speaker": "Ada"},
+    }
+    return {**record, **overrides}
+
+
+def write_jsonl(path: Path, lines: list[Any]) -> Path:
+    text = "".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def run_import(*args: Any) -> tuple[str, str]:
+    out, err = StringIO(), StringIO()
+    call_command("import_memories", *[str(a) for a in args], stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def test_eval_format_lines_map_to_memories(planes: Path) -> None:
+    long_text = "We moved the standup to nine because " + "the build takes ages " * 10
+    path = write_jsonl(
+        planes / "chat.jsonl",
+        [
+            turn(1, "Shall we move the standup?"),
+            turn(2, long_text),
+            {"id": "paper:17", "project": "papers", "name": "On Caches: A Survey.",
+             "description": "Caches everywhere. " * 12, "created_at": None},
+        ],
+    )  # fmt: skip
+
+    out, err = run_import(path)
+
+    assert "imported 3 (3 memories" in out and "errors 0" in out and err == ""
+    first = Memory.objects.get(external_id="chat-7:D1:1")
+    assert first.project is not None and first.project.slug == "chat-7"
+    assert first.name == "ada-session-1-turn-1"
+    assert (first.kind, first.source, first.session_id, first.session_order) == (
+        "episode", "imported", "chat-7:S1", 0,
+    )  # fmt: skip
+    assert first.created == datetime(2024, 2, 3, 10, tzinfo=UTC) == first.valid_from
+    assert first.metadata == {
+        "session": 1, "turn_index": 0, "speaker": "Ada", "display_name": "Ada, session 1, turn 1",
+    }  # fmt: skip
+    second = Memory.objects.get(external_id="chat-7:D1:2")
+    assert len(second.description) <= 150 and second.description.endswith("…")
+    assert second.body == f"Ada: {long_text}"
+    paper = Memory.objects.get(external_id="paper:17")
+    assert (paper.name, paper.kind, paper.session_id) == ("on-caches-a-survey", "fact", "")
+    assert paper.body.startswith("Caches everywhere.") and len(paper.description) <= 150
+    assert indexing.status().drift == 0
+    assert IndexJob.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("{not json", "not JSON"),
+        ("[1, 2]", "not a JSON object"),
+        (json.dumps({"project": "chat-7", "description": "no name"}), "missing name"),
+        (json.dumps(turn(9, "x", kind="musing")), "unknown kind 'musing'"),
+        (json.dumps({"id": OWN_ID, "name": "Not A Slug", "kind": "fact"}), "not a valid name"),
+        (json.dumps(turn(9, "x", name="?!")), "no letters or digits"),
+        (json.dumps(turn(9, "x", importance=3)), "Importance must be between 0 and 1"),
+        (json.dumps(turn(9, "x", project="Bad Slug")), "not a valid slug"),
+        (json.dumps(turn(9, "x", created_at="yesterday")), "not an ISO-8601 timestamp"),
+        (json.dumps({"type": "widget", "name": "x"}), "unknown type 'widget'"),
+    ],
+)
+def test_a_bad_line_is_reported_with_its_number_and_the_rest_imports(
+    planes: Path, line: str, reason: str
+) -> None:
+    path = write_jsonl(planes / "mixed.jsonl", [turn(1, "hello"), line, turn(2, "bye")])
+
+    report = importexport.import_records(importexport.read_records([path]))
+
+    assert report.memories == 2
+    assert len(report.errors) == 1
+    assert report.errors[0].startswith("mixed.jsonl:2: ")
+    assert reason in report.errors[0]
+    assert Memory.objects.count() == 2
+    assert not Memory.objects.filter(session_order=8).exists()
+
+
+def test_the_command_prints_errors_and_a_summary(planes: Path) -> None:
+    path = write_jsonl(planes / "m.jsonl", [turn(1, "hi"), "oops", turn(2, "yo")])
+
+    out, err = run_import(path, "--batch", "1")
+
+    assert "m.jsonl:2: not JSON" in err
+    assert "imported 2 (2 memories" in out and "errors 1" in out and "memories/s" in out
+
+
+def test_reimporting_skips_what_is_already_there(planes: Path) -> None:
+    path = write_jsonl(planes / "a.jsonl", [turn(1, "hi"), turn(2, "yo")])
+    importexport.import_records(importexport.read_records([path]))
+    call_command("export_memories", "--out", str(planes / "own.jsonl"))
+
+    again = importexport.import_records(importexport.read_records([path]))
+    own = importexport.import_records(importexport.read_records([planes / "own.jsonl"]))
+
+    assert (again.memories, again.skipped) == (0, 2)
+    assert (own.memories, own.skipped) == (0, 3)  # the project line and two memories
+    assert Memory.objects.count() == 2
+
+
+def test_project_option_puts_everything_in_one_project(planes: Path) -> None:
+    path = write_jsonl(planes / "a.jsonl", [turn(1, "hi"), {"name": "loose-fact"}])
+
+    importexport.import_records(importexport.read_records([path]), project="sandbox")
+
+    assert set(Memory.objects.values_list("project__slug", flat=True)) == {"sandbox"}
+    assert Memory.objects.get(name="ada-session-1-turn-1").session_id == "sandbox:S1"
+
+
+def test_no_index_leaves_the_jobs_queued(planes: Path) -> None:
+    path = write_jsonl(planes / "a.jsonl", [turn(1, "hi")])
+
+    run_import(path, "--no-index")
+
+    assert IndexJob.objects.count() == 1
+    indexing.apply_pending()
+    assert indexing.status().drift == 0
+
+
+def test_markdown_files_and_folders_import(planes: Path) -> None:
+    folder = planes / "notes"
+    (folder / "deep").mkdir(parents=True)
+    (folder / "deploy.md").write_text(
+        "---\nname: Deploy Steps\nkind: runbook\nproject: ops\ntags: deploys, Release\n"
+        "importance: 0.8\ndescription: How we deploy\n---\n\n# Deploy\n\nSee [[rollback]].\n",
+        encoding="utf-8",
+    )
+    (folder / "deep" / "rollback.md").write_text(
+        "---\nname: rollback\nkind: runbook\nproject: ops\ncreated: 2024-01-02\n---\nUndo it.\n",
+        encoding="utf-8",
+    )
+    (folder / "broken.md").write_text("# no front matter\n", encoding="utf-8")
+    (folder / "idea.md").write_text("---\ntype: note\ntitle: An idea\n---\nMaybe.\n")
+
+    report = importexport.import_records(importexport.read_records([folder]))
+
+    assert (report.memories, report.notes) == (2, 1), report.errors
+    assert report.errors == ["broken.md: no YAML front matter (the file must start with a "
+                             "'---' line); skipped"]  # fmt: skip
+    deploy = Memory.objects.get(name="deploy-steps")
+    assert deploy.body == "# Deploy\n\nSee [[rollback]]."
+    assert deploy.tags == ["deploys", "release"] and deploy.importance == 0.8
+    assert deploy.metadata == {"display_name": "Deploy Steps"}
+    rollback = Memory.objects.get(name="rollback")
+    assert rollback.created == datetime(2024, 1, 2, tzinfo=UTC)
+    assert Edge.objects.filter(src=deploy, dst=rollback, origin="wikilink").exists()
+    assert Note.objects.get().slug == "an-idea"
+    assert indexing.status().drift == 0
+
+
+# --- round trip ---------------------------------------------------------------
+
+
+def build_tricky_data() -> None:
+    """Everything an export must carry: chains, stars, unicode, HTML, notes, edges."""
+    parent = services.project_create(slug="platform", name="Platform", isolation="confidential")
+    child = services.project_create(slug="platform-ui", name="Platform UI ✨")
+    Project.objects.filter(pk=child.pk).update(parent=parent, favorite=True)
+    first = services.memory_create(
+        project=parent, kind="decision", name="queue-choice", description="Use RabbitMQ",
+        body="Chosen in 2023.", tags=["queues"], metadata={"ticket": "PLAT-1", "n": [1, 2]},
+    )  # fmt: skip
+    second = services.memory_supersede(memory=first, description="Use SQS")
+    services.memory_supersede(memory=second, description="Use Kafka: «ordering» matters")
+    hostile = services.memory_create(
+        project=child, kind="gotcha", name="xss-in-titles",
+        description='<script>alert("x")</script> & \'quotes\': ünïcödé 日本語 🚀',
+        body="<img src=x onerror=alert(1)>\r\n---\nnot: front matter\n  indented  \n\n",
+        session_id="platform-ui:S1", session_order=3, agent_id="agent-007",
+        importance=0.25, source="agent_inferred",
+    )  # fmt: skip
+    services.favorite_toggle(item=hostile, value=True)
+    services.memory_archive(memory=services.memory_create(project=None, name="old-global"))
+    linker = services.memory_create(
+        project=parent, kind="reference", name="links", body="See [[queue-choice]]."
+    )
+    Edge.objects.create(src=linker, dst=hostile, origin="explicit", rel="relates", weight=0.5)
+    services.note_create(project=None, title="Inbox: 𝔘𝔫𝔦𝔠𝔬𝔡𝔢", body="- [ ] read\n")
+    note = services.note_create(
+        project=child, title="Design <b>review</b>", source_url="https://example.com/a?b=1"
+    )
+    services.favorite_toggle(item=note, value=True)
+    indexing.apply_pending()
+
+
+def wipe_and_point_planes_at(settings: Any, folder: Path) -> None:
+    """An empty database and empty planes: a fresh data directory."""
+    Project.objects.all().delete()
+    Memory.objects.all().delete()
+    Note.objects.all().delete()
+    IndexJob.objects.all().delete()
+    settings.RECALL = {
+        **settings.RECALL,
+        "TEXT_INDEX_DIR": folder / "text",
+        "VECTOR_INDEX_DIR": folder / "vectors",
+    }
+    wiring.reset()
+
+
+def test_jsonl_round_trip_is_byte_identical(planes: Path, settings: Any) -> None:
+    build_tricky_data()
+    first = planes / "first.jsonl"
+    call_command("export_memories", "--out", str(first), stdout=StringIO())
+    edges_before = sorted(Edge.objects.values_list("src_id", "dst_id", "origin"))
+
+    wipe_and_point_planes_at(settings, planes / "second")
+    out, err = run_import(first)
+    second = planes / "second.jsonl"
+    call_command("export_memories", "--out", str(second), stdout=StringIO())
+
+    assert "errors 0" in out and err == ""
+    assert second.read_bytes() == first.read_bytes()
+    assert sorted(Edge.objects.values_list("src_id", "dst_id", "origin")) == edges_before
+    chain = Memory.objects.filter(name="queue-choice").order_by("id")
+    assert [m.superseded_by_id for m in chain] == [chain[1].pk, chain[2].pk, None]
+    assert indexing.status().drift == 0
+    types = [json.loads(line)["type"] for line in first.read_text().splitlines()]
+    assert types == ["project"] * 2 + ["memory"] * 6 + ["note"] * 2 + ["edge"]
+
+
+def test_markdown_round_trip_is_byte_identical(planes: Path, settings: Any) -> None:
+    build_tricky_data()
+    first = planes / "first"
+    call_command("export_memories", "--out", str(first), "--format", "markdown", stdout=StringIO())
+
+    wipe_and_point_planes_at(settings, planes / "second")
+    out, err = run_import(first)
+    second = planes / "second-md"
+    call_command("export_memories", "--out", str(second), "--format", "markdown", stdout=StringIO())
+
+    assert "errors 0" in out and err == ""
+    files = sorted(p.relative_to(first) for p in first.rglob("*.md"))
+    assert files == sorted(p.relative_to(second) for p in second.rglob("*.md"))
+    assert len(files) == 2 + 6 + 2
+    for name in files:
+        assert (second / name).read_bytes() == (first / name).read_bytes(), name
+    assert Path("_global/_notes") in {f.parent for f in files}
+    assert Edge.objects.filter(origin="explicit").count() == 1
+
+
+def test_export_of_one_project(planes: Path) -> None:
+    build_tricky_data()
+    out = planes / "one.jsonl"
+
+    call_command(
+        "export_memories", "--out", str(out), "--project", "platform-ui", stdout=StringIO()
+    )
+
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r.get("project", r.get("slug")) for r in records if r["type"] != "edge"} == {
+        "platform-ui"
+    }
+    assert [r["type"] for r in records] == ["project", "memory", "note"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("short", "short"),
+        ("word " * 40, ("word " * 29).strip() + "…"),
+        ("x" * 200, "x" * 149 + "…"),
+    ],
+)
+def test_cut_description(text: str, expected: str) -> None:
+    assert importexport.cut_description(text) == expected
+    assert len(importexport.cut_description(text)) <= 150
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("Caroline, session 1, turn 3", "caroline-session-1-turn-3"),
+        ("  Ünïcode: Title. ", "n-code-title"),
+        ("v1.2_notes", "v1.2_notes"),
+    ],
+)
+def test_derive_name(text: str, name: str) -> None:
+    assert importexport.derive_name(text) == name
