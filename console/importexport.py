@@ -305,7 +305,8 @@ class _Importer:
         self.links: list[_Link] = []
         self.supersedes: dict[str, str] = {}
         self.edges: list[Record] = []
-        self.seen: set[str] = set()
+        self.seen: set[str] = set()  # our ids taken in this run
+        self.external: dict[int | None, set[str]] = {}  # external ids per project id
 
     def fail(self, record: Record, reason: str) -> None:
         self.report.errors.append(f"{record.where}: {reason}; skipped")
@@ -354,6 +355,14 @@ class _Importer:
             self.projects[slug] = found
         return self.projects[slug]
 
+    def known_external(self, project: Project | None) -> set[str]:
+        """External ids already in a project, loaded once (a query per row is slow)."""
+        key = project.pk if project else None
+        if key not in self.external:
+            rows = Memory.objects.filter(project=project).exclude(external_id="")
+            self.external[key] = set(rows.values_list("external_id", flat=True))
+        return self.external[key]
+
     def project_record(self, data: dict[str, Any], where: str) -> None:
         slug = str(data.get("slug") or "")
         if self.override:
@@ -389,16 +398,10 @@ class _Importer:
             raise RecordError("missing name")
         project = self.project(data.get("project"))
         slug = project.slug if project else ""
-        key = raw_id if own else f"{slug}\x00{external}" if external else ""
-        if key and key in self.seen:
+        if own and (raw_id in self.seen or Memory.objects.filter(pk=raw_id).exists()):
             return None
-        if own and Memory.objects.filter(pk=raw_id).exists():
-            return None
-        if (
-            key
-            and not own
-            and Memory.objects.filter(project=project, external_id=external).exists()
-        ):
+        known = self.known_external(project) if external else set()
+        if external in known:
             return None
         metadata = data.get("metadata") or {}
         if not isinstance(metadata, dict):
@@ -445,8 +448,10 @@ class _Importer:
         memory.content_hash = services.content_hash(
             name=memory.name, description=memory.description, body=memory.body
         )
-        if key:
-            self.seen.add(key)
+        if own:
+            self.seen.add(raw_id)
+        if external:
+            known.add(external)
         if data.get("superseded_by"):
             self.supersedes[memory.pk] = str(data["superseded_by"])
         for edge in data.get("edges") or []:
@@ -487,17 +492,8 @@ class _Importer:
         """Save a batch and its outbox jobs in one transaction, then index it."""
         if not pending:
             return
-        saved: list[Memory | Note] = []
         with transaction.atomic():
-            for record, item in pending:
-                try:
-                    with transaction.atomic():
-                        item.save(force_insert=True)
-                except DatabaseError as exc:
-                    self.fail(record, f"could not be saved ({exc})")
-                    self.supersedes.pop(item.pk, None)
-                    continue
-                saved.append(item)
+            saved = self.save(pending)
             IndexJob.objects.bulk_create(
                 IndexJob(item=MEMORY if isinstance(i, Memory) else NOTE, item_id=i.pk, op="upsert")
                 for i in saved
@@ -513,6 +509,27 @@ class _Importer:
         pending.clear()
         if self.index:
             self.apply()
+
+    def save(self, pending: list[tuple[Record, Memory | Note]]) -> list[Memory | Note]:
+        """Insert the batch at once; if the database refuses, row by row to find who."""
+        try:
+            with transaction.atomic():
+                Memory.objects.bulk_create([i for _, i in pending if isinstance(i, Memory)])
+                Note.objects.bulk_create([i for _, i in pending if isinstance(i, Note)])
+            return [item for _, item in pending]
+        except DatabaseError:
+            pass
+        saved: list[Memory | Note] = []
+        for record, item in pending:
+            try:
+                with transaction.atomic():
+                    item.save(force_insert=True)
+            except DatabaseError as exc:
+                self.fail(record, f"could not be saved ({exc})")
+                self.supersedes.pop(item.pk, None)
+                continue
+            saved.append(item)
+        return saved
 
     def resolve_links(self) -> None:
         """Stamp `superseded_by` once the replacement exists (it may come later)."""

@@ -121,6 +121,22 @@ def test_the_command_prints_errors_and_a_summary(planes: Path) -> None:
     assert "imported 2 (2 memories" in out and "errors 1" in out and "memories/s" in out
 
 
+def test_a_row_the_database_refuses_is_reported_and_the_batch_still_saves(planes: Path) -> None:
+    importer = importexport._Importer(project=None, index=True)
+    pending: list[Any] = []
+    for n, data in enumerate([{"id": OWN_ID, "name": "taken"}, {"name": "free"}], 1):
+        importer.take(importexport.Record(f"x.jsonl:{n}", data), pending)
+    services.memory_create(project=None, name="sneaked-in")
+    Memory.objects.filter(name="sneaked-in").update(id=OWN_ID)  # after validation ran
+
+    importer.flush(pending)
+
+    assert importer.report.memories == 1
+    assert importer.report.errors[0].startswith("x.jsonl:1: could not be saved")
+    assert Memory.objects.filter(name="free").exists()
+    assert Memory.objects.get(pk=OWN_ID).name == "sneaked-in"
+
+
 def test_reimporting_skips_what_is_already_there(planes: Path) -> None:
     path = write_jsonl(planes / "a.jsonl", [turn(1, "hi"), turn(2, "yo")])
     importexport.import_records(importexport.read_records([path]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
@@ -51,7 +52,12 @@ class Command(BaseCommand):
             self.stderr.write(self.style.ERROR(line))
         for line in report.warnings:
             self.stderr.write(self.style.WARNING(line))
-        indexed = "index jobs left queued" if options["no_index"] else "embedding included"
+        if options["no_index"]:
+            indexed = "index jobs left queued"
+        elif settings.RECALL["EMBEDDER"]:
+            indexed = "embedding included"
+        else:
+            indexed = "full text only: no embedder configured"
         self.stdout.write(
             f"imported {report.imported} ({report.memories} memories, {report.notes} notes, "
             f"{report.projects} projects, {report.edges} edges), skipped {report.skipped}, "
