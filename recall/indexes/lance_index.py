@@ -248,8 +248,11 @@ class LanceIndex:
             builder = table.search(query, vector_column_name="vector").distance_type("cosine")
             if predicate is not None:
                 builder = builder.where(predicate, prefilter=True)
-            if self._ann:
-                builder = builder.nprobes(self.nprobes).ef(max(self.ef, fetch))
+            # Set even when this handle saw no index (another process may have
+            # built one): the index ranks on scalar-quantised vectors, whose
+            # distances are far from the true cosine, so hits are re-scored
+            # exactly (refine). A flat scan ignores these settings.
+            builder = builder.nprobes(self.nprobes).ef(max(self.ef, fetch)).refine_factor(1)
             return builder.select(["id", "_distance"]).limit(fetch).to_arrow()
 
         data = self._call(run, doing="search")

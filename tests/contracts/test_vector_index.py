@@ -12,6 +12,7 @@ import itertools
 import subprocess
 import sys
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -387,6 +388,43 @@ def test_the_ann_index_is_built_past_the_threshold_and_new_rows_stay_visible(
     assert ids(found) == ["fresh"]
     assert found[0].score == pytest.approx(1.0, abs=1e-3)
     assert LanceIndex(tmp_path, dims=DIMS).has_ann_index()
+
+
+def test_ann_scores_are_exact_cosines(tmp_path: Path) -> None:
+    rng = np.random.default_rng(6)
+    vectors = np.asarray([unit(*v) for v in rng.standard_normal((400, DIMS))])
+    index = LanceIndex(tmp_path, dims=DIMS, index_threshold=300)
+    index.upsert([row(f"m{n:03d}", tuple(v)) for n, v in enumerate(vectors)])
+    query = np.asarray(unit(*rng.standard_normal(DIMS)))
+
+    found = index.search(query, where=EVERYTHING, limit=10)
+
+    assert index.has_ann_index()
+    cosines = vectors @ query
+    for candidate in found:
+        assert candidate.score == pytest.approx(cosines[int(candidate.id[1:])], abs=1e-5)
+    assert [c.score for c in found] == sorted((c.score for c in found), reverse=True)
+    assert found[0].id == f"m{int(np.argmax(cosines)):03d}"
+
+
+def test_a_handle_opened_before_another_built_the_index_still_scores_exactly(
+    tmp_path: Path,
+) -> None:
+    rng = np.random.default_rng(8)
+    vectors = np.asarray([unit(*v) for v in rng.standard_normal((400, DIMS))])
+    reader = LanceIndex(tmp_path, dims=DIMS, read_consistency=timedelta(0))
+    writer = LanceIndex(tmp_path, dims=DIMS, index_threshold=300)
+    assert reader.count() == 0  # opens the reader's handle: no index yet
+    writer.upsert([row(f"m{n:03d}", tuple(v)) for n, v in enumerate(vectors)])
+    query = np.asarray(unit(*rng.standard_normal(DIMS)))
+
+    found = reader.search(query, where=EVERYTHING, limit=5)
+
+    assert writer.has_ann_index() and not reader.has_ann_index()
+    cosines = vectors @ query
+    assert [c.score for c in found] == pytest.approx(
+        [cosines[int(c.id[1:])] for c in found], abs=1e-5
+    )
 
 
 def test_optimize_keeps_every_row_searchable(tmp_path: Path) -> None:
