@@ -98,7 +98,9 @@ class LanceIndex:
 
     `path` is the database directory (created when missing), `table` the
     table's name, `dims` the vector length, `index_threshold` the row count
-    above which an ANN index is built. `nprobes` and `ef` tune ANN searches
+    above which an ANN index is built: by the `upsert` that crosses it when
+    `auto_index` is true (that call then takes seconds to minutes: about 30 s
+    at 100k rows on two cores), else by the next `optimize()`. `nprobes` and `ef` tune ANN searches
     (ignored while the table is scanned exactly). `read_consistency` is how
     stale this handle may be with respect to writes by other processes
     (None: only this handle's own writes are seen).
@@ -111,6 +113,7 @@ class LanceIndex:
         dims: int = 384,
         table: str = "items",
         index_threshold: int = 50_000,
+        auto_index: bool = True,
         nprobes: int = 20,
         ef: int = 100,
         read_consistency: timedelta | None = timedelta(seconds=1),
@@ -121,6 +124,7 @@ class LanceIndex:
         self.dims = dims
         self.table_name = table
         self.index_threshold = index_threshold
+        self.auto_index = auto_index
         self.nprobes = nprobes
         self.ef = ef
         self._consistency = read_consistency
@@ -150,8 +154,8 @@ class LanceIndex:
         except Exception as exc:
             raise IndexUnavailable(f"cannot write vectors to {self.path}: {exc}") from exc
         self._model = model
-        if not self._ann and self.count() > self.index_threshold:
-            self.build_index()
+        if self.auto_index:
+            self._index_if_large()
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove rows by id; unknown ids are ignored."""
@@ -228,9 +232,12 @@ class LanceIndex:
         Builds the ANN index first if the table has outgrown `index_threshold`.
         """
         table = self._handle()
+        self._index_if_large()
+        self._call(lambda: table.optimize(cleanup_older_than=keep_versions), doing="optimize")
+
+    def _index_if_large(self) -> None:
         if not self._ann and self.count() > self.index_threshold:
             self.build_index()
-        self._call(lambda: table.optimize(cleanup_older_than=keep_versions), doing="optimize")
 
     def has_ann_index(self) -> bool:
         """Whether the vector column has an ANN index."""

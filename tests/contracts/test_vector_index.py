@@ -427,6 +427,20 @@ def test_a_handle_opened_before_another_built_the_index_still_scores_exactly(
     )
 
 
+def test_without_auto_index_optimize_builds_the_index(tmp_path: Path) -> None:
+    rng = np.random.default_rng(9)
+    index = LanceIndex(tmp_path, dims=DIMS, index_threshold=300, auto_index=False)
+    index.upsert(
+        [row(f"m{n:03d}", unit(*v)) for n, v in enumerate(rng.standard_normal((400, DIMS)))]
+    )
+    assert not index.has_ann_index()
+
+    index.optimize()
+
+    assert index.has_ann_index()
+    assert index.count() == 400
+
+
 def test_optimize_keeps_every_row_searchable(tmp_path: Path) -> None:
     index = LanceIndex(tmp_path, dims=DIMS)
     for n in range(5):
