@@ -24,7 +24,7 @@ def test_defaults_follow_the_design():
         1000,
     )
     assert (recall.favorite_boost, recall.usage_boost, recall.link_seeds) == (1.15, 0.1, 5)
-    assert (search.k, search.depth, search.limit, search.semantic_floor) == (60, 60, 20, 0.3)
+    assert (search.k, search.depth, search.limit, search.semantic_floor) == (60, 60, 20, 0.25)
     assert (recall.fusion, dict(recall.channel_weights)) == (
         "zscore",
         {"fts": 0.6, "semantic": 0.4},
@@ -41,9 +41,9 @@ def test_defaults_follow_the_design():
 
 
 def test_override_keeps_absent_keys_and_applies_present_ones():
-    config, warnings = decode_over(SearchConfig(), {"semantic_floor": 0.25, "limit": 30})
+    config, warnings = decode_over(SearchConfig(), {"semantic_floor": 0.35, "limit": 30})
 
-    assert (config.semantic_floor, config.limit, config.depth) == (0.25, 30, 60)
+    assert (config.semantic_floor, config.limit, config.depth) == (0.35, 30, 60)
     assert warnings == ()
 
 
