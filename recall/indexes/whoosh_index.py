@@ -52,15 +52,23 @@ PREFIX_EXPANSIONS = 10
 FETCH_SLACK = 8
 SNIPPET_CHARS = 150
 HEAD_WORDS = 24
+MAX_WORD_CHARS = 39  # tantivy's en_stem drops tokens of 40 bytes or more
 _TOKEN = r"[^\W_]+"
 
 
 def build_schema() -> Schema:
     """The index schema; changing it needs a reindex."""
     # Snowball English (Porter2), the stemmer tantivy's `en_stem` uses, so
-    # both backends index the same terms; no stop words, like tantivy.
+    # both backends index the same terms; no stop words, like tantivy, and
+    # words of 40 characters or more dropped, like its `RemoveLongFilter(40)`
+    # (kept, a pasted hash or blob would lengthen the field and shift BM25).
+    # The size limits only act through the stop filter, hence the empty list.
     stem = StemmingAnalyzer(
-        expression=_TOKEN, stoplist=None, minsize=1, stemfn=stemmer_for_language("en")
+        expression=_TOKEN,
+        stoplist=frozenset(),
+        minsize=1,
+        maxsize=MAX_WORD_CHARS,
+        stemfn=stemmer_for_language("en"),
     )
     plain = RegexTokenizer(_TOKEN) | LowercaseFilter()
     text = {
