@@ -196,7 +196,16 @@ def rebuild(*, progress: Callable[[int], None] | None = None) -> int:
             progress(len(docs))
     # Jobs queued before the rebuild began are covered by it; later ones stay.
     IndexJob.objects.filter(id__lte=last_job).delete()
+    maintain()
     return done
+
+
+def maintain() -> None:
+    """Off-the-hot-path upkeep: compact the vector table, build its ANN index when large."""
+    vectors = wiring.vector_index()
+    optimize = getattr(vectors, "optimize", None)
+    if callable(optimize):
+        optimize()
 
 
 def total_items() -> int:

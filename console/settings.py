@@ -128,6 +128,8 @@ RECALL = {
     # Where the full-text index and the LanceDB table live.
     "TEXT_INDEX_DIR": DATA_DIR / "text",
     "VECTOR_INDEX_DIR": DATA_DIR / "vectors",
+    # Build the vector plane's ANN (HNSW-family) index past this many rows.
+    "VECTOR_INDEX_THRESHOLD": int(env("RECALL_VECTOR_INDEX_THRESHOLD", "20000")),
     # Apply pending index jobs on commit (off = only `manage.py sync_indexes`).
     "SYNC_ON_COMMIT": env_bool("RECALL_SYNC_ON_COMMIT", True),
     # Give up retrying an index job after this many attempts (it stays visible).

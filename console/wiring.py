@@ -59,7 +59,18 @@ def vector_index() -> VectorIndex | None:
         cls = import_string(_conf("VECTOR_INDEX"))
         emb = embedder()
         dims = emb.dims if emb is not None else 384
-        return cls(Path(_conf("VECTOR_INDEX_DIR")), dims=dims)  # type: ignore[no-any-return]
+        path = Path(_conf("VECTOR_INDEX_DIR"))
+        try:
+            # Never build the ANN index inside a request: `indexing.maintain()`
+            # (reindex, import, sync_indexes --optimize) does it off the hot path.
+            return cls(  # type: ignore[no-any-return]
+                path,
+                dims=dims,
+                auto_index=False,
+                index_threshold=int(_conf("VECTOR_INDEX_THRESHOLD")),
+            )
+        except TypeError:  # an adapter without those knobs
+            return cls(path, dims=dims)  # type: ignore[no-any-return]
 
     return _once("vectors", build)  # type: ignore[no-any-return]
 

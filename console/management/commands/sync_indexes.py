@@ -4,14 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from console import indexing
 
 
 class Command(BaseCommand):
-    help = "Apply pending index jobs (failed ones are retried)."
+    help = "Apply pending index jobs (failed ones are retried); --optimize also compacts."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--optimize", action="store_true", help="compact the vector table, build its ANN index"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         report = indexing.apply_pending()
         self.stdout.write(f"applied {report.applied} jobs, {report.failed} failed (still queued)")
+        if options["optimize"]:
+            indexing.maintain()
+            self.stdout.write("vector plane optimized")
