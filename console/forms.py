@@ -91,7 +91,9 @@ class MemoryForm(forms.Form):
         required=False, widget=forms.Textarea(attrs={"rows": 10}), help_text="Markdown."
     )
     tags = TagsField(required=False, help_text="Comma-separated.")
-    importance = forms.FloatField(min_value=0.0, max_value=1.0, initial=0.5)
+    importance = forms.FloatField(
+        min_value=0.0, max_value=1.0, initial=0.5, widget=forms.NumberInput(attrs={"step": "0.05"})
+    )
 
     @classmethod
     def initial_from(cls, memory: Any) -> dict[str, Any]:
@@ -99,7 +101,9 @@ class MemoryForm(forms.Form):
 
 
 class InspectForm(forms.Form):
-    mode = forms.ChoiceField(choices=[("recall", "Recall"), ("briefing", "Briefing")])
+    mode = forms.ChoiceField(
+        choices=[("recall", "Recall"), ("briefing", "Briefing")], widget=forms.RadioSelect
+    )
     project = forms.ChoiceField(label="Project", required=False)
     query = forms.CharField(label="Query", required=False, max_length=2000)
     budget = forms.IntegerField(label="Token budget", required=False, min_value=1)
@@ -171,7 +175,7 @@ class ConfigForm(forms.Form):
         else:
             field = forms.CharField(required=False, max_length=200)
         field.label = name.replace("_", " ")
-        field.widget.attrs["placeholder"] = str(base_value)
+        field.widget.attrs["placeholder"] = "base"
         self.fields[name] = field
         overridden = name in self.initial
         self.rows.append({"name": name, "knob": knob, "base": base_value, "overridden": overridden})

@@ -393,7 +393,13 @@ def settings_save(request: HttpRequest, key: str) -> HttpResponse:
     if not _partial(request):
         forms = {k: form if k == key else _config_form(k) for k in selectors.OVERRIDE_KEYS}
         return render(request, "console/settings.html", _settings_context(forms, None))
-    context = {"key": key, "form": form, "notice": notice, "projects": selectors.project_slugs()}
+    context = {
+        "key": key,
+        "form": form,
+        "notice": notice,
+        "projects": selectors.project_slugs(),
+        "preview_project": request.POST.get("preview_project", ""),
+    }
     response = render(request, "console/settings.html#config-section", context)
     return trigger_client_event(response, "settings-saved", after="settle")
 

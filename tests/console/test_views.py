@@ -3,6 +3,7 @@ CSRF, and the curation round trips through the real planes."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -439,7 +440,7 @@ def test_settings_show_base_and_override(admin_client: Client, memory: Memory) -
 
     html = admin_client.get("/settings/").content.decode()
 
-    assert 'placeholder="1500"' in html
+    assert '<code class="base">1500</code>' in html
     assert 'value="333"' in html
 
 
@@ -577,3 +578,10 @@ def test_stored_markup_is_escaped_everywhere(admin_client: Client, project: Proj
         assert 'href="javascript:' not in html, url
         if "/edit/" not in url:  # the edit form keeps the stored value as it is
             assert "\x01" not in html and "\x02" not in html, url
+
+
+def test_inspector_page_starts_with_recall_checked(admin_client: Client, planes: Path) -> None:
+    html = admin_client.get("/inspect/").content.decode()
+
+    assert 'type="radio" name="mode" value="recall"' in html
+    assert re.search(r'value="recall"[^>]*checked', html)

@@ -1,0 +1,102 @@
+"""Browser fixtures: one Chromium per module (Debian's, never downloaded),
+a fresh context per test against pytest-django's live_server, and guards
+that fail a test on any JavaScript dialog or Content-Security-Policy report."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"Chromium not found at {CHROMIUM} (run `make chromium`)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+@dataclass
+class Watch:
+    """What the page did that it must never do."""
+
+    dialogs: list[str] = field(default_factory=list)
+    csp: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+@pytest.fixture
+def watch() -> Watch:
+    return Watch()
+
+
+@pytest.fixture
+def page(browser: Any, live_server: Any, planes: Path, watch: Watch) -> Iterator[Any]:
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(10_000)
+    tab = context.new_page()
+
+    def on_dialog(dialog: Any) -> None:
+        watch.dialogs.append(f"{dialog.type}: {dialog.message}")
+        dialog.dismiss()
+
+    def on_console(message: Any) -> None:
+        if "Content Security Policy" in message.text:
+            watch.csp.append(message.text)
+        elif message.type == "error":
+            watch.errors.append(message.text)
+
+    tab.on("dialog", on_dialog)
+    tab.on("console", on_console)
+    tab.on("pageerror", lambda exc: watch.errors.append(str(exc)))
+    yield tab
+    context.close()
+    assert watch.dialogs == [], "a dialog fired"
+    assert watch.csp == [], "the page tried something the CSP refused"
+    assert watch.errors == [], "JavaScript errors on the page"
+
+
+@pytest.fixture
+def user(transactional_db: None, settings: Any) -> User:
+    # A fast hasher: the suite logs in once per test; PBKDF2 would cost a second each.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    return User.objects.create_user("ada", password=PASSWORD)
+
+
+def log_in(page: Any, user: User) -> None:
+    page.goto("/login/")
+    page.fill("#id_username", user.get_username())
+    page.fill("#id_password", PASSWORD)
+    page.click("form.stack button[type=submit]")
+    page.wait_for_selector("nav.nav")
+
+
+def shoot(page: Any, name: str, *, full_page: bool = True) -> None:
+    """Save the page in light and dark (the CSS follows prefers-color-scheme)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        page.screenshot(path=str(SCREENSHOTS / f"{name}-{scheme}.png"), full_page=full_page)
+    page.emulate_media(color_scheme="light")

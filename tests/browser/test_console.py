@@ -1,0 +1,357 @@
+"""The console in Debian's Chromium: palette, search, curation, settings, inspector.
+
+Writes commit (transactional_db), so their index jobs apply on commit and the
+pages see the change at once, as in production.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from django.contrib.auth.models import User
+from django.urls import Resolver404, resolve
+
+from console import selectors, services
+from console.models import Memory, Project, Setting
+from tests.browser.conftest import log_in, shoot
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def seed() -> dict[str, Memory]:
+    billing = services.project_create(slug="billing-api", name="Billing API")
+    services.project_create(slug="vault", isolation="sealed")
+    rows = [
+        ("gotcha", "stripe-webhook-retries", "Stripe retries webhooks for three days",
+         "Store the event id before acting; see [[idempotency-keys]]."),
+        ("convention", "idempotency-keys", "Every POST carries an idempotency key",
+         "Keys live 24 hours in Redis."),
+        ("fact", "strict-mode-typescript", "The web client compiles in strict mode",
+         "No implicit any, no unchecked index access."),
+        ("runbook", "stream-backpressure", "Slow consumers get backpressure, not drops",
+         "Pause the stream at 10k pending messages."),
+        ("constraint", "never-log-card-numbers", "Card numbers never reach the logs",
+         "The logger masks PANs; do not bypass it."),
+    ]  # fmt: skip
+    out = {}
+    for kind, name, description, body in rows:
+        out[name] = services.memory_create(
+            project=billing, kind=kind, name=name, description=description, body=body
+        )
+    return out
+
+
+def palette_titles(page: Any, query: str) -> list[str]:
+    page.wait_for_function(
+        "q => document.getElementById('palette-results').dataset.q === q", arg=query
+    )
+    return page.locator("#palette-results .pal-title").all_inner_texts()
+
+
+def test_palette_searches_per_keystroke_with_highlights_and_opens_a_memory(
+    page: Any, user: User
+) -> None:
+    memories = seed()
+    log_in(page, user)
+
+    page.keyboard.press("Control+k")
+    assert page.locator("#palette").is_visible()
+    seen = {}
+    for query in ("s", "st", "str", "stri", "strip"):
+        page.keyboard.type(query[-1])
+        seen[query] = palette_titles(page, query)
+        if query in ("str", "strip"):
+            marks = page.locator("#palette-results mark").all_inner_texts()
+            assert marks and all(m.lower().startswith(query) for m in marks), marks
+
+    assert set(seen["str"]) >= {
+        "stripe-webhook-retries", "strict-mode-typescript", "stream-backpressure"
+    }  # fmt: skip
+    assert "stream-backpressure" not in seen["stri"]
+    assert seen["strip"] == ["stripe-webhook-retries"]
+
+    page.keyboard.press("Escape")
+    assert not page.locator("#palette").is_visible()
+    page.keyboard.press("Control+k")
+    page.fill("#palette-q", "strict")
+    palette_titles(page, "strict")
+    page.keyboard.press("ArrowDown")  # wraps to the first (the only) option
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/memories/{memories['strict-mode-typescript'].pk}/")
+    assert page.locator("h1").inner_text() == "strict-mode-typescript"
+
+
+def test_a_slow_stale_palette_response_never_overwrites_a_newer_one(page: Any, user: User) -> None:
+    seed()
+    log_in(page, user)
+    # Delay the answer for "str" past the one for "stri", and let it land
+    # (no abort), so only the sequence number can keep the list right.
+    page.evaluate(
+        """() => {
+          const original = window.fetch;
+          window.fetch = (url, options) => {
+            const stale = String(url).endsWith('q=str');
+            const plain = Object.assign({}, options, {signal: undefined});
+            if (!stale) return original(url, plain);
+            window.staleSent = true;
+            return new Promise(r => setTimeout(r, 600)).then(() => {
+              window.staleLanded = true;
+              return original(url, plain);
+            });
+          };
+        }"""
+    )
+    page.keyboard.press("Control+k")
+    page.keyboard.type("str")
+    page.wait_for_function("() => window.staleSent === true")
+    page.keyboard.type("i")
+    titles = palette_titles(page, "stri")
+    page.wait_for_function("() => window.staleLanded === true")
+    page.wait_for_timeout(150)
+
+    assert page.locator("#palette-results").get_attribute("data-q") == "stri"
+    assert page.locator("#palette-results .pal-title").all_inner_texts() == titles
+    assert "stream-backpressure" not in titles
+
+
+def test_search_as_you_type_open_star_and_find_it_under_favorites(page: Any, user: User) -> None:
+    memories = seed()
+    log_in(page, user)
+
+    page.fill("#id_q", "webhooks")
+    page.wait_for_selector("#results .hit")
+    assert page.locator("#results mark").count() >= 1
+    assert "q=webhooks" in page.url  # hx-push-url keeps the address shareable
+    page.fill("#id_q", "zzqx nothing")
+    page.uncheck("#id_semantic")
+    page.wait_for_selector("#results .empty")
+    assert "No memory matches" in page.locator("#results").inner_text()
+
+    page.fill("#id_q", "stripe")
+    page.wait_for_selector("#results .hit")
+    page.locator("#id_q").press("ArrowDown")  # into the results, then j/k
+    page.keyboard.press("j")
+    page.keyboard.press("k")
+    assert page.evaluate("document.activeElement.textContent") == "stripe-webhook-retries"
+    page.keyboard.press("Enter")
+    memory = memories["stripe-webhook-retries"]
+    page.wait_for_url(f"**/memories/{memory.pk}/")
+
+    page.click("#memory-head .star")
+    page.wait_for_selector('#memory-head .star[aria-pressed="true"]')
+    page.click("nav >> text=Favorites")
+    page.wait_for_selector("#favorites .hit-title")
+    assert page.locator("#favorites .hit-title").all_inner_texts() == ["stripe-webhook-retries"]
+    page.click("#favorites .star")
+    page.wait_for_selector('#favorites .star[aria-pressed="false"]')
+    assert Memory.objects.get(pk=memory.pk).favorite is False
+
+
+def test_edit_with_inline_errors_then_supersede_and_follow_the_chain(page: Any, user: User) -> None:
+    memories = seed()
+    old = memories["stream-backpressure"]
+    log_in(page, user)
+    page.goto(f"/memories/{old.pk}/")
+
+    page.click("text=Edit")
+    page.fill("#id_name", "Not A Slug")
+    page.click("#memory-form button[type=submit]")
+    page.wait_for_selector(".field-error")
+    assert "not a valid name" in page.locator(".field-error").inner_text()
+    assert page.url.endswith("/edit/")
+    page.fill("#id_name", "stream-backpressure")
+    page.fill("#id_description", "Slow consumers get backpressure at 5k pending")
+    page.click("#memory-form button[type=submit]")
+    page.wait_for_url(f"**/memories/{old.pk}/")
+    assert "5k pending" in page.locator(".lede").inner_text()
+    hits = selectors.memory_search(query="5k pending", semantic=False).hits
+    assert [h.id for h in hits] == [old.pk]  # the index saw the edit at once
+
+    page.click("text=Supersede")
+    assert page.input_value("#id_description") == "Slow consumers get backpressure at 5k pending"
+    page.fill("#id_description", "Backpressure now starts at 2k pending")
+    page.click("#memory-form button[type=submit]")
+    page.wait_for_url(re.compile(r".*/memories/(?!" + old.pk + r")\w+/$"))
+    new_pk = page.url.rstrip("/").rsplit("/", 1)[-1]
+    assert "2k pending" in page.locator(".lede").inner_text()
+
+    page.click("a[rel=prev]")
+    page.wait_for_url(f"**/memories/{old.pk}/")
+    assert "superseded" in page.locator("#memory-head").inner_text()
+    page.click("a[rel=next]")
+    page.wait_for_url(f"**/memories/{new_pk}/")
+
+
+def test_archive_restore_and_delete_with_confirmation(page: Any, user: User) -> None:
+    memory = seed()["idempotency-keys"]
+    log_in(page, user)
+    page.goto(f"/memories/{memory.pk}/")
+
+    page.click("#actions >> text=Archive")
+    page.wait_for_selector("#actions >> text=Restore")
+    assert "archived" in page.locator("#memory-head").inner_text()
+    page.click("#actions >> text=Restore")
+    page.wait_for_selector("#actions >> text=Archive")
+
+    page.click("#actions >> text=Delete…")
+    page.wait_for_selector("#confirm-slot .confirm")
+    assert Memory.objects.filter(pk=memory.pk).exists()
+    page.click("#confirm-slot >> text=Delete for good")
+    page.wait_for_url(lambda url: urlsplit(url).path == "/")
+    page.wait_for_selector(".msg")
+    assert "Deleted idempotency-keys" in page.locator(".messages").inner_text()
+    assert not Memory.objects.filter(pk=memory.pk).exists()
+
+
+def test_a_briefing_setting_changes_the_preview_then_the_next_briefing(
+    page: Any, user: User
+) -> None:
+    seed()
+    log_in(page, user)
+    page.goto("/settings/")
+    page.select_option("#preview_project", "billing-api")
+    page.wait_for_function(
+        "() => document.querySelector('[data-briefing]').textContent.includes('billing-api')"
+    )
+
+    page.fill("#id_briefing_config-tag", "team-brief")
+    page.wait_for_function(
+        "() => document.querySelector('[data-briefing]').textContent.startsWith('<team-brief')"
+    )
+    assert not Setting.objects.exists()  # the preview needs no save
+    page.fill("#id_briefing_config-budget", "60")
+    page.wait_for_function(
+        "() => !document.querySelector('[data-briefing]').textContent.includes('stream-')"
+    )
+
+    page.click("#section-briefing_config button[value=save]")
+    page.wait_for_selector("#section-briefing_config .notice")
+    assert Setting.objects.get(key="briefing_config").value == {"budget": 60, "tag": "team-brief"}
+    assert next_briefing("billing-api").startswith('<team-brief project="billing-api"')
+
+    page.click("#section-briefing_config button[value='reset:tag']")
+    page.wait_for_function(
+        "() => document.querySelector('[data-briefing]').textContent.startsWith('<memory-briefing')"
+    )
+    assert next_briefing("billing-api").startswith("<memory-briefing")
+
+
+def next_briefing(project: str) -> str:
+    """Through the agent API when it is routed, else the selector it calls."""
+    try:
+        resolve("/api/v1/briefing")
+    except Resolver404:
+        return str(selectors.briefing_render(project=project, record=False).text)
+    from django.test import Client
+
+    from console.tokens import token_create
+
+    _, secret = token_create(agent="browser-test", projects=[project])
+    response = Client().post(
+        "/api/v1/briefing",
+        {"project": project},
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {secret}"},
+    )
+    assert response.status_code == 200, response.content
+    return str(response.json()["text"])
+
+
+def test_the_inspector_shows_channels_and_a_briefing(page: Any, user: User) -> None:
+    seed()
+    log_in(page, user)
+    page.goto("/inspect/")
+    page.fill("#id_query", "stripe webhooks")
+    page.select_option("#id_project", "billing-api")
+    page.fill("#id_budget", "40")
+    page.fill("#id_w_semantic", "0")
+    page.click(".inspect-form button[type=submit]")
+    page.wait_for_selector("[data-pack]")
+
+    assert page.locator("table.inspect tbody tr").count() >= 1
+    assert page.locator(".chan-fts").count() >= 1
+    assert "omitted" in page.locator("[data-pack]").inner_text()
+    assert "total" in page.locator(".timings").inner_text()
+    assert "semantic 0.0" in page.locator("#inspect-result").inner_text()
+
+    page.check("#id_mode_1")
+    page.click(".inspect-form button[type=submit]")
+    page.wait_for_selector("[data-briefing]")
+    assert "never-log-card-numbers" in page.locator("[data-briefing]").inner_text()
+
+
+def rich_data() -> Project:
+    """The demo data when its loader exists, else the seed plus a note and a chain."""
+    try:
+        from console.demo import demo_load
+    except ImportError:
+        demo_load = None
+    if demo_load is not None:
+        demo_load()
+        return Project.objects.get(slug="billing-api")
+    memories = seed()
+    project = Project.objects.get(slug="billing-api")
+    services.note_create(project=project, title="Deploy notes", body="# Steps\n\n1. Ship")
+    services.memory_supersede(memory=memories["idempotency-keys"], description="Keys live 48h")
+    services.favorite_toggle(item=memories["stripe-webhook-retries"], value=True)
+    return project
+
+
+def test_screenshots_of_every_page_in_light_and_dark(page: Any, user: User) -> None:
+    project = rich_data()
+    page.goto("/login/")
+    shoot(page, "login")
+    log_in(page, user)
+
+    page.fill("#id_q", "deploy")
+    page.wait_for_selector("#results .hit")
+    shoot(page, "search")
+    page.keyboard.press("Control+k")
+    page.keyboard.type("stri")
+    palette_titles(page, "stri")
+    shoot(page, "palette", full_page=False)
+    page.keyboard.press("Escape")
+
+    memory = (
+        Memory.objects.filter(project=project, invalid_at__isnull=True, body__contains="[[")
+        .order_by("name")
+        .first()
+    )
+    assert memory is not None
+    selectors.memory_recall(query=memory.name, project=project.slug, agent="claude-code")
+    superseded = Memory.objects.filter(superseded_by__isnull=False).first()
+    note = project.notes.first() or services.note_create(project=project, title="A note")
+    pages = {
+        "memory": f"/memories/{memory.pk}/",
+        "memory-superseded": f"/memories/{superseded.pk}/" if superseded else None,
+        "edit": f"/memories/{memory.pk}/edit/",
+        "supersede": f"/memories/{memory.pk}/supersede/",
+        "delete": f"/memories/{memory.pk}/delete/",
+        "note": f"/notes/{note.pk}/",
+        "favorites": "/favorites/",
+        "projects": "/projects/",
+        "settings": "/settings/?preview_project=billing-api",
+        "inspector-recall": "/inspect/?mode=recall&query=deploy+webhooks&project=billing-api",
+        "inspector-briefing": "/inspect/?mode=briefing&project=billing-api&budget=300",
+        "palette-page": "/palette/?q=stri",
+    }
+    for name, url in pages.items():
+        if url:
+            page.goto(url)
+            shoot(page, name)
+
+    page.goto(f"/memories/{memory.pk}/edit/")
+    page.fill("#id_name", "Bad Name")
+    page.fill("#id_importance", "3")
+    page.click("#memory-form button[type=submit]")
+    page.wait_for_selector(".field-error")
+    shoot(page, "edit-errors")
+
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/?q=deploy")
+    shoot(page, "search-mobile")
+    page.goto(f"/memories/{memory.pk}/")
+    shoot(page, "memory-mobile")
