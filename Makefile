@@ -56,8 +56,9 @@ test: lint typecheck pytest bench-smoke
 bench-smoke: venv
 	@if [ -f console/management/commands/bench.py ]; then $(PY) manage.py bench smoke; fi
 
+# make bench [BENCH_SIZES="10000 100000"]: quality on ../shared/eval, then speed per size.
 bench: venv
-	$(PY) manage.py bench all
+	$(PY) manage.py bench all $(foreach size,$(or $(BENCH_SIZES),10000),--size $(size))
 
 clean:
 	rm -rf var test-artifacts .pytest_cache .mypy_cache .ruff_cache

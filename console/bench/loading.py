@@ -1,0 +1,45 @@
+"""Datasets into the (throwaway) database through the normal import path."""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+
+from django.core.management import call_command, get_commands
+
+from console import indexing
+from console.models import IndexJob, Memory
+
+
+def migrate() -> None:
+    call_command("migrate", verbosity=0, interactive=False)
+
+
+def drain() -> int:
+    """Apply every pending index job (the loader's batches); returns how many."""
+    applied = 0
+    while IndexJob.objects.exists():
+        report = indexing.apply_pending()
+        applied += report.applied
+        if report.applied == 0:
+            failing = IndexJob.objects.exclude(last_error="").values_list("last_error", flat=True)
+            raise RuntimeError(f"index jobs keep failing: {list(failing[:3])}")
+    return applied
+
+
+def import_path(path: Path) -> dict[str, float]:
+    """`manage.py import_memories PATH`, then drain the outbox; timed together."""
+    if "import_memories" not in get_commands():
+        raise RuntimeError("manage.py import_memories is not available in this tree")
+    started = time.perf_counter()
+    call_command("import_memories", str(path), stdout=io.StringIO(), stderr=io.StringIO())
+    drain()
+    seconds = time.perf_counter() - started
+    count = Memory.objects.count()
+    return {"memories": count, "seconds": round(seconds, 2), "per_s": round(count / seconds, 1)}
+
+
+def external_ids() -> dict[str, str]:
+    """Memory primary key -> the dataset's own id (Memory.external_id)."""
+    return dict(Memory.objects.exclude(external_id="").values_list("pk", "external_id"))

@@ -1,0 +1,59 @@
+"""Ranking metrics as the eval README defines them (binary gains)."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+
+CUTOFF = 100  # MRR counts the first gold id within the top 100
+METRICS = ("R@5", "R@10", "nDCG@10", "MRR")
+
+
+def recall_at(ranked: Sequence[str], gold: set[str], k: int) -> float:
+    return len(gold.intersection(ranked[:k])) / len(gold)
+
+
+def ndcg_at(ranked: Sequence[str], gold: set[str], k: int = 10) -> float:
+    dcg = sum(1 / math.log2(i + 2) for i, doc in enumerate(ranked[:k]) if doc in gold)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(gold), k)))
+    return dcg / ideal
+
+
+def first_rank(ranked: Sequence[str], gold: set[str], cutoff: int = CUTOFF) -> int | None:
+    """1-based rank of the first gold id within the cutoff, or None."""
+    return next((i for i, doc in enumerate(ranked[:cutoff], 1) if doc in gold), None)
+
+
+def score(ranked: Sequence[str], gold: set[str]) -> dict[str, float]:
+    rank = first_rank(ranked, gold)
+    return {
+        "R@5": recall_at(ranked, gold, 5),
+        "R@10": recall_at(ranked, gold, 10),
+        "nDCG@10": ndcg_at(ranked, gold, 10),
+        "MRR": 1 / rank if rank else 0.0,
+    }
+
+
+def mean(rows: Iterable[Mapping[str, float]]) -> dict[str, float]:
+    rows = list(rows)
+    if not rows:
+        return dict.fromkeys(METRICS, 0.0) | {"n": 0}
+    out = {m: round(sum(r[m] for r in rows) / len(rows), 4) for m in METRICS}
+    return out | {"n": len(rows)}
+
+
+def breakdown(
+    per_query: Sequence[Mapping[str, float]], categories: Sequence[str | None]
+) -> dict[str, dict[str, float]]:
+    """Overall, without category 5 (when categories exist), and per category."""
+    out = {"overall": mean(per_query)}
+    groups: dict[str, list[Mapping[str, float]]] = defaultdict(list)
+    for row, category in zip(per_query, categories, strict=True):
+        if category is not None:
+            groups[category].append(row)
+    if groups:
+        out["no-cat5"] = mean(r for r, c in zip(per_query, categories, strict=True) if c != "5")
+        for category in sorted(groups):
+            out[f"cat{category}"] = mean(groups[category])
+    return out

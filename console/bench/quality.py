@@ -1,0 +1,218 @@
+"""Retrieval quality (worker side): ours, variants, ablations and peers.
+
+What is evaluated: the shared candidate-and-fusion core that Recall runs
+(`recall.candidates.gather`'s two legs, `recall.fusion.fuse`), called on the
+real adapters of the throwaway data directory with each query scoped to its
+project exactly as Recall scopes it (`recall_filter`), and ranked to 100
+(MRR@100). Each leg is queried once per query at depth 100; a config with a
+smaller `depth` sees the top `depth` of each leg, which is what a query at
+that depth returns (ranks are contiguous, ties by id). This is Recall's
+ranking minus what does not apply to eval data (token packing, favourite and
+usage boosts, link expansion); `engine_check` confirms on the first queries
+that `Engine.recall` (limit 100, huge budget, no link seeds) returns the same
+top 10 as the core for the default config.
+
+Variants are JSON overrides of RecallConfig (`fusion`, `k`, `depth`,
+`channel_weights`) plus one harness key, `"context": false`, which swaps the
+full-text leg for an index built without the session-context field.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from console import selectors, wiring
+from console.bench import loading, metrics, peers
+from console.indexing import memory_docs
+from console.models import Memory
+from recall.candidates import recall_filter
+from recall.config import RecallConfig, from_mapping
+from recall.fusion import FTS, SEMANTIC, fuse
+from recall.ports import TextIndex
+from recall.query import clean
+from recall.requests import RecallRequest
+from recall.types import Candidate
+
+DEPTH = 100
+CHECK_QUERIES = 25
+HARNESS_KEYS = ("context",)
+
+
+@dataclass
+class Query:
+    id: str
+    project: str
+    text: str
+    gold: set[str]
+    category: str | None
+
+
+def read_queries(path: Path, limit: int | None = None) -> list[Query]:
+    """Queries with a non-empty gold set, in file order."""
+    out: list[Query] = []
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if not row.get("gold"):
+                continue
+            category = row.get("category")
+            out.append(
+                Query(
+                    id=str(row["id"]),
+                    project=str(row["project"]),
+                    text=str(row["query"]),
+                    gold=set(map(str, row["gold"])),
+                    category=None if category is None else str(category),
+                )
+            )
+            if limit is not None and len(out) >= limit:
+                break
+    return out
+
+
+def variant_config(base: RecallConfig, values: Mapping[str, Any]) -> tuple[RecallConfig, bool]:
+    """A RecallConfig override (strict: unknown keys raise) and the context flag."""
+    context = bool(values.get("context", True))
+    fields = {k: v for k, v in values.items() if k not in HARNESS_KEYS}
+    return from_mapping(base, fields), context
+
+
+def _nocontext_index(root: Path) -> TextIndex:
+    """The configured full-text backend over the same docs without session context."""
+    cls = type(wiring.text_index())
+    index: TextIndex = cls(root / "text-nocontext")
+    rows = Memory.objects.order_by("pk")
+    ids = list(rows.values_list("pk", flat=True))
+    for start in range(0, len(ids), 512):
+        docs = memory_docs(Memory.objects.filter(pk__in=ids[start : start + 512]))
+        index.upsert([replace(d, context="") for d in docs])
+    return index
+
+
+def _ranked(ids: Sequence[str], ext: Mapping[str, str]) -> list[str]:
+    return [ext.get(i, i) for i in ids[: metrics.CUTOFF]]
+
+
+def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
+    """The worker job: import, query, score. Returns the report body."""
+    loading.migrate()
+    load = loading.import_path(Path(spec["dataset"]))
+    ext = loading.external_ids()
+    queries = read_queries(Path(spec["queries"]), spec.get("limit_queries"))
+    engine = wiring.engine()
+    base: RecallConfig = selectors.config_base("recall_config")
+    raw = {"default": {}} | dict(spec.get("variants", {}))
+    configs = {name: variant_config(base, values) for name, values in raw.items()}
+    has_sessions = Memory.objects.filter(session_order__isnull=False).exists()
+    ablate = bool(spec.get("ablate_context", True)) and has_sessions
+    plain = _nocontext_index(root) if ablate or any(not c for _, c in configs.values()) else None
+
+    legs: list[dict[str, list[Candidate]]] = []
+    plain_fts: list[list[Candidate]] = []
+    qvecs: list[Any] = []
+    spent = {"fts": 0.0, "embed": 0.0, "vector": 0.0}
+    assert engine.embedder is not None and engine.vectors is not None, "quality needs vectors"
+    for q in queries:
+        where = recall_filter(engine.store, project=q.project)
+        text = clean(q.text)
+        t0 = time.perf_counter()
+        fts = engine.text.search(text, where=where, limit=DEPTH)
+        t1 = time.perf_counter()
+        vec = np.asarray(engine.embedder.embed([text])[0], dtype=np.float32)
+        t2 = time.perf_counter()
+        sem = engine.vectors.search(vec, where=where, limit=DEPTH)
+        t3 = time.perf_counter()
+        spent["fts"] += t1 - t0
+        spent["embed"] += t2 - t1
+        spent["vector"] += t3 - t2
+        legs.append({FTS: fts, SEMANTIC: sem})
+        qvecs.append(vec)
+        if plain is not None:
+            plain_fts.append(plain.search(text, where=where, limit=DEPTH))
+
+    runs: dict[str, list[list[str]]] = {
+        "fts": [_ranked([c.id for c in lg[FTS]], ext) for lg in legs],
+        "vector": [_ranked([c.id for c in lg[SEMANTIC]], ext) for lg in legs],
+    }
+    if plain is not None and ablate:
+        runs["fts-nocontext"] = [_ranked([c.id for c in f], ext) for f in plain_fts]
+    for name, (config, context) in configs.items():
+        runs[name] = _fused_runs(legs, plain_fts if not context else None, config, ext)
+        if name == "default" and ablate:
+            runs["default-nocontext"] = _fused_runs(legs, plain_fts, config, ext)
+
+    peer_runs, peer_ms = peers.run_all(queries, qvecs, root, skip=spec.get("skip_peers", False))
+    runs |= peer_runs
+    categories = [q.category for q in queries]
+    systems = {}
+    for name, ranked in runs.items():
+        per_query = [metrics.score(r, q.gold) for r, q in zip(ranked, queries, strict=True)]
+        systems[name] = metrics.breakdown(per_query, categories)
+    n = max(len(queries), 1)
+    return {
+        "dataset": spec["dataset"],
+        "queries": spec["queries"],
+        "evaluated": "candidate+fusion core (see console/bench/quality.py)",
+        "load": load,
+        "n_queries": len(queries),
+        "base_config": {
+            "fusion": base.fusion,
+            "k": base.k,
+            "depth": base.depth,
+            "channel_weights": dict(base.channel_weights),
+        },
+        "variants": raw,
+        "systems": systems,
+        "first_gold_rank": {
+            name: [metrics.first_rank(r, q.gold) for r, q in zip(ranked, queries, strict=True)]
+            for name, ranked in runs.items()
+        },
+        "latency_ms_mean": {k: round(v * 1000 / n, 3) for k, v in spent.items()} | peer_ms,
+        "engine_check": _engine_check(engine, queries, legs, base, ext),
+    }
+
+
+def _fused_runs(
+    legs: Sequence[Mapping[str, list[Candidate]]],
+    plain_fts: Sequence[list[Candidate]] | None,
+    config: RecallConfig,
+    ext: Mapping[str, str],
+) -> list[list[str]]:
+    out = []
+    for i, lg in enumerate(legs):
+        fts = plain_fts[i] if plain_fts is not None else lg[FTS]
+        channels = {FTS: fts[: config.depth], SEMANTIC: lg[SEMANTIC][: config.depth]}
+        fused = fuse(
+            channels, method=config.fusion, weights=dict(config.channel_weights), k=config.k
+        )
+        out.append(_ranked([f.id for f in fused], ext))
+    return out
+
+
+def _engine_check(
+    engine: Any,
+    queries: Sequence[Query],
+    legs: Sequence[Mapping[str, list[Candidate]]],
+    base: RecallConfig,
+    ext: Mapping[str, str],
+) -> dict[str, Any]:
+    """Engine.recall's top 10 against the core's, for the default config."""
+    config = replace(base, link_seeds=0)
+    core = _fused_runs(legs[:CHECK_QUERIES], None, config, ext)
+    same = 0
+    for q, expected in zip(queries[:CHECK_QUERIES], core, strict=False):
+        request = RecallRequest(query=q.text, project=q.project, budget=100_000, limit=100)
+        pack = engine.recall(request, config=config)
+        got = _ranked([h.id for h in pack.items], ext)
+        same += got[:10] == expected[:10]
+    checked = min(CHECK_QUERIES, len(queries))
+    return {"checked": checked, "same_top10": same}

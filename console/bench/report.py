@@ -1,0 +1,79 @@
+"""Printed tables and JSON reports in bench-reports/ (gitignored)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from console.bench.metrics import METRICS
+
+
+def reports_dir() -> Path:
+    path = Path(settings.BASE_DIR) / "bench-reports"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+def write(kind: str, label: str, body: Mapping[str, Any]) -> Path:
+    """Write `body` as bench-reports/<kind>-<label>-<timestamp>.json."""
+    slug = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-") or "run"
+    path = reports_dir() / f"{kind}-{slug}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(body, indent=1, default=str))
+    return path
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plain fixed-width table (first column left-aligned, numbers right)."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    line = "  ".join(
+        h.ljust(w) if i == 0 else h.rjust(w)
+        for i, (h, w) in enumerate(zip(headers, widths, strict=True))
+    )
+    out = [line, "-" * len(line)]
+    for row in cells:
+        out.append(
+            "  ".join(
+                c.ljust(w) if i == 0 else c.rjust(w)
+                for i, (c, w) in enumerate(zip(row, widths, strict=True))
+            )
+        )
+    return "\n".join(out)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def quality_tables(body: Mapping[str, Any]) -> str:
+    """Overall and no-cat5 rows per system, then R@10 / nDCG@10 per category."""
+    systems: Mapping[str, Mapping[str, Mapping[str, float]]] = body["systems"]
+    load, check = body["load"], body["engine_check"]
+    parts = [
+        f"{body['dataset']}  ({body['n_queries']} queries; {load['memories']} memories "
+        f"imported in {load['seconds']} s = {load['per_s']}/s; default "
+        f"{json.dumps(body['base_config'])}; Engine.recall top-10 = core on "
+        f"{check['same_top10']}/{check['checked']} queries)",
+        "mean ms/query: " + json.dumps(body["latency_ms_mean"]),
+    ]
+    groups = [g for g in ("overall", "no-cat5") if g in next(iter(systems.values()))]
+    for group in groups:
+        rows = [[name, *(s[group][m] for m in METRICS)] for name, s in systems.items()]
+        parts.append(f"\n[{group}]\n" + table(["system", *METRICS], rows))
+    cats = [g for g in next(iter(systems.values())) if g.startswith("cat")]
+    if cats:
+        for metric in ("R@10", "nDCG@10"):
+            rows = [[name, *(s[c][metric] for c in cats)] for name, s in systems.items()]
+            head = [f"{c} (n={next(iter(systems.values()))[c]['n']})" for c in cats]
+            parts.append(f"\n[{metric} per category]\n" + table(["system", *head], rows))
+    return "\n".join(parts)

@@ -1,0 +1,286 @@
+"""Speed on a synthetic corpus (parent side and worker side).
+
+Per backend, two child processes over one throwaway data directory:
+- `speed-ingest` (first backend only; the others reuse its database):
+  migrate, `import_memories` of the generated corpus with embedding (the
+  ingest rate), then `indexing.rebuild` (what `manage.py reindex` runs).
+- `speed-serve`: a fresh process that only serves, so its peak RSS (VmHWM
+  from /proc/self/status) is the serving process's. For a backend other
+  than the first it first builds its own full-text plane from the database
+  (timed: that backend's text-plane ingest/reindex). Then, after warm-up,
+  p50/p95/p99 of: the palette THROUGH THE VIEW (Django test Client, logged
+  in, HTMX GET of /palette/?q=) for 1- to 4-letter last words; hybrid
+  Search; Recall at budget 1000; Briefing; PromptRecall; and the raw parts
+  (query embedding, full-text query, vector query) on the adapters for the
+  same queries as Recall, to give Recall end-to-end / sum of raw parts.
+Query texts are distinct and the embedder's own LRU cache is off, so
+embedding is paid on every uncached call; "recall, cached" repeats the
+Recall queries once their embeddings sit in the engine's cache.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from console.bench import report
+from console.bench.corpus import generate, keystrokes, queries
+
+BACKENDS = {
+    "tantivy": "recall.indexes.tantivy_index.TantivyIndex",
+    "whoosh": "recall.indexes.whoosh_index.WhooshIndex",
+}
+WARMUP = 10
+_warmup = WARMUP  # set per serving run (small runs warm up less)
+
+
+def backends(choice: str) -> list[str]:
+    return list(BACKENDS) if choice == "both" else [choice]
+
+
+def run(*, size: int, backends: Sequence[str], queries: int = 200) -> dict[str, Any]:
+    """Generate, ingest once, serve once per backend; the report body."""
+    from console.bench.isolate import run_worker
+
+    root = Path(tempfile.mkdtemp(prefix="recall-speed-"))
+    try:
+        corpus = generate(size).write(root / "corpus.jsonl")
+        spec = {"corpus": str(corpus), "size": size, "queries": queries}
+        env = {"RECALL_TEXT_INDEX": BACKENDS[backends[0]]}
+        body: dict[str, Any] = {"size": size, "queries": queries, "backends": {}}
+        body["ingest"] = run_worker("speed-ingest", spec, env=env, data_dir=root) | {
+            "backend": backends[0]
+        }
+        for name in backends:
+            env = {"RECALL_TEXT_INDEX": BACKENDS[name]}
+            spec_b = spec | {"build_text": name != backends[0]}
+            body["backends"][name] = run_worker("speed-serve", spec_b, env=env, data_dir=root)
+        return body
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# --- worker side ----------------------------------------------------------------
+
+
+def percentiles(samples: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+
+    def at(q: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
+
+    return {"p50": at(0.50), "p95": at(0.95), "p99": at(0.99), "n": len(ordered)}
+
+
+def timed(call: Callable[[Any], Any], args: Sequence[Any]) -> list[float]:
+    """ms per call over `args` (the first `_warmup` calls untimed)."""
+    warmup = _warmup
+    for arg in args[:warmup]:
+        call(arg)
+    out = []
+    for arg in args[warmup:]:
+        start = time.perf_counter()
+        call(arg)
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def vm(key: str) -> float:
+    """A /proc/self/status figure (VmHWM, VmRSS) in MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+def loadavg() -> float:
+    return float(Path("/proc/loadavg").read_text().split()[0])
+
+
+def worker(job: str, spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
+    if job == "speed-ingest":
+        return _ingest(spec)
+    if job == "speed-serve":
+        return _serve(spec)
+    raise ValueError(f"unknown speed job {job!r}")
+
+
+def _ingest(spec: Mapping[str, Any]) -> dict[str, Any]:
+    from console import indexing
+    from console.bench import loading
+    from console.models import Memory
+
+    load_before = loadavg()
+    loading.migrate()
+    load = loading.import_path(Path(spec["corpus"]))
+    started = time.perf_counter()
+    done = indexing.rebuild()
+    reindex_s = time.perf_counter() - started
+    return {
+        "memories": Memory.objects.count(),
+        "superseded": Memory.objects.exclude(invalid_at=None).count(),
+        "ingest_s": load["seconds"],
+        "ingest_per_s": load["per_s"],
+        "reindex_s": round(reindex_s, 2),
+        "reindex_per_s": round(done / reindex_s, 1),
+        "loadavg": [load_before, loadavg()],
+    }
+
+
+def _text_plane_build() -> dict[str, float]:
+    """This backend's full-text plane from the database alone (no embedding)."""
+    from console import indexing, wiring
+
+    text = wiring.text_index()
+    started = time.perf_counter()
+    text.clear()
+    count = 0
+    for docs in indexing._all_docs():
+        text.upsert(docs)
+        count += len(docs)
+    seconds = time.perf_counter() - started
+    return {"text_reindex_s": round(seconds, 2), "text_docs_per_s": round(count / seconds, 1)}
+
+
+def _serve(spec: Mapping[str, Any]) -> dict[str, Any]:
+    from console import selectors, wiring
+
+    out: dict[str, Any] = {"loadavg_start": loadavg()}
+    out |= _text_plane_build() if spec.get("build_text") else {}
+    corpus = generate(int(spec["size"]))
+    warmup = min(WARMUP, max(1, int(spec["queries"]) // 4))
+    global _warmup
+    _warmup = warmup
+    n = int(spec["queries"]) + warmup
+    embedder = wiring.embedder()
+    if embedder is not None and hasattr(embedder, "cache_size"):
+        embedder.cache_size = 0  # distinct texts anyway; the engine's own cache stays
+    engine = wiring.engine()
+    ops: dict[str, dict[str, float]] = {}
+    palette = _palette_caller()
+    out["palette_path"] = palette[0]
+    for letters in (1, 2, 3, 4):
+        ops[f"palette {letters}-letter"] = percentiles(
+            timed(palette[1], keystrokes(corpus, letters, n))
+        )
+    pairs = queries(corpus, 4 * n)
+    search_q, recall_q, prompt_q = pairs[:n], pairs[n : 2 * n], pairs[2 * n : 3 * n]
+    ops["search hybrid"] = percentiles(
+        timed(lambda p: selectors.memory_search(query=p[0]), search_q)
+    )
+    ops["search fast (selector)"] = percentiles(
+        timed(lambda p: selectors.memory_search(query=p[0], semantic=False), pairs[3 * n :])
+    )
+    recall_ms = timed(
+        lambda p: selectors.memory_recall(query=p[0], project=p[1], budget=1000), recall_q
+    )
+    ops["recall budget 1000"] = percentiles(recall_ms)
+    ops["recall, cached embedding"] = percentiles(
+        timed(lambda p: selectors.memory_recall(query=p[0], project=p[1], budget=1000), recall_q)
+    )
+    projects = corpus.projects
+    ops["briefing"] = percentiles(
+        timed(lambda i: selectors.briefing_render(project=projects[i % len(projects)]), range(n))
+    )
+    ops["prompt recall"] = percentiles(
+        timed(lambda p: selectors.prompt_recall(project=p[1], prompt=p[0]), prompt_q)
+    )
+    raw = _raw_parts(engine, recall_q[warmup:])
+    ops |= {f"raw {k}": percentiles(v) for k, v in raw.items()}
+    raw_sum = [sum(parts) for parts in zip(*raw.values(), strict=True)]
+    out["recall_over_raw"] = {
+        "mean": round(statistics.fmean(recall_ms) / statistics.fmean(raw_sum), 3),
+        "p50": round(statistics.median(recall_ms) / statistics.median(raw_sum), 3),
+    }
+    out["ops"] = ops
+    out["peak_rss_mb"] = vm("VmHWM")
+    out["rss_mb"] = vm("VmRSS")
+    out["loadavg_end"] = loadavg()
+    return out
+
+
+def _palette_caller() -> tuple[str, Callable[[str], Any]]:
+    """GET the palette view through the test Client, or the selector when it is missing."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+    from django.urls import NoReverseMatch, reverse
+
+    from console import selectors
+
+    try:
+        url = reverse("palette")
+    except NoReverseMatch:
+        return (
+            "selector memory_search(semantic=False, prefix=True)",
+            lambda q: selectors.memory_search(query=q, semantic=False, prefix=True),
+        )
+    users = get_user_model().objects
+    user = users.filter(username="bench").first() or users.create_user("bench", password="x" * 12)
+    client = Client(HTTP_HX_REQUEST="true")
+    client.force_login(user)
+
+    def call(q: str) -> None:
+        response = client.get(url, {"q": q})
+        if response.status_code != 200:
+            raise RuntimeError(f"palette view answered {response.status_code}")
+
+    return f"view GET {url}?q= (test Client, HX-Request)", call
+
+
+def _raw_parts(engine: Any, pairs: Sequence[tuple[str, str | None]]) -> dict[str, list[float]]:
+    """Embedding, full-text query, vector query on the adapters, per query (ms)."""
+    from recall.candidates import recall_filter
+    from recall.config import RecallConfig
+
+    depth = RecallConfig().depth
+    out: dict[str, list[float]] = {"embed": [], "fts": [], "vector": []}
+    for text, project in pairs:
+        where = recall_filter(engine.store, project=project)
+        t0 = time.perf_counter()
+        vector = engine.embedder.embed([text])[0]
+        t1 = time.perf_counter()
+        engine.text.search(text, where=where, limit=depth)
+        t2 = time.perf_counter()
+        engine.vectors.search(vector, where=where, limit=depth)
+        t3 = time.perf_counter()
+        out["embed"].append((t1 - t0) * 1000)
+        out["fts"].append((t2 - t1) * 1000)
+        out["vector"].append((t3 - t2) * 1000)
+    return out
+
+
+# --- tables ---------------------------------------------------------------------
+
+
+def tables(body: Mapping[str, Any]) -> str:
+    ingest = body["ingest"]
+    lines = [
+        f"speed at {body['size']} memories ({ingest['superseded']} superseded); ingest "
+        f"(import_memories with embedding, {ingest['backend']}): {ingest['ingest_per_s']}/s "
+        f"({ingest['ingest_s']} s); reindex both planes: {ingest['reindex_s']} s "
+        f"({ingest['reindex_per_s']}/s); load average {ingest['loadavg']}"
+    ]
+    names = list(body["backends"])
+    ops = list(next(iter(body["backends"].values()))["ops"])
+    rows = []
+    for op in ops:
+        row: list[Any] = [op]
+        for name in names:
+            p = body["backends"][name]["ops"][op]
+            row += [p["p50"], p["p95"], p["p99"]]
+        rows.append(row)
+    heads = [f"{n} {q}" for n in names for q in ("p50", "p95", "p99")]
+    lines.append(report.table(["ms", *heads], rows))
+    for name, b in body["backends"].items():
+        extra = {k: b[k] for k in ("text_reindex_s", "text_docs_per_s") if k in b}
+        lines.append(
+            f"{name}: peak RSS {b['peak_rss_mb']} MB (now {b['rss_mb']} MB); recall "
+            f"end-to-end / raw parts = {b['recall_over_raw']}; palette: {b['palette_path']}; "
+            f"load {b['loadavg_start']}->{b['loadavg_end']} {extra or ''}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,51 @@
+"""The benchmark harness produces every figure (values are not judged here)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from console.bench import metrics, smoke
+from console.bench.corpus import generate, keystrokes, queries
+
+
+def test_metrics_follow_the_eval_readme() -> None:
+    ranked = ["x", "g1", "y", "g2"]
+    gold = {"g1", "g2", "g3"}
+    assert metrics.recall_at(ranked, gold, 2) == pytest.approx(1 / 3)
+    assert metrics.first_rank(ranked, gold) == 2
+    ideal = 1 + 1 / math.log2(3) + 1 / math.log2(4)
+    dcg = 1 / math.log2(3) + 1 / math.log2(5)
+    assert metrics.ndcg_at(ranked, gold) == pytest.approx(dcg / ideal)
+    assert metrics.score(["x"], {"g"})["MRR"] == 0.0
+
+
+def test_corpus_has_the_promised_shape() -> None:
+    corpus = generate(500, projects=4, seed=1)
+    memories = corpus.memories
+    assert len(memories) == 500
+    assert sum("invalid_at" in m for m in memories) == 50  # 10% superseded
+    assert any("[[" in m["body"] for m in memories)
+    assert any("session_id" in m for m in memories)
+    assert {m["project"] for m in memories} >= {None, *corpus.projects}
+    assert all(len(m["description"]) <= 150 for m in memories)
+    assert len({q for q, _ in queries(corpus, 50)}) == 50
+    assert all(len(k) == 3 for k in keystrokes(corpus, 3, 10))
+
+
+def test_missing_names_every_absent_figure() -> None:
+    problems = smoke.missing({})
+    assert "quality fts R@10" in problems
+    assert "speed tantivy palette 1-letter p95" in problems
+    assert "speed whoosh peak_rss_mb" in problems
+
+
+@pytest.mark.slow
+def test_smoke_run_produces_every_figure() -> None:
+    lines: list[str] = []
+    problems, body = smoke.run(lines.append, size=60, queries=8)
+    assert problems == []
+    assert set(smoke.SYSTEMS) <= set(body["quality"]["systems"])
+    assert set(body["speed"]["backends"]) == {"tantivy", "whoosh"}
+    assert any(line.startswith("report: ") for line in lines)
