@@ -12,6 +12,7 @@ a body over DATA_UPLOAD_MAX_MEMORY_SIZE, 422 schema (ninja's list of fields),
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +21,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI, Query, Status
+from ninja.parser import Parser
 from ninja.security import HttpBearer
 
 from console import access, tokens
@@ -60,12 +62,23 @@ class TokenAuth(HttpBearer):
         return access.access_for(found) if found is not None else None
 
 
+class ObjectParser(Parser):
+    """JSON bodies must be objects: a list, string or number is bad input, not `{}`."""
+
+    def parse_body(self, request: HttpRequest) -> dict[str, Any]:
+        data = json.loads(request.body)
+        if not isinstance(data, dict):
+            raise ValueError("the body must be a JSON object")
+        return data
+
+
 api = NinjaAPI(
     title="Recall agent API",
     version="1",
     description=__doc__,
     urls_namespace="api-v1",
     auth=TokenAuth(),
+    parser=ObjectParser(),
 )
 
 READ = {400: Error, 401: Error, 403: Error, 404: Error, 422: SchemaError, 503: Error}

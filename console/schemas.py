@@ -8,10 +8,12 @@ validators so a schema-valid body is rarely refused by a service.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
+from pydantic import BeforeValidator, ConfigDict, Strict
 
 from console.models import Memory, Note
 from recall.types import MEMORY_KINDS
@@ -90,18 +92,47 @@ class TextOut(Schema):
 # --- requests -----------------------------------------------------------------
 
 
-class RecallIn(Schema):
+class Body(Schema):
+    """A JSON body: strict types, so "1" is not a number and 0 is not false."""
+
+    model_config = ConfigDict(strict=True)
+
+
+def _not_a_number(value: Any) -> Any:
+    if isinstance(value, str) and re.fullmatch(
+        r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*", value
+    ):
+        raise ValueError("give an ISO 8601 date-time, not a number")
+    return value
+
+
+def _json_number(value: Any) -> Any:
+    if isinstance(value, bool | str):
+        raise ValueError("give a JSON number")
+    return value
+
+
+# JSON Schema counts 5.0 as an integer; strict pydantic would not. The bounds sit
+# inside the type so the OpenAPI schema shows them as minimum/maximum.
+Budget = Annotated[int, Strict(False), Field(ge=1, le=100_000), BeforeValidator(_json_number)]
+RecallLimit = Annotated[int, Strict(False), Field(ge=1, le=100), BeforeValidator(_json_number)]
+RrfK = Annotated[int, Strict(False), Field(ge=1, le=10_000), BeforeValidator(_json_number)]
+# A query-string date-time (pydantic would otherwise read "0.5" as a Unix time).
+QueryDateTime = Annotated[datetime, BeforeValidator(_not_a_number)]
+
+
+class RecallIn(Body):
     query: str = Field(
         "", max_length=4000, description="what the agent needs; may be empty with kind"
     )
     project: str | None = Field(
         None, max_length=64, description="one of the token's projects (default: its only one)"
     )
-    budget: int | None = Field(None, ge=1, le=100_000, description="token budget (default 1000)")
-    limit: int | None = Field(None, ge=1, le=100, description="ranked hits considered (default 10)")
+    budget: Budget | None = Field(None, description="token budget (default 1000)")
+    limit: RecallLimit | None = Field(None, description="ranked hits considered (default 10)")
     scope: Scope = "all"
     kind: MemoryKind | None = Field(None, description="only this memory kind (browse if no query)")
-    k: int | None = Field(None, ge=1, le=10_000, description="RRF constant (default 60)")
+    k: RrfK | None = Field(None, description="RRF constant (default 60)")
     channel_weights: dict[str, Weight] | None = Field(
         None, description='weights merged over the configured ones, e.g. {"fts": 1, "semantic": 1}'
     )
@@ -113,7 +144,7 @@ class SearchIn(Schema):
     project: list[str] | None = Field(None, description="repeatable; default: the token's projects")
     limit: int | None = Field(None, ge=1, le=200, description="hits (default 20)")
     semantic: bool = Field(True, description="false = full-text only (fastest)")
-    since: datetime | None = Field(None, description="only items updated at or after this")
+    since: QueryDateTime | None = Field(None, description="only items updated at or after this")
 
 
 class NoteListIn(Schema):
@@ -121,19 +152,19 @@ class NoteListIn(Schema):
     limit: int = Field(20, ge=1, le=100)
 
 
-class BriefingIn(Schema):
+class BriefingIn(Body):
     project: str | None = Field(None, max_length=64)
     agent_type: str = Field("", max_length=120, description="non-empty = a subagent's briefing")
     prompt: str = Field("", max_length=4000, description="a subagent's task, for RELEVANT")
-    budget: int | None = Field(None, ge=1, le=100_000)
+    budget: Budget | None = None
 
 
-class PromptIn(Schema):
+class PromptIn(Body):
     project: str | None = Field(None, max_length=64)
     prompt: str = Field(max_length=20_000)
 
 
-class MemoryFields(Schema):
+class MemoryFields(Body):
     kind: MemoryKind | None = None
     name: str | None = Field(None, pattern=NAME_PATTERN, description="slug, e.g. chroma-boot-race")
     description: str | None = Field(None, max_length=150, description="one line, shown in indexes")
@@ -151,11 +182,11 @@ class MemoryIn(MemoryFields):
     source: str = Field("agent_inferred", max_length=32)  # type: ignore[assignment]
 
 
-class FavoriteIn(Schema):
+class FavoriteIn(Body):
     favorite: bool | None = Field(None, description="true stars, false unstars, absent toggles")
 
 
-class NoteFields(Schema):
+class NoteFields(Body):
     title: str | None = Field(None, min_length=1, max_length=200)
     slug: str | None = Field(None, pattern=NAME_PATTERN)
     description: str | None = Field(None, max_length=150)

@@ -142,6 +142,28 @@ def test_a_body_that_is_not_json_is_400(world: World) -> None:
     assert r.status_code == 400 and "detail" in r.json()
 
 
+@pytest.mark.parametrize("body", ['"text"', "[1, 2]", "3.5", "null"])
+def test_a_body_that_is_not_an_object_is_400(world: World, body: str) -> None:
+    r = world.client("alpha").post("/api/v1/notes", body, content_type="application/json")
+
+    assert r.status_code == 400 and r.json() == {"detail": "Cannot parse request body"}
+    assert not Note.objects.filter(project__slug="alpha").exclude(pk=world.notes["alpha"].pk)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{"query": "x", "debug": "yes"}, {"query": "x", "budget": "5"}, {"query": "x", "limit": 2.5}],
+)
+def test_body_types_are_strict(world: World, body: dict) -> None:
+    assert call(world.client("alpha"), "post", "/recall", body).status_code == 422
+
+
+def test_an_integral_float_is_an_integer(world: World) -> None:
+    r = call(world.client("alpha"), "post", "/recall", {"query": "albatross", "budget": 500.0})
+
+    assert r.status_code == 200 and r.json()["budget"] == 500
+
+
 def test_last_used_is_stamped_on_use(world: World) -> None:
     call(world.client("alpha"), "post", "/recall", {"query": "albatross"})
 
@@ -186,7 +208,11 @@ def test_search_takes_repeated_projects_limit_semantic_and_since(world: World) -
 
 @pytest.mark.parametrize(
     ("params", "status"),
-    [({"q": "x", "limit": 0}, 422), ({"q": "x", "since": "yesterday"}, 422)],
+    [
+        ({"q": "x", "limit": 0}, 422),
+        ({"q": "x", "since": "yesterday"}, 422),
+        ({"q": "x", "since": "0.5"}, 422),
+    ],
 )
 def test_search_rejects_bad_parameters(world: World, params: dict, status: int) -> None:
     assert call(world.client("alpha"), "get", "/search", params).status_code == status
@@ -370,6 +396,7 @@ def test_favorite_stars_unstars_and_toggles(world: World) -> None:
     assert call(client, "post", path, {}).json()["favorite"] is True
     assert Memory.objects.get(pk=mid).favorite is True
     assert call(client, "post", path, {"favorite": "maybe"}).status_code == 422
+    assert call(client, "post", path, {"favorite": 0}).status_code == 422
 
 
 @pytest.mark.parametrize(
