@@ -96,6 +96,7 @@ def log_in(page: Any, user: User) -> None:
 def shoot(page: Any, name: str, *, full_page: bool = True) -> None:
     """Save the page in light and dark (the CSS follows prefers-color-scheme)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.evaluate("window.scrollTo(0, 0)")  # a sticky header otherwise lands mid-page
     for scheme in ("light", "dark"):
         page.emulate_media(color_scheme=scheme)
         page.screenshot(path=str(SCREENSHOTS / f"{name}-{scheme}.png"), full_page=full_page)
