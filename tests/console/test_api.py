@@ -127,6 +127,69 @@ def test_no_invalid_or_revoked_token_is_401(world: World, header: str | None) ->
     assert r.json() == {"detail": "Unauthorized"}
 
 
+EVERY_OPERATION = [
+    ("post", "/recall", {"query": "albatross"}),
+    ("get", "/search", {"q": "albatross"}),
+    ("post", "/briefing", {}),
+    ("post", "/prompt-recall", {"prompt": "albatross"}),
+    ("post", "/memories", {"name": "x", "description": "d"}),
+    ("get", "/memories/{memory}", None),
+    ("patch", "/memories/{memory}", {"description": "changed"}),
+    ("post", "/memories/{memory}/supersede", {"description": "changed"}),
+    ("post", "/memories/{memory}/archive", None),
+    ("post", "/memories/{memory}/restore", None),
+    ("post", "/memories/{memory}/favorite", {"favorite": True}),
+    ("get", "/notes", None),
+    ("post", "/notes", {"title": "t"}),
+    ("get", "/notes/{note}", None),
+    ("patch", "/notes/{note}", {"title": "changed"}),
+    ("post", "/notes/{note}/favorite", None),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), EVERY_OPERATION)
+@pytest.mark.parametrize("who", [None, "revoked"])
+def test_every_operation_needs_a_live_token(
+    world: World, who: str | None, method: str, path: str, body: dict | None
+) -> None:
+    path = path.format(memory=world.memories["alpha"].pk, note=world.notes["alpha"].pk)
+
+    r = call(world.client(who), method, path, body)
+
+    assert r.status_code == 401 and r.json() == {"detail": "Unauthorized"}
+    memory = Memory.objects.get(pk=world.memories["alpha"].pk)
+    assert memory.description.startswith("The albatross") and not memory.favorite
+    assert memory.invalid_at is None and not Note.objects.filter(title__in=["t", "changed"])
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("post", "/recall", {"query": "x", "limit": 0}),
+        ("get", "/search", {"limit": "many"}),
+        ("post", "/briefing", {"budget": "big"}),
+        ("post", "/prompt-recall", {"prompt": 7}),
+        ("post", "/memories", {"name": "x", "importance": -1}),
+        ("patch", "/memories/{memory}", {"kind": "gossip"}),
+        ("post", "/memories/{memory}/supersede", {"tags": "not-a-list"}),
+        ("post", "/memories/{memory}/favorite", {"favorite": "yes"}),
+        ("get", "/notes", {"limit": 1000}),
+        ("post", "/notes", {"title": ""}),
+        ("patch", "/notes/{note}", {"description": "d" * 151}),
+        ("post", "/notes/{note}/favorite", {"favorite": []}),
+    ],
+)
+def test_schema_errors_are_422_with_the_fields(
+    world: World, method: str, path: str, body: dict
+) -> None:
+    path = path.format(memory=world.memories["alpha"].pk, note=world.notes["alpha"].pk)
+
+    r = call(world.client("alpha"), method, path, body)
+
+    assert r.status_code == 422
+    assert isinstance(r.json()["detail"], list) and r.json()["detail"][0]["loc"]
+
+
 def test_a_body_over_the_upload_limit_is_a_clean_413(world: World) -> None:
     body = {"name": "big", "description": "d", "body": "x" * (3 * 1024 * 1024)}
 

@@ -1,0 +1,55 @@
+"""The production command (`make serve`'s gunicorn) serves the API and, through
+whitenoise, the console's static files after `collectstatic`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.console import api_server
+
+SETUP = """
+from console import services, tokens
+services.project_create(slug="alpha")
+print(tokens.token_create(agent="smoke", projects=["alpha"], may_write=True)[1])
+"""
+
+
+def _get(url: str, headers: dict[str, str] | None = None, data: bytes | None = None) -> tuple:
+    request = urllib.request.Request(url, data=data, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            return reply.status, dict(reply.headers), reply.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+@pytest.mark.slow
+def test_gunicorn_serves_the_api_and_static_files(tmp_path: Path) -> None:
+    secret = api_server.run_python(tmp_path, SETUP).strip().splitlines()[-1]
+    env = api_server.environment(tmp_path)
+    collect = [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"]
+    subprocess.run(collect, cwd=api_server.ROOT, env=env, check=True)
+
+    with api_server.gunicorn(tmp_path) as base:
+        status, headers, _ = _get(f"{base}/static/admin/css/base.css")
+        assert status == 200 and headers["Content-Type"].startswith("text/css")
+        assert _get(f"{base}/static/no-such-file.css")[0] == 404
+
+        auth = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+        body = json.dumps({"name": "smoke-test", "description": "gunicorn answers"}).encode()
+        status, _, reply = _get(f"{base}/api/v1/memories", auth, body)
+        assert status == 201, reply
+        status, _, reply = _get(f"{base}/api/v1/search?q=gunicorn+answers", auth)
+        assert status == 200 and json.loads(reply)["hits"][0]["name"] == "smoke-test"
+        status, _, reply = _get(f"{base}/api/v1/recall", {}, b"{}")
+        assert status == 401 and json.loads(reply) == {"detail": "Unauthorized"}
+        too_big = json.dumps({"name": "x", "body": "x" * (3 * 1024 * 1024)}).encode()
+        status, _, reply = _get(f"{base}/api/v1/memories", auth, too_big)
+        assert status == 413 and "detail" in json.loads(reply)
