@@ -251,8 +251,12 @@ def favorites_list() -> tuple[list[Memory], list[Note]]:
 
 def project_list() -> QuerySet[Project]:
     return Project.objects.annotate(
-        active_memories=Count("memories", filter=Q(memories__invalid_at__isnull=True)),
-        inactive_memories=Count("memories", filter=Q(memories__invalid_at__isnull=False)),
+        active_memories=Count(
+            "memories", filter=Q(memories__invalid_at__isnull=True), distinct=True
+        ),
+        inactive_memories=Count(
+            "memories", filter=Q(memories__invalid_at__isnull=False), distinct=True
+        ),
         note_count=Count("notes", distinct=True),
     ).order_by("slug")
 

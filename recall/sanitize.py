@@ -24,6 +24,9 @@ _INJECTION = re.compile(
     re.IGNORECASE,
 )
 _SPACES = re.compile(r"\s+")
+# C0/C1 control characters (our \x01/\x02 sentinels among them) have no place
+# in agent-facing text; newlines and tabs become spaces with the other spacing.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def scrub(text: str) -> str:
@@ -52,7 +55,7 @@ def field(text: str | None, limit: int = 300, *, scrub_phrases: bool = True) -> 
     """One stored field made safe for agent-facing text (see module docstring)."""
     if not text:
         return ""
-    text = text.replace("\x00", "")
+    text = _CONTROLS.sub("", text)
     if scrub_phrases:
         text = scrub(text)
     text = _SPACES.sub(" ", text).strip()

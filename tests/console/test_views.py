@@ -587,10 +587,6 @@ def test_inspector_page_starts_with_recall_checked(admin_client: Client, planes:
     assert re.search(r'value="recall"[^>]*checked', html)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="selectors.project_list counts memories over the notes join without distinct=True",
-)
 def test_project_counts_do_not_multiply_by_notes(admin_client: Client, memory: Memory) -> None:
     project = Project.objects.get(slug="billing-api")
     services.note_create(project=project, title="One")

@@ -99,3 +99,8 @@ def test_truncation_keeps_utf8_and_closing_tag():
 
 def test_truncation_leaves_a_fitting_block_alone():
     assert sanitize.truncate_block("<a>\nx\n</a>", max_bytes=100, closing="</a>") == "<a>\nx\n</a>"
+
+
+@pytest.mark.parametrize("raw", ["a\x01b\x02c", "a\x00b\x1bc", "a\x7fb\x9fc"])
+def test_field_drops_control_characters_and_sentinels(raw: str) -> None:
+    assert sanitize.field(raw) == "abc"
