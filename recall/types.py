@@ -83,9 +83,7 @@ class Filter:
     items: tuple[str, ...] | None = None
     kinds: tuple[str, ...] | None = None
 
-    def admits(
-        self, *, project: str | None, active: bool, item: str, kind: str
-    ) -> bool:
+    def admits(self, *, project: str | None, active: bool, item: str, kind: str) -> bool:
         """The reference predicate every plane's filter must agree with."""
         if self.active_only and not active:
             return False
