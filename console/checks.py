@@ -28,7 +28,8 @@ def recall_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage
             import_string(path)
         except ConfigError as exc:
             errors.append(Error(f"RECALL[{key!r}]: {exc}", id="recall.E002"))
-    threads = conf.get("EMBEDDER_THREADS", 1)
-    if not isinstance(threads, int) or threads < 1:
-        errors.append(Error("RECALL['EMBEDDER_THREADS'] must be an integer >= 1", id="recall.E003"))
+    for key in ("EMBEDDER_THREADS", "EMBEDDER_BATCH_THREADS"):
+        threads = conf.get(key, 1)
+        if not isinstance(threads, int) or threads < 1:
+            errors.append(Error(f"RECALL[{key!r}] must be an integer >= 1", id="recall.E003"))
     return errors

@@ -127,6 +127,8 @@ RECALL = {
     "EMBEDDER": env("RECALL_EMBEDDER", "recall.embedders.onnx.OnnxEmbedder"),
     # Threads the embedder may use (1 is fastest per query on small machines).
     "EMBEDDER_THREADS": int(env("RECALL_EMBEDDER_THREADS", "1")),
+    # Threads for bulk embedding in batch commands (import, reindex, bench ingest).
+    "EMBEDDER_BATCH_THREADS": int(env("RECALL_EMBEDDER_BATCH_THREADS", str(os.cpu_count() or 1))),
     # Where the full-text index and the LanceDB table live.
     "TEXT_INDEX_DIR": DATA_DIR / "text",
     "VECTOR_INDEX_DIR": DATA_DIR / "vectors",

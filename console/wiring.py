@@ -79,7 +79,16 @@ def embedder() -> Embedder | None:
     path = _conf("EMBEDDER")
     if not path:
         return None
-    return _shared_embedder(path, int(_conf("EMBEDDER_THREADS")))
+    key = "EMBEDDER_BATCH_THREADS" if _cache.get("batch_mode") else "EMBEDDER_THREADS"
+    return _shared_embedder(path, int(_conf(key)))
+
+
+def use_batch_threads() -> None:
+    """For batch commands: embed with EMBEDDER_BATCH_THREADS (one query at a
+    time is fastest on one thread; a bulk load uses every core)."""
+    with _lock:
+        _cache.clear()
+        _cache["batch_mode"] = True
 
 
 @lru_cache(maxsize=4)
@@ -109,4 +118,7 @@ def engine() -> Any:
 def reset() -> None:
     """Forget every adapter (their files stay); the embedder model is kept."""
     with _lock:
+        batch_mode = _cache.get("batch_mode")
         _cache.clear()
+        if batch_mode:
+            _cache["batch_mode"] = True

@@ -62,7 +62,11 @@ class Doc:
     def embedding_text(self) -> str:
         """The text the semantic plane embeds: title, description, body head."""
         head = self.body[:1000]
-        parts = [self.title or self.name, self.description, head]
+        # An imported long text keeps its first 150 characters as the
+        # description and the whole text as the body: embed it once.
+        lead = self.description.rstrip("…").strip()
+        description = "" if lead and head.startswith(lead) else self.description
+        parts = [self.title or self.name, description, head]
         return "\n".join(p for p in parts if p)
 
 

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from console import importexport
+from console import importexport, indexing, wiring
 
 PROGRESS_FROM = 500  # records; shorter runs print only the summary
 
@@ -32,6 +32,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        wiring.use_batch_threads()
         paths: list[Path] = options["files"]
         missing = [str(p) for p in paths if not p.exists()]
         if missing:
@@ -48,6 +49,8 @@ class Command(BaseCommand):
                 )
             except ValueError as exc:
                 raise CommandError(str(exc)) from exc
+        if not options["no_index"]:
+            indexing.maintain()  # compaction, and the ANN index once the table is large
         for line in report.errors:
             self.stderr.write(self.style.ERROR(line))
         for line in report.warnings:

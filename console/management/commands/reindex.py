@@ -8,13 +8,14 @@ from typing import Any
 from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
-from console import indexing
+from console import indexing, wiring
 
 
 class Command(BaseCommand):
     help = "Rebuild the full-text and vector planes from the database, with batched embedding."
 
     def handle(self, *args: Any, **options: Any) -> None:
+        wiring.use_batch_threads()
         total = indexing.total_items()
         started = time.perf_counter()
         with tqdm(total=total, unit="item", desc="reindex", disable=total < 50) as bar:
