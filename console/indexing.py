@@ -126,8 +126,8 @@ def memory_docs(rows: QuerySet[Memory]) -> list[Doc]:
             active=m.invalid_at is None,
             kind=m.kind,
             name=m.name,
-            title=m.name,
-            description=m.description,
+            title="",  # a memory's title is its name: indexing it twice doubles its weight
+            description=_unless_repeated(m.description, m.body),
             body=m.body,
             tags=tuple(m.tags or ()),
             updated=m.updated,
@@ -135,6 +135,13 @@ def memory_docs(rows: QuerySet[Memory]) -> list[Doc]:
         )
         for m in memories
     ]
+
+
+def _unless_repeated(description: str, body: str) -> str:
+    """ "" when the body already starts with the description (an imported long
+    text keeps its head as the description): BM25 would count it twice."""
+    lead = description.rstrip("…").strip()
+    return "" if lead and body.startswith(lead) else description
 
 
 def _session_contexts(memories: list[Memory]) -> dict[str, str]:
@@ -149,7 +156,9 @@ def _session_contexts(memories: list[Memory]) -> dict[str, str]:
         return {}
     sessions = {m.session_id for m in wanted}
     earlier: dict[tuple[str, int], str] = {
-        (row["session_id"], row["session_order"]): row["description"] + " " + row["body"]
+        (row["session_id"], row["session_order"]): (
+            _unless_repeated(row["description"], row["body"]) + " " + row["body"]
+        )
         for row in Memory.objects.filter(
             session_id__in=sessions, session_order__isnull=False
         ).values("session_id", "session_order", "description", "body")

@@ -6,9 +6,15 @@ ConfigError at start-up) < the console's runtime override row (`decode_over`,
 failure-soft: bad keys are skipped with a warning, an unreadable row falls
 back to the base), decoded at use time so a save applies to the next call.
 
-The default fusion (z-score CombSUM, fts 0.6 / semantic 0.4) is PROVISIONAL:
-it follows the study in ANCHORS.md (it beat RRF k=60 on our dev data) and
-will be re-set by measurement on the eval data.
+The default fusion is z-score CombSUM with fts 0.6 / semantic 0.4, set by
+measurement (`manage.py bench quality`, dev data): R@10 / nDCG@10 0.703 / 0.527
+on LoCoMo turns (BM25 alone 0.652 / 0.486, vector 0.535 / 0.368, equal-weight
+RRF k=60 0.654 / 0.482) and 0.794 / 0.665 on SciFact train (BM25 0.752 /
+0.611, vector 0.731 / 0.590). RRF k=60 flattens rank gaps, so a document
+middling in both legs beats BM25's rank 1 (2/65 > 1/61) and the much weaker
+dense leg drags BM25's best hits down; z-scores keep the score gaps. The
+optimum for the dense weight is flat between 0.4 and 0.5. RRF stays available
+(`fusion="rrf"`, per-channel weights, `k`).
 """
 
 from __future__ import annotations
@@ -45,7 +51,10 @@ class RecallConfig:
     """Agent Recall (ARCHITECTURE section 4, ANCHORS seamless)."""
 
     k: int = 60  # RRF constant; also the link-neighbour score 1/(k + i)
-    depth: int = 24  # candidates per leg
+    # Candidates per leg. 50, not seamless's 24: on LoCoMo turns gold found at
+    # ranks 25-100 of a leg drops from 8.8% to 4.2% of queries at 24 (R@10 0.687
+    # vs 0.703, `manage.py bench quality`); 50 scores the same as 100.
+    depth: int = 50
     limit: int = 10  # default hits when a caller gives none
     max_limit: int = 100
     budget: int = 1000  # default token budget

@@ -18,7 +18,7 @@ def test_defaults_follow_the_design():
     recall, search = RecallConfig(), SearchConfig()
     assert (recall.k, recall.depth, recall.limit, recall.max_limit, recall.budget) == (
         60,
-        24,
+        50,
         10,
         100,
         1000,
