@@ -113,7 +113,7 @@ class Note(models.Model):
         Project, null=True, blank=True, on_delete=models.CASCADE, related_name="notes"
     )
     title = models.CharField(max_length=200)
-    slug = models.CharField(max_length=120, validators=[validate_name])
+    slug = models.CharField(max_length=120, validators=[validate_name], db_index=True)
     description = models.CharField(max_length=150, blank=True, default="")
     body = models.TextField(blank=True, default="")
     tags = models.JSONField(default=list, blank=True)

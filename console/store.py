@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import defaultdict
@@ -16,6 +17,8 @@ from console.services import link_names
 from recall.types import MEMORY, NOTE, Filter, Record
 
 USAGE_TTL_S = 30.0
+_IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_ULID_CHARS = re.compile(r"^[0-9A-HJKMNP-TV-Z]+$")
 USAGE_WINDOW_DAYS = 120
 
 
@@ -87,6 +90,10 @@ def _notes(where: Filter) -> QuerySet[Note]:
     return rows
 
 
+def _lane(pk: str, name: str, upper: str, lower: str) -> int:
+    return 0 if pk == upper else 1 if name == lower else 2
+
+
 class DjangoStore:
     """Hydration, scoped listings, link resolution and usage from the ORM."""
 
@@ -144,30 +151,27 @@ class DjangoStore:
         return found
 
     def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]:
+        """Exact id (lane 0), exact name/slug (1), id prefix of 8+ characters (2).
+
+        One query per table whose OR terms are all indexed (primary key, name,
+        a primary-key range for the prefix), never a LIKE scan: the palette
+        asks on every keystroke.
+        """
         token = text.strip()
-        if not token or " " in token or len(token) > 120:
+        if not token or len(token) > 120 or not _IDENTIFIER.match(token):
             return []
-        ranked: list[tuple[int, str, Record]] = []
-        upper = token.upper()
+        upper, lower = token.upper(), token.lower()
+        by_id = Q(pk=upper)
+        if len(token) >= 8 and _ULID_CHARS.match(upper):
+            by_id |= Q(pk__gte=upper, pk__lt=upper + "~")
         items = where.items or (MEMORY, NOTE)
+        ranked: list[tuple[int, str, Record]] = []
         if MEMORY in items:
-            rows = _memories(where).filter(
-                Q(pk=upper)
-                | Q(name=token.lower())
-                | Q(pk__startswith=upper if len(token) >= 8 else "\x00")
-            )[: limit * 2]
-            for m in rows:
-                lane = 0 if m.pk == upper else 1 if m.name == token.lower() else 2
-                ranked.append((lane, m.pk, memory_record(m)))
+            for m in _memories(where).filter(by_id | Q(name=lower))[: limit * 2]:
+                ranked.append((_lane(m.pk, m.name, upper, lower), m.pk, memory_record(m)))
         if NOTE in items:
-            notes = _notes(where).filter(
-                Q(pk=upper)
-                | Q(slug=token.lower())
-                | Q(pk__startswith=upper if len(token) >= 8 else "\x00")
-            )[: limit * 2]
-            for n in notes:
-                lane = 0 if n.pk == upper else 1 if n.slug == token.lower() else 2
-                ranked.append((lane, n.pk, note_record(n)))
+            for n in _notes(where).filter(by_id | Q(slug=lower))[: limit * 2]:
+                ranked.append((_lane(n.pk, n.slug, upper, lower), n.pk, note_record(n)))
         ranked.sort(key=lambda t: (t[0], t[1]))
         return [r for _, _, r in ranked[:limit]]
 

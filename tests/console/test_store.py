@@ -1,0 +1,89 @@
+"""The ORM MemoryStore: hydration, identifiers, links, browse, isolation."""
+
+from __future__ import annotations
+
+import pytest
+
+from console import services
+from console.models import Memory, Project
+from console.store import DjangoStore
+from recall.types import Filter
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def project(planes: object) -> Project:
+    return services.project_create(slug="ops", isolation="sealed")
+
+
+def make(project: Project | None, name: str, **fields: object) -> Memory:
+    return services.memory_create(
+        project=project, kind=fields.pop("kind", "fact"), name=name, description=name, **fields
+    )
+
+
+def test_identifier_lanes_rank_exact_id_then_name_then_prefix(project: Project) -> None:
+    first = make(project, "alpha")
+    named = make(project, first.pk.lower())  # a name that spells the first id
+    store = DjangoStore()
+
+    by_id = store.identifiers(first.pk, where=Filter(), limit=5)
+    assert [r.id for r in by_id] == [first.pk, named.pk]
+
+    by_prefix = store.identifiers(first.pk[:10].lower(), where=Filter(), limit=5)
+    assert first.pk in [r.id for r in by_prefix]
+
+    assert [r.id for r in store.identifiers("alpha", where=Filter(), limit=5)] == [first.pk]
+
+
+def test_identifiers_respect_scope_validity_and_ignore_phrases(project: Project) -> None:
+    other = services.project_create(slug="web")
+    mine, theirs = make(project, "shared-name"), make(other, "shared-name")
+    services.memory_archive(memory=theirs)
+    store = DjangoStore()
+
+    assert [r.id for r in store.identifiers("shared-name", where=Filter(), limit=5)] == [mine.pk]
+    scoped = Filter(projects=("web",), include_global=False, active_only=False)
+    assert [r.id for r in store.identifiers("shared-name", where=scoped, limit=5)] == [theirs.pk]
+    assert store.identifiers("shared name", where=Filter(), limit=5) == []
+    assert store.identifiers("short", where=Filter(), limit=5) == []
+
+
+def test_note_slug_is_an_identifier(project: Project) -> None:
+    note = services.note_create(project=project, title="Pager rota")
+
+    found = DjangoStore().identifiers("pager-rota", where=Filter(), limit=5)
+
+    assert [(r.id, r.item) for r in found] == [(note.pk, "note")]
+
+
+def test_hydrate_drops_missing_ids_and_carries_links(project: Project) -> None:
+    target = make(project, "target")
+    source = make(project, "source", body="See [[target]].")
+
+    found = DjangoStore().hydrate([source.pk, "01MISSING000000000000000000", target.pk])
+
+    assert set(found) == {source.pk, target.pk}
+    assert found[source.pk].links == ("target",)
+
+
+def test_by_names_prefers_the_project_over_global(project: Project) -> None:
+    glob = make(None, "style")
+    local = make(project, "style")
+
+    found = DjangoStore().by_names(["style", "nothing"], project="ops")
+
+    assert {n: r.id for n, r in found.items()} == {"style": local.pk}
+    assert DjangoStore().by_names(["style"], project=None)["style"].id == glob.pk
+
+
+def test_browse_is_newest_first_and_isolation_is_read(project: Project) -> None:
+    old, new = make(project, "old-one"), make(project, "new-one")
+    services.memory_update(memory=old, description="touched")  # now the newest
+
+    rows = DjangoStore().browse(where=Filter(projects=("ops",)), limit=5)
+
+    assert [r.id for r in rows] == [old.pk, new.pk]
+    assert DjangoStore().isolation("ops") == "sealed"
+    assert DjangoStore().isolation("nope") == "open"
