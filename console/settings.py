@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "template_partials",
+    "ninja",  # serves its bundled Swagger UI for /api/v1/docs (no CDN)
     "console",
 ]
 
