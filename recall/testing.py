@@ -52,20 +52,25 @@ class InMemoryTextIndex:
     K1 = 1.2
     B = 0.75
 
+    CONTEXT_WEIGHT = 0.5
+
     def __init__(self) -> None:
         self._docs: dict[str, Doc] = {}
         self._terms: dict[str, list[str]] = {}
+        self._context: dict[str, list[str]] = {}
 
     def upsert(self, docs: Sequence[Doc]) -> None:
         for doc in docs:
             self._docs[doc.id] = doc
             text = " ".join([doc.name, doc.title, doc.description, doc.body, " ".join(doc.tags)])
             self._terms[doc.id] = [stem(t) for t in _tokens(text)]
+            self._context[doc.id] = [stem(t) for t in _tokens(doc.context)]
 
     def delete(self, ids: Sequence[str]) -> None:
         for i in ids:
             self._docs.pop(i, None)
             self._terms.pop(i, None)
+            self._context.pop(i, None)
 
     def search(
         self,
@@ -79,7 +84,7 @@ class InMemoryTextIndex:
         query = words(text, keep_short_last=prefix)
         if not query or limit <= 0:
             return []
-        exact = {stem(w) for w in (query[:-1] if prefix else query)}
+        exact = {stem(w) for w in query}
         last = query[-1] if prefix else None
         n = len(self._terms) or 1
         avg = sum(len(t) for t in self._terms.values()) / n
@@ -88,31 +93,45 @@ class InMemoryTextIndex:
             for term in set(terms):
                 df[term] = df.get(term, 0) + 1
         scored: list[tuple[str, float, str | None]] = []
+
+        def wanted(term: str) -> bool:
+            if term in exact:
+                return True
+            return last is not None and (term.startswith(last) or term.startswith(stem(last)))
+
         for doc_id, terms in self._terms.items():
             if not _admits(where, self._docs[doc_id]):
                 continue
-            matched = {t for t in terms if t in exact or (last is not None and t.startswith(last))}
-            if not matched:
+            matched = {t for t in terms if wanted(t)}
+            context = {t for t in self._context[doc_id] if wanted(t)}
+            if not matched and not context:
                 continue
             score = 0.0
             for term in matched:
                 tf = terms.count(term)
-                idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
+                idf = math.log(1 + (n - df.get(term, 0) + 0.5) / (df.get(term, 0) + 0.5))
                 norm = tf + self.K1 * (1 - self.B + self.B * len(terms) / (avg or 1))
                 score += idf * tf * (self.K1 + 1) / norm
+            # Context (e.g. the previous turns of a session) counts at half weight.
+            score += self.CONTEXT_WEIGHT * sum(
+                math.log(1 + (n + 0.5) / (df.get(t, 0) + 0.5)) for t in context
+            )
             snippet = self._snippet(self._docs[doc_id], matched) if snippets else None
             scored.append((doc_id, score, snippet))
         return _ranked(scored, limit)
 
     @staticmethod
     def _snippet(doc: Doc, matched: set[str]) -> str:
-        source = doc.body or doc.description or doc.title or doc.name
-        out = []
-        for token in source.split()[:24]:
-            bare = _tokens(token)
-            hit = bool(bare) and stem(bare[0]) in matched
-            out.append(f"\x01{token}\x02" if hit else token)
-        return " ".join(out)
+        fields = [doc.body, doc.description, doc.title]
+        source = next(
+            (f for f in fields if any(stem(t) in matched for t in _tokens(f))),
+            next((f for f in fields if f), doc.name),
+        )
+        tokens = source.split()
+        hits = [bool(_tokens(t)) and stem(_tokens(t)[0]) in matched for t in tokens]
+        start = max(0, hits.index(True) - 8) if True in hits else 0
+        window = zip(tokens[start : start + 24], hits[start : start + 24], strict=True)
+        return " ".join(f"\x01{t}\x02" if hit else t for t, hit in window)
 
     def ids(self) -> set[str]:
         return set(self._docs)

@@ -257,8 +257,6 @@ def test_more_matched_words_rank_higher(index: Any) -> None:
 
 
 def test_context_counts_less_than_body_and_is_never_shown(index: Any) -> None:
-    if isinstance(index, InMemoryTextIndex):
-        pytest.skip("the reference adapter does not index context")
     index.upsert(
         [
             make_doc(id="ctx", body="other text", context="zeppelin story"),
@@ -349,8 +347,6 @@ def test_a_prefix_matches_words_whose_stem_is_shorter(index: Any) -> None:
 
 
 def test_a_whole_last_word_still_matches_with_prefix_on(index: Any) -> None:
-    if isinstance(index, InMemoryTextIndex):
-        pytest.skip("the reference adapter matches the last word only as a prefix of stems")
     index.upsert([make_doc(body="several deployments")])
 
     assert search(index, "deploying", prefix=True) == ["m1"]
@@ -403,8 +399,6 @@ def test_snippets_handle_non_ascii_text(index: Any) -> None:
 
 
 def test_snippets_fall_back_to_the_description(index: Any) -> None:
-    if isinstance(index, InMemoryTextIndex):
-        pytest.skip("the reference adapter shows the head of the body, unhighlighted")
     index.upsert([make_doc(body="nothing relevant", description="the quokka hops")])
 
     [hit] = index.search("quokka", where=EVERYTHING, limit=5, snippets=True)
@@ -414,8 +408,6 @@ def test_snippets_fall_back_to_the_description(index: Any) -> None:
 
 
 def test_a_snippet_is_a_short_fragment_around_the_match(index: Any) -> None:
-    if isinstance(index, InMemoryTextIndex):
-        pytest.skip("the reference adapter shows the head of the body only")
     body = " ".join(["lorem"] * 150 + ["walrus"] + ["ipsum"] * 150)
     index.upsert([make_doc(body=body)])
 
