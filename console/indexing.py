@@ -39,6 +39,17 @@ def enqueue(item: str, item_id: str, op: str) -> None:
         transaction.on_commit(apply_pending_quietly)
 
 
+def enqueue_many(jobs: Iterable[tuple[str, str, str]]) -> None:
+    """Record `(item, item_id, op)` jobs at once, without an apply on commit.
+
+    For batch writers that apply the queue themselves once a batch commits
+    (the importer), so the embedder sees a whole batch instead of one row.
+    """
+    IndexJob.objects.bulk_create(
+        [IndexJob(item=item, item_id=item_id, op=op) for item, item_id, op in jobs]
+    )
+
+
 def apply_pending_quietly() -> None:
     try:
         apply_pending()

@@ -75,7 +75,8 @@ def project_get_or_create(*, slug: str) -> Project:
 # --- memories -----------------------------------------------------------------
 
 
-def _clean_tags(tags: Iterable[str] | None) -> list[str]:
+def tags_clean(*, tags: Iterable[str] | None) -> list[str]:
+    """Stripped, lower-cased, de-duplicated tags cut to 64 characters; at most MAX_TAGS."""
     out = []
     for tag in tags or []:
         tag = str(tag).strip().lower()
@@ -86,7 +87,8 @@ def _clean_tags(tags: Iterable[str] | None) -> list[str]:
     return out
 
 
-def _validate(memory: Memory) -> None:
+def memory_validate(*, memory: Memory) -> None:
+    """Raise ValidationError for a bad memory; cleans its tags in place (saves nothing)."""
     if len(memory.body) > MAX_BODY_CHARS:
         raise ValidationError(
             {
@@ -96,7 +98,7 @@ def _validate(memory: Memory) -> None:
         )
     if not 0.0 <= float(memory.importance) <= 1.0:
         raise ValidationError({"importance": "Importance must be between 0 and 1."})
-    memory.tags = _clean_tags(memory.tags)
+    memory.tags = tags_clean(tags=memory.tags)
     memory.full_clean(exclude=["superseded_by", "project"])
 
 
@@ -108,7 +110,7 @@ def _apply_fields(memory: Memory, fields: Mapping[str, Any]) -> None:
         setattr(memory, key, value)
 
 
-def _rewrite_links(memory: Memory) -> None:
+def memory_links_rewrite(*, memory: Memory) -> None:
     """Derived `wikilink` edges follow the body: rewritten on every change."""
     Edge.objects.filter(src=memory, origin="wikilink").delete()
     names = link_names(memory.body)
@@ -144,7 +146,7 @@ def _link_waiting_sources(memory: Memory) -> None:
     sources = Memory.objects.filter(scope, body__contains=f"[[{memory.name}").exclude(pk=memory.pk)
     for source in sources:
         if memory.name in link_names(source.body):
-            _rewrite_links(source)
+            memory_links_rewrite(memory=source)
 
 
 @transaction.atomic
@@ -154,12 +156,12 @@ def memory_create(
     memory = Memory(project=project)
     _apply_fields(memory, fields)
     memory.created = memory.updated = created or timezone.now()
-    _validate(memory)
+    memory_validate(memory=memory)
     memory.content_hash = content_hash(
         name=memory.name, description=memory.description, body=memory.body
     )
     memory.save(force_insert=True)
-    _rewrite_links(memory)
+    memory_links_rewrite(memory=memory)
     _link_waiting_sources(memory)
     indexing.enqueue("memory", memory.pk, "upsert")
     return memory
@@ -169,13 +171,13 @@ def memory_create(
 def memory_update(*, memory: Memory, **fields: Any) -> Memory:
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     _apply_fields(memory, fields)
-    _validate(memory)
+    memory_validate(memory=memory)
     memory.content_hash = content_hash(
         name=memory.name, description=memory.description, body=memory.body
     )
     memory.updated = timezone.now()
     memory.save()
-    _rewrite_links(memory)
+    memory_links_rewrite(memory=memory)
     indexing.enqueue("memory", memory.pk, "upsert")
     return memory
 
@@ -247,7 +249,7 @@ def note_create(*, project: Project | None, **fields: Any) -> Note:
     note = Note(project=project, **fields)
     if not note.slug:
         note.slug = slugify_name(note.title)
-    note.tags = _clean_tags(note.tags)
+    note.tags = tags_clean(tags=note.tags)
     if len(note.body) > MAX_BODY_CHARS:
         raise ValidationError({"body": f"The body is over {MAX_BODY_CHARS:,} characters."})
     note.full_clean(exclude=["project"])
@@ -263,7 +265,7 @@ def note_update(*, note: Note, **fields: Any) -> Note:
         if key not in NOTE_FIELDS:
             raise ValueError(f"unknown note field: {key}")
         setattr(note, key, value)
-    note.tags = _clean_tags(note.tags)
+    note.tags = tags_clean(tags=note.tags)
     if len(note.body) > MAX_BODY_CHARS:
         raise ValidationError({"body": f"The body is over {MAX_BODY_CHARS:,} characters."})
     note.full_clean(exclude=["project"])

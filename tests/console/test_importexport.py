@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from console import importexport, indexing, services, wiring
+from console import importing, indexing, reading, services, wiring
 from console.models import Edge, IndexJob, Memory, Note, Project
 
 pytestmark = pytest.mark.django_db
@@ -102,7 +102,7 @@ def test_a_bad_line_is_reported_with_its_number_and_the_rest_imports(
 ) -> None:
     path = write_jsonl(planes / "mixed.jsonl", [turn(1, "hello"), line, turn(2, "bye")])
 
-    report = importexport.import_records(importexport.read_records([path]))
+    report = importing.import_records(reading.read_records([path]))
 
     assert report.memories == 2
     assert len(report.errors) == 1
@@ -122,10 +122,10 @@ def test_the_command_prints_errors_and_a_summary(planes: Path) -> None:
 
 
 def test_a_row_the_database_refuses_is_reported_and_the_batch_still_saves(planes: Path) -> None:
-    importer = importexport._Importer(project=None, index=True)
+    importer = importing._Importer(project=None, index=True)
     pending: list[Any] = []
     for n, data in enumerate([{"id": OWN_ID, "name": "taken"}, {"name": "free"}], 1):
-        importer.take(importexport.Record(f"x.jsonl:{n}", data), pending)
+        importer.take(reading.Record(f"x.jsonl:{n}", data), pending)
     services.memory_create(project=None, name="sneaked-in")
     Memory.objects.filter(name="sneaked-in").update(id=OWN_ID)  # after validation ran
 
@@ -139,11 +139,11 @@ def test_a_row_the_database_refuses_is_reported_and_the_batch_still_saves(planes
 
 def test_reimporting_skips_what_is_already_there(planes: Path) -> None:
     path = write_jsonl(planes / "a.jsonl", [turn(1, "hi"), turn(2, "yo")])
-    importexport.import_records(importexport.read_records([path]))
+    importing.import_records(reading.read_records([path]))
     call_command("export_memories", "--out", str(planes / "own.jsonl"))
 
-    again = importexport.import_records(importexport.read_records([path]))
-    own = importexport.import_records(importexport.read_records([planes / "own.jsonl"]))
+    again = importing.import_records(reading.read_records([path]))
+    own = importing.import_records(reading.read_records([planes / "own.jsonl"]))
 
     assert (again.memories, again.skipped) == (0, 2)
     assert (own.memories, own.skipped) == (0, 3)  # the project line and two memories
@@ -153,7 +153,7 @@ def test_reimporting_skips_what_is_already_there(planes: Path) -> None:
 def test_project_option_puts_everything_in_one_project(planes: Path) -> None:
     path = write_jsonl(planes / "a.jsonl", [turn(1, "hi"), {"name": "loose-fact"}])
 
-    importexport.import_records(importexport.read_records([path]), project="sandbox")
+    importing.import_records(reading.read_records([path]), project="sandbox")
 
     assert set(Memory.objects.values_list("project__slug", flat=True)) == {"sandbox"}
     assert Memory.objects.get(name="ada-session-1-turn-1").session_id == "sandbox:S1"
@@ -184,7 +184,7 @@ def test_markdown_files_and_folders_import(planes: Path) -> None:
     (folder / "broken.md").write_text("# no front matter\n", encoding="utf-8")
     (folder / "idea.md").write_text("---\ntype: note\ntitle: An idea\n---\nMaybe.\n")
 
-    report = importexport.import_records(importexport.read_records([folder]))
+    report = importing.import_records(reading.read_records([folder]))
 
     assert (report.memories, report.notes) == (2, 1), report.errors
     assert report.errors == ["broken.md: no YAML front matter (the file must start with a "
@@ -314,8 +314,8 @@ def test_export_of_one_project(planes: Path) -> None:
     ],
 )
 def test_cut_description(text: str, expected: str) -> None:
-    assert importexport.cut_description(text) == expected
-    assert len(importexport.cut_description(text)) <= 150
+    assert importing.cut_description(text) == expected
+    assert len(importing.cut_description(text)) <= 150
 
 
 @pytest.mark.parametrize(
@@ -327,4 +327,4 @@ def test_cut_description(text: str, expected: str) -> None:
     ],
 )
 def test_derive_name(text: str, name: str) -> None:
-    assert importexport.derive_name(text) == name
+    assert importing.derive_name(text) == name

@@ -1,4 +1,4 @@
-"""Export projects, memories, notes and explicit edges (see console/importexport.py)."""
+"""Export projects, memories, notes and explicit edges (see console/exporting.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from console import importexport
+from console import exporting
 
 PLURALS = {"project": "projects", "memory": "memories", "note": "notes", "edge": "edges"}
 
@@ -28,9 +28,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         out: Path = options["out"]
         export = (
-            importexport.export_markdown
-            if options["format"] == "markdown"
-            else importexport.export_jsonl
+            exporting.export_markdown if options["format"] == "markdown" else exporting.export_jsonl
         )
         try:
             counts = export(out, project=options["project"])

@@ -1,4 +1,4 @@
-"""Import memories, notes and projects from JSON lines or markdown (see console/importexport.py)."""
+"""Import memories, notes and projects from JSON lines or markdown (see console/importing.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from console import importexport, indexing, wiring
+from console import importing, indexing, reading, wiring
 
 PROGRESS_FROM = 500  # records; shorter runs print only the summary
 
@@ -37,11 +37,11 @@ class Command(BaseCommand):
         missing = [str(p) for p in paths if not p.exists()]
         if missing:
             raise CommandError(f"not found: {', '.join(missing)}")
-        total = importexport.count_records(paths)
+        total = reading.count_records(paths)
         with tqdm(total=total, unit="rec", desc="import", disable=total < PROGRESS_FROM) as bar:
             try:
-                report = importexport.import_records(
-                    importexport.read_records(paths),
+                report = importing.import_records(
+                    reading.read_records(paths),
                     project=options["project"],
                     batch=options["batch"],
                     index=not options["no_index"],

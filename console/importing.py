@@ -1,16 +1,4 @@
-"""Import and export of projects, memories, notes and explicit edges.
-
-Two formats, one record shape (a dict per item, with a `type` of `project`,
-`memory`, `note` or `edge`; a record without `type` is a memory):
-
-- JSON lines: one record per line. Our export writes projects (by slug), then
-  memories, notes and explicit edges (each by id), keys in a fixed order,
-  timestamps ISO-8601 UTC. Lines in the evaluation format (`id`, `project`,
-  `name`, `description`, `created_at`, `metadata`) import too.
-- Markdown: one file per item, YAML front matter plus the body, in a folder
-  per project (`_global/` for global memories and inbox notes, `_notes/` for
-  notes, `_project.md` for the project itself). Explicit edges sit in their
-  source memory's front matter.
+"""Import of records (console/reading.py) into projects, memories, notes and edges.
 
 Ids. An `id` that is a ULID is ours: the row keeps it, and a record whose id
 already exists is skipped (never overwritten: the database is the source of
@@ -18,64 +6,38 @@ truth). Any other `id` (`conv-26:D1:3`) is an external id: it goes to
 `Memory.external_id` and a record whose external id already exists in its
 project is skipped. Re-importing a file therefore never duplicates.
 
+Projects, notes and edges come as typed records (`type: project | note |
+edge`, see console/records.py); edges and parent projects are resolved after
+every row is in, since they may point forward in the file.
+
 Validation happens per record before it is saved, and each save runs in its
 own savepoint, so a bad record is reported with its line and skipped while
 everything else imports. Rows are written a batch per transaction with their
-outbox jobs; the jobs of a batch are applied once it commits (batched
-embedding), in file order, so an episode's session context is already in the
-database when it is indexed.
+outbox jobs (`indexing.enqueue_many`, no apply on commit); the jobs of a batch
+are applied once it commits (batched embedding), in file order, so an
+episode's session context is already in the database when it is indexed.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
-from pathlib import Path
 from typing import Any
 
-import yaml
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from console import indexing, services
-from console.models import NAME_RE, Edge, IndexJob, Memory, Note, Project, new_id
+from console.models import NAME_RE, Edge, Memory, Note, Project, new_id
+from console.reading import Record
+from console.records import TYPES, RecordError, parse_time
 from recall.types import MEMORY, MEMORY_KINDS, NOTE
 
 ULID_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
-FRONT_MATTER = re.compile(r"\A---\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
 DESCRIPTION_CHARS = 150
-TYPES = ("project", "memory", "note", "edge")
-
-MEMORY_KEYS = (
-    "type", "id", "project", "kind", "name", "description", "body", "tags", "importance",
-    "agent_id", "session_id", "session_order", "source", "valid_from", "invalid_at",
-    "superseded_by", "favorite", "external_id", "metadata", "created", "updated",
-    "access_count", "last_accessed_at",
-)  # fmt: skip
-NOTE_KEYS = (
-    "type", "id", "project", "title", "slug", "description", "body", "tags", "source_url",
-    "favorite", "created", "updated",
-)  # fmt: skip
-PROJECT_KEYS = (
-    "type", "slug", "name", "description", "parent", "isolation", "favorite", "retired_at",
-    "created",
-)  # fmt: skip
-
-
-class RecordError(ValueError):
-    """A record that cannot be imported; the message says why."""
-
-
-@dataclass
-class Record:
-    where: str  # "file.jsonl:12" or "notes/x.md"
-    data: dict[str, Any] | None
-    error: str = ""
 
 
 @dataclass
@@ -100,30 +62,6 @@ class ImportReport:
 
 
 # --- values -------------------------------------------------------------------
-
-
-def iso(value: datetime | None) -> str | None:
-    """ISO-8601 in UTC with a `Z`; microseconds only when there are some."""
-    if value is None:
-        return None
-    value = value.astimezone(UTC)
-    spec = "microseconds" if value.microsecond else "seconds"
-    return value.replace(tzinfo=None).isoformat(timespec=spec) + "Z"
-
-
-def parse_time(value: Any, *, key: str) -> datetime | None:
-    if value in (None, ""):
-        return None
-    if isinstance(value, datetime):
-        parsed = value
-    elif isinstance(value, date):
-        parsed = datetime(value.year, value.month, value.day)
-    else:
-        try:
-            parsed = datetime.fromisoformat(str(value).strip())
-        except ValueError:
-            raise RecordError(f"{key}: {value!r} is not an ISO-8601 timestamp") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def derive_name(text: str) -> str:
@@ -160,94 +98,6 @@ def _explain(exc: ValidationError) -> str:
     if hasattr(exc, "error_dict"):
         return "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())
     return " ".join(exc.messages)
-
-
-# --- reading ------------------------------------------------------------------
-
-
-def read_records(paths: Iterable[Path]) -> Iterator[Record]:
-    """Records of JSON-lines files and markdown files or folders, in order."""
-    for path in paths:
-        if path.is_dir():
-            yield from _read_markdown(sorted(path.rglob("*.md")), root=path)
-        elif path.suffix.lower() in (".md", ".markdown"):
-            yield from _read_markdown([path], root=path.parent)
-        else:
-            yield from _read_jsonl(path)
-
-
-def count_records(paths: Iterable[Path]) -> int:
-    total = 0
-    for path in paths:
-        if path.is_dir():
-            total += sum(1 for _ in path.rglob("*.md"))
-        elif path.suffix.lower() in (".md", ".markdown"):
-            total += 1
-        else:
-            with path.open("rb") as fh:
-                total += sum(1 for line in fh if line.strip())
-    return total
-
-
-def _read_jsonl(path: Path) -> Iterator[Record]:
-    with path.open(encoding="utf-8", newline="") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path.name}:{number}"
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield Record(where, None, f"not JSON ({exc.msg} at column {exc.colno})")
-                continue
-            if not isinstance(data, dict):
-                yield Record(where, None, "not a JSON object")
-                continue
-            yield Record(where, data)
-
-
-def parse_markdown(text: str) -> dict[str, Any]:
-    """Front matter and body of one markdown file (body exactly as exported)."""
-    match = FRONT_MATTER.match(text)
-    if not match:
-        raise RecordError("no YAML front matter (the file must start with a '---' line)")
-    try:
-        data = yaml.safe_load(match.group(1)) or {}
-    except yaml.YAMLError as exc:
-        raise RecordError(f"front matter is not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise RecordError("front matter must be a mapping of keys to values")
-    # Our export writes "\n" + body + "\n" after the front matter: strip exactly
-    # those, so a body's own blank lines and carriage returns survive.
-    newline = "\r\n" if match.group(0).endswith("\r\n") else "\n"
-    body = text[match.end() :]
-    body = body.removeprefix(newline)
-    body = body.removesuffix(newline)
-    if data.get("type", "memory") != "project":
-        data["body"] = body
-    elif body.strip():
-        data.setdefault("description", body.strip())
-    return data
-
-
-def _read_markdown(paths: list[Path], *, root: Path) -> Iterator[Record]:
-    """Projects first, then memories in time order (session turns in order), notes."""
-    records: list[tuple[tuple[Any, ...], Record]] = []
-    for path in paths:
-        where = str(path.relative_to(root)) if path != root else path.name
-        try:
-            data = parse_markdown(path.read_bytes().decode("utf-8"))
-        except (RecordError, UnicodeDecodeError) as exc:
-            records.append(((9, where), Record(where, None, str(exc))))
-            continue
-        rank = TYPES.index(data["type"]) if data.get("type") in TYPES else 1
-        when = str(data.get("created") or data.get("created_at") or "")
-        order = data.get("session_order")
-        order = order if isinstance(order, int) else 0
-        session = str(data.get("session_id") or "")
-        records.append(((rank, when, session, order, where), Record(where, data)))
-    for _, record in sorted(records, key=lambda pair: pair[0]):
-        yield record
 
 
 # --- importing ----------------------------------------------------------------
@@ -444,7 +294,7 @@ class _Importer:
             access_count=int(_number(data.get("access_count") or 0, key="access_count")),
             last_accessed_at=parse_time(data.get("last_accessed_at"), key="last_accessed_at"),
         )
-        services._validate(memory)
+        services.memory_validate(memory=memory)
         memory.content_hash = services.content_hash(
             name=memory.name, description=memory.description, body=memory.body
         )
@@ -475,7 +325,7 @@ class _Importer:
             slug=str(data.get("slug") or "") or derive_name(title),
             description=str(data.get("description") or ""),
             body=str(data.get("body") or ""),
-            tags=services._clean_tags(_tags(data.get("tags"))),
+            tags=services.tags_clean(tags=_tags(data.get("tags"))),
             source_url=str(data.get("source_url") or ""),
             favorite=bool(data.get("favorite")),
             created=created,
@@ -494,9 +344,8 @@ class _Importer:
             return
         with transaction.atomic():
             saved = self.save(pending)
-            IndexJob.objects.bulk_create(
-                IndexJob(item=MEMORY if isinstance(i, Memory) else NOTE, item_id=i.pk, op="upsert")
-                for i in saved
+            indexing.enqueue_many(
+                (MEMORY if isinstance(i, Memory) else NOTE, i.pk, "upsert") for i in saved
             )
             memories = [i for i in saved if isinstance(i, Memory)]
             _link(memories)
@@ -614,134 +463,10 @@ def _link(memories: list[Memory]) -> None:
         return
     for memory in memories:
         if services.link_names(memory.body):
-            services._rewrite_links(memory)
+            services.memory_links_rewrite(memory=memory)
     names = {m.name for m in memories}
     ids = [m.pk for m in memories]
     waiting = Memory.objects.filter(body__contains="[[").exclude(pk__in=ids)
     for source in waiting.only("id", "project_id", "body"):
         if names.intersection(services.link_names(source.body)):
-            services._rewrite_links(source)
-
-
-# --- exporting ----------------------------------------------------------------
-
-
-def project_record(p: Project) -> dict[str, Any]:
-    values = {
-        "type": "project",
-        "slug": p.slug,
-        "name": p.name,
-        "description": p.description,
-        "parent": p.parent.slug if p.parent else None,
-        "isolation": p.isolation,
-        "favorite": p.favorite,
-        "retired_at": iso(p.retired_at),
-        "created": iso(p.created),
-    }
-    return {k: values[k] for k in PROJECT_KEYS}
-
-
-def memory_record(m: Memory) -> dict[str, Any]:
-    values = {
-        "type": "memory",
-        "id": m.pk,
-        "project": m.project.slug if m.project else None,
-        "superseded_by": m.superseded_by_id,
-        "valid_from": iso(m.valid_from),
-        "invalid_at": iso(m.invalid_at),
-        "created": iso(m.created),
-        "updated": iso(m.updated),
-        "last_accessed_at": iso(m.last_accessed_at),
-    }
-    return {k: values[k] if k in values else getattr(m, k) for k in MEMORY_KEYS}
-
-
-def note_record(n: Note) -> dict[str, Any]:
-    values = {
-        "type": "note",
-        "id": n.pk,
-        "project": n.project.slug if n.project else None,
-        "created": iso(n.created),
-        "updated": iso(n.updated),
-    }
-    return {k: values[k] if k in values else getattr(n, k) for k in NOTE_KEYS}
-
-
-def edge_record(e: Edge) -> dict[str, Any]:
-    return {
-        "type": "edge",
-        "src": e.src_id,
-        "dst": e.dst_id,
-        "rel": e.rel,
-        "weight": e.weight,
-        "created": iso(e.created),
-    }
-
-
-def export_records(*, project: str | None = None) -> Iterator[dict[str, Any]]:
-    """Projects by slug, then memories, notes and explicit edges by id.
-
-    Wikilink edges are not exported: they are derived from bodies on import.
-    """
-    projects = Project.objects.select_related("parent").order_by("slug")
-    memories = Memory.objects.select_related("project").order_by("pk")
-    notes = Note.objects.select_related("project").order_by("pk")
-    edges = Edge.objects.filter(origin="explicit").order_by("src_id", "dst_id", "rel", "pk")
-    if project is not None:
-        if not Project.objects.filter(slug=project).exists():
-            raise ValueError(f"no project with slug {project!r}")
-        projects = projects.filter(slug=project)
-        memories = memories.filter(project__slug=project)
-        notes = notes.filter(project__slug=project)
-        edges = edges.filter(src__project__slug=project)
-    yield from (project_record(p) for p in projects)
-    yield from (memory_record(m) for m in memories.iterator(chunk_size=1000))
-    yield from (note_record(n) for n in notes.iterator(chunk_size=1000))
-    yield from (edge_record(e) for e in edges)
-
-
-def export_jsonl(out: Path, *, project: str | None = None) -> dict[str, int]:
-    """One JSON object per line; returns the count per record type."""
-    counts = dict.fromkeys(TYPES, 0)
-    with out.open("w", encoding="utf-8", newline="\n") as fh:
-        for record in export_records(project=project):
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-            counts[record["type"]] += 1
-    return counts
-
-
-def export_markdown(out: Path, *, project: str | None = None) -> dict[str, int]:
-    """One markdown file per item under `out`, which must be new or empty."""
-    if out.exists() and any(out.iterdir()):
-        raise ValueError(f"{out} is not empty: export markdown into a new folder")
-    counts = dict.fromkeys(TYPES, 0)
-    records = list(export_records(project=project))
-    edges: dict[str, list[dict[str, Any]]] = {}
-    for record in records:
-        if record["type"] == "edge":
-            edge = {k: v for k, v in record.items() if k not in ("type", "src")}
-            edges.setdefault(record["src"], []).append(edge)
-            counts["edge"] += 1
-    for record in records:
-        kind = record["type"]
-        if kind == "edge":
-            continue
-        folder = out / (record["slug"] if kind == "project" else record["project"] or "_global")
-        if kind == "project":
-            path = folder / "_project.md"
-        elif kind == "note":
-            path = folder / "_notes" / f"{record['slug']}--{record['id']}.md"
-        else:
-            path = folder / f"{record['name']}--{record['id']}.md"
-            if record["id"] in edges:
-                record["edges"] = edges[record["id"]]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(markdown_text(record), encoding="utf-8", newline="\n")
-        counts[kind] += 1
-    return counts
-
-
-def markdown_text(record: dict[str, Any]) -> str:
-    front = {k: v for k, v in record.items() if k != "body"}
-    matter = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=1 << 16)
-    return f"---\n{matter}---\n\n{record.get('body', '')}\n"
+            services.memory_links_rewrite(memory=source)

@@ -1,0 +1,134 @@
+"""Export of projects, memories, notes and explicit edges (formats: console/records.py).
+
+JSON lines: projects by slug, then memories, notes and explicit edges by id,
+keys in a fixed order (`records.*_KEYS`), timestamps ISO-8601 UTC. Markdown:
+one file per item in a folder per project, explicit edges in their source
+memory's front matter. Wikilink edges are not exported: they are derived
+from bodies on import. Importing an export into an empty database and
+exporting again gives identical bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from console.models import Edge, Memory, Note, Project
+from console.records import MEMORY_KEYS, NOTE_KEYS, PROJECT_KEYS, TYPES, iso, markdown_text
+
+
+def project_record(p: Project) -> dict[str, Any]:
+    values = {
+        "type": "project",
+        "slug": p.slug,
+        "name": p.name,
+        "description": p.description,
+        "parent": p.parent.slug if p.parent else None,
+        "isolation": p.isolation,
+        "favorite": p.favorite,
+        "retired_at": iso(p.retired_at),
+        "created": iso(p.created),
+    }
+    return {k: values[k] for k in PROJECT_KEYS}
+
+
+def memory_record(m: Memory) -> dict[str, Any]:
+    values = {
+        "type": "memory",
+        "id": m.pk,
+        "project": m.project.slug if m.project else None,
+        "superseded_by": m.superseded_by_id,
+        "valid_from": iso(m.valid_from),
+        "invalid_at": iso(m.invalid_at),
+        "created": iso(m.created),
+        "updated": iso(m.updated),
+        "last_accessed_at": iso(m.last_accessed_at),
+    }
+    return {k: values[k] if k in values else getattr(m, k) for k in MEMORY_KEYS}
+
+
+def note_record(n: Note) -> dict[str, Any]:
+    values = {
+        "type": "note",
+        "id": n.pk,
+        "project": n.project.slug if n.project else None,
+        "created": iso(n.created),
+        "updated": iso(n.updated),
+    }
+    return {k: values[k] if k in values else getattr(n, k) for k in NOTE_KEYS}
+
+
+def edge_record(e: Edge) -> dict[str, Any]:
+    return {
+        "type": "edge",
+        "src": e.src_id,
+        "dst": e.dst_id,
+        "rel": e.rel,
+        "weight": e.weight,
+        "created": iso(e.created),
+    }
+
+
+def export_records(*, project: str | None = None) -> Iterator[dict[str, Any]]:
+    """Projects by slug, then memories, notes and explicit edges by id.
+
+    Wikilink edges are not exported: they are derived from bodies on import.
+    """
+    projects = Project.objects.select_related("parent").order_by("slug")
+    memories = Memory.objects.select_related("project").order_by("pk")
+    notes = Note.objects.select_related("project").order_by("pk")
+    edges = Edge.objects.filter(origin="explicit").order_by("src_id", "dst_id", "rel", "pk")
+    if project is not None:
+        if not Project.objects.filter(slug=project).exists():
+            raise ValueError(f"no project with slug {project!r}")
+        projects = projects.filter(slug=project)
+        memories = memories.filter(project__slug=project)
+        notes = notes.filter(project__slug=project)
+        edges = edges.filter(src__project__slug=project)
+    yield from (project_record(p) for p in projects)
+    yield from (memory_record(m) for m in memories.iterator(chunk_size=1000))
+    yield from (note_record(n) for n in notes.iterator(chunk_size=1000))
+    yield from (edge_record(e) for e in edges)
+
+
+def export_jsonl(out: Path, *, project: str | None = None) -> dict[str, int]:
+    """One JSON object per line; returns the count per record type."""
+    counts = dict.fromkeys(TYPES, 0)
+    with out.open("w", encoding="utf-8", newline="\n") as fh:
+        for record in export_records(project=project):
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            counts[record["type"]] += 1
+    return counts
+
+
+def export_markdown(out: Path, *, project: str | None = None) -> dict[str, int]:
+    """One markdown file per item under `out`, which must be new or empty."""
+    if out.exists() and any(out.iterdir()):
+        raise ValueError(f"{out} is not empty: export markdown into a new folder")
+    counts = dict.fromkeys(TYPES, 0)
+    records = list(export_records(project=project))
+    edges: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        if record["type"] == "edge":
+            edge = {k: v for k, v in record.items() if k not in ("type", "src")}
+            edges.setdefault(record["src"], []).append(edge)
+            counts["edge"] += 1
+    for record in records:
+        kind = record["type"]
+        if kind == "edge":
+            continue
+        folder = out / (record["slug"] if kind == "project" else record["project"] or "_global")
+        if kind == "project":
+            path = folder / "_project.md"
+        elif kind == "note":
+            path = folder / "_notes" / f"{record['slug']}--{record['id']}.md"
+        else:
+            path = folder / f"{record['name']}--{record['id']}.md"
+            if record["id"] in edges:
+                record["edges"] = edges[record["id"]]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(markdown_text(record), encoding="utf-8", newline="\n")
+        counts[kind] += 1
+    return counts
