@@ -79,25 +79,28 @@ def embedder() -> Embedder | None:
     path = _conf("EMBEDDER")
     if not path:
         return None
-    key = "EMBEDDER_BATCH_THREADS" if _cache.get("batch_mode") else "EMBEDDER_THREADS"
-    return _shared_embedder(path, int(_conf(key)))
+    if _cache.get("batch_mode"):
+        return _shared_embedder(path, 1, int(_conf("EMBEDDER_BATCH_THREADS")))
+    return _shared_embedder(path, int(_conf("EMBEDDER_THREADS")), 1)
 
 
 def use_batch_threads() -> None:
-    """For batch commands: embed with EMBEDDER_BATCH_THREADS (one query at a
-    time is fastest on one thread; a bulk load uses every core)."""
+    """For batch commands (import, reindex): embed on every core.
+
+    One query embeds fastest on one thread; a bulk load runs one batch per
+    core at once (EMBEDDER_BATCH_THREADS)."""
     with _lock:
         _cache.clear()
         _cache["batch_mode"] = True
 
 
 @lru_cache(maxsize=4)
-def _shared_embedder(path: str, threads: int) -> Embedder:
+def _shared_embedder(path: str, threads: int, parallel: int) -> Embedder:
     """The model is process-wide (it does not depend on the data directory)."""
     cls = import_string(path)
     try:
-        return cls(threads=threads)  # type: ignore[no-any-return]
-    except TypeError:
+        return cls(threads=threads, parallel=parallel)  # type: ignore[no-any-return]
+    except TypeError:  # an embedder without those knobs
         return cls()  # type: ignore[no-any-return]
 
 

@@ -18,6 +18,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -155,8 +156,13 @@ class OnnxEmbedder:
     `threads` is onnxruntime's intra-op thread count; `max_tokens` truncates
     each text (the model was trained at 128 word pieces); `cache_size` bounds
     the LRU cache of single-text calls (0 turns it off); `batch_size` bounds
-    one forward pass. `model_path` points at another copy of the model file,
-    still checked against the package's sha256.
+    one forward pass (8 measured fastest here: ~100 texts/s per core on
+    41-token texts, against 82 at 32 and 50 at 128, where padding and cache
+    misses cost more than the larger matrices save). `parallel` runs that many
+    batches at once on one session (onnxruntime releases the GIL), which uses
+    several cores far better than intra-op threads do on small batches: a
+    bulk load asks for one per core. `model_path` points at another copy of
+    the model file, still checked against the package's sha256.
     """
 
     def __init__(
@@ -165,20 +171,22 @@ class OnnxEmbedder:
         max_tokens: int = 128,
         cache_size: int = 1024,
         *,
-        batch_size: int = 32,
+        batch_size: int = 8,
+        parallel: int = 1,
         model_path: str | Path | None = None,
     ) -> None:
         for name, value in (("threads", threads), ("max_tokens", max_tokens)):
             if value < 1:
                 raise ValueError(f"{name} must be >= 1, got {value!r}")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size!r}")
+        if batch_size < 1 or parallel < 1:
+            raise ValueError(f"batch_size and parallel must be >= 1, got {batch_size}, {parallel}")
         if cache_size < 0:
             raise ValueError(f"cache_size must be >= 0, got {cache_size!r}")
         self.threads = threads
         self.max_tokens = max_tokens
         self.cache_size = cache_size
         self.batch_size = batch_size
+        self.parallel = parallel
         self._model_path = Path(model_path) if model_path is not None else None
         self._model: _Model | None = None
         self._load_lock = threading.Lock()
@@ -239,9 +247,20 @@ class OnnxEmbedder:
             # Sorting by length keeps similar lengths together: less padding.
             order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
             out = np.empty((len(ids), DIMS), dtype=np.float32)
-            for start in range(0, len(order), self.batch_size):
-                chunk = order[start : start + self.batch_size]
+            chunks = [
+                order[start : start + self.batch_size]
+                for start in range(0, len(order), self.batch_size)
+            ]
+
+            def run(chunk: list[int]) -> None:
                 out[chunk] = model.run([ids[i] for i in chunk])
+
+            if self.parallel > 1 and len(chunks) > 1:
+                with ThreadPoolExecutor(max_workers=self.parallel) as pool:
+                    list(pool.map(run, chunks))
+            else:
+                for chunk in chunks:
+                    run(chunk)
         except (ConfigError, ValueError, TypeError):
             raise
         except Exception as exc:

@@ -235,3 +235,13 @@ def test_bad_settings_are_value_errors(kwargs: dict[str, int]) -> None:
 def test_a_single_string_is_refused(onnx: OnnxEmbedder) -> None:
     with pytest.raises(ValueError):
         onnx.embed("not a list")
+
+
+def test_parallel_batches_give_the_same_vectors_in_the_same_order() -> None:
+    texts = [f"memory number {i} about {'cache ' * (i % 7)}eviction" for i in range(40)]
+
+    serial = OnnxEmbedder(cache_size=0, batch_size=4).embed(texts)
+    parallel = OnnxEmbedder(cache_size=0, batch_size=4, parallel=2).embed(texts)
+
+    assert parallel.shape == (40, 384)
+    assert float(abs(parallel - serial).max()) < 1e-6
