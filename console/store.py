@@ -8,6 +8,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -42,6 +43,51 @@ def memory_record(m: Memory) -> Record:
         session_id=m.session_id,
         source=m.source,
         links=tuple(link_names(m.body)),
+    )
+
+
+_MEMORY_COLUMNS = (
+    "id",
+    "project__slug",
+    "kind",
+    "name",
+    "description",
+    "body",
+    "tags",
+    "importance",
+    "favorite",
+    "invalid_at",
+    "created",
+    "updated",
+    "superseded_by_id",
+    "session_id",
+    "source",
+)
+
+
+def _memory_row_record(row: tuple[Any, ...]) -> Record:
+    """`memory_record` from a `values_list(*_MEMORY_COLUMNS)` row."""
+    (pk, project, kind, name, description, body, tags, importance, favorite, invalid_at,
+     created, updated, superseded_by, session_id, source) = row  # fmt: skip
+    return Record(
+        id=pk,
+        item=MEMORY,
+        project=project,
+        kind=kind,
+        name=name,
+        title=name,
+        description=description,
+        body=body,
+        tags=tuple(tags or ()),
+        importance=importance,
+        favorite=favorite,
+        active=invalid_at is None,
+        created=created,
+        updated=updated,
+        superseded_by=superseded_by,
+        session_id=session_id,
+        source=source,
+        links=tuple(link_names(body)),
     )
 
 
@@ -103,13 +149,12 @@ class DjangoStore:
         self._usage_lock = threading.Lock()
 
     def hydrate(self, ids: Iterable[str]) -> dict[str, Record]:
+        """Rows as plain tuples (no model instances): this runs on every query."""
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
-        found = {
-            m.pk: memory_record(m)
-            for m in Memory.objects.filter(pk__in=wanted).select_related("project")
-        }
+        rows = Memory.objects.filter(pk__in=wanted).order_by().values_list(*_MEMORY_COLUMNS)
+        found = {row[0]: _memory_row_record(row) for row in rows}
         rest = [i for i in wanted if i not in found]
         if rest:
             found.update(
@@ -120,19 +165,25 @@ class DjangoStore:
             )
         return found
 
-    def browse(self, *, where: Filter, limit: int) -> list[Record]:
+    def browse(self, *, where: Filter, limit: int, favorites_only: bool = False) -> list[Record]:
         items = where.items or (MEMORY, NOTE)
         records: list[Record] = []
         if MEMORY in items:
-            records += [
-                memory_record(m) for m in _memories(where).order_by("-updated", "-id")[:limit]
-            ]
+            rows = _memories(where).filter(favorite=True) if favorites_only else _memories(where)
+            newest = rows.order_by("-updated", "-id").values_list(*_MEMORY_COLUMNS)[:limit]
+            records += [_memory_row_record(row) for row in newest]
         if NOTE in items:
-            records += [note_record(n) for n in _notes(where).order_by("-updated", "-id")[:limit]]
+            notes = _notes(where).filter(favorite=True) if favorites_only else _notes(where)
+            records += [note_record(n) for n in notes.order_by("-updated", "-id")[:limit]]
         records.sort(
             key=lambda r: (r.updated.timestamp() if r.updated else 0.0, r.id), reverse=True
         )
         return records[:limit]
+
+    def count(self, *, where: Filter) -> int:
+        items = where.items or (MEMORY, NOTE)
+        total = _memories(where).count() if MEMORY in items else 0
+        return total + (_notes(where).count() if NOTE in items else 0)
 
     def by_names(self, names: Sequence[str], *, project: str | None) -> dict[str, Record]:
         if not names:

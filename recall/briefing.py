@@ -43,6 +43,15 @@ def run(engine: Engine, req: BriefingRequest, config: BriefingConfig) -> Briefin
     # can push one out of the scan window.
     constraints = _browse(engine, replace(where, kinds=(CONSTRAINT,)), config.scan_limit)
     rest = [r for r in _browse(engine, where, config.scan_limit) if r.kind != CONSTRAINT]
+    # Starred memories are pinned however old; the newest-first index reads
+    # only a window, and the trailer counts what lies beyond it.
+    seen = {r.id for r in rest}
+    rest += [
+        r
+        for r in _browse(engine, where, config.scan_limit, favorites_only=True)
+        if r.kind != CONSTRAINT and r.id not in seen
+    ]
+    unseen = max(0, engine.store.count(where=where) - len(constraints) - len(rest))
     now = engine.clock()
     fixed: list[_Line] = []
     if constraints:
@@ -64,13 +73,15 @@ def run(engine: Engine, req: BriefingRequest, config: BriefingConfig) -> Briefin
         index = [_line(r, config, now) for r in rest if not r.favorite]
     if not fixed and not index:
         return Briefing("", (), 0)
-    return _assemble(engine, req, config, fixed, index, budget, hard_cap)
+    return _assemble(engine, req, config, fixed, index, budget, hard_cap, unseen)
 
 
-def _browse(engine: Engine, where: Filter, limit: int) -> list[Record]:
+def _browse(
+    engine: Engine, where: Filter, limit: int, *, favorites_only: bool = False
+) -> list[Record]:
     return [
         r
-        for r in engine.store.browse(where=where, limit=limit)
+        for r in engine.store.browse(where=where, limit=limit, favorites_only=favorites_only)
         if where.admits(project=r.project, active=r.active, item=r.item, kind=r.kind)
     ]
 
@@ -91,6 +102,7 @@ def _assemble(
     index: Sequence[_Line],
     budget: int,
     hard_cap: int,
+    unseen: int = 0,
 ) -> Briefing:
     def count(text: str) -> int:
         # Each line with its newline: line estimates then add up to at least
@@ -114,7 +126,7 @@ def _assemble(
         used += count(header)
         shown: list[_Line] = []
         for n, (text, ident) in enumerate(index):
-            trailer = f"(+{len(index) - n - 1} older: use recall)"
+            trailer = f"(+{len(index) - n - 1 + unseen} older: use recall)"
             if used + count(text) + count(trailer) > budget:
                 break
             shown.append((text, ident))
@@ -124,6 +136,7 @@ def _assemble(
         dropped += len(index) - len(shown)
     else:
         dropped += len(index)
+    dropped += unseen
     if dropped:
         lines.append((f"(+{dropped} older: use recall)", None))
     lines.append((closing, None))

@@ -112,7 +112,9 @@ class BriefingConfig:
 
     budget: int = 1500
     hard_cap_factor: float = 2.0  # nothing renders beyond budget x this
-    scan_limit: int = 1000  # newest memories read to build the index
+    # Newest memories read to build the index: a 1500-token budget (hard cap
+    # 2x) holds about 100 index lines; older ones are only counted.
+    scan_limit: int = 200
     description_chars: int = 150
     relevant_hits: int = 3  # subagent RELEVANT section
     tag: str = "memory-briefing"

@@ -116,7 +116,8 @@ class MemoryStore(Protocol):
 
     `hydrate` returns records for the ids that still exist, keyed by id;
     ids that no longer hydrate are simply absent. `browse` lists items in
-    scope newest first (updated desc, then id). `by_names` resolves
+    scope newest first (updated desc, then id), only starred ones with
+    `favorites_only`; `count` counts the items in scope. `by_names` resolves
     `[[name]]` link targets: for each name the active memory of that name in
     `project` if any, else the global one. `identifiers` returns the exact
     id, exact name/slug and id-prefix (>= 8 characters) matches in scope,
@@ -126,7 +127,11 @@ class MemoryStore(Protocol):
 
     def hydrate(self, ids: Iterable[str]) -> dict[str, Record]: ...
 
-    def browse(self, *, where: Filter, limit: int) -> list[Record]: ...
+    def browse(
+        self, *, where: Filter, limit: int, favorites_only: bool = False
+    ) -> list[Record]: ...
+
+    def count(self, *, where: Filter) -> int: ...
 
     def by_names(self, names: Sequence[str], *, project: str | None) -> dict[str, Record]: ...
 

@@ -70,6 +70,11 @@ def run(engine: Engine, req: SearchRequest, config: SearchConfig) -> SearchResul
     if not words(query, keep_short_last=req.prefix):
         return SearchResult((), (), {"total": _ms(started)}, False)
     depth = config.depth
+    if not req.semantic:
+        # No fusion on the fast path: full-text order is the final order, so
+        # fetch (and snippet, and hydrate) only what the page can show.
+        # Favourites come first among those hits.
+        depth = min(depth, req.limit + config.identifier_limit)
     if req.since is not None:
         depth = min(max(depth, config.max_depth), depth * config.since_depth_factor)
 

@@ -242,11 +242,18 @@ class InMemoryStore:
     def hydrate(self, ids: Iterable[str]) -> dict[str, Record]:
         return {i: self.records[i] for i in ids if i in self.records}
 
-    def browse(self, *, where: Filter, limit: int) -> list[Record]:
-        rows = [r for r in self.records.values() if self._admits(where, r)]
+    def browse(self, *, where: Filter, limit: int, favorites_only: bool = False) -> list[Record]:
+        rows = [
+            r
+            for r in self.records.values()
+            if self._admits(where, r) and (r.favorite or not favorites_only)
+        ]
         rows.sort(key=lambda r: r.id, reverse=True)
         rows.sort(key=lambda r: r.updated.timestamp() if r.updated else 0.0, reverse=True)
         return rows[:limit]
+
+    def count(self, *, where: Filter) -> int:
+        return sum(1 for r in self.records.values() if self._admits(where, r))
 
     def by_names(self, names: Sequence[str], *, project: str | None) -> dict[str, Record]:
         found: dict[str, Record] = {}

@@ -70,8 +70,11 @@ def test_the_openapi_schema_holds_against_a_live_server(tmp_path: Path) -> None:
                 os.environ.get("ST_MAX_EXAMPLES", "15"),
                 "--seed",
                 os.environ.get("ST_SEED", "1"),
+                # One worker: with several, schemathesis's coverage phase races
+                # in hypothesis's lambda-source cache and crashes with an
+                # internal AssertionError (seen here; not a finding on our API).
                 "--workers",
-                "4",
+                "1",
                 "--request-timeout",
                 "30",
                 "--generation-database",

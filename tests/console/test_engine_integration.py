@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from console import indexing, selectors, services, wiring
 from console.models import Edge, Memory, Project
+from recall.config import RecallConfig
 from recall.errors import ConfigError, EmbedderUnavailable, IndexUnavailable
 from recall.types import MEMORY, Doc
 
@@ -400,8 +401,8 @@ def test_link_expansion_follows_wikilinks_with_source_link(alpha: Project):
     seed = remember(
         alpha, "chroma-boot-race", "chroma boot race", body="Start chroma first; [[startup-order]]."
     )
-    # Enough closer memories that the neighbour is no semantic candidate (depth 24).
-    for i in range(30):
+    # Enough closer memories that the neighbour is no semantic candidate.
+    for i in range(RecallConfig().depth + 5):
         remember(alpha, f"chroma-note-{i}", f"chroma vector store boot note {i}")
     neighbour = remember(alpha, "startup-order", "postgres, then redis, then the web workers")
     sync()

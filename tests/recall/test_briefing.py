@@ -127,3 +127,23 @@ def test_an_old_constraint_is_not_pushed_out_by_newer_memories(make_engine: Make
     result = engine.briefing(brief(), config=BriefingConfig(scan_limit=10))
 
     assert "old-rule" in result.text and old_rule.id in result.ids
+
+
+def test_a_starred_memory_older_than_the_scan_window_is_still_pinned(make_engine: MakeEngine):
+    records = [make_memory(i, description=f"fact number {i}") for i in range(1, 31)]
+    records.append(make_memory(99, "ancient-star", description="old but starred", favorite=True))
+    engine = make_engine(records)
+
+    result = engine.briefing(brief(), config=BriefingConfig(scan_limit=10))
+
+    assert result.text.index("PINNED") < result.text.index("ancient-star")
+    assert uid(99) in result.ids
+
+
+def test_the_trailer_counts_memories_beyond_the_scan_window(make_engine: MakeEngine):
+    engine = make_engine([make_memory(i, description=f"fact {i}") for i in range(1, 31)])
+
+    result = engine.briefing(brief(), config=BriefingConfig(scan_limit=10))
+
+    assert len(result.ids) == 10
+    assert "(+20 older: use recall)" in result.text
