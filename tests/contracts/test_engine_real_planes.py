@@ -22,21 +22,20 @@ import importlib
 import inspect
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from recall.engine import Engine
-from recall.errors import IndexUnavailable
 from recall.indexes.lance_index import LanceIndex
 from recall.indexes.tantivy_index import TantivyIndex
 from recall.indexes.whoosh_index import WhooshIndex
-from recall.ports import Embedder, VectorIndex, Vectors
+from recall.ports import Embedder, VectorIndex
 from recall.testing import FakeEmbedder, InMemoryStore
-from recall.types import Candidate, Filter, Record
-from tests.recall.conftest import NOW, MakeEngine, index, make_memory, uid
+from recall.types import Filter, Record
+from tests.recall.conftest import NOW, MakeEngine, SpySearches, index, make_memory, uid
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXT_BACKENDS = {"tantivy": TantivyIndex, "whoosh": WhooshIndex}
@@ -94,21 +93,8 @@ IMPORTED = behaviour_tests(BEHAVIOUR_MODULES)
 globals().update(IMPORTED)
 
 
-class SpyLanceIndex(LanceIndex):
-    """LanceDB, counting searches; `fail = True` raises IndexUnavailable (as SpyVectorIndex)."""
-
-    def __init__(self, path: Path, *, dims: int) -> None:
-        super().__init__(path, dims=dims)
-        self.fail = False
-        self.searches = 0
-
-    def search(
-        self, vector: Sequence[float] | Vectors, *, where: Filter, limit: int
-    ) -> list[Candidate]:
-        self.searches += 1
-        if self.fail:
-            raise IndexUnavailable("vector table unreadable")
-        return super().search(vector, where=where, limit=limit)
+class SpyLanceIndex(SpySearches, LanceIndex):
+    """LanceDB with the same search spy as the reference `SpyVectorIndex`."""
 
 
 @pytest.fixture(params=sorted(TEXT_BACKENDS))

@@ -58,13 +58,25 @@ def to_doc(r: Record) -> Doc:
     )  # fmt: skip
 
 
-class SpyVectorIndex(InMemoryVectorIndex):
-    """The reference vector index, counting searches; `fail` raises IndexUnavailable."""
+# Queries that must give an empty result or a QueryError, never a crash.
+BAD_QUERIES = [
+    "",
+    "   ",
+    "x" * 10_000,
+    "?!.,;:",
+    "AND OR NOT",
+    '"""',
+    "🚀🔥",
+    "nul\x00byte",
+    "(*) [[ ]] --",
+]
 
-    def __init__(self, *, fail: bool = False) -> None:
-        super().__init__()
-        self.fail = fail
-        self.searches = 0
+
+class SpySearches:
+    """Mixin for a VectorIndex: counts searches; `fail = True` raises IndexUnavailable."""
+
+    fail = False
+    searches = 0
 
     def search(
         self, vector: Sequence[float] | Vectors, *, where: Filter, limit: int
@@ -72,7 +84,15 @@ class SpyVectorIndex(InMemoryVectorIndex):
         self.searches += 1
         if self.fail:
             raise IndexUnavailable("vector table unreadable")
-        return super().search(vector, where=where, limit=limit)
+        return super().search(vector, where=where, limit=limit)  # type: ignore[misc, no-any-return]
+
+
+class SpyVectorIndex(SpySearches, InMemoryVectorIndex):
+    """The reference vector index with a search spy."""
+
+    def __init__(self, *, fail: bool = False) -> None:
+        super().__init__()
+        self.fail = fail
 
 
 def index(engine: Engine, records: Iterable[Record]) -> None:
@@ -136,4 +156,14 @@ def ids(hits: Iterable[Any]) -> list[str]:
     return [h.id for h in hits]
 
 
-__all__ = ["NOW", "index", "invalidate", "make_memory", "make_note", "uid", "ids", "replace"]
+__all__ = [
+    "BAD_QUERIES",
+    "NOW",
+    "index",
+    "invalidate",
+    "make_memory",
+    "make_note",
+    "uid",
+    "ids",
+    "replace",
+]

@@ -6,7 +6,15 @@ from recall.config import RecallConfig
 from recall.errors import ConfigError, QueryError
 from recall.requests import RecallRequest
 from recall.testing import FakeEmbedder
-from tests.recall.conftest import MakeEngine, ids, invalidate, make_memory, make_note, uid
+from tests.recall.conftest import (
+    BAD_QUERIES,
+    MakeEngine,
+    ids,
+    invalidate,
+    make_memory,
+    make_note,
+    uid,
+)
 
 RRF = RecallConfig(fusion="rrf", channel_weights={"fts": 1.0, "semantic": 1.0})
 
@@ -274,19 +282,6 @@ def test_bad_requests_raise_query_error(
 ):
     with pytest.raises(QueryError, match=message):
         make_engine().recall(ask("chroma", **overrides))
-
-
-BAD_QUERIES = [
-    "",
-    "   ",
-    "x" * 10_000,
-    "?!.,;:",
-    "AND OR NOT",
-    '"""',
-    "🚀🔥",
-    "nul\x00byte",
-    "(*) [[ ]] --",
-]
 
 
 @pytest.mark.parametrize("query", BAD_QUERIES)

@@ -8,7 +8,16 @@ from recall.config import SearchConfig
 from recall.errors import ConfigError, QueryError
 from recall.requests import SearchRequest
 from recall.testing import FakeEmbedder
-from tests.recall.conftest import NOW, MakeEngine, ids, invalidate, make_memory, make_note, uid
+from tests.recall.conftest import (
+    BAD_QUERIES,
+    NOW,
+    MakeEngine,
+    ids,
+    invalidate,
+    make_memory,
+    make_note,
+    uid,
+)
 
 
 def test_search_ignores_token_budget(make_engine: MakeEngine):
@@ -205,19 +214,6 @@ def test_bad_search_requests_raise_query_error(
 ):
     with pytest.raises(QueryError, match=message):
         make_engine().search(SearchRequest("chroma", **overrides))  # type: ignore[arg-type]
-
-
-BAD_QUERIES = [
-    "",
-    "   ",
-    "x" * 10_000,
-    "?!.,;:",
-    "AND OR NOT",
-    '"""',
-    "🚀🔥",
-    "nul\x00byte",
-    "(*) [[ ]] --",
-]
 
 
 @pytest.mark.parametrize("query", BAD_QUERIES)
