@@ -22,6 +22,8 @@ migrate: venv
 
 run: migrate
 	$(PY) manage.py demo --if-empty
+	@# Indexes reconverge from the database (e.g. after an embedding model change).
+	@$(PY) manage.py index_status --fail-on-drift >/dev/null || $(PY) manage.py reindex
 	$(PY) manage.py ensure_login
 	@echo "Serving the console on http://127.0.0.1:8000/ (Ctrl-C stops it)"
 	$(PY) manage.py runserver 127.0.0.1:8000 --insecure

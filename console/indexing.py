@@ -252,10 +252,22 @@ class Status:
     extra_text: int
     missing_vectors: int
     extra_vectors: int
+    vector_model: str | None = None  # what the stored vectors were embedded with
+    embedder_model: str | None = None  # what the configured embedder makes now
+
+    @property
+    def stale_model(self) -> bool:
+        """Stored vectors from another model: every one must be re-embedded."""
+        return bool(self.vector_model and self.embedder_model) and (
+            self.vector_model != self.embedder_model
+        )
 
     @property
     def drift(self) -> int:
-        return self.missing_text + self.extra_text + self.missing_vectors + self.extra_vectors
+        stale = (self.vector_rows or 0) if self.stale_model else 0
+        return (
+            self.missing_text + self.extra_text + self.missing_vectors + self.extra_vectors + stale
+        )
 
 
 def status() -> Status:
@@ -275,6 +287,8 @@ def status() -> Status:
         extra_text=len(text_ids - db_ids),
         missing_vectors=len(db_ids - vector_ids) if vector_ids is not None else 0,
         extra_vectors=len(vector_ids - db_ids) if vector_ids is not None else 0,
+        vector_model=vectors.stored_model() if vectors is not None else None,
+        embedder_model=embedder.model if (embedder := wiring.embedder()) is not None else None,
     )
 
 

@@ -128,6 +128,13 @@ RECALL = {
     "EMBEDDER": env("RECALL_EMBEDDER", "recall.embedders.onnx.OnnxEmbedder"),
     # Threads the embedder may use (1 is fastest per query on small machines).
     "EMBEDDER_THREADS": int(env("RECALL_EMBEDDER_THREADS", "1")),
+    # Run the embedder as its derived dynamic-int8 copy (about 2x faster; 0 = the
+    # packaged fp32-compute model). Switching changes the vectors: `reindex`.
+    "EMBEDDER_QUANTIZED": env("RECALL_EMBEDDER_QUANTIZED", "1") != "0",
+    # Where that derived copy is cached (built once per machine, about 2 s).
+    "MODEL_CACHE_DIR": Path(
+        env("RECALL_MODEL_CACHE_DIR", str(Path.home() / ".cache" / "recall" / "models"))
+    ),
     # Threads for bulk embedding in batch commands (import, reindex, bench ingest).
     "EMBEDDER_BATCH_THREADS": int(env("RECALL_EMBEDDER_BATCH_THREADS", str(os.cpu_count() or 1))),
     # Where the full-text index and the LanceDB table live.

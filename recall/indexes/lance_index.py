@@ -307,7 +307,7 @@ class LanceIndex:
         if len(models) > 1:
             raise ConfigError(f"one upsert mixes embedding models {sorted(models)}")
         (model,) = models
-        stored = self._stored_model()
+        stored = self.stored_model()
         if stored is not None and stored != model and self.count() > 0:
             raise ConfigError(
                 f"vector table {self.path}/{self.table_name} holds {stored!r} vectors; "
@@ -315,7 +315,8 @@ class LanceIndex:
             )
         return model
 
-    def _stored_model(self) -> str | None:
+    def stored_model(self) -> str | None:
+        """The embedding model of the stored rows (None when empty)."""
         if self._model is None:
             table = self._handle()
             data = self._call(

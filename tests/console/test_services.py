@@ -205,6 +205,24 @@ def test_rebuild_recreates_both_planes_from_the_database(project: Project) -> No
     assert {m.pk for m in memories} <= vector_ids()
 
 
+def test_vectors_from_another_model_are_drift_until_reindexed(
+    project: Project, settings: Any
+) -> None:
+    make_memory(project, name="fact-one", kind="fact")
+    indexing.apply_pending()
+    assert not indexing.status().stale_model
+
+    settings.RECALL = {**settings.RECALL, "EMBEDDER_QUANTIZED": False}
+    wiring.reset()
+    stale = indexing.status()
+    assert stale.stale_model and stale.drift == 1
+    assert stale.vector_model != stale.embedder_model
+
+    indexing.rebuild()
+    assert indexing.status().drift == 0
+    assert indexing.status().vector_model == wiring.embedder().model  # type: ignore[union-attr]
+
+
 def test_session_context_makes_a_terse_turn_findable(project: Project) -> None:
     turns = ["We adopted a corgi named Biscuit", "She loves the beach", "Yes, every Sunday"]
     made = [

@@ -33,7 +33,7 @@ TEXTS = [
 @pytest.fixture(scope="module")
 def onnx() -> OnnxEmbedder:
     """One real model per module: loading costs a few hundred ms."""
-    return OnnxEmbedder(batch_size=4)
+    return OnnxEmbedder()
 
 
 @pytest.fixture(params=["onnx", "fake"])
@@ -109,8 +109,50 @@ def test_paraphrases_are_closer_than_unrelated_sentences(onnx: OnnxEmbedder) -> 
 
 @pytest.mark.slow
 def test_model_name_and_dims(onnx: OnnxEmbedder) -> None:
-    assert onnx.model == "all-MiniLM-L6-v2-onnx-int8"
+    assert onnx.model == "all-MiniLM-L6-v2-onnx-int8+dq8"
+    assert OnnxEmbedder(quantized=False).model == "all-MiniLM-L6-v2-onnx-int8"
     assert onnx.dims == 384
+
+
+@pytest.mark.slow
+def test_the_quantized_copy_stays_close_to_the_packaged_model(onnx: OnnxEmbedder) -> None:
+    texts = [t for t in TEXTS if t]
+    exact = OnnxEmbedder(quantized=False, cache_size=0).embed(texts)
+
+    cosines = (onnx.embed(texts) * exact).sum(axis=1)
+
+    assert cosines.min() > 0.97, cosines
+
+
+@pytest.mark.slow
+def test_the_quantized_copy_is_built_once_then_reused(tmp_path: Path) -> None:
+    OnnxEmbedder(cache_dir=tmp_path).embed(["first load builds it"])
+    (built,) = tmp_path.glob("*.onnx")
+    stamp = built.stat().st_mtime_ns
+
+    OnnxEmbedder(cache_dir=tmp_path).embed(["second load reuses it"])
+
+    assert built.stat().st_mtime_ns == stamp
+    assert sorted(p.name for p in tmp_path.iterdir()) == [built.name, built.name + ".sha256"]
+
+
+@pytest.mark.slow
+def test_a_damaged_quantized_copy_is_rebuilt_not_run(tmp_path: Path) -> None:
+    reference = OnnxEmbedder(cache_dir=tmp_path, cache_size=0).embed(TEXTS[:1])
+    (built,) = tmp_path.glob("*.onnx")
+    built.write_bytes(built.read_bytes()[: built.stat().st_size // 2])  # torn write
+
+    again = OnnxEmbedder(cache_dir=tmp_path, cache_size=0).embed(TEXTS[:1])
+
+    np.testing.assert_allclose(again, reference, atol=1e-6)
+
+
+def test_an_unwritable_model_cache_is_a_config_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+
+    with pytest.raises(ConfigError, match="RECALL_MODEL_CACHE_DIR"):
+        OnnxEmbedder(cache_dir=blocker / "models").embed(["anything"])
 
 
 @pytest.mark.slow
@@ -144,8 +186,10 @@ def test_a_missing_model_file_is_a_config_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_batch_and_single_calls_agree(onnx: OnnxEmbedder) -> None:
-    uncached = OnnxEmbedder(cache_size=0, batch_size=3)
+@pytest.mark.parametrize("kwargs", [{}, {"quantized": False, "batch_size": 3}])
+def test_batch_and_single_calls_agree(onnx: OnnxEmbedder, kwargs: dict[str, object]) -> None:
+    uncached = OnnxEmbedder(cache_size=0, **kwargs)  # type: ignore[arg-type]
+    onnx = onnx if not kwargs else OnnxEmbedder(**kwargs)  # type: ignore[arg-type]
     batch = uncached.embed(TEXTS)
 
     for n, text in enumerate(TEXTS):

@@ -191,6 +191,16 @@ def test_clear_empties_the_index(index: VectorIndex) -> None:
     assert index.ids() == {"p"}
 
 
+def test_stored_model_names_the_rows_embedding_model(index: VectorIndex) -> None:
+    assert index.stored_model() is None
+
+    index.upsert([row("m", X), row("n", X)])
+    assert index.stored_model() == "test-model"
+
+    index.clear()
+    assert index.stored_model() is None
+
+
 SCOPED = [
     row("in-a", X, project="a"),
     row("in-b", X, project="b"),

@@ -23,10 +23,14 @@ class Command(BaseCommand):
         self.stdout.write(f"full text     {s.text_rows} rows  [{conf['TEXT_INDEX']}]")
         vectors = "off" if s.vector_rows is None else f"{s.vector_rows} rows"
         self.stdout.write(f"vectors       {vectors}  [{conf['VECTOR_INDEX']}]")
+        if s.vector_model:
+            stale = "  STALE: the embedder now makes " + str(s.embedder_model)
+            self.stdout.write(f"vector model  {s.vector_model}{stale if s.stale_model else ''}")
         self.stdout.write(f"pending jobs  {s.pending} ({s.failing} with errors)")
         self.stdout.write(
             f"drift         {s.drift} (text: {s.missing_text} missing, {s.extra_text} extra; "
-            f"vectors: {s.missing_vectors} missing, {s.extra_vectors} extra)"
+            f"vectors: {s.missing_vectors} missing, {s.extra_vectors} extra"
+            f"{', all stale' if s.stale_model else ''})"
         )
         if s.drift == 0:
             self.stdout.write(self.style.SUCCESS("no drift"))
