@@ -216,15 +216,19 @@ class DjangoStore:
         if len(token) >= 8 and _ULID_CHARS.match(upper):
             by_id |= Q(pk__gte=upper, pk__lt=upper + "~")
         items = where.items or (MEMORY, NOTE)
-        ranked: list[tuple[int, str, Record]] = []
+        # Keys first (usually none match), then hydrate only the matches.
+        found: list[tuple[str, str]] = []
         if MEMORY in items:
-            for m in _memories(where).filter(by_id | Q(name=lower))[: limit * 2]:
-                ranked.append((_lane(m.pk, m.name, upper, lower), m.pk, memory_record(m)))
+            rows = _memories(where).filter(by_id | Q(name=lower)).order_by()
+            found += rows.values_list("pk", "name")[: limit * 2]
         if NOTE in items:
-            for n in _notes(where).filter(by_id | Q(slug=lower))[: limit * 2]:
-                ranked.append((_lane(n.pk, n.slug, upper, lower), n.pk, note_record(n)))
-        ranked.sort(key=lambda t: (t[0], t[1]))
-        return [r for _, _, r in ranked[:limit]]
+            rows = _notes(where).filter(by_id | Q(slug=lower)).order_by()
+            found += rows.values_list("pk", "slug")[: limit * 2]
+        if not found:
+            return []
+        ranked = sorted(found, key=lambda f: (_lane(f[0], f[1], upper, lower), f[0]))[:limit]
+        records = self.hydrate(pk for pk, _ in ranked)
+        return [records[pk] for pk, _ in ranked if pk in records]
 
     def usage(self, ids: Sequence[str]) -> dict[str, float]:
         table = self._usage_table()

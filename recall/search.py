@@ -69,18 +69,17 @@ def run(engine: Engine, req: SearchRequest, config: SearchConfig) -> SearchResul
     query = clean(req.query)
     if not words(query, keep_short_last=req.prefix):
         return SearchResult((), (), {"total": _ms(started)}, False)
-    depth = config.depth
-    if not req.semantic:
-        # No fusion on the fast path: full-text order is the final order, so
-        # fetch (and snippet, and hydrate) only what the page can show.
-        # Favourites come first among those hits.
-        depth = min(depth, req.limit + config.identifier_limit)
-    if req.since is not None:
-        depth = min(max(depth, config.max_depth), depth * config.since_depth_factor)
-
     identified: list[Record] = []
     if " " not in query:
         identified = engine.store.identifiers(query, where=where, limit=config.identifier_limit)
+    depth = config.depth
+    if not req.semantic:
+        # No fusion on the fast path: full-text order is the final order, so
+        # fetch (and snippet, and hydrate) only what the page can show beside
+        # the identifier hits. Favourites come first among those hits.
+        depth = min(depth, req.limit + len(identified))
+    if req.since is not None:
+        depth = min(max(depth, config.max_depth), depth * config.since_depth_factor)
     legs = gather(
         query,
         where=where,
