@@ -18,6 +18,7 @@ from django.db.models import Count, Q, QuerySet
 
 from console import wiring
 from console.models import Edge, Memory, Note, Project, RetrievalEvent, Setting
+from console.prepared import Prepared
 from recall.config import (
     BriefingConfig,
     DedupConfig,
@@ -62,8 +63,11 @@ def config_override(key: str) -> dict[str, Any]:
 
 def config_effective(key: str) -> tuple[Any, tuple[str, ...]]:
     """The base with the override row decoded over it, at use time (failure-soft)."""
-    row = Setting.objects.filter(key=key).values_list("value", flat=True).first()
-    return decode_over(config_base(key), row)
+    rows = _SETTING.rows("value", key)  # on every keystroke: compiled once
+    return decode_over(config_base(key), rows[0][0] if rows else None)
+
+
+_SETTING = Prepared(lambda _, key: Setting.objects.filter(key=key).values_list("value")[:1])
 
 
 # --- retrieval ----------------------------------------------------------------

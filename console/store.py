@@ -14,6 +14,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from console.models import Memory, Note, Project, RetrievalEvent
+from console.prepared import Prepared
 from console.services import link_names
 from recall.types import MEMORY, NOTE, Filter, Record
 
@@ -136,6 +137,22 @@ def _notes(where: Filter) -> QuerySet[Note]:
     return rows
 
 
+def _identify(rows: QuerySet[Any], name: str, limit: int, *args: str) -> QuerySet[Any]:
+    """Keys (pk, name) of `rows` matching an exact id, name, or id range."""
+    upper, lower, *prefix = args
+    match = Q(pk=upper) | Q(**{name: lower})
+    if prefix:
+        match |= Q(pk__gte=prefix[0], pk__lt=prefix[1])
+    return rows.filter(match).order_by().values_list("pk", name)[:limit]
+
+
+_IDENTIFY_MEMORY = Prepared(lambda key, *args: _identify(_memories(key[0]), "name", key[1], *args))
+_IDENTIFY_NOTE = Prepared(lambda key, *args: _identify(_notes(key[0]), "slug", key[1], *args))
+_HYDRATE = Prepared(
+    lambda n, *ids: Memory.objects.filter(pk__in=ids).order_by().values_list(*_MEMORY_COLUMNS)
+)
+
+
 def _lane(pk: str, name: str, upper: str, lower: str) -> int:
     return 0 if pk == upper else 1 if name == lower else 2
 
@@ -153,7 +170,7 @@ class DjangoStore:
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
-        rows = Memory.objects.filter(pk__in=wanted).order_by().values_list(*_MEMORY_COLUMNS)
+        rows = _HYDRATE.rows(len(wanted), *wanted)
         found = {row[0]: _memory_row_record(row) for row in rows}
         rest = [i for i in wanted if i not in found]
         if rest:
@@ -212,18 +229,15 @@ class DjangoStore:
         if not token or len(token) > 120 or not _IDENTIFIER.match(token):
             return []
         upper, lower = token.upper(), token.lower()
-        by_id = Q(pk=upper)
-        if len(token) >= 8 and _ULID_CHARS.match(upper):
-            by_id |= Q(pk__gte=upper, pk__lt=upper + "~")
+        ranged = len(token) >= 8 and _ULID_CHARS.match(upper) is not None
+        args = (upper, lower, upper, upper + "~") if ranged else (upper, lower)
         items = where.items or (MEMORY, NOTE)
         # Keys first (usually none match), then hydrate only the matches.
         found: list[tuple[str, str]] = []
         if MEMORY in items:
-            rows = _memories(where).filter(by_id | Q(name=lower)).order_by()
-            found += rows.values_list("pk", "name")[: limit * 2]
+            found += _IDENTIFY_MEMORY.rows((where, limit * 2), *args)
         if NOTE in items:
-            rows = _notes(where).filter(by_id | Q(slug=lower)).order_by()
-            found += rows.values_list("pk", "slug")[: limit * 2]
+            found += _IDENTIFY_NOTE.rows((where, limit * 2), *args)
         if not found:
             return []
         ranked = sorted(found, key=lambda f: (_lane(f[0], f[1], upper, lower), f[0]))[:limit]

@@ -1,0 +1,97 @@
+"""Compile-once queries give exactly what the ORM gives, for any bound value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db.models import QuerySet
+
+from console import services
+from console.models import Memory, Project
+from console.prepared import Prepared
+
+pytestmark = pytest.mark.django_db
+
+COLUMNS = ("id", "project__slug", "name", "tags", "favorite", "invalid_at", "created")
+
+
+@pytest.fixture
+def memories(planes: object) -> list[Memory]:
+    ops = services.project_create(slug="ops")
+    made = [
+        services.memory_create(
+            project=ops if n % 2 else None,
+            kind="fact",
+            name=f"fact-{n}",
+            description=f"fact {n}",
+            tags=[f"t{n}", "shared"],
+        )
+        for n in range(4)
+    ]
+    services.memory_archive(memory=made[0])
+    return made
+
+
+def by_ids(n: int, *ids: str) -> QuerySet[Any]:
+    return Memory.objects.filter(pk__in=ids).order_by("pk").values_list(*COLUMNS)
+
+
+def test_rows_equal_the_orm_with_converted_columns(memories: list[Memory]) -> None:
+    prepared = Prepared(by_ids)
+    ids = [m.pk for m in memories[:3]]
+
+    rows = prepared.rows(len(ids), *ids)
+
+    assert rows == list(by_ids(0, *ids))
+    assert rows[0][COLUMNS.index("invalid_at")] is not None  # an aware datetime
+    assert rows[0][COLUMNS.index("created")].tzinfo is not None
+    assert rows[1][COLUMNS.index("tags")] == ["t1", "shared"]  # JSON decoded
+    assert rows[1][COLUMNS.index("project__slug")] == "ops"  # the join
+
+
+def test_one_shape_serves_every_value(memories: list[Memory]) -> None:
+    prepared = Prepared(lambda key, name: Memory.objects.filter(name=name).values_list("pk"))
+
+    found = [prepared.rows("by-name", m.name) for m in memories]
+
+    assert found == [[(m.pk,)] for m in memories]
+    assert prepared.rows("by-name", "absent") == []
+    assert len(prepared._shapes) == 1
+
+
+def test_a_value_sql_would_transform_is_refused(memories: list[Memory]) -> None:
+    prepared = Prepared(lambda key, q: Memory.objects.filter(name__icontains=q).values_list("pk"))
+
+    with pytest.raises(ValueError, match="verbatim"):
+        prepared.rows("contains", "fact")
+
+
+def test_an_empty_queryset_has_no_rows(memories: list[Memory]) -> None:
+    prepared = Prepared(lambda key, name: Memory.objects.none().values_list("pk"))
+
+    assert prepared.rows("none", "fact-1") == []
+
+
+def test_the_cache_is_bounded(memories: list[Memory]) -> None:
+    prepared = Prepared(by_ids, size=2)
+
+    for n in range(1, 5):
+        assert len(prepared.rows(n, *[m.pk for m in memories[:n]])) == n
+
+    assert len(prepared._shapes) == 2
+
+
+def test_project_scope_is_part_of_the_shape(memories: list[Memory]) -> None:
+    def build(slug: str | None, name: str) -> QuerySet[Any]:
+        rows = Memory.objects.filter(name=name)
+        if slug is not None:
+            rows = rows.filter(project__slug=slug)
+        return rows.values_list("pk")
+
+    prepared = Prepared(build)
+
+    assert prepared.rows("ops", "fact-1") == [(memories[1].pk,)]
+    assert prepared.rows("web", "fact-1") == []
+    assert prepared.rows(None, "fact-2") == [(memories[2].pk,)]
+    assert Project.objects.count() == 1
