@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 import nh3
 from django import template
+from django.urls import get_script_prefix, reverse
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
@@ -96,6 +97,23 @@ def snippet(hit: Any) -> SafeString:
             nh3.clean_text((getattr(hit, "description", "") or "").translate(SENTINELS))
         )  # noqa: S308
     return mark_safe(nh3.clean(html, tags={"mark"}, attributes={}))  # noqa: S308
+
+
+_ITEM_URLS: dict[tuple[str, str], str] = {}
+
+
+@register.filter
+def item_url(hit: Any) -> str:
+    """A hit's page (memory or note), reversed once per view name and prefix.
+
+    Lists render one per hit on every keystroke; `{% url %}` per hit cost
+    more than the rest of the row."""
+    name = "note_detail" if getattr(hit, "kind", "") == "note" else "memory_detail"
+    key = (name, get_script_prefix())
+    pattern = _ITEM_URLS.get(key)
+    if pattern is None:
+        pattern = _ITEM_URLS[key] = reverse(name, args=["__item__"])
+    return pattern.replace("__item__", quote(str(hit.id), safe=""))
 
 
 @register.filter

@@ -241,8 +241,18 @@ def test_the_palette_is_the_fts_fast_path_with_a_prefix(
 
     assert "chroma-boot-race" in html
     assert "<mark>" in html
+    assert f'href="/memories/{memory.pk}/"' in html
     assert html.count('class="pal-item"') <= 8
     assert response["Server-Timing"].startswith("search;dur=")
+
+
+def test_palette_and_search_link_notes_to_note_pages(admin_client: Client, memory: Memory) -> None:
+    note = services.note_create(project=memory.project, title="Chromatic notes", body="chromatic")
+    indexing.apply_pending()
+
+    for url in ("/palette/?q=chromat", "/?q=chromatic"):
+        html = admin_client.get(url, **HX).content.decode()
+        assert f'href="/notes/{note.pk}/"' in html, url
 
 
 # --- memory and note pages ------------------------------------------------------
