@@ -153,6 +153,17 @@ _HYDRATE = Prepared(
 )
 
 
+def _named(names: Sequence[str], project: Q) -> QuerySet[Any]:
+    rows = Memory.objects.filter(name__in=names, invalid_at__isnull=True).filter(project)
+    return rows.order_by("id").values_list(*_MEMORY_COLUMNS)
+
+
+_BY_NAMES = Prepared(
+    lambda n, *args: _named(args[:n], Q(project__slug=args[n]) | Q(project__isnull=True))
+)
+_BY_NAMES_GLOBAL = Prepared(lambda n, *names: _named(names, Q(project__isnull=True)))
+
+
 def _lane(pk: str, name: str, upper: str, lower: str) -> int:
     return 0 if pk == upper else 1 if name == lower else 2
 
@@ -205,17 +216,16 @@ class DjangoStore:
     def by_names(self, names: Sequence[str], *, project: str | None) -> dict[str, Record]:
         if not names:
             return {}
-        rows = (
-            Memory.objects.filter(name__in=list(names), invalid_at__isnull=True)
-            .filter(Q(project__slug=project) | Q(project__isnull=True))
-            .select_related("project")
-            .order_by("id")
-        )
+        names = list(dict.fromkeys(names))
+        if project is None:
+            rows = _BY_NAMES_GLOBAL.rows(len(names), *names)
+        else:
+            rows = _BY_NAMES.rows(len(names), *names, project)
         found: dict[str, Record] = {}
-        for m in rows:
-            in_project = project is not None and m.project_id is not None
-            if in_project or m.name not in found:
-                found[m.name] = memory_record(m)
+        for row in rows:  # ordered by id; a project's memory beats a global one
+            record = _memory_row_record(row)
+            if record.project is not None or record.name not in found:
+                found[record.name] = record
         return found
 
     def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]:
