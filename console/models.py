@@ -96,6 +96,10 @@ class Memory(models.Model):
             models.Index(fields=["project", "invalid_at", "kind"]),
             models.Index(fields=["name"]),
             models.Index(fields=["updated"]),
+            # The briefing's newest-first reads of starred memories and of constraints
+            # walk these instead of scanning every memory (100k: 105 -> 29 ms).
+            models.Index(fields=["favorite", "updated"]),
+            models.Index(fields=["kind", "updated"]),
             models.Index(fields=["session_id", "session_order"]),
         ]
 

@@ -197,7 +197,9 @@ class DjangoStore:
         items = where.items or (MEMORY, NOTE)
         records: list[Record] = []
         if MEMORY in items:
-            rows = _memories(where).filter(favorite=True) if favorites_only else _memories(where)
+            rows = _memories(where)
+            if favorites_only:  # `IN (1)`: SQLite's index ignores Django's bare `"favorite"`
+                rows = rows.filter(favorite__in=[True])
             newest = rows.order_by("-updated", "-id").values_list(*_MEMORY_COLUMNS)[:limit]
             records += [_memory_row_record(row) for row in newest]
         if NOTE in items:

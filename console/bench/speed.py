@@ -20,6 +20,7 @@ Recall queries once their embeddings sit in the engine's cache.
 
 from __future__ import annotations
 
+import json
 import shutil
 import statistics
 import tempfile
@@ -29,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from console.bench import report
-from console.bench.corpus import generate, keystrokes, queries
+from console.bench.corpus import Corpus, generate, keystrokes
+from console.bench.corpus import queries as queries_for
 
 BACKENDS = {
     "tantivy": "recall.indexes.tantivy_index.TantivyIndex",
@@ -49,8 +51,12 @@ def run(*, size: int, backends: Sequence[str], queries: int = 200) -> dict[str, 
 
     root = Path(tempfile.mkdtemp(prefix="recall-speed-"))
     try:
-        corpus = generate(size).write(root / "corpus.jsonl")
-        spec = {"corpus": str(corpus), "size": size, "queries": queries}
+        corpus = generate(size)
+        path = corpus.write(root / "corpus.jsonl")
+        workload = root / "workload.json"
+        workload.write_text(json.dumps(_workload(corpus, queries)))
+        del corpus  # the serving process must not hold the corpus (its RSS is a figure)
+        spec = {"corpus": str(path), "workload": str(workload), "queries": queries}
         env = {"RECALL_TEXT_INDEX": BACKENDS[backends[0]]}
         body: dict[str, Any] = {"size": size, "queries": queries, "backends": {}}
         body["ingest"] = run_worker("speed-ingest", spec, env=env, data_dir=root) | {
@@ -63,6 +69,20 @@ def run(*, size: int, backends: Sequence[str], queries: int = 200) -> dict[str, 
         return body
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _workload(corpus: Corpus, timed: int) -> dict[str, Any]:
+    """Every query the serving worker times, derived here from the corpus."""
+    n = timed + _warmup_for(timed)
+    return {
+        "keystrokes": {str(k): keystrokes(corpus, k, n) for k in (1, 2, 3, 4)},
+        "pairs": queries_for(corpus, 4 * n),
+        "projects": corpus.projects,
+    }
+
+
+def _warmup_for(timed: int) -> int:
+    return min(WARMUP, max(1, timed // 4))
 
 
 # --- worker side ----------------------------------------------------------------
@@ -152,8 +172,8 @@ def _serve(spec: Mapping[str, Any]) -> dict[str, Any]:
 
     out: dict[str, Any] = {"loadavg_start": loadavg()}
     out |= _text_plane_build() if spec.get("build_text") else {}
-    corpus = generate(int(spec["size"]))
-    warmup = min(WARMUP, max(1, int(spec["queries"]) // 4))
+    workload = json.loads(Path(spec["workload"]).read_text())
+    warmup = _warmup_for(int(spec["queries"]))
     global _warmup
     _warmup = warmup
     n = int(spec["queries"]) + warmup
@@ -166,9 +186,9 @@ def _serve(spec: Mapping[str, Any]) -> dict[str, Any]:
     out["palette_path"] = palette[0]
     for letters in (1, 2, 3, 4):
         ops[f"palette {letters}-letter"] = percentiles(
-            timed(palette[1], keystrokes(corpus, letters, n))
+            timed(palette[1], workload["keystrokes"][str(letters)])
         )
-    pairs = queries(corpus, 4 * n)
+    pairs = [(text, project) for text, project in workload["pairs"]]
     search_q, recall_q, prompt_q = pairs[:n], pairs[n : 2 * n], pairs[2 * n : 3 * n]
     ops["search hybrid"] = percentiles(
         timed(lambda p: selectors.memory_search(query=p[0]), search_q)
@@ -183,7 +203,7 @@ def _serve(spec: Mapping[str, Any]) -> dict[str, Any]:
     ops["recall, cached embedding"] = percentiles(
         timed(lambda p: selectors.memory_recall(query=p[0], project=p[1], budget=1000), recall_q)
     )
-    projects = corpus.projects
+    projects = workload["projects"]
     ops["briefing"] = percentiles(
         timed(lambda i: selectors.briefing_render(project=projects[i % len(projects)]), range(n))
     )

@@ -20,6 +20,7 @@ model raises ConfigError (a model change means `clear()` and re-embedding).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from datetime import timedelta
@@ -360,6 +361,8 @@ class LanceIndex:
 
     def _connect(self) -> Any:
         if self._db is None:
+            # Opt in to Lance's coming default now; it warns on every index read otherwise.
+            os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
             import lancedb
 
             self._db = self._call(
