@@ -169,6 +169,27 @@ def test_no_index_leaves_the_jobs_queued(planes: Path) -> None:
     assert indexing.status().drift == 0
 
 
+def test_links_named_before_their_target_arrives_get_their_edges(planes: Path) -> None:
+    ops = services.project_create(slug="ops")
+    services.memory_create(
+        project=ops, kind="fact", name="older", description="d", body="Uses [[late-2]]."
+    )
+    lines = [
+        {"name": "filler", "project": "ops", "kind": "fact", "description": "d"},
+        {"name": "early", "project": "ops", "kind": "fact", "description": "d",
+         "body": "Before [[late-1]] and [[older]]."},
+        {"name": "late-1", "project": "ops", "kind": "fact", "description": "d"},
+        {"name": "late-2", "project": "ops", "kind": "fact", "description": "d"},
+    ]  # fmt: skip
+    records = reading.read_records([write_jsonl(planes / "links.jsonl", lines)])
+
+    report = importing.import_records(records, batch=1)  # every line its own batch
+
+    assert report.memories == 4, report.errors
+    edges = set(Edge.objects.filter(origin="wikilink").values_list("src__name", "dst__name"))
+    assert edges == {("early", "late-1"), ("early", "older"), ("older", "late-2")}
+
+
 def test_markdown_files_and_folders_import(planes: Path) -> None:
     folder = planes / "notes"
     (folder / "deep").mkdir(parents=True)
