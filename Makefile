@@ -60,7 +60,7 @@ bench-smoke: venv
 	@if [ -f console/management/commands/bench.py ]; then $(PY) manage.py bench smoke; fi
 
 # make bench [BENCH_SIZES="10000"]: quality on ../shared/eval, then speed per size
-# (both backends). The default sizes take about two hours on 2 cores (README).
+# (both backends). The default sizes take about 80 minutes on 2 cores (README).
 BENCH_SIZES ?= 10000 100000
 bench: venv
 	$(PY) manage.py bench all $(foreach size,$(BENCH_SIZES),--size $(size))

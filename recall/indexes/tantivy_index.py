@@ -11,8 +11,8 @@ user's text, each word is stemmed by the same analyzer as the index and
 becomes term queries OR-ed across the text fields; the scope and validity
 filter joins as zero-scored MUST clauses, so it applies before the limit and
 leaves the BM25 score raw. A prefix is expanded to at most
-`PREFIX_EXPANSIONS` of the most frequent indexed words it starts with, each
-then stemmed like a typed word.
+`PREFIX_EXPANSIONS` of the most frequent indexed words it starts with (words
+in most documents excepted), each then stemmed like a typed word.
 
 Concurrency policy: tantivy allows one `IndexWriter` per index directory,
 across processes, through a lock file held by an OS file lock (released by
@@ -49,6 +49,11 @@ SNIPPET_FIELDS = ("body", "description", "title")
 PREFIX_FIELD = "words"
 PREFIX_EXPANSIONS = 10
 PREFIX_SCAN = 4096
+# Expansions skip words in more than this share of documents (and more than
+# PREFIX_COMMON_MIN of them): their BM25 weight is near zero while their
+# postings are the longest, so "t" -> "the" cost 2 ms at 100k for nothing.
+PREFIX_COMMON_SHARE = 0.2
+PREFIX_COMMON_MIN = 1000
 FETCH_SLACK = 8
 SNIPPET_CHARS = 150
 HEAD_WORDS = 24
@@ -347,7 +352,9 @@ class TantivyIndex:
         if cached is not None:
             return cached
         found = searcher.terms_with_prefix(PREFIX_FIELD, typed, limit=PREFIX_SCAN)
-        frequent = sorted(found, key=lambda tf: (-tf[1], tf[0]))[:PREFIX_EXPANSIONS]
+        common = max(PREFIX_COMMON_MIN, PREFIX_COMMON_SHARE * searcher.num_docs)
+        useful = [tf for tf in found if tf[1] <= common]
+        frequent = sorted(useful, key=lambda tf: (-tf[1], tf[0]))[:PREFIX_EXPANSIONS]
         expanded = [word for word, _ in frequent]
         if len(typed) <= 2:
             self._expansions[typed] = expanded

@@ -368,6 +368,20 @@ def test_a_one_or_two_letter_prefix(index: Any, typed: str) -> None:
     assert search(index, typed, prefix=True) == ["a"]
 
 
+def test_tantivy_expansions_skip_words_in_most_documents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from recall.indexes import tantivy_index
+
+    monkeypatch.setattr(tantivy_index, "PREFIX_COMMON_MIN", 2)  # a small index's scale
+    index = TantivyIndex(tmp_path / "fts")
+    common = [make_doc(id=f"c{n}", body="the usual words") for n in range(6)]
+    index.upsert([*common, make_doc(id="t", body="a thread dump")])
+
+    assert search(index, "th", prefix=True) == ["t"]  # "the" (6 of 7 docs) is skipped
+    assert len(search(index, "the", prefix=False)) == 6  # a typed word is never skipped
+
+
 def test_prefix_results_respect_the_filter(index: Any) -> None:
     index.upsert([make_doc(id="a", body="chroma"), make_doc(id="b", body="chroma", active=False)])
 
