@@ -16,7 +16,6 @@ lock. Single-text calls (repeated queries) go through an LRU cache.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -27,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from recall.embedders.quantize import default_cache_dir, quantized_path
+from recall.embedders.quantize import default_cache_dir, file_sha256, quantized_path
 from recall.errors import ConfigError, EmbedderUnavailable
 from recall.ports import Vectors
 
@@ -35,14 +34,6 @@ DIMS = 384
 QUANTIZED_SUFFIX = "dq8"
 TOKENIZER_PATH = Path(__file__).parent / "data" / "tokenizer.json"
 _Ints = npt.NDArray[np.int64]
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _package() -> Any:
@@ -66,7 +57,7 @@ def verified_model_path(path: Path | None = None) -> Path:
     model = Path(path) if path is not None else Path(package.model_path())
     if not model.is_file():
         raise ConfigError(f"embedding model file not found: {model}")
-    actual = _sha256(model)
+    actual = file_sha256(model)
     if actual != package.SHA256:
         raise ConfigError(
             f"embedding model file {model} has sha256 {actual}, expected "

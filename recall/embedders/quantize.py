@@ -39,7 +39,8 @@ def default_cache_dir() -> Path:
     return Path(base) / "recall" / "models"
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -56,13 +57,17 @@ def quantized_path(source: Path, source_sha256: str, cache_dir: Path) -> Path:
     """
     target = cache_dir / f"minilm-{source_sha256[:16]}-{RECIPE}.onnx"
     sidecar = target.with_name(target.name + ".sha256")
-    if target.is_file() and sidecar.is_file() and sidecar.read_text().strip() == _sha256(target):
+    if (
+        target.is_file()
+        and sidecar.is_file()
+        and sidecar.read_text().strip() == file_sha256(target)
+    ):
         return target
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
         _build(source, target)
         sidecar_tmp = sidecar.with_name(f".{sidecar.name}.{os.getpid()}")
-        sidecar_tmp.write_text(_sha256(target) + "\n")
+        sidecar_tmp.write_text(file_sha256(target) + "\n")
         os.replace(sidecar_tmp, sidecar)
     except OSError as exc:
         raise ConfigError(
