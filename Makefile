@@ -49,7 +49,7 @@ lint: venv
 	$(BIN)/lint-imports
 
 typecheck: venv
-	$(BIN)/mypy --strict recall
+	$(BIN)/mypy --strict recall console
 
 pytest: venv chromium
 	$(BIN)/pytest -q -p no:cacheprovider $(PYTEST_ARGS)

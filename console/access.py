@@ -1,7 +1,9 @@
 """What an agent token may see and do: the one set of guards the API and MCP share.
 
 Every agent-facing read and write goes through a function here, which checks
-the token's scope and then calls one selector or service. The rules:
+the token's scope, calls one selector or service, and records what the agent
+was shown (`services.retrieval_record`: it feeds the usage boost and the
+"when did agents see it" history). The rules:
 
 - a token's projects bound every call; naming any other project (existing or
   not) is `AccessDenied` (403), so a 403 never tells whether a slug exists;
@@ -100,11 +102,18 @@ def _writer(access: Access) -> None:
 # --- retrieval ----------------------------------------------------------------
 
 
+def _seen(
+    access: Access, kind: str, ids: Sequence[str], *, query: str, project: str | None
+) -> None:
+    services.retrieval_record(kind=kind, ids=ids, query=query, project=project, agent=access.agent)
+
+
 def recall(access: Access, *, project: str | None, **options: Any) -> ContextPack:
     """Recall in one of the token's projects (+ global unless the project is sealed)."""
-    return selectors.memory_recall(
-        project=project_of(access, project), agent=access.agent, **options
-    )
+    bound = project_of(access, project)
+    pack = selectors.memory_recall(project=bound, **options)
+    _seen(access, "recalled", [h.id for h in pack.items], query=options["query"], project=bound)
+    return pack
 
 
 def search(
@@ -120,31 +129,17 @@ def search(
     if since is not None and since.tzinfo is None:
         since = since.replace(tzinfo=UTC)
     scope = projects_of(access, projects)
-    if not access.sealed:
-        return selectors.memory_search(
-            query=query,
-            projects=scope,
-            limit=limit,
-            semantic=semantic,
-            since=since,
-            agent=access.agent,
-            record=True,
-        )
-    # Search always adds global items; a sealed token must not see them, so ask
-    # for the largest page and drop them (the legs' depth does not depend on it).
-    config, _ = selectors.config_effective("search_config")
     result = selectors.memory_search(
-        query=query, projects=scope, limit=config.max_limit, semantic=semantic, since=since
+        query=query,
+        projects=scope,
+        limit=limit,
+        semantic=semantic,
+        since=since,
+        include_global=not access.sealed,
     )
-    hits = tuple(h for h in result.hits if h.project is not None)
-    wanted = limit if limit is not None else config.limit
-    if not 1 <= wanted <= config.max_limit:
-        raise QueryError(f"limit must be within 1..{config.max_limit}, not {wanted}")
-    # Record only what the agent was shown (selectors' own event writer).
-    selectors._record(
-        "searched", [h.id for h in hits[:wanted]], query=query, project=scope[0], agent=access.agent
-    )
-    return SearchResult(hits[:wanted], result.warnings, result.timings, result.embedded)
+    where = scope[0] if len(scope) == 1 else None
+    _seen(access, "searched", [h.id for h in result.hits], query=query, project=where)
+    return result
 
 
 def briefing(
@@ -155,19 +150,22 @@ def briefing(
     prompt: str = "",
     budget: int | None = None,
 ) -> Briefing:
-    return selectors.briefing_render(
-        project=project_of(access, project),
-        agent_type=agent_type,
-        prompt=prompt,
-        budget=budget,
-        agent=access.agent,
+    bound = project_of(access, project)
+    result = selectors.briefing_render(
+        project=bound, agent_type=agent_type, prompt=prompt, budget=budget
     )
+    _seen(access, "injected", result.ids, query=prompt, project=bound)
+    return result
 
 
 def prompt_recall(access: Access, *, project: str | None, prompt: str) -> PromptResult:
-    return selectors.prompt_recall(
-        project=project_of(access, project), prompt=prompt, agent=access.agent
-    )
+    bound = project_of(access, project)
+    result = selectors.prompt_recall(project=bound, prompt=prompt)
+    if result.ids:
+        # "prompt" (not "injected") so per-prompt matches feed the usage boost
+        # while briefing lines, shown every session, do not.
+        _seen(access, "prompt", result.ids, query=prompt, project=bound)
+    return result
 
 
 # --- memories -----------------------------------------------------------------
@@ -193,8 +191,9 @@ def _memory_to_change(access: Access, memory_id: str) -> Memory:
 
 def memory_read(access: Access, *, memory_id: str) -> Memory:
     """One memory in scope, recorded as read by this agent."""
-    _memory(access, memory_id)
-    return selectors.memory_read(memory_id=memory_id, agent=access.agent)
+    memory = _memory(access, memory_id)
+    services.memory_read_record(memory=memory, agent=access.agent)
+    return memory
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,8 @@ from ninja.parser import Parser
 from ninja.security import HttpBearer
 
 from console import access, tokens
-from console.access import Access, AccessDenied, NotVisible
+from console.access import Access, AccessDenied, NotVisible, Written
+from console.models import Memory, Note
 from console.schemas import (
     BriefingIn,
     ContextPackOut,
@@ -48,6 +49,7 @@ from console.schemas import (
     TextOut,
 )
 from recall.errors import BudgetError, ConfigError, IndexUnavailable, QueryError
+from recall.results import Briefing, ContextPack, PromptResult, SearchResult
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +87,8 @@ READ = {400: Error, 401: Error, 403: Error, 404: Error, 422: SchemaError, 503: E
 WRITE = {**READ, 413: Error}
 
 
-def _detail(status: int) -> Callable[[HttpRequest, Exception], HttpResponse]:
-    def handler(request: HttpRequest, exc: Exception) -> HttpResponse:
+def _detail(status: int) -> Callable[[HttpRequest, Exception | type[Exception]], HttpResponse]:
+    def handler(request: HttpRequest, exc: Exception | type[Exception]) -> HttpResponse:
         return api.create_response(request, {"detail": str(exc)}, status=status)
 
     return handler
@@ -119,26 +121,32 @@ def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
 
 
 def _auth(request: HttpRequest) -> Access:
-    return request.auth  # type: ignore[attr-defined,no-any-return]
+    found = getattr(request, "auth", None)
+    if not isinstance(found, Access):  # ninja's auth ran first: never reached
+        raise AccessDenied("no verified token on this request")
+    return found
 
 
 def _fields(payload: Any, *, defaults: bool = False) -> dict[str, Any]:
     """The fields a caller set (null = not set); `defaults` adds the schema's defaults."""
-    return payload.dict(exclude_unset=not defaults, exclude_none=True, exclude={"project"})
+    fields: dict[str, Any] = payload.dict(
+        exclude_unset=not defaults, exclude_none=True, exclude={"project"}
+    )
+    return fields
 
 
 # --- retrieval ----------------------------------------------------------------
 
 
 @api.post("/recall", response={200: ContextPackOut, **READ}, tags=["retrieval"])
-def recall(request: HttpRequest, payload: RecallIn) -> Any:
+def recall(request: HttpRequest, payload: RecallIn) -> ContextPack:
     """Recall: the ranked, token-budgeted context pack for one of the token's projects."""
     options = payload.dict()
     return access.recall(_auth(request), project=options.pop("project"), **options)
 
 
 @api.get("/search", response={200: SearchOut, **READ}, tags=["retrieval"])
-def search(request: HttpRequest, params: Query[SearchIn]) -> Any:
+def search(request: HttpRequest, params: Query[SearchIn]) -> SearchResult:
     """Search the token's projects (or the repeated `project`s), plus global unless sealed."""
     return access.search(
         _auth(request),
@@ -151,13 +159,13 @@ def search(request: HttpRequest, params: Query[SearchIn]) -> Any:
 
 
 @api.post("/briefing", response={200: TextOut, **READ}, tags=["retrieval"])
-def briefing(request: HttpRequest, payload: BriefingIn) -> Any:
+def briefing(request: HttpRequest, payload: BriefingIn) -> Briefing:
     """The session-start briefing: its text and the ids it rendered."""
     return access.briefing(_auth(request), **payload.dict())
 
 
 @api.post("/prompt-recall", response={200: TextOut, **READ}, tags=["retrieval"])
-def prompt_recall(request: HttpRequest, payload: PromptIn) -> Any:
+def prompt_recall(request: HttpRequest, payload: PromptIn) -> PromptResult:
     """The per-prompt recall block ("" when nothing clears the floors) and its ids."""
     return access.prompt_recall(_auth(request), **payload.dict())
 
@@ -166,43 +174,47 @@ def prompt_recall(request: HttpRequest, payload: PromptIn) -> Any:
 
 
 @api.post("/memories", response={201: MemoryWriteOut, **WRITE}, tags=["memories"])
-def memory_create(request: HttpRequest, payload: MemoryIn) -> Any:
+def memory_create(request: HttpRequest, payload: MemoryIn) -> Status[Written]:
     """Write a memory (write token); the reply carries its dedup hint (advisory)."""
     fields = _fields(payload, defaults=True)
     return Status(201, access.memory_write(_auth(request), project=payload.project, fields=fields))
 
 
 @api.get("/memories/{memory_id}", response={200: MemoryOut, **READ}, tags=["memories"])
-def memory_read(request: HttpRequest, memory_id: str) -> Any:
+def memory_read(request: HttpRequest, memory_id: str) -> Memory:
     return access.memory_read(_auth(request), memory_id=memory_id)
 
 
 @api.patch("/memories/{memory_id}", response={200: MemoryOut, **WRITE}, tags=["memories"])
-def memory_update(request: HttpRequest, memory_id: str, payload: MemoryFields) -> Any:
+def memory_update(request: HttpRequest, memory_id: str, payload: MemoryFields) -> Memory:
     return access.memory_update(_auth(request), memory_id=memory_id, fields=_fields(payload))
 
 
 @api.post(
     "/memories/{memory_id}/supersede", response={201: MemoryWriteOut, **WRITE}, tags=["memories"]
 )
-def memory_supersede(request: HttpRequest, memory_id: str, payload: MemoryFields) -> Any:
+def memory_supersede(
+    request: HttpRequest, memory_id: str, payload: MemoryFields
+) -> Status[Written]:
     """Replace a memory: the new one carries over every field not given."""
     fields = _fields(payload)
     return Status(201, access.memory_supersede(_auth(request), memory_id=memory_id, fields=fields))
 
 
 @api.post("/memories/{memory_id}/archive", response={200: MemoryOut, **READ}, tags=["memories"])
-def memory_archive(request: HttpRequest, memory_id: str) -> Any:
+def memory_archive(request: HttpRequest, memory_id: str) -> Memory:
     return access.memory_archive(_auth(request), memory_id=memory_id)
 
 
 @api.post("/memories/{memory_id}/restore", response={200: MemoryOut, **READ}, tags=["memories"])
-def memory_restore(request: HttpRequest, memory_id: str) -> Any:
+def memory_restore(request: HttpRequest, memory_id: str) -> Memory:
     return access.memory_restore(_auth(request), memory_id=memory_id)
 
 
 @api.post("/memories/{memory_id}/favorite", response={200: FavoriteOut, **WRITE}, tags=["memories"])
-def memory_favorite(request: HttpRequest, memory_id: str, payload: FavoriteIn | None = None) -> Any:
+def memory_favorite(
+    request: HttpRequest, memory_id: str, payload: FavoriteIn | None = None
+) -> Memory:
     """Star (`{"favorite": true}`), unstar (`false`) or toggle (no body)."""
     value = payload.favorite if payload else None
     return access.memory_favorite(_auth(request), memory_id=memory_id, value=value)
@@ -212,29 +224,29 @@ def memory_favorite(request: HttpRequest, memory_id: str, payload: FavoriteIn | 
 
 
 @api.get("/notes", response={200: list[NoteOut], **READ}, tags=["notes"])
-def note_list(request: HttpRequest, params: Query[NoteListIn]) -> Any:
+def note_list(request: HttpRequest, params: Query[NoteListIn]) -> list[Note]:
     """Newest notes in one project, or in all the token's projects."""
     return access.note_list(_auth(request), project=params.project, limit=params.limit)
 
 
 @api.post("/notes", response={201: NoteOut, **WRITE}, tags=["notes"])
-def note_create(request: HttpRequest, payload: NoteIn) -> Any:
+def note_create(request: HttpRequest, payload: NoteIn) -> Status[Note]:
     fields = _fields(payload, defaults=True)
     return Status(201, access.note_write(_auth(request), project=payload.project, fields=fields))
 
 
 @api.get("/notes/{note_id}", response={200: NoteOut, **READ}, tags=["notes"])
-def note_read(request: HttpRequest, note_id: str) -> Any:
+def note_read(request: HttpRequest, note_id: str) -> Note:
     return access.note_read(_auth(request), note_id=note_id)
 
 
 @api.patch("/notes/{note_id}", response={200: NoteOut, **WRITE}, tags=["notes"])
-def note_update(request: HttpRequest, note_id: str, payload: NoteFields) -> Any:
+def note_update(request: HttpRequest, note_id: str, payload: NoteFields) -> Note:
     return access.note_update(_auth(request), note_id=note_id, fields=_fields(payload))
 
 
 @api.post("/notes/{note_id}/favorite", response={200: FavoriteOut, **WRITE}, tags=["notes"])
-def note_favorite(request: HttpRequest, note_id: str, payload: FavoriteIn | None = None) -> Any:
+def note_favorite(request: HttpRequest, note_id: str, payload: FavoriteIn | None = None) -> Note:
     """Star (`{"favorite": true}`), unstar (`false`) or toggle (no body)."""
     value = payload.favorite if payload else None
     return access.note_favorite(_auth(request), note_id=note_id, value=value)

@@ -1,35 +1,91 @@
-"""System checks: the RECALL settings are validated at start-up."""
+"""System checks: the RECALL settings are validated at start-up (`manage.py check`).
+
+- recall.E001: a plane's backend is missing from settings.RECALL["BACKENDS"].
+- recall.E002: a backend's dotted path does not import.
+- recall.E003: a backend's OPTIONS do not fit its constructor.
+- recall.E004: a retrieval knob has a bad value (names the knob, the value
+  and where it came from: settings or an environment variable).
+- recall.E005: a channel does not import, or a config weighs a channel that
+  is not registered.
+- recall.E006: a thread count is not an integer >= 1.
+"""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, register
 
-REQUIRED = ("TEXT_INDEX", "VECTOR_INDEX", "EMBEDDER", "TEXT_INDEX_DIR", "VECTOR_INDEX_DIR")
+
+def _backends() -> list[CheckMessage]:
+    from console.wiring import PLANES, backend, import_string
+    from recall.errors import ConfigError
+
+    errors: list[CheckMessage] = []
+    conf = settings.RECALL.get("BACKENDS", {})
+    for plane in PLANES:
+        if plane not in conf:
+            errors.append(Error(f"settings.RECALL['BACKENDS'] has no {plane!r}", id="recall.E001"))
+            continue
+        path, options = backend(plane)
+        if not path:
+            continue
+        try:
+            cls = import_string(path)
+        except ConfigError as exc:
+            errors.append(Error(f"RECALL['BACKENDS'][{plane!r}]: {exc}", id="recall.E002"))
+            continue
+        if plane == "VECTOR_INDEX":
+            options.setdefault("dims", 384)
+        try:
+            inspect.signature(cls).bind(**options)
+        except TypeError as exc:
+            message = f"RECALL['BACKENDS'][{plane!r}] OPTIONS do not fit {path}: {exc}"
+            errors.append(Error(message, id="recall.E003"))
+    return errors
+
+
+def _knobs() -> list[CheckMessage]:
+    from console import configuration
+
+    return [
+        Error(f"bad retrieval setting {problem}", id="recall.E004")
+        for problem in configuration.problems()
+    ]
+
+
+def _channels() -> list[CheckMessage]:
+    from console import configuration
+    from console.wiring import channel_classes
+    from recall.errors import ConfigError
+
+    try:
+        names = {cls.name for cls in channel_classes()}
+    except ConfigError as exc:
+        return [Error(f"RECALL['CHANNELS']: {exc}", id="recall.E005")]
+    try:
+        base = configuration.base()
+    except ConfigError:
+        return []  # reported by _knobs
+    errors: list[CheckMessage] = []
+    for section in ("recall", "search"):
+        for name in base.section(section).channel_weights:
+            if name not in names:
+                message = (
+                    f"{section}.channel_weights names channel {name!r}, which is not in "
+                    f"RECALL['CHANNELS'] ({', '.join(sorted(names))})"
+                )
+                errors.append(Error(message, id="recall.E005"))
+    return errors
 
 
 @register()
 def recall_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    from console.wiring import import_string
-    from recall.errors import ConfigError
-
-    errors: list[CheckMessage] = []
-    conf = getattr(settings, "RECALL", {})
-    for key in REQUIRED:
-        if key not in conf:
-            errors.append(Error(f"settings.RECALL has no {key!r}", id="recall.E001"))
-    for key in ("TEXT_INDEX", "VECTOR_INDEX", "EMBEDDER"):
-        path = conf.get(key)
-        if not path:
-            continue
-        try:
-            import_string(path)
-        except ConfigError as exc:
-            errors.append(Error(f"RECALL[{key!r}]: {exc}", id="recall.E002"))
-    for key in ("EMBEDDER_THREADS", "EMBEDDER_BATCH_THREADS"):
-        threads = conf.get(key, 1)
-        if not isinstance(threads, int) or threads < 1:
-            errors.append(Error(f"RECALL[{key!r}] must be an integer >= 1", id="recall.E003"))
+    errors = _backends() + _knobs() + _channels()
+    threads = settings.RECALL.get("EMBEDDER_BATCH_THREADS", 1)
+    if not isinstance(threads, int) or threads < 1:
+        message = "RECALL['EMBEDDER_BATCH_THREADS'] must be an integer >= 1"
+        errors.append(Error(message, id="recall.E006"))
     return errors

@@ -10,7 +10,7 @@ from typing import Any
 from django import forms
 
 from console.models import validate_name
-from recall.config import FUSIONS, decode_over
+from recall.config import FUSIONS, MAX_K, MAX_RECALL_LIMIT, MAX_WEIGHT, decode_over
 from recall.types import MEMORY_KINDS
 
 SINCE_CHOICES = [
@@ -20,6 +20,15 @@ SINCE_CHOICES = [
     ("30d", "Last 30 days"),
     ("365d", "Last year"),
 ]
+
+
+class ChoicesForm(forms.Form):
+    """A form whose choice fields get their choices at run time."""
+
+    def _choices(self, name: str, choices: list[tuple[str, str]]) -> None:
+        field = self.fields[name]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = choices
 
 
 class ToggleInput(forms.CheckboxInput):
@@ -41,7 +50,7 @@ def project_choices(slugs: Sequence[str], *, blank: str) -> list[tuple[str, str]
     return [("", blank), *((slug, slug) for slug in slugs)]
 
 
-class SearchForm(forms.Form):
+class SearchForm(ChoicesForm):
     q = forms.CharField(label="Search", required=False, max_length=500)
     project = forms.ChoiceField(label="Project", required=False)
     since = forms.ChoiceField(label="Updated", required=False, choices=SINCE_CHOICES)
@@ -49,7 +58,7 @@ class SearchForm(forms.Form):
 
     def __init__(self, *args: Any, projects: Sequence[str] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["project"].choices = project_choices(projects, blank="All projects")
+        self._choices("project", project_choices(projects, blank="All projects"))
 
     def cleaned_query(self, *, now: datetime) -> dict[str, Any]:
         data = self.cleaned_data
@@ -72,7 +81,7 @@ class TagsField(forms.CharField):
             return ", ".join(str(v) for v in value)
         return value
 
-    def to_python(self, value: Any) -> list[str]:
+    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
         text = super().to_python(value) or ""
         return [t.strip() for t in text.split(",") if t.strip()]
 
@@ -100,28 +109,41 @@ class MemoryForm(forms.Form):
         return {name: getattr(memory, name) for name in cls.base_fields}
 
 
-class InspectForm(forms.Form):
+class InspectForm(ChoicesForm):
+    """A Recall or Briefing as an agent would ask it; one weight field per registered channel."""
+
     mode = forms.ChoiceField(
         choices=[("recall", "Recall"), ("briefing", "Briefing")], widget=forms.RadioSelect
     )
     project = forms.ChoiceField(label="Project", required=False)
     query = forms.CharField(label="Query", required=False, max_length=2000)
     budget = forms.IntegerField(label="Token budget", required=False, min_value=1)
-    limit = forms.IntegerField(label="Limit", required=False, min_value=1, max_value=100)
-    k = forms.IntegerField(label="RRF k", required=False, min_value=1)
-    w_fts = forms.FloatField(label="FTS weight", required=False, min_value=0)
-    w_semantic = forms.FloatField(label="Semantic weight", required=False, min_value=0)
+    limit = forms.IntegerField(
+        label="Limit", required=False, min_value=1, max_value=MAX_RECALL_LIMIT
+    )
+    k = forms.IntegerField(label="RRF k", required=False, min_value=1, max_value=MAX_K)
     agent_type = forms.CharField(label="Subagent type (briefing)", required=False, max_length=120)
 
-    def __init__(self, *args: Any, projects: Sequence[str] = (), **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        projects: Sequence[str] = (),
+        channels: Sequence[str] = (),
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["project"].choices = project_choices(projects, blank="(global only)")
+        self._choices("project", project_choices(projects, blank="(global only)"))
+        self.channels = list(channels)
+        for channel in self.channels:
+            self.fields[f"w_{channel}"] = forms.FloatField(
+                label=f"{channel} weight", required=False, min_value=0, max_value=MAX_WEIGHT
+            )
 
     def channel_weights(self) -> dict[str, float] | None:
         weights = {
-            channel: float(self.cleaned_data[field])
-            for channel, field in (("fts", "w_fts"), ("semantic", "w_semantic"))
-            if self.cleaned_data.get(field) is not None
+            channel: float(self.cleaned_data[f"w_{channel}"])
+            for channel in self.channels
+            if self.cleaned_data.get(f"w_{channel}") is not None
         }
         return weights or None
 
@@ -149,7 +171,8 @@ class ConfigForm(forms.Form):
                 initial.update({f"{name}.{sub}": v for sub, v in value.items()})
             else:
                 initial[name] = value
-        super().__init__(*args, initial=initial, prefix=key, **kwargs)
+        kwargs.update(initial=initial, prefix=key)
+        super().__init__(*args, **kwargs)
         self.rows: list[dict[str, Any]] = []
         for spec in dc_fields(base):
             value = getattr(base, spec.name)
@@ -180,16 +203,21 @@ class ConfigForm(forms.Form):
         overridden = name in self.initial
         self.rows.append({"name": name, "knob": knob, "base": base_value, "overridden": overridden})
 
-    def values(self) -> dict[str, Any]:
-        """The non-blank fields as an override row (mapping knobs merged over the base)."""
+    def values(self, *, separate: bool = False) -> dict[str, Any]:
+        """The non-blank fields as an override row (mapping knobs merged over the base).
+
+        `separate`: one single-knob row per field instead, keyed by field name.
+        """
         out: dict[str, Any] = {}
         for name, value in self.cleaned_data.items():
             if value in (None, ""):
                 continue
             if isinstance(getattr(self.base, name, None), bool):
                 value = value == "true"
-            if "." in name:
-                knob, sub = name.split(".", 1)
+            knob, _, sub = name.partition(".")
+            if separate:
+                out[name] = {knob: {sub: value} if sub else value}
+            elif sub:
                 merged = out.setdefault(knob, dict(getattr(self.base, knob)))
                 merged[sub] = value
             else:
@@ -197,19 +225,18 @@ class ConfigForm(forms.Form):
         return out
 
     def clean(self) -> dict[str, Any]:
+        """Each field decoded over the base on its own, then all together: a problem
+        goes to the field of its knob (recall.config.Problem.knob), else to the form."""
         cleaned = super().clean() or {}
         if self.errors:
             return cleaned
-        values = self.values()
-        for name, value in values.items():
-            _, problems = decode_over(self.base, {name: value})
-            if problems:
-                target = name if name in self.fields else None
-                self.add_error(target, problems[0].split(" ignored: ", 1)[-1])
+        for name, value in self.values(separate=True).items():
+            for problem in decode_over(self.base, value)[1]:
+                self.add_error(name, problem.message)
         if not self.errors:
-            _, problems = decode_over(self.base, values)
-            for problem in problems:
-                self.add_error(None, problem)
+            for problem in decode_over(self.base, self.values())[1]:
+                target = next((r["name"] for r in self.rows if r["knob"] == problem.knob), None)
+                self.add_error(target, problem.message)
         return cleaned
 
     def config(self) -> Any:

@@ -21,9 +21,9 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
 
-from console import wiring
+from console import store, wiring
 from console.models import IndexJob, Memory, Note
-from recall.types import MEMORY, NOTE, Doc, VectorRow
+from recall.types import MEMORY, NOTE, Doc, Record, VectorRow, to_doc, unless_repeated
 
 log = logging.getLogger(__name__)
 _apply_lock = threading.Lock()
@@ -127,78 +127,46 @@ def write_docs(docs: list[Doc]) -> None:
 
 
 def memory_docs(rows: QuerySet[Memory]) -> list[Doc]:
-    memories = list(rows.select_related("project"))
-    contexts = _session_contexts(memories)
-    return [
-        Doc(
-            id=m.pk,
-            item=MEMORY,
-            project=m.project.slug if m.project else None,
-            active=m.invalid_at is None,
-            kind=m.kind,
-            name=m.name,
-            title="",  # a memory's title is its name: indexing it twice doubles its weight
-            description=_unless_repeated(m.description, m.body),
-            body=m.body,
-            tags=tuple(m.tags or ()),
-            updated=m.updated,
-            context=contexts.get(m.pk, ""),
-        )
-        for m in memories
-    ]
+    """What the planes index for these memories: the store's records, with session context."""
+    records = store.memory_records(rows.select_related(None))
+    contexts = _session_contexts(records)
+    return [to_doc(r, context=contexts.get(r.id, "")) for r in records]
 
 
-def _unless_repeated(description: str, body: str) -> str:
-    """ "" when the body already starts with the description (an imported long
-    text keeps its head as the description): BM25 would count it twice."""
-    lead = description.rstrip("…").strip()
-    return "" if lead and body.startswith(lead) else description
-
-
-def _session_contexts(memories: list[Memory]) -> dict[str, str]:
+def _session_contexts(records: list[Record]) -> dict[str, str]:
     """The previous turns of each episodic memory's session, as index-only text.
 
     Session context is the big lever for episodic memories (ANCHORS.md): a
     turn like "Yes, last Tuesday" is findable by what the turns before it said.
     Only earlier memories are used, so a memory is indexed once, at insert.
     """
-    wanted = [m for m in memories if m.session_id and m.session_order is not None]
+    orders: dict[str, int] = {
+        pk: order
+        for pk, order in Memory.objects.filter(
+            pk__in=[r.id for r in records if r.session_id]
+        ).values_list("pk", "session_order")
+        if order is not None
+    }
+    wanted = [(r, orders[r.id]) for r in records if r.id in orders]
     if not wanted:
         return {}
-    sessions = {m.session_id for m in wanted}
+    sessions = {r.session_id for r, _ in wanted}
     earlier: dict[tuple[str, int], str] = {
-        (row["session_id"], row["session_order"]): (
-            _unless_repeated(row["description"], row["body"]) + " " + row["body"]
-        )
-        for row in Memory.objects.filter(
-            session_id__in=sessions, session_order__isnull=False
-        ).values("session_id", "session_order", "description", "body")
+        (session, order): unless_repeated(description, body) + " " + body
+        for session, order, description, body in Memory.objects.filter(
+            session_id__in=sessions
+        ).values_list("session_id", "session_order", "description", "body")
+        if order is not None
     }
     out = {}
-    for m in wanted:
-        assert m.session_order is not None
-        turns = [earlier.get((m.session_id, m.session_order - i), "") for i in (1, CONTEXT_TURNS)]
-        out[m.pk] = " ".join(t.strip() for t in turns if t.strip())
+    for r, order in wanted:
+        turns = [earlier.get((r.session_id, order - i), "") for i in (1, CONTEXT_TURNS)]
+        out[r.id] = " ".join(t.strip() for t in turns if t.strip())
     return out
 
 
 def note_docs(rows: QuerySet[Note]) -> list[Doc]:
-    return [
-        Doc(
-            id=n.pk,
-            item=NOTE,
-            project=n.project.slug if n.project else None,
-            active=True,
-            kind="note",
-            name=n.slug,
-            title=n.title,
-            description=n.description,
-            body=n.body,
-            tags=tuple(n.tags or ()),
-            updated=n.updated,
-        )
-        for n in rows.select_related("project")
-    ]
+    return [to_doc(store.note_record(n)) for n in rows.select_related("project")]
 
 
 def rebuild(*, progress: Callable[[int], None] | None = None) -> int:
@@ -228,10 +196,6 @@ def maintain() -> None:
         optimize()
 
 
-def total_items() -> int:
-    return Memory.objects.count() + Note.objects.count()
-
-
 def _all_docs() -> Iterator[list[Doc]]:
     ids = list(Memory.objects.order_by("pk").values_list("pk", flat=True))
     for chunk in _chunks(ids, BATCH):
@@ -254,6 +218,8 @@ class Status:
     extra_vectors: int
     vector_model: str | None = None  # what the stored vectors were embedded with
     embedder_model: str | None = None  # what the configured embedder makes now
+    text_backend: str = ""  # dotted paths of the configured adapters
+    vector_backend: str = ""
 
     @property
     def stale_model(self) -> bool:
@@ -289,6 +255,8 @@ def status() -> Status:
         extra_vectors=len(vector_ids - db_ids) if vector_ids is not None else 0,
         vector_model=vectors.stored_model() if vectors is not None else None,
         embedder_model=embedder.model if (embedder := wiring.embedder()) is not None else None,
+        text_backend=wiring.backend("TEXT_INDEX")[0],
+        vector_backend=wiring.backend("VECTOR_INDEX")[0] if vectors is not None else "",
     )
 
 

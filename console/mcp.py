@@ -14,25 +14,24 @@ import logging
 import os
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from django.core.exceptions import ValidationError
 from django.db import close_old_connections
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from ninja import Schema
 
 from console import access, schemas, tokens
 from console.access import Access, AccessDenied, NotVisible
+from console.schemas import MemoryKind as Kind
+from console.schemas import Scope
 from recall.errors import IndexUnavailable, QueryError, RecallError
 
 log = logging.getLogger(__name__)
 TOKEN_ENV = "RECALL_AGENT_TOKEN"
 P = ParamSpec("P")
 R = TypeVar("R")
-Kind = Literal[
-    "constraint", "convention", "runbook", "protocol", "gotcha", "decision", "refuted",
-    "reference", "stage", "fact", "episode", "preference", "working",
-]  # fmt: skip
 
 INSTRUCTIONS = """\
 Long-term memory for this project. Call `briefing` once at session start;
@@ -79,8 +78,8 @@ def _text(exc: Exception) -> str:
     return str(exc)
 
 
-def _dump(schema: type[schemas.Schema], value: Any) -> dict[str, Any]:
-    return schema.from_orm(value).model_dump(mode="json")  # type: ignore[no-any-return]
+def _dump(schema: type[Schema], value: Any) -> dict[str, Any]:
+    return schema.from_orm(value).model_dump(mode="json")
 
 
 def _set(**fields: Any) -> dict[str, Any]:
@@ -96,7 +95,7 @@ def memory_recall(
     project: str | None = None,
     budget: int | None = None,
     limit: int | None = None,
-    scope: Literal["all", "memories", "notes"] = "all",
+    scope: Scope = "all",
     kind: Kind | None = None,
 ) -> dict[str, Any]:
     """Recall what past sessions learned that bears on a task: a ranked pack of memories

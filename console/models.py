@@ -140,6 +140,8 @@ class Edge(models.Model):
     rel = models.CharField(max_length=32, default="links")
     weight = models.FloatField(default=1.0)
     origin = models.CharField(max_length=16, choices=ORIGINS, default="wikilink")
+    # Where the source's body names the target (0 = first): the order links expand in.
+    position = models.PositiveIntegerField(default=0)
     created = models.DateTimeField(default=timezone.now)
 
     class Meta:

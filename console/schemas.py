@@ -15,13 +15,28 @@ from typing import Annotated, Any, Literal
 from ninja import Field, Schema
 from pydantic import BeforeValidator, ConfigDict, Strict
 
-from console.models import Memory, Note
-from recall.types import MEMORY_KINDS
+from console.models import NAME_RE, Memory, Note
+from recall.config import (
+    DEFAULT_BUDGET,
+    DEFAULT_RECALL_LIMIT,
+    DEFAULT_SEARCH_LIMIT,
+    MAX_BUDGET,
+    MAX_K,
+    MAX_RECALL_LIMIT,
+    MAX_SEARCH_LIMIT,
+    MAX_WEIGHT,
+)
+from recall.requests import SCOPES
+from recall.results import SOURCES
+from recall.types import ITEM_KINDS, MEMORY_KINDS
 
+# Vocabularies the engine owns, as the schema's enums (never copied here).
 MemoryKind = Literal[MEMORY_KINDS]  # type: ignore[valid-type]
-Scope = Literal["all", "memories", "notes"]
-NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,119}$"
-Weight = Annotated[float, Field(ge=0, le=1000, allow_inf_nan=False)]
+Scope = Literal[SCOPES]  # type: ignore[valid-type]
+Source = Literal[SOURCES]  # type: ignore[valid-type]
+ItemKind = Literal[ITEM_KINDS]  # type: ignore[valid-type]
+NAME_PATTERN = NAME_RE.pattern
+Weight = Annotated[float, Field(ge=0, le=MAX_WEIGHT, allow_inf_nan=False)]
 Tag = Annotated[str, Field(min_length=1, max_length=64)]
 
 # --- errors -------------------------------------------------------------------
@@ -45,14 +60,14 @@ class ProvenanceOut(Schema):
 
 
 class HitOut(Schema):
-    kind: Literal["memory", "note"]
+    kind: ItemKind
     id: str
     name: str
     title: str
     description: str
     project: str | None = Field(description="project slug; null = global")
     age: str = Field(description='compact age since the last update: "5m", "3h", "2d"')
-    source: Literal["semantic", "fts", "fused", "link", "browse", "identifier"]
+    source: Source
     score: float
     favorite: bool
     memory_kind: str = Field(description='constraint, fact, ... ("" for notes)')
@@ -114,9 +129,11 @@ def _json_number(value: Any) -> Any:
 
 # JSON Schema counts 5.0 as an integer; strict pydantic would not. The bounds sit
 # inside the type so the OpenAPI schema shows them as minimum/maximum.
-Budget = Annotated[int, Strict(False), Field(ge=1, le=100_000), BeforeValidator(_json_number)]
-RecallLimit = Annotated[int, Strict(False), Field(ge=1, le=100), BeforeValidator(_json_number)]
-RrfK = Annotated[int, Strict(False), Field(ge=1, le=10_000), BeforeValidator(_json_number)]
+Budget = Annotated[int, Strict(False), Field(ge=1, le=MAX_BUDGET), BeforeValidator(_json_number)]
+RecallLimit = Annotated[
+    int, Strict(False), Field(ge=1, le=MAX_RECALL_LIMIT), BeforeValidator(_json_number)
+]
+RrfK = Annotated[int, Strict(False), Field(ge=1, le=MAX_K), BeforeValidator(_json_number)]
 # A query-string date-time (pydantic would otherwise read "0.5" as a Unix time).
 QueryDateTime = Annotated[datetime, BeforeValidator(_not_a_number)]
 
@@ -128,13 +145,17 @@ class RecallIn(Body):
     project: str | None = Field(
         None, max_length=64, description="one of the token's projects (default: its only one)"
     )
-    budget: Budget | None = Field(None, description="token budget (default 1000)")
-    limit: RecallLimit | None = Field(None, description="ranked hits considered (default 10)")
+    budget: Budget | None = Field(None, description=f"token budget (default {DEFAULT_BUDGET})")
+    limit: RecallLimit | None = Field(
+        None, description=f"ranked hits considered (default {DEFAULT_RECALL_LIMIT})"
+    )
     scope: Scope = "all"
     kind: MemoryKind | None = Field(None, description="only this memory kind (browse if no query)")
     k: RrfK | None = Field(None, description="RRF constant (default 60)")
     channel_weights: dict[str, Weight] | None = Field(
-        None, description='weights merged over the configured ones, e.g. {"fts": 1, "semantic": 1}'
+        None,
+        description="weights by channel merged over the configured ones (0 turns a channel "
+        'off), e.g. {"fts": 1, "semantic": 1, "link": 1}',
     )
     debug: bool = False
 
@@ -142,7 +163,9 @@ class RecallIn(Body):
 class SearchIn(Schema):
     q: str = Field("", max_length=4000, description="what to look for")
     project: list[str] | None = Field(None, description="repeatable; default: the token's projects")
-    limit: int | None = Field(None, ge=1, le=200, description="hits (default 20)")
+    limit: int | None = Field(
+        None, ge=1, le=MAX_SEARCH_LIMIT, description=f"hits (default {DEFAULT_SEARCH_LIMIT})"
+    )
     semantic: bool = Field(True, description="false = full-text only (fastest)")
     since: QueryDateTime | None = Field(None, description="only items updated at or after this")
 
@@ -177,9 +200,9 @@ class MemoryFields(Body):
 
 class MemoryIn(MemoryFields):
     project: str | None = Field(None, max_length=64, description="default: the token's only one")
-    kind: MemoryKind = "fact"  # type: ignore[assignment]
-    name: str = Field(pattern=NAME_PATTERN, description="slug, e.g. chroma-boot-race")  # type: ignore[assignment]
-    source: str = Field("agent_inferred", max_length=32)  # type: ignore[assignment]
+    kind: MemoryKind = "fact"
+    name: str = Field(pattern=NAME_PATTERN, description="slug, e.g. chroma-boot-race")
+    source: str = Field("agent_inferred", max_length=32)
 
 
 class FavoriteIn(Body):
@@ -197,7 +220,7 @@ class NoteFields(Body):
 
 class NoteIn(NoteFields):
     project: str | None = Field(None, max_length=64, description="default: the token's only one")
-    title: str = Field(min_length=1, max_length=200)  # type: ignore[assignment]
+    title: str = Field(min_length=1, max_length=200)
 
 
 # --- items --------------------------------------------------------------------

@@ -1,86 +1,64 @@
 """Reads: the one place the console, the API and MCP reach the engine and the ORM.
 
-Named `<entity>_<action>`, keyword-only. Retrieval selectors record
-RetrievalEvents (what agents and people saw), which feed the usage boost and
-the "when did agents see it" history.
+Named `<entity>_<action>`, keyword-only. Selectors never write: what agents
+and people saw is recorded by `services.retrieval_record`, called by whoever
+decides it should be (`console/access.py` for agents). The engine resolves its
+own configuration (`console/configuration.py`); the settings page reads the
+layers here.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
-from django.conf import settings
 from django.db.models import Count, Q, QuerySet
 
-from console import wiring
-from console.models import Edge, Memory, Note, Project, RetrievalEvent, Setting
-from console.prepared import Prepared
-from recall.config import (
-    BriefingConfig,
-    DedupConfig,
-    PromptConfig,
-    RecallConfig,
-    SearchConfig,
-    decode_over,
-    from_mapping,
-)
+from console import configuration, indexing, wiring
+from console.models import Edge, Memory, Note, Project, RetrievalEvent
+from recall.config import BriefingConfig, Problem, decode_over
 from recall.requests import BriefingRequest, PromptRequest, RecallRequest, SearchRequest
+from recall.results import Briefing, ContextPack, Hit, PromptResult, SearchResult
 
-C = TypeVar("C", RecallConfig, SearchConfig, BriefingConfig, PromptConfig, DedupConfig)
-
-# Runtime override rows (Setting.key) and the config each one decodes over.
-OVERRIDE_KEYS: dict[str, type[Any]] = {
-    "search_config": SearchConfig,
-    "briefing_config": BriefingConfig,
-    "recall_config": RecallConfig,
-}
-_SETTINGS_SECTION = {
-    "search_config": "SEARCH",
-    "briefing_config": "BRIEFING",
-    "recall_config": "RECALL",
-}
+# --- configuration ------------------------------------------------------------
 
 
-# --- configuration layers -----------------------------------------------------
+def config_sections() -> list[str]:
+    """The sections the settings page edits, in its order."""
+    return list(configuration.LABELS)
 
 
-def config_base(key: str) -> Any:
+def config_labels() -> dict[str, str]:
+    """Each section's name for people."""
+    return dict(configuration.LABELS)
+
+
+def config_base(section: str) -> Any:
     """Built-in defaults < settings.RECALL[section] < RECALL_<SECTION>_* environment."""
-    cls = OVERRIDE_KEYS[key]
-    section = _SETTINGS_SECTION[key]
-    config = from_mapping(cls(), settings.RECALL.get(section, {}) or {})
-    return from_mapping(config, os.environ, prefix=f"RECALL_{section}_")
+    return wiring.engine().base.section(section)
 
 
-def config_override(key: str) -> dict[str, Any]:
-    row = Setting.objects.filter(key=key).values_list("value", flat=True).first()
-    return dict(row) if isinstance(row, Mapping) else {}
+def config_override(section: str) -> dict[str, Any]:
+    """The section's override row ({} when there is none)."""
+    return configuration.override(section)
 
 
-def config_effective(key: str) -> tuple[Any, tuple[str, ...]]:
-    """The base with the override row decoded over it, at use time (failure-soft)."""
-    rows = _SETTING.rows("value", key)  # on every keystroke: compiled once
-    return decode_over(config_base(key), rows[0][0] if rows else None)
+def config_check(section: str, values: Mapping[str, Any]) -> tuple[Any, tuple[Problem, ...]]:
+    """`values` as an override row over the section's base: the config and each problem.
+
+    The same resolution the engine runs at use time, so what saves is what applies.
+    """
+    return decode_over(config_base(section), dict(values))
 
 
-_SETTING = Prepared(lambda _, key: Setting.objects.filter(key=key).values_list("value")[:1])
+def channel_names() -> list[str]:
+    """The registered channels, in order (what a weight may name)."""
+    return [c.name for c in wiring.engine().registered]
 
 
 # --- retrieval ----------------------------------------------------------------
-
-
-def _record(kind: str, ids: Sequence[str], *, query: str, project: str | None, agent: str) -> None:
-    RetrievalEvent.objects.create(
-        kind=kind if ids else "miss",
-        ids=list(ids),
-        query=query[:2000],
-        project=project or "",
-        agent=agent,
-    )
 
 
 def memory_recall(
@@ -94,26 +72,20 @@ def memory_recall(
     k: int | None = None,
     channel_weights: Mapping[str, float] | None = None,
     debug: bool = False,
-    agent: str = "",
-    record: bool = True,
-) -> Any:
+) -> ContextPack:
     """Agent Recall -> ContextPack. Raises recall.errors.QueryError on bad input."""
-    config, warnings = config_effective("recall_config")
     request = RecallRequest(
         query=query,
         project=project,
-        budget=budget if budget is not None else config.budget,
-        limit=limit if limit is not None else config.limit,
+        budget=budget,
+        limit=limit,
         scope=scope,
         kind=kind,
         k=k,
         channel_weights=channel_weights,
         debug=debug,
     )
-    pack = wiring.engine().recall(request, config=config)
-    if record:
-        _record("recalled", [h.id for h in pack.items], query=query, project=project, agent=agent)
-    return pack
+    return wiring.engine().recall(request)
 
 
 def memory_search(
@@ -127,27 +99,22 @@ def memory_search(
     kinds: Sequence[str] | None = None,
     items: Sequence[str] | None = None,
     include_inactive: bool = False,
-    agent: str = "",
-    record: bool = False,
-) -> Any:
+    include_global: bool = True,
+) -> SearchResult:
     """Search every project (None) or a list -> SearchResult."""
-    config, _ = config_effective("search_config")
     request = SearchRequest(
         query=query,
         projects=tuple(projects) if projects else None,
-        limit=limit if limit is not None else config.limit,
+        limit=limit,
         semantic=semantic,
         since=since,
         kinds=tuple(kinds) if kinds else None,
         items=tuple(items) if items else None,
         include_inactive=include_inactive,
         prefix=prefix,
+        include_global=include_global,
     )
-    result = wiring.engine().search(request, config=config)
-    if record:
-        project = projects[0] if projects and len(projects) == 1 else None
-        _record("searched", [h.id for h in result.hits], query=query, project=project, agent=agent)
-    return result
+    return wiring.engine().search(request)
 
 
 def briefing_render(
@@ -156,25 +123,15 @@ def briefing_render(
     agent_type: str = "",
     prompt: str = "",
     budget: int | None = None,
-    agent: str = "",
-    record: bool = True,
-) -> Any:
-    """Session-start briefing text and the ids rendered, with the live override row."""
-    config, _ = config_effective("briefing_config")
+    config: BriefingConfig | None = None,
+) -> Briefing:
+    """Session-start briefing text and the ids rendered (`config`: an unsaved preview)."""
     request = BriefingRequest(project=project, agent_type=agent_type, prompt=prompt, budget=budget)
-    briefing = wiring.engine().briefing(request, config=config)
-    if record:
-        _record("injected", list(briefing.ids), query=prompt, project=project, agent=agent)
-    return briefing
+    return wiring.engine().briefing(request, config=config)
 
 
-def prompt_recall(*, project: str | None, prompt: str, agent: str = "") -> Any:
-    result = wiring.engine().prompt_recall(PromptRequest(project=project, prompt=prompt))
-    if result.ids:
-        # "prompt" (not "injected") so per-prompt matches feed the usage boost
-        # while briefing lines, shown every session, do not.
-        _record("prompt", list(result.ids), query=prompt, project=project, agent=agent)
-    return result
+def prompt_recall(*, project: str | None, prompt: str) -> PromptResult:
+    return wiring.engine().prompt_recall(PromptRequest(project=project, prompt=prompt))
 
 
 def memory_dedup_hint(
@@ -184,11 +141,27 @@ def memory_dedup_hint(
     description: str,
     body: str = "",
     exclude_id: str | None = None,
-) -> Any:
+) -> Hit | None:
     """The most similar active in-scope memory (advisory; None on embedder trouble)."""
     return wiring.engine().dedup_hint(
         project=project, name=name, description=description, body=body, exclude_id=exclude_id
     )
+
+
+def index_status() -> indexing.Status:
+    """Rows per plane, pending jobs and drift against the database."""
+    return indexing.status()
+
+
+def embedder_model() -> str | None:
+    """The configured embedding model's name (None: no semantic plane)."""
+    embedder = wiring.embedder()
+    return embedder.model if embedder is not None else None
+
+
+def item_count() -> int:
+    """Memories and notes in the database."""
+    return Memory.objects.count() + Note.objects.count()
 
 
 # --- items --------------------------------------------------------------------
@@ -203,22 +176,6 @@ def note_get(*, note_id: str) -> Note:
     return Note.objects.select_related("project").get(pk=note_id)
 
 
-def memory_read(*, memory_id: str, agent: str = "") -> Memory:
-    """An agent reading one memory: recorded (reads weigh most in usage)."""
-    memory = memory_get(memory_id=memory_id)
-    from console.services import memory_mark_accessed
-
-    memory_mark_accessed(ids=[memory.pk])
-    _record(
-        "read",
-        [memory.pk],
-        query="",
-        project=memory.project.slug if memory.project else None,
-        agent=agent,
-    )
-    return memory
-
-
 @dataclass(frozen=True)
 class MemoryDetail:
     memory: Memory
@@ -231,7 +188,8 @@ class MemoryDetail:
 
 def memory_detail(*, memory_id: str, history_limit: int = 20) -> MemoryDetail:
     memory = memory_get(memory_id=memory_id)
-    links = [e.dst for e in Edge.objects.filter(src=memory).select_related("dst__project")]
+    edges = Edge.objects.filter(src=memory).order_by("position", "id")
+    links = [e.dst for e in edges.select_related("dst__project")]
     backlinks = [e.src for e in Edge.objects.filter(dst=memory).select_related("src__project")]
     back: list[Memory] = []
     current: Memory | None = Memory.objects.filter(superseded_by=memory).first()

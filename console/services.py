@@ -8,21 +8,21 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
-from console import indexing
-from console.models import Edge, Memory, Note, Project, Setting
+from console import indexing, wiring
+from console.models import Edge, Memory, Note, Project, RetrievalEvent, Setting
+from recall import links
 
 MAX_BODY_CHARS = 200_000
 MAX_TAGS = 32
-WIKILINK = re.compile(r"\[\[([^\[\]|#\n]{1,120})(?:[|#][^\[\]\n]*)?\]\]")
 
 MEMORY_FIELDS = (
     "kind",
@@ -39,16 +39,6 @@ MEMORY_FIELDS = (
     "external_id",
     "metadata",
 )
-
-
-def link_names(body: str) -> list[str]:
-    """The distinct `[[name]]` targets of a body, in order of appearance."""
-    seen: list[str] = []
-    for match in WIKILINK.finditer(body or ""):
-        name = match.group(1).strip()
-        if name and name not in seen:
-            seen.append(name)
-    return seen
 
 
 def content_hash(*, name: str, description: str, body: str) -> str:
@@ -111,33 +101,38 @@ def _apply_fields(memory: Memory, fields: Mapping[str, Any]) -> None:
 
 
 def memory_links_rewrite(*, memory: Memory) -> None:
-    """Derived `wikilink` edges follow the body: rewritten on every change."""
+    """Derived `wikilink` edges follow the body: parsed once, here, on every change.
+
+    Each `[[name]]` resolves by the engine's one rule (`recall.links.prefer`:
+    the active memory of that name in the memory's project, else the global
+    one) and keeps its place in the body (`position`), the order links expand in.
+    """
     Edge.objects.filter(src=memory, origin="wikilink").delete()
-    names = link_names(memory.body)
+    names = links.names(memory.body)
     if not names:
         return
-    targets = _resolve_names(names, project_id=memory.project_id, exclude=memory.pk)
+    targets = resolve_names(names, project_id=memory.project_id, exclude=memory.pk)
     Edge.objects.bulk_create(
-        [Edge(src=memory, dst=t, origin="wikilink") for t in targets.values()],
+        [
+            Edge(src=memory, dst_id=targets[name], origin="wikilink", position=n)
+            for n, name in enumerate(names)
+            if name in targets
+        ],
         ignore_conflicts=True,
     )
 
 
-def _resolve_names(
+def resolve_names(
     names: list[str], *, project_id: int | None, exclude: str | None = None
-) -> dict[str, Memory]:
-    """Each name's active memory in the project, else the global one."""
+) -> dict[str, str]:
+    """Each name's memory id by `recall.links.prefer` (project first, then global)."""
     rows = (
         Memory.objects.filter(name__in=names, invalid_at__isnull=True)
         .filter(Q(project_id=project_id) | Q(project__isnull=True))
         .exclude(pk=exclude)
-        .order_by("id")
+        .values_list("name", "id", "project_id")
     )
-    found: dict[str, Memory] = {}
-    for row in rows:
-        if row.project_id == project_id or row.name not in found:
-            found[row.name] = row
-    return found
+    return links.prefer(rows, project_id)
 
 
 def _link_waiting_sources(memory: Memory) -> None:
@@ -145,7 +140,7 @@ def _link_waiting_sources(memory: Memory) -> None:
     scope = Q(project_id=memory.project_id) if memory.project_id else Q()
     sources = Memory.objects.filter(scope, body__contains=f"[[{memory.name}").exclude(pk=memory.pk)
     for source in sources:
-        if memory.name in link_names(source.body):
+        if memory.name in links.names(source.body):
             memory_links_rewrite(memory=source)
 
 
@@ -229,11 +224,32 @@ def memory_delete(*, memory: Memory) -> None:
 
 
 def memory_mark_accessed(*, ids: Iterable[str], at: datetime | None = None) -> None:
-    from django.db.models import F
-
     Memory.objects.filter(pk__in=list(ids)).update(
         access_count=F("access_count") + 1, last_accessed_at=at or timezone.now()
     )
+
+
+# --- what agents and people saw -----------------------------------------------
+
+
+def retrieval_record(
+    *, kind: str, ids: Sequence[str], query: str = "", project: str | None, agent: str = ""
+) -> None:
+    """One RetrievalEvent (`miss` when nothing was shown): feeds usage and history."""
+    RetrievalEvent.objects.create(
+        kind=kind if ids else "miss",
+        ids=list(ids),
+        query=query[:2000],
+        project=project or "",
+        agent=agent,
+    )
+
+
+def memory_read_record(*, memory: Memory, agent: str = "") -> None:
+    """An agent read one memory in full: counted, and recorded (reads weigh most in usage)."""
+    memory_mark_accessed(ids=[memory.pk])
+    project = memory.project.slug if memory.project else None
+    retrieval_record(kind="read", ids=[memory.pk], project=project, agent=agent)
 
 
 # --- notes --------------------------------------------------------------------
@@ -307,3 +323,26 @@ def setting_save(*, key: str, value: Mapping[str, Any], user: str = "") -> Setti
 
 def setting_reset(*, key: str) -> None:
     Setting.objects.filter(key=key).delete()
+
+
+# --- the derived planes ---------------------------------------------------------
+
+
+def index_sync(*, limit: int | None = None) -> indexing.ApplyReport:
+    """Apply (retry) pending index jobs now."""
+    return indexing.apply_pending(limit=limit)
+
+
+def index_rebuild(*, progress: Callable[[int], None] | None = None) -> int:
+    """Recreate both planes from the database; the number of items indexed."""
+    return indexing.rebuild(progress=progress)
+
+
+def index_maintain() -> None:
+    """Compact the vector table and build its ANN index once it is large."""
+    indexing.maintain()
+
+
+def bulk_mode() -> None:
+    """For batch commands (import, reindex): embed on every core from now on."""
+    wiring.use_batch_threads()

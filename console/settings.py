@@ -6,6 +6,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
+
+import django_stubs_ext
+
+# Generic classes such as ModelAdmin[Memory] subscript at run time (typing only).
+django_stubs_ext.monkeypatch()
 
 
 def env(name: str, default: str) -> str:
@@ -119,36 +125,70 @@ LOGGING = {
 
 # Every key has a default and a one-line meaning; console/checks.py validates
 # them at start-up; console/wiring.py turns them into engine objects.
-RECALL = {
-    # Dotted path of the TextIndex adapter (switching backends is `reindex`).
-    "TEXT_INDEX": env("RECALL_TEXT_INDEX", "recall.indexes.tantivy_index.TantivyIndex"),
-    # Dotted path of the VectorIndex adapter.
-    "VECTOR_INDEX": env("RECALL_VECTOR_INDEX", "recall.indexes.lance_index.LanceIndex"),
-    # Dotted path of the Embedder; empty string = no semantic leg.
-    "EMBEDDER": env("RECALL_EMBEDDER", "recall.embedders.onnx.OnnxEmbedder"),
-    # Threads the embedder may use (1 is fastest per query on small machines).
-    "EMBEDDER_THREADS": int(env("RECALL_EMBEDDER_THREADS", "1")),
-    # Run the embedder as its derived dynamic-int8 copy (about 2x faster; 0 = the
-    # packaged fp32-compute model). Switching changes the vectors: `reindex`.
-    "EMBEDDER_QUANTIZED": env("RECALL_EMBEDDER_QUANTIZED", "1") != "0",
-    # Where that derived copy is cached (built once per machine, about 2 s).
-    "MODEL_CACHE_DIR": Path(
-        env("RECALL_MODEL_CACHE_DIR", str(Path.home() / ".cache" / "recall" / "models"))
-    ),
-    # Threads for bulk embedding in batch commands (import, reindex, bench ingest).
-    "EMBEDDER_BATCH_THREADS": int(env("RECALL_EMBEDDER_BATCH_THREADS", str(os.cpu_count() or 1))),
-    # Where the full-text index and the LanceDB table live.
+embedder_backend = env("RECALL_EMBEDDER", "recall.embedders.onnx.OnnxEmbedder")
+RECALL: dict[str, Any] = {
+    # Each plane's adapter: a dotted path and the OPTIONS its constructor takes
+    # (as Django's CACHES). Left out of OPTIONS: a text index's `path` defaults
+    # to TEXT_INDEX_DIR/<class name>, a vector index's to VECTOR_INDEX_DIR, and
+    # the vector index takes the embedder's `dims`. An empty EMBEDDER BACKEND
+    # means no semantic plane. Switching a text backend or the embedder: `reindex`.
+    "BACKENDS": {
+        "STORE": {"BACKEND": "console.store.DjangoStore", "OPTIONS": {}},
+        "TEXT_INDEX": {
+            "BACKEND": env("RECALL_TEXT_INDEX", "recall.indexes.tantivy_index.TantivyIndex"),
+            "OPTIONS": {},
+        },
+        "VECTOR_INDEX": {
+            "BACKEND": env("RECALL_VECTOR_INDEX", "recall.indexes.lance_index.LanceIndex"),
+            "OPTIONS": {
+                # Build the ANN (IVF_HNSW_SQ) index past this many rows: an exact scan
+                # costs ~6 ms at 5k rows and ~15 ms at 10k, the index ~7 ms at either
+                # (tests/bench/bench_vector_index.py), with recall@24 of 1.000 at 10k.
+                "index_threshold": int(env("RECALL_VECTOR_INDEX_THRESHOLD", "5000")),
+                # Never inside a request: `indexing.maintain()` builds it off the hot path.
+                "auto_index": False,
+            },
+        },
+        "EMBEDDER": {
+            "BACKEND": embedder_backend,
+            "OPTIONS": {
+                # Threads per query (1 is fastest per query on small machines).
+                "threads": int(env("RECALL_EMBEDDER_THREADS", "1")),
+                # The derived dynamic-int8 copy (about 2x faster; False = the packaged
+                # fp32-compute model). Switching changes the vectors: `reindex`.
+                "quantized": env("RECALL_EMBEDDER_QUANTIZED", "1") != "0",
+                # Where that derived copy is cached (built once per machine, about 2 s).
+                "cache_dir": Path(
+                    env("RECALL_MODEL_CACHE_DIR", str(Path.home() / ".cache" / "recall" / "models"))
+                ),
+            }
+            if embedder_backend
+            else {},
+        },
+    },
+    # The retrieval channels, each a dotted path to a `recall.ports.Channel` class
+    # built from the planes; a config runs a channel when it gives it a weight.
+    "CHANNELS": [
+        "recall.channels.fulltext.FullText",
+        "recall.channels.semantic.Semantic",
+        "recall.channels.identifier.Identifier",
+        "recall.channels.links.Links",
+    ],
+    # Where the full-text index and the LanceDB table live (default OPTIONS paths).
     "TEXT_INDEX_DIR": DATA_DIR / "text",
     "VECTOR_INDEX_DIR": DATA_DIR / "vectors",
-    # Build the vector plane's ANN (IVF_HNSW_SQ) index past this many rows: an exact
-    # scan costs ~6 ms at 5k rows and ~15 ms at 10k, the index ~7 ms at either
-    # (tests/bench/bench_vector_index.py), with recall@24 of 1.000 at 10k.
-    "VECTOR_INDEX_THRESHOLD": int(env("RECALL_VECTOR_INDEX_THRESHOLD", "5000")),
+    # Threads for bulk embedding in batch commands (import, reindex, bench ingest).
+    "EMBEDDER_BATCH_THREADS": int(env("RECALL_EMBEDDER_BATCH_THREADS", str(os.cpu_count() or 1))),
     # Apply pending index jobs on commit (off = only `manage.py sync_indexes`).
     "SYNC_ON_COMMIT": env_bool("RECALL_SYNC_ON_COMMIT", True),
     # Give up retrying an index job after this many attempts (it stays visible).
     "MAX_JOB_ATTEMPTS": int(env("RECALL_MAX_JOB_ATTEMPTS", "20")),
-    # Defaults of the retrieval knobs; the console's override rows sit on top.
+    # Retrieval knobs per section (recall/config.py has every knob and its default);
+    # RECALL_<SECTION>_<KNOB> environment variables and the console's override
+    # rows sit on top (console/configuration.py).
+    "RECALL": {},
     "SEARCH": {},
     "BRIEFING": {},
+    "PROMPT": {},
+    "DEDUP": {},
 }

@@ -13,10 +13,9 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from console.models import Memory, Note, Project, RetrievalEvent
+from console.models import Edge, Memory, Note, Project, RetrievalEvent
 from console.prepared import Prepared
-from console.services import link_names
-from recall.types import MEMORY, NOTE, Filter, Record
+from recall.types import MEMORY, NOTE, Filter, Link, Record
 
 USAGE_TTL_S = 30.0
 _IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -24,30 +23,7 @@ _ULID_CHARS = re.compile(r"^[0-9A-HJKMNP-TV-Z]+$")
 USAGE_WINDOW_DAYS = 120
 
 
-def memory_record(m: Memory) -> Record:
-    return Record(
-        id=m.pk,
-        item=MEMORY,
-        project=m.project.slug if m.project_id and m.project else None,
-        kind=m.kind,
-        name=m.name,
-        title=m.name,
-        description=m.description,
-        body=m.body,
-        tags=tuple(m.tags or ()),
-        importance=m.importance,
-        favorite=m.favorite,
-        active=m.invalid_at is None,
-        created=m.created,
-        updated=m.updated,
-        superseded_by=m.superseded_by_id,
-        session_id=m.session_id,
-        source=m.source,
-        links=tuple(link_names(m.body)),
-    )
-
-
-_MEMORY_COLUMNS = (
+MEMORY_COLUMNS = (
     "id",
     "project__slug",
     "kind",
@@ -66,8 +42,8 @@ _MEMORY_COLUMNS = (
 )
 
 
-def _memory_row_record(row: tuple[Any, ...]) -> Record:
-    """`memory_record` from a `values_list(*_MEMORY_COLUMNS)` row."""
+def memory_row_record(row: Sequence[Any]) -> Record:
+    """The one memory -> Record mapping, from a `values_list(*MEMORY_COLUMNS)` row."""
     (pk, project, kind, name, description, body, tags, importance, favorite, invalid_at,
      created, updated, superseded_by, session_id, source) = row  # fmt: skip
     return Record(
@@ -88,8 +64,19 @@ def _memory_row_record(row: tuple[Any, ...]) -> Record:
         superseded_by=superseded_by,
         session_id=session_id,
         source=source,
-        links=tuple(link_names(body)),
     )
+
+
+def memory_record(m: Memory) -> Record:
+    """A model instance as a Record (through the same mapping as rows)."""
+    row = [getattr(m, c) for c in MEMORY_COLUMNS if c != "project__slug"]
+    row.insert(1, m.project.slug if m.project_id and m.project else None)
+    return memory_row_record(row)
+
+
+def memory_records(rows: QuerySet[Memory]) -> list[Record]:
+    """Records of a memory queryset, in its order, without model instances."""
+    return [memory_row_record(row) for row in rows.values_list(*MEMORY_COLUMNS)]
 
 
 def note_record(n: Note) -> Record:
@@ -149,19 +136,15 @@ def _identify(rows: QuerySet[Any], name: str, limit: int, *args: str) -> QuerySe
 _IDENTIFY_MEMORY = Prepared(lambda key, *args: _identify(_memories(key[0]), "name", key[1], *args))
 _IDENTIFY_NOTE = Prepared(lambda key, *args: _identify(_notes(key[0]), "slug", key[1], *args))
 _HYDRATE = Prepared(
-    lambda n, *ids: Memory.objects.filter(pk__in=ids).order_by().values_list(*_MEMORY_COLUMNS)
+    lambda n, *ids: Memory.objects.filter(pk__in=ids).order_by().values_list(*MEMORY_COLUMNS)
 )
-
-
-def _named(names: Sequence[str], project: Q) -> QuerySet[Any]:
-    rows = Memory.objects.filter(name__in=names, invalid_at__isnull=True).filter(project)
-    return rows.order_by("id").values_list(*_MEMORY_COLUMNS)
-
-
-_BY_NAMES = Prepared(
-    lambda n, *args: _named(args[:n], Q(project__slug=args[n]) | Q(project__isnull=True))
+_LINKS = Prepared(
+    lambda n, *ids: (
+        Edge.objects.filter(src_id__in=ids)
+        .order_by("src_id", "position", "id")
+        .values_list("src_id", "dst_id", "weight", "rel")
+    )
 )
-_BY_NAMES_GLOBAL = Prepared(lambda n, *names: _named(names, Q(project__isnull=True)))
 
 
 def _lane(pk: str, name: str, upper: str, lower: str) -> int:
@@ -182,7 +165,7 @@ class DjangoStore:
         if not wanted:
             return {}
         rows = _HYDRATE.rows(len(wanted), *wanted)
-        found = {row[0]: _memory_row_record(row) for row in rows}
+        found = {row[0]: memory_row_record(row) for row in rows}
         rest = [i for i in wanted if i not in found]
         if rest:
             found.update(
@@ -200,8 +183,7 @@ class DjangoStore:
             rows = _memories(where)
             if favorites_only:  # `IN (1)`: SQLite's index ignores Django's bare `"favorite"`
                 rows = rows.filter(favorite__in=[True])
-            newest = rows.order_by("-updated", "-id").values_list(*_MEMORY_COLUMNS)[:limit]
-            records += [_memory_row_record(row) for row in newest]
+            records += memory_records(rows.order_by("-updated", "-id")[:limit])
         if NOTE in items:
             notes = _notes(where).filter(favorite=True) if favorites_only else _notes(where)
             records += [note_record(n) for n in notes.order_by("-updated", "-id")[:limit]]
@@ -215,20 +197,15 @@ class DjangoStore:
         total = _memories(where).count() if MEMORY in items else 0
         return total + (_notes(where).count() if NOTE in items else 0)
 
-    def by_names(self, names: Sequence[str], *, project: str | None) -> dict[str, Record]:
-        if not names:
+    def links(self, ids: Sequence[str]) -> dict[str, tuple[Link, ...]]:
+        """Each memory's stored edges (written from its body), in body order."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
             return {}
-        names = list(dict.fromkeys(names))
-        if project is None:
-            rows = _BY_NAMES_GLOBAL.rows(len(names), *names)
-        else:
-            rows = _BY_NAMES.rows(len(names), *names, project)
-        found: dict[str, Record] = {}
-        for row in rows:  # ordered by id; a project's memory beats a global one
-            record = _memory_row_record(row)
-            if record.project is not None or record.name not in found:
-                found[record.name] = record
-        return found
+        found: dict[str, list[Link]] = defaultdict(list)
+        for src, dst, weight, rel in _LINKS.rows(len(wanted), *wanted):
+            found[src].append(Link(dst, weight, rel))
+        return {src: tuple(edges) for src, edges in found.items()}
 
     def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]:
         """Exact id (lane 0), exact name/slug (1), id prefix of 8+ characters (2).

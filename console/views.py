@@ -26,10 +26,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 
-from console import selectors, services, wiring
+from console import selectors, services
 from console.forms import ConfigForm, InspectForm, MemoryForm, SearchForm
 from console.models import Memory, Note
-from recall import BriefingRequest, RecallError
+from recall import RecallError
 
 V = TypeVar("V", bound=Callable[..., HttpResponse])
 BRIEFING = "briefing_config"
@@ -319,10 +319,20 @@ def projects(request: HttpRequest) -> HttpResponse:
 
 # --- settings -----------------------------------------------------------------
 
+BRIEFING = "briefing"
 
-def _config_form(key: str, data: Any = None) -> ConfigForm:
-    base, override = selectors.config_base(key), selectors.config_override(key)
-    return ConfigForm(data, key=key, base=base, override=override)
+
+def _section(key: str) -> str:
+    """The config section of a settings URL key ("search_config" -> "search"), or 404."""
+    section = key.removesuffix("_config")
+    if not key.endswith("_config") or section not in selectors.config_sections():
+        raise Http404("No such settings section.")
+    return section
+
+
+def _config_form(section: str, data: Any = None) -> ConfigForm:
+    base, override = selectors.config_base(section), selectors.config_override(section)
+    return ConfigForm(data, key=f"{section}_config", base=base, override=override)
 
 
 def _briefing_preview(form: ConfigForm, project: str | None) -> dict[str, Any]:
@@ -330,22 +340,24 @@ def _briefing_preview(form: ConfigForm, project: str | None) -> dict[str, Any]:
     form.is_valid()
     errors = [str(e) for errs in form.errors.values() for e in errs]
     try:
-        request = BriefingRequest(project=project)
-        briefing = wiring.engine().briefing(request, config=form.config())
+        briefing = selectors.briefing_render(project=project, config=form.config())
     except RecallError as exc:
         return {"briefing": None, "preview_errors": [*errors, str(exc)]}
     return {"briefing": briefing, "preview_errors": errors}
 
 
 def _settings_context(forms: dict[str, ConfigForm], project: str | None) -> dict[str, Any]:
+    labels = selectors.config_labels()
     preview_form = ConfigForm(
-        {f"{BRIEFING}-{k}": v for k, v in forms[BRIEFING].initial.items()},
-        key=BRIEFING,
+        {f"{BRIEFING}_config-{k}": v for k, v in forms[BRIEFING].initial.items()},
+        key=f"{BRIEFING}_config",
         base=selectors.config_base(BRIEFING),
         override={},
     )
     return {
-        "forms": forms,
+        "forms": {f"{s}_config": f for s, f in forms.items()},
+        "labels": {f"{s}_config": label for s, label in labels.items()},
+        "others": [(f"{s}_config", labels[s], f) for s, f in forms.items() if s != BRIEFING],
         "projects": selectors.project_slugs(),
         "preview_project": project or "",
         **_briefing_preview(preview_form, project),
@@ -356,7 +368,7 @@ def _settings_context(forms: dict[str, ConfigForm], project: str | None) -> dict
 @require_GET
 @vary_on_headers("HX-Request")
 def settings_page(request: HttpRequest) -> HttpResponse:
-    forms = {key: _config_form(key) for key in selectors.OVERRIDE_KEYS}
+    forms = {section: _config_form(section) for section in selectors.config_sections()}
     project = request.GET.get("preview_project") or None
     return _page(request, "console/settings.html", _settings_context(forms, project), "sections")
 
@@ -366,35 +378,36 @@ def settings_page(request: HttpRequest) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def settings_save(request: HttpRequest, key: str) -> HttpResponse:
     """Save the section's overrides, reset it to base, or reset one knob."""
-    if key not in selectors.OVERRIDE_KEYS:
-        raise Http404("No such settings section.")
+    section = _section(key)
     action = request.POST.get("action", "save")
-    form = _config_form(key, request.POST)
+    form = _config_form(section, request.POST)
+    user = request.user.get_username()
     notice = ""
     if action == "reset":
         services.setting_reset(key=key)
         notice = "Reset to base values."
     elif action.startswith("reset:"):
         knob = action.split(":", 1)[1].split(".", 1)[0]
-        override = {k: v for k, v in selectors.config_override(key).items() if k != knob}
+        override = {k: v for k, v in selectors.config_override(section).items() if k != knob}
         if override:
-            services.setting_save(key=key, value=override, user=request.user.get_username())
+            services.setting_save(key=key, value=override, user=user)
         else:
             services.setting_reset(key=key)
         notice = f"{knob} reset to its base value."
     elif form.is_valid():
-        services.setting_save(key=key, value=form.values(), user=request.user.get_username())
-        notice = "Saved. The next briefing and search use these values."
+        services.setting_save(key=key, value=form.values(), user=user)
+        notice = "Saved. The next call uses these values."
     if notice:
-        form = _config_form(key)
+        form = _config_form(section)
         if not _partial(request):
             messages.success(request, notice)
             return redirect("settings")
     if not _partial(request):
-        forms = {k: form if k == key else _config_form(k) for k in selectors.OVERRIDE_KEYS}
+        forms = {s: form if s == section else _config_form(s) for s in selectors.config_sections()}
         return render(request, "console/settings.html", _settings_context(forms, None))
     context = {
         "key": key,
+        "label": selectors.config_labels()[section],
         "form": form,
         "notice": notice,
         "projects": selectors.project_slugs(),
@@ -408,7 +421,8 @@ def settings_save(request: HttpRequest, key: str) -> HttpResponse:
 @require_GET
 @vary_on_headers("HX-Request")
 def settings_preview(request: HttpRequest) -> HttpResponse:
-    form = ConfigForm(request.GET, key=BRIEFING, base=selectors.config_base(BRIEFING), override={})
+    base = selectors.config_base(BRIEFING)
+    form = ConfigForm(request.GET, key=f"{BRIEFING}_config", base=base, override={})
     project = request.GET.get("preview_project") or None
     context = {"preview_project": project or "", **_briefing_preview(form, project)}
     return _page(request, "console/settings_preview.html", context, "preview")
@@ -422,8 +436,12 @@ def settings_preview(request: HttpRequest) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def inspect(request: HttpRequest) -> HttpResponse:
     """Run a Recall (or a Briefing) as an agent would, without recording it."""
-    projects = selectors.project_slugs()
-    form = InspectForm(request.GET or None, projects=projects, initial={"mode": "recall"})
+    form = InspectForm(
+        request.GET or None,
+        projects=selectors.project_slugs(),
+        channels=selectors.channel_names(),
+        initial={"mode": "recall"},
+    )
     pack = briefing = None
     error = ""
     if form.is_bound and form.is_valid():
@@ -435,7 +453,6 @@ def inspect(request: HttpRequest) -> HttpResponse:
                     agent_type=data["agent_type"],
                     prompt=data["query"],
                     budget=data["budget"],
-                    record=False,
                 )
             else:
                 pack = selectors.memory_recall(
@@ -446,7 +463,6 @@ def inspect(request: HttpRequest) -> HttpResponse:
                     k=data["k"],
                     channel_weights=form.channel_weights(),
                     debug=True,
-                    record=False,
                 )
         except RecallError as exc:
             error = str(exc)

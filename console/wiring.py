@@ -1,22 +1,36 @@
-"""Composition root: settings.RECALL -> engine and adapters, built once, lazily.
+"""Composition root: settings.RECALL -> planes, channels and the engine, built once, lazily.
+
+Each plane's adapter is a dotted path plus the OPTIONS its constructor takes
+(`settings.RECALL["BACKENDS"]`); options a backend needs but the settings
+leave out are filled here: a text index's `path` (TEXT_INDEX_DIR/<class
+name>, so switching backends never reuses another's files), a vector index's
+`path` (VECTOR_INDEX_DIR) and `dims` (the embedder's). Channels are the
+classes named in `settings.RECALL["CHANNELS"]`, each built from the planes.
 
 Nothing here runs at import. `reset()` drops every cached object (tests that
-point RECALL_DATA_DIR elsewhere call it).
+point RECALL_DATA_DIR elsewhere call it); the embedding model itself is
+process-wide and kept.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 
+from console import configuration
+from recall.engine import Engine
 from recall.errors import ConfigError
-from recall.ports import Embedder, TextIndex, VectorIndex
+from recall.planes import Planes
+from recall.ports import Channel, Embedder, MemoryStore, TextIndex, VectorIndex
 
+T = TypeVar("T")
+PLANES = ("STORE", "TEXT_INDEX", "VECTOR_INDEX", "EMBEDDER")
 _lock = threading.RLock()
 _cache: dict[str, Any] = {}
 
@@ -31,98 +45,121 @@ def import_string(path: str) -> Any:
         raise ConfigError(f"cannot import {path!r}: {exc}") from exc
 
 
-def _conf(key: str) -> Any:
-    return settings.RECALL[key]
+def backend(plane: str) -> tuple[str, dict[str, Any]]:
+    """A plane's dotted path ("" = none) and its OPTIONS, with the defaults filled in."""
+    conf = settings.RECALL["BACKENDS"][plane]
+    path, options = str(conf.get("BACKEND") or ""), dict(conf.get("OPTIONS") or {})
+    if plane == "TEXT_INDEX" and path:
+        name = path.rpartition(".")[2].lower()
+        options.setdefault("path", Path(settings.RECALL["TEXT_INDEX_DIR"]) / name)
+    if plane == "VECTOR_INDEX":
+        options.setdefault("path", Path(settings.RECALL["VECTOR_INDEX_DIR"]))
+    if plane == "EMBEDDER" and _cache.get("batch_mode"):
+        # One query embeds fastest on one thread; a bulk load runs one batch
+        # per core at once.
+        options.update(threads=1, parallel=int(settings.RECALL["EMBEDDER_BATCH_THREADS"]))
+    return path, options
 
 
-def _once(key: str, build: Any) -> Any:
+def build(plane: str, **extra: Any) -> Any:
+    """Construct a plane's adapter from its path and OPTIONS (ConfigError names a bad one)."""
+    path, options = backend(plane)
+    cls = import_string(path)
+    try:
+        return cls(**{**extra, **options})
+    except TypeError as exc:
+        raise ConfigError(f"RECALL['BACKENDS'][{plane!r}] {path}: {exc}") from exc
+
+
+def _once(key: str, make: Callable[[], T]) -> T:
     with _lock:
         if key not in _cache:
-            _cache[key] = build()
-        return _cache[key]
+            _cache[key] = make()
+        return _cache[key]  # type: ignore[no-any-return]
+
+
+def store() -> MemoryStore:
+    made: MemoryStore = _once("store", lambda: build("STORE"))
+    return made
 
 
 def text_index() -> TextIndex:
-    def build() -> TextIndex:
-        cls = import_string(_conf("TEXT_INDEX"))
-        path = Path(_conf("TEXT_INDEX_DIR")) / cls.__name__.lower()
-        return cls(path)  # type: ignore[no-any-return]
-
-    return _once("text", build)  # type: ignore[no-any-return]
-
-
-def vector_index() -> VectorIndex | None:
-    if not _conf("EMBEDDER"):
-        return None
-
-    def build() -> VectorIndex:
-        cls = import_string(_conf("VECTOR_INDEX"))
-        emb = embedder()
-        dims = emb.dims if emb is not None else 384
-        path = Path(_conf("VECTOR_INDEX_DIR"))
-        try:
-            # Never build the ANN index inside a request: `indexing.maintain()`
-            # (reindex, import, sync_indexes --optimize) does it off the hot path.
-            return cls(  # type: ignore[no-any-return]
-                path,
-                dims=dims,
-                auto_index=False,
-                index_threshold=int(_conf("VECTOR_INDEX_THRESHOLD")),
-            )
-        except TypeError:  # an adapter without those knobs
-            return cls(path, dims=dims)  # type: ignore[no-any-return]
-
-    return _once("vectors", build)  # type: ignore[no-any-return]
+    made: TextIndex = _once("text", lambda: build("TEXT_INDEX"))
+    return made
 
 
 def embedder() -> Embedder | None:
-    path = _conf("EMBEDDER")
+    path, options = backend("EMBEDDER")
     if not path:
         return None
-    quantized, cache_dir = bool(_conf("EMBEDDER_QUANTIZED")), str(_conf("MODEL_CACHE_DIR"))
-    if _cache.get("batch_mode"):
-        threads, parallel = 1, int(_conf("EMBEDDER_BATCH_THREADS"))
-    else:
-        threads, parallel = int(_conf("EMBEDDER_THREADS")), 1
-    return _shared_embedder(path, threads, parallel, quantized, cache_dir)
-
-
-def use_batch_threads() -> None:
-    """For batch commands (import, reindex): embed on every core.
-
-    One query embeds fastest on one thread; a bulk load runs one batch per
-    core at once (EMBEDDER_BATCH_THREADS)."""
-    with _lock:
-        _cache.clear()
-        _cache["batch_mode"] = True
+    return _shared_embedder(path, tuple(sorted(options.items())))
 
 
 @lru_cache(maxsize=4)
-def _shared_embedder(
-    path: str, threads: int, parallel: int, quantized: bool, cache_dir: str
-) -> Embedder:
+def _shared_embedder(path: str, options: tuple[tuple[str, Any], ...]) -> Embedder:
     """The model is process-wide (it does not depend on the data directory)."""
     cls = import_string(path)
     try:
-        return cls(  # type: ignore[no-any-return]
-            threads=threads, parallel=parallel, quantized=quantized, cache_dir=cache_dir
-        )
-    except TypeError:  # an embedder without those knobs
-        return cls()  # type: ignore[no-any-return]
+        return cls(**dict(options))  # type: ignore[no-any-return]
+    except TypeError as exc:
+        raise ConfigError(f"RECALL['BACKENDS']['EMBEDDER'] {path}: {exc}") from exc
 
 
-def engine() -> Any:
-    """The retrieval engine over the configured planes and the ORM store."""
+def vector_index() -> VectorIndex | None:
+    if not backend("EMBEDDER")[0] or not backend("VECTOR_INDEX")[0]:
+        return None
 
-    def build() -> Any:
-        from console.store import DjangoStore
-        from recall.engine import Engine
+    def make() -> VectorIndex:
+        emb = embedder()
+        return build("VECTOR_INDEX", **({"dims": emb.dims} if emb is not None else {}))  # type: ignore[no-any-return]
 
+    return _once("vectors", make)
+
+
+def planes() -> Planes:
+    return _once(
+        "planes",
+        lambda: Planes(
+            text=text_index(), store=store(), vectors=vector_index(), embedder=embedder()
+        ),
+    )
+
+
+def channel_classes() -> list[type[Any]]:
+    """The registered channel classes, in order (no plane is built)."""
+    return [import_string(path) for path in settings.RECALL["CHANNELS"]]
+
+
+def channels(over: Planes) -> tuple[Channel, ...]:
+    return tuple(cls(over) for cls in channel_classes())
+
+
+def engine() -> Engine:
+    """The retrieval engine over the configured planes, channels and configuration."""
+
+    def make() -> Engine:
+        built = planes()
         return Engine(
-            text=text_index(), store=DjangoStore(), vectors=vector_index(), embedder=embedder()
+            built,
+            channels=channels(built),
+            base=configuration.base(),
+            overrides=configuration.override_row,
         )
 
-    return _once("engine", build)
+    return _once("engine", make)
+
+
+def overridden(values: Mapping[str, Any]) -> None:
+    """For tests: replace cached objects by name (e.g. {"engine": ...})."""
+    with _lock:
+        _cache.update(values)
+
+
+def use_batch_threads() -> None:
+    """For batch commands (import, reindex): embed on every core."""
+    with _lock:
+        _cache.clear()
+        _cache["batch_mode"] = True
 
 
 def reset() -> None:

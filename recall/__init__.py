@@ -4,23 +4,30 @@
 """
 
 from recall.config import (
+    SECTIONS,
     BriefingConfig,
+    Configs,
     DedupConfig,
+    Layer,
+    Problem,
     PromptConfig,
     RecallConfig,
     SearchConfig,
     decode_over,
     from_mapping,
+    resolve,
 )
 from recall.engine import Engine
 from recall.errors import (
     BudgetError,
+    ChannelOff,
     ConfigError,
     EmbedderUnavailable,
     IndexUnavailable,
     QueryError,
     RecallError,
 )
+from recall.planes import Planes
 from recall.requests import BriefingRequest, PromptRequest, RecallRequest, SearchRequest
 from recall.results import (
     Briefing,
@@ -33,17 +40,23 @@ from recall.results import (
 from recall.usage import utility
 
 __all__ = [
+    "SECTIONS",
     "Briefing",
     "BriefingConfig",
     "BriefingRequest",
     "BudgetError",
+    "ChannelOff",
     "ConfigError",
+    "Configs",
     "ContextPack",
     "DedupConfig",
     "EmbedderUnavailable",
     "Engine",
     "Hit",
     "IndexUnavailable",
+    "Layer",
+    "Planes",
+    "Problem",
     "PromptConfig",
     "PromptRequest",
     "PromptResult",
@@ -57,5 +70,6 @@ __all__ = [
     "SearchResult",
     "decode_over",
     "from_mapping",
+    "resolve",
     "utility",
 ]

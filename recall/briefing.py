@@ -14,54 +14,61 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from datetime import datetime
 
+from recall import prompt as prompt_recall
 from recall import sanitize
-from recall.candidates import recall_filter
-from recall.config import BriefingConfig
+from recall.config import BriefingConfig, PromptConfig
 from recall.errors import QueryError
-from recall.requests import BriefingRequest
+from recall.planes import Planes
+from recall.ports import TokenCounter
+from recall.requests import BriefingRequest, PromptRequest
 from recall.results import Briefing, age
+from recall.scope import recall_filter
+from recall.scoring import admits
 from recall.types import Filter, Record
-
-if TYPE_CHECKING:
-    from datetime import datetime
-
-    from recall.engine import Engine
 
 CONSTRAINT = "constraint"
 _Line = tuple[str, str | None]  # (text, id of the memory it renders)
 
 
-def run(engine: Engine, req: BriefingRequest, config: BriefingConfig) -> Briefing:
+def run(
+    req: BriefingRequest,
+    *,
+    planes: Planes,
+    config: BriefingConfig,
+    prompt: PromptConfig,
+    corpora: prompt_recall.CorpusCache,
+) -> Briefing:
+    """The briefing for `req`; a subagent's RELEVANT section runs on `prompt`'s knobs."""
     if req.budget is not None and req.budget < 1:
         raise QueryError(f"budget must be >= 1, not {req.budget}")
     hard_cap = int(config.budget * config.hard_cap_factor)
     budget = min(req.budget or config.budget, hard_cap)
-    where = recall_filter(engine.store, project=req.project, scope="memories")
+    where = recall_filter(planes.store, project=req.project, scope="memories")
     # Constraints are read on their own so that no number of newer memories
     # can push one out of the scan window.
-    constraints = _browse(engine, replace(where, kinds=(CONSTRAINT,)), config.scan_limit)
-    rest = [r for r in _browse(engine, where, config.scan_limit) if r.kind != CONSTRAINT]
+    constraints = _browse(planes, replace(where, kinds=(CONSTRAINT,)), config.scan_limit)
+    rest = [r for r in _browse(planes, where, config.scan_limit) if r.kind != CONSTRAINT]
     # Starred memories are pinned however old; the newest-first index reads
     # only a window, and the trailer counts what lies beyond it.
     seen = {r.id for r in rest}
     rest += [
         r
-        for r in _browse(engine, where, config.scan_limit, favorites_only=True)
+        for r in _browse(planes, where, config.scan_limit, favorites_only=True)
         if r.kind != CONSTRAINT and r.id not in seen
     ]
-    unseen = max(0, engine.store.count(where=where) - len(constraints) - len(rest))
-    now = engine.clock()
+    unseen = max(0, planes.store.count(where=where) - len(constraints) - len(rest))
+    now = planes.clock()
     fixed: list[_Line] = []
     if constraints:
         fixed.append(("CONSTRAINTS (always apply):", None))
         fixed += [_line(r, config, now, full=True) for r in constraints]
     index: list[_Line] = []
     if req.agent_type:
-        relevant = [
-            r for r in engine.prompt_matches(req.project, req.prompt) if r.kind != CONSTRAINT
-        ]
+        asked = PromptRequest(project=req.project, prompt=req.prompt)
+        found = prompt_recall.matches(asked, planes=planes, corpora=corpora, config=prompt)
+        relevant = [r for r in found if r.kind != CONSTRAINT]
         if relevant:
             fixed.append(("RELEVANT to your task:", None))
             fixed += [_line(r, config, now) for r in relevant[: config.relevant_hits]]
@@ -73,17 +80,14 @@ def run(engine: Engine, req: BriefingRequest, config: BriefingConfig) -> Briefin
         index = [_line(r, config, now) for r in rest if not r.favorite]
     if not fixed and not index:
         return Briefing("", (), 0)
-    return _assemble(engine, req, config, fixed, index, budget, hard_cap, unseen)
+    return _assemble(planes.tokens, req, config, fixed, index, budget, hard_cap, unseen)
 
 
 def _browse(
-    engine: Engine, where: Filter, limit: int, *, favorites_only: bool = False
+    planes: Planes, where: Filter, limit: int, *, favorites_only: bool = False
 ) -> list[Record]:
-    return [
-        r
-        for r in engine.store.browse(where=where, limit=limit, favorites_only=favorites_only)
-        if where.admits(project=r.project, active=r.active, item=r.item, kind=r.kind)
-    ]
+    found = planes.store.browse(where=where, limit=limit, favorites_only=favorites_only)
+    return [r for r in found if admits(where, r)]
 
 
 def _line(record: Record, config: BriefingConfig, now: datetime, *, full: bool = False) -> _Line:
@@ -95,7 +99,7 @@ def _line(record: Record, config: BriefingConfig, now: datetime, *, full: bool =
 
 
 def _assemble(
-    engine: Engine,
+    tokens: TokenCounter,
     req: BriefingRequest,
     config: BriefingConfig,
     fixed: Sequence[_Line],
@@ -107,7 +111,7 @@ def _assemble(
     def count(text: str) -> int:
         # Each line with its newline: line estimates then add up to at least
         # the whole block's estimate, so the packed block never passes the budget.
-        return engine.tokens.count(text + "\n")
+        return tokens.count(text + "\n")
 
     project = sanitize.attribute(req.project or "global")
     opening, closing = f'<{config.tag} project="{project}">', f"</{config.tag}>"
@@ -143,4 +147,4 @@ def _assemble(
     text = "\n".join(t for t, _ in lines)
     text = sanitize.truncate_block(text, max_bytes=hard_cap * 4, closing=closing)
     ids = tuple(i for t, i in lines if i is not None and f"\n{t}\n" in text)
-    return Briefing(text, ids, engine.tokens.count(text))
+    return Briefing(text, ids, tokens.count(text))

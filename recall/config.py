@@ -1,10 +1,18 @@
-"""Retrieval knobs: built-in defaults, the settings layer, the override row.
+"""Retrieval knobs: every section, its defaults, and the one way layers resolve.
 
-Layering (ARCHITECTURE section 5): these defaults < `RECALL_*` environment
-variables and Django settings (`from_mapping`, strict: a bad value is a
-ConfigError at start-up) < the console's runtime override row (`decode_over`,
-failure-soft: bad keys are skipped with a warning, an unreadable row falls
-back to the base), decoded at use time so a save applies to the next call.
+Five sections, one frozen dataclass each (`SECTIONS`): recall, search,
+briefing, prompt, dedup. Every knob resolves the same way (ARCHITECTURE
+section 5): built-in defaults < settings (`settings.RECALL["SEARCH"]`, ...) <
+environment (`RECALL_SEARCH_LIMIT`, ...) < the console's override row
+(`search_config`, ...). `resolve` applies one layer: strictly for settings
+and the environment (a bad value is a ConfigError whose `problems` name the
+knob, the value and where it came from, so `manage.py check` reports it at
+start-up), failure-soft for an override row (the bad key is skipped and
+logged, the rest applies, an unreadable row falls back to the base), decoded
+at use time so a save applies to the next call without a restart.
+
+Mapping knobs (`channel_weights`) merge over the base: a layer naming one
+channel keeps the others' weights. A channel runs only with a weight > 0.
 
 The default fusion is z-score CombSUM with fts 0.6 / semantic 0.4, set by
 measurement (`manage.py bench quality`, dev data): R@10 / nDCG@10 0.703 / 0.527
@@ -21,7 +29,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar
 
@@ -31,19 +40,33 @@ log = logging.getLogger(__name__)
 
 FUSIONS = ("rrf", "zscore")
 
+# Request bounds the edges (API schemas, MCP, forms) import rather than copy.
+DEFAULT_BUDGET = 1000
+MAX_BUDGET = 100_000
+DEFAULT_RECALL_LIMIT = 10
+MAX_RECALL_LIMIT = 100
+DEFAULT_SEARCH_LIMIT = 20
+MAX_SEARCH_LIMIT = 200
+MAX_K = 10_000
+MAX_WEIGHT = 1000.0
 
-def _weights() -> dict[str, float]:
-    return {"fts": 0.6, "semantic": 0.4}
+
+def _recall_weights() -> dict[str, float]:
+    return {"fts": 0.6, "semantic": 0.4, "link": 1.0}
+
+
+def _search_weights() -> dict[str, float]:
+    return {"identifier": 1.0, "fts": 0.6, "semantic": 0.4}
 
 
 def _check_fusion(fusion: str, k: int, weights: Mapping[str, float]) -> None:
     if fusion not in FUSIONS:
-        raise ValueError(f"fusion must be one of {FUSIONS}, not {fusion!r}")
+        raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, not {fusion!r}")
     if k < 1:
         raise ValueError(f"k must be >= 1, not {k}")
     for channel, weight in weights.items():
-        if weight < 0:
-            raise ValueError(f"channel weight {channel}={weight} is negative")
+        if not math.isfinite(weight) or weight < 0:
+            raise ValueError(f"channel weight {channel}={weight} must be a finite number >= 0")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,14 +78,16 @@ class RecallConfig:
     # ranks 25-100 of a leg drops from 8.8% to 4.2% of queries at 24 (R@10 0.687
     # vs 0.703, `manage.py bench quality`); 50 scores the same as 100.
     depth: int = 50
-    limit: int = 10  # default hits when a caller gives none
-    max_limit: int = 100
-    budget: int = 1000  # default token budget
-    max_budget: int = 100_000
-    fusion: str = "zscore"  # provisional, see module docstring
-    channel_weights: Mapping[str, float] = field(default_factory=_weights)
-    semantic: bool = True  # run the semantic leg when an embedder is set
-    link_seeds: int = 5  # top active memories whose [[links]] are expanded
+    limit: int = DEFAULT_RECALL_LIMIT  # default hits when a caller gives none
+    max_limit: int = MAX_RECALL_LIMIT
+    budget: int = DEFAULT_BUDGET  # default token budget
+    max_budget: int = MAX_BUDGET
+    fusion: str = "zscore"  # see the module docstring
+    # Channels by name: fusion weights for rank channels, a score multiplier
+    # for expand channels (link); 0 turns a channel off.
+    channel_weights: Mapping[str, float] = field(default_factory=_recall_weights)
+    semantic: bool = True  # run the semantic channel when an embedder is set
+    link_seeds: int = 5  # top active memories whose neighbours are expanded
     favorite_boost: float = 1.15
     usage_boost: float = 0.1  # score x (1 + usage_boost * utility)
 
@@ -80,10 +105,11 @@ class SearchConfig:
 
     k: int = 60
     depth: int = 60
-    limit: int = 20
-    max_limit: int = 200
+    limit: int = DEFAULT_SEARCH_LIMIT
+    max_limit: int = MAX_SEARCH_LIMIT
     fusion: str = "zscore"
-    channel_weights: Mapping[str, float] = field(default_factory=_weights)
+    # identifier pins exact id/name matches above the fused hits (0 = off).
+    channel_weights: Mapping[str, float] = field(default_factory=_search_weights)
     # Drop semantic-only hits below this cosine. seamless's 0.3 was set for
     # OpenAI embeddings; for all-MiniLM-L6-v2 (tests/bench/calibrate_floor.py on
     # ../shared/eval) 0.25 keeps a gold memory for 96.8% of LoCoMo and 97.5% of
@@ -156,9 +182,76 @@ class DedupConfig:
 
 C = TypeVar("C", RecallConfig, SearchConfig, BriefingConfig, PromptConfig, DedupConfig)
 
+# Section name -> its config (the override row of section S is `S_config`).
+SECTIONS: dict[str, type[Any]] = {
+    "recall": RecallConfig,
+    "search": SearchConfig,
+    "briefing": BriefingConfig,
+    "prompt": PromptConfig,
+    "dedup": DedupConfig,
+}
 
-def _coerce(name: str, value: object, like: object) -> object:
-    """`value` as the type of the base value `like`, or ValueError."""
+
+def section_of(config: object) -> str:
+    """The section name of a config value ("search" for a SearchConfig)."""
+    for name, cls in SECTIONS.items():
+        if isinstance(config, cls):
+            return name
+    raise ValueError(f"{type(config).__name__} is not a config section")
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One bad value: which knob, what was given, where it came from, what is wrong.
+
+    `knob` is "" when the whole layer is unreadable.
+    """
+
+    section: str
+    knob: str
+    value: object
+    source: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.section}.{self.knob}" if self.knob else self.section
+        return f"{where} = {self.value!r} ({self.source}): {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class Layer:
+    """One source of knob values: a mapping, read under an optional key prefix.
+
+    `source` names where a value came from; "{key}" in it is replaced by the
+    key as written in the layer (e.g. "environment variable {key}").
+    """
+
+    source: str
+    values: Mapping[str, Any] | str | None
+    prefix: str = ""
+
+    def where(self, key: str) -> str:
+        return self.source.replace("{key}", key)
+
+
+@dataclass(frozen=True, slots=True)
+class Configs:
+    """One resolved value per section."""
+
+    recall: RecallConfig = field(default_factory=RecallConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+    briefing: BriefingConfig = field(default_factory=BriefingConfig)
+    prompt: PromptConfig = field(default_factory=PromptConfig)
+    dedup: DedupConfig = field(default_factory=DedupConfig)
+
+    def section(self, name: str) -> Any:
+        if name not in SECTIONS:
+            raise ValueError(f"no config section {name!r}; sections: {', '.join(SECTIONS)}")
+        return getattr(self, name)
+
+
+def _coerce(value: object, like: object) -> object:
+    """`value` as the type of the base value `like`, or ValueError saying what is wanted."""
     if isinstance(like, bool):
         if isinstance(value, bool):
             return value
@@ -166,89 +259,102 @@ def _coerce(name: str, value: object, like: object) -> object:
             return True
         if isinstance(value, str) and value.strip().lower() in ("0", "false", "no", "off"):
             return False
-    elif isinstance(like, int):
+        raise ValueError("expected true or false")
+    if isinstance(like, int):
         if isinstance(value, int) and not isinstance(value, bool):
             return value
         if isinstance(value, float) and value.is_integer():
             return int(value)
         if isinstance(value, str) and value.strip().lstrip("-").isdigit():
             return int(value)
-    elif isinstance(like, float):
+        raise ValueError("expected a whole number")
+    if isinstance(like, float):
         if isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
         if isinstance(value, str):
-            return float(value)
-    elif isinstance(like, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise ValueError("expected a number")
+    if isinstance(like, str):
         if isinstance(value, str):
             return value.strip()
-    elif isinstance(like, Mapping):
+        raise ValueError("expected text")
+    if isinstance(like, Mapping):
         if isinstance(value, str):
-            value = json.loads(value)
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise ValueError("expected a JSON object of numbers") from None
         if isinstance(value, Mapping) and all(
             isinstance(v, int | float) and not isinstance(v, bool) for v in value.values()
         ):
-            return {str(key): float(v) for key, v in value.items()}
-    raise ValueError(f"{name}: {value!r} is not a valid {type(like).__name__}")
+            return {**like, **{str(key): float(v) for key, v in value.items()}}
+        raise ValueError("expected an object of numbers")
+    raise ValueError(f"cannot set a {type(like).__name__}")
 
 
-def _apply(base: C, values: Mapping[str, object]) -> tuple[C, list[str]]:
-    """Apply known keys one at a time; collect a message for each rejected one."""
-    known = {f.name for f in fields(base)}
-    config, problems = base, []
-    for key, value in values.items():
-        name = str(key).strip().lower()
-        if name not in known:
-            problems.append(f"unknown {type(base).__name__} key {key!r} ignored")
-            continue
+def _apply(base: C, layer: Layer) -> tuple[C, list[Problem]]:
+    """Apply the layer's known keys one at a time; a Problem for each rejected one."""
+    section = section_of(base)
+    values: object = layer.values
+    if isinstance(values, str):
         try:
-            changes: dict[str, Any] = {name: _coerce(name, value, getattr(base, name))}
-            config = replace(config, **changes)
-        except (ValueError, TypeError) as exc:
-            problems.append(f"bad {type(base).__name__}.{name} ignored: {exc}")
-    return config, problems
-
-
-def decode_over(base: C, override: Mapping[str, Any] | str | None) -> tuple[C, tuple[str, ...]]:
-    """The console override row applied over `base` (failure-soft).
-
-    `override` is the row's JSON value (a mapping, or its JSON text). Absent
-    keys keep the base; unknown keys and bad values are ignored with a
-    warning; an unreadable row (bad JSON, not an object) falls back to the
-    base. Warnings are logged and returned.
-    """
-    if override is None or override == "":
-        return base, ()
-    values: object = override
-    if isinstance(override, str):
-        try:
-            values = json.loads(override)
+            values = json.loads(values)
         except ValueError:
             values = None
     if not isinstance(values, Mapping):
-        problem = "unreadable override row (not a JSON object), using base values"
-        log.warning(problem)
-        return base, (problem,)
-    config, found = _apply(base, values)
-    for problem in found:
-        log.warning(problem)
-    return config, tuple(found)
+        message = "unreadable (not a JSON object); using the values below it"
+        return base, [Problem(section, "", layer.values, layer.source, message)]
+    known = {f.name for f in fields(base)}
+    prefix = layer.prefix.upper()
+    config, problems = base, []
+    for key, value in values.items():
+        if not str(key).upper().startswith(prefix):
+            continue
+        name = str(key)[len(prefix) :].strip().lower()
+        source = layer.where(str(key))
+        if name not in known:
+            message = f"unknown knob; {section} knobs: {', '.join(sorted(known))}"
+            problems.append(Problem(section, name, value, source, message))
+            continue
+        try:
+            changes: dict[str, Any] = {name: _coerce(value, getattr(config, name))}
+            config = replace(config, **changes)
+        except (ValueError, TypeError) as exc:
+            problems.append(Problem(section, name, value, source, str(exc)))
+    return config, problems
 
 
-def from_mapping(defaults: C, env: Mapping[str, Any], *, prefix: str = "") -> C:
-    """The settings/environment layer over `defaults` (strict).
+def resolve(base: C, layers: Sequence[Layer], *, strict: bool) -> tuple[C, tuple[Problem, ...]]:
+    """`layers` applied over `base` in order (see the module docstring).
 
-    Reads keys starting with `prefix` (case-insensitive; e.g.
-    "RECALL_SEARCH_" over `os.environ`, or "" over `settings.RECALL["SEARCH"]`);
-    string values are parsed (ints, floats, booleans, JSON for weights).
-    Unknown keys or bad values raise ConfigError naming them, so start-up
-    checks catch a misconfiguration instead of running on defaults.
+    strict: any problem raises ConfigError (its `problems` hold them all);
+    otherwise bad keys are skipped, logged and returned.
     """
-    wanted = {
-        key[len(prefix) :]: value
-        for key, value in env.items()
-        if str(key).upper().startswith(prefix.upper())
-    }
-    config, problems = _apply(defaults, wanted)
-    if problems:
-        raise ConfigError("; ".join(problems))
-    return config
+    config, problems = base, []
+    for layer in layers:
+        config, found = _apply(config, layer)
+        problems += found
+    if strict and problems:
+        raise ConfigError("; ".join(str(p) for p in problems), tuple(problems))
+    for problem in problems:
+        log.warning("config %s ignored", problem)
+    return config, tuple(problems)
+
+
+def decode_over(base: C, row: Mapping[str, Any] | str | None) -> tuple[C, tuple[Problem, ...]]:
+    """The console's override row over `base` (failure-soft; see `resolve`)."""
+    if row is None or row == "":
+        return base, ()
+    source = f"override row {section_of(base)}_config"
+    return resolve(base, [Layer(source, row)], strict=False)
+
+
+def from_mapping(
+    defaults: C, values: Mapping[str, Any], *, prefix: str = "", source: str = ""
+) -> C:
+    """One strict layer over `defaults` (settings or environment); ConfigError if bad."""
+    where = source or (f"{prefix}{{key}}" if prefix else "settings")
+    return resolve(defaults, [Layer(where, values, prefix)], strict=True)[0]

@@ -12,22 +12,20 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-from recall.candidates import recall_filter
 from recall.config import DedupConfig
 from recall.errors import RecallError
+from recall.planes import Planes
 from recall.results import Hit, Provenance, to_hit
+from recall.scope import recall_filter
+from recall.scoring import admits
 from recall.types import MEMORY, Doc
-
-if TYPE_CHECKING:
-    from recall.engine import Engine
 
 log = logging.getLogger(__name__)
 
 
 def hint(
-    engine: Engine,
+    planes: Planes,
     *,
     project: str | None,
     name: str,
@@ -36,30 +34,28 @@ def hint(
     exclude_id: str | None = None,
     config: DedupConfig,
 ) -> Hit | None:
-    if engine.embedder is None or engine.vectors is None:
+    if planes.embedder is None or planes.vectors is None:
         return None
     try:
-        where = recall_filter(engine.store, project=project, scope="memories")
+        where = recall_filter(planes.store, project=project, scope="memories")
         text = Doc(
             id="", item=MEMORY, project=project, active=True, kind="", name=name,
             title=name, description=description, body=body,
         ).embedding_text()  # fmt: skip
-        vector = engine.embedder.embed([text])[0]
-        found = engine.vectors.search(vector, where=where, limit=config.candidates + 1)
+        vector = planes.embedder.embed([text])[0]
+        found = planes.vectors.search(vector, where=where, limit=config.candidates + 1)
         found = [c for c in found if c.id != exclude_id and c.score >= config.threshold]
-        records = engine.store.hydrate([c.id for c in found])
+        records = planes.store.hydrate([c.id for c in found])
     except RecallError as exc:
         log.warning("dedup hint skipped: %s", exc)
         return None
     for cand in found:
         record = records.get(cand.id)
-        if record is None or not where.admits(
-            project=record.project, active=record.active, item=record.item, kind=record.kind
-        ):
+        if record is None or not admits(where, record):
             continue
         prov = Provenance("semantic", cand.rank, cand.score)
         hit = to_hit(
-            record, now=engine.clock(), source="semantic", score=cand.score, sources=(prov,)
+            record, now=planes.clock(), source="semantic", score=cand.score, sources=(prov,)
         )
         return replace(hit, similarity=cand.score)
     return None

@@ -20,7 +20,19 @@ class EmbedderUnavailable(RecallError):
 
 
 class ConfigError(RecallError):
-    """A local misconfiguration: surfaced as an error, never a silent degrade."""
+    """A local misconfiguration: surfaced as an error, never a silent degrade.
+
+    `problems` names each bad value (knob, value, where it came from) when
+    the error comes from configuration layers (`recall.config`).
+    """
+
+    def __init__(self, message: str, problems: tuple[object, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems
+
+
+class ChannelOff(RecallError):
+    """A channel that is not configured here (no embedder, say): skipped silently."""
 
 
 class BudgetError(RecallError):

@@ -17,9 +17,6 @@ from dataclasses import dataclass
 from recall.results import Provenance
 from recall.types import Candidate
 
-FTS = "fts"
-SEMANTIC = "semantic"
-
 
 @dataclass(frozen=True, slots=True)
 class Fused:

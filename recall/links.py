@@ -1,48 +1,50 @@
-"""Link expansion: the `[[name]]` neighbours of Recall's top memories.
+"""`[[name]]` links: how a body names other memories, and which memory a name means.
 
-seamless's rule: expand the links of the top 5 active in-scope memories,
-resolve each name in the bound project first, then global, and score the
-i-th neighbour discovered (1-based) 1 / (k + i), source "link". Skipped by
-the caller when a kind filter is set (a neighbour of another kind would
-violate it); a no-op when the seeds have no links. Neighbours go through the
-post-fusion scope guard like every other hit.
+The one place these rules live; the console's services (which turn bodies
+into Edge rows when a body is written), its markdown renderer and the
+engine's stores import them.
+
+- `WIKILINK` / `names(body)`: `[[name]]`, `[[name|shown text]]` and
+  `[[name#section]]` name the memory `name`; names are taken in order of
+  first appearance.
+- `prefer(rows, project)`: a name means the active memory of that name in the
+  linking project if there is one, else the global one (project beats
+  global); among several in one scope the newest id wins (a replacement
+  written by supersede is newer than what it replaced).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import re
+from collections.abc import Iterable
+from typing import TypeVar
 
-from recall.ports import MemoryStore
-from recall.results import Provenance
-from recall.types import MEMORY, Record
+WIKILINK = re.compile(r"\[\[([^\[\]|#\n]{1,120})(?:#[^\[\]|\n]*)?(?:\|([^\[\]\n]{0,200}))?\]\]")
 
-LINK = "link"
+Key = TypeVar("Key")
 
 
-def expand(
-    seeds: Sequence[Record],
-    *,
-    store: MemoryStore,
-    project: str | None,
-    k: int,
-    exclude: Collection[str],
-) -> list[tuple[Record, Provenance]]:
-    """Neighbours of `seeds` (in their order) not in `exclude`, with their provenance."""
-    names: list[str] = []
-    for seed in seeds:
-        for target in seed.links:
-            if target and target != seed.name and target not in names:
-                names.append(target)
-    if not names:
-        return []
-    found = store.by_names(names, project=project)
-    out: list[tuple[Record, Provenance]] = []
-    taken = set(exclude)
-    for target in names:
-        record = found.get(target)
-        if record is None or record.id in taken or record.item != MEMORY:
+def names(body: str | None) -> list[str]:
+    """The distinct `[[name]]` targets of a body, in order of first appearance."""
+    seen: list[str] = []
+    for match in WIKILINK.finditer(body or ""):
+        name = match.group(1).strip()
+        if name and name not in seen:
+            seen.append(name)
+    return seen
+
+
+def prefer(rows: Iterable[tuple[str, str, Key | None]], project: Key | None) -> dict[str, str]:
+    """name -> id of the memory each name means, from `(name, id, project)` rows.
+
+    `rows` are the active candidates of the wanted names in `project` and in
+    global scope (project None); any other project's rows are ignored.
+    """
+    found: dict[str, tuple[bool, str]] = {}
+    for name, ident, scope in rows:
+        if scope is not None and scope != project:
             continue
-        taken.add(record.id)
-        i = len(out) + 1
-        out.append((record, Provenance(LINK, i, 1 / (k + i))))
-    return out
+        rank = (scope is not None and scope == project, ident)
+        if name not in found or rank > found[name]:
+            found[name] = rank
+    return {name: ident for name, (_, ident) in found.items()}

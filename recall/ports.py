@@ -1,8 +1,10 @@
 """The engine's ports: what it needs from the outside world, as Protocols.
 
 Each adapter lives in one module (`recall.indexes.*`, `recall.embedders.*`,
-`console.store`) and is chosen by dotted path in `settings.RECALL`. Every
-adapter runs the same contract suite in `tests/contracts/`.
+`console.store`) and is chosen by dotted path plus OPTIONS in
+`settings.RECALL["BACKENDS"]`. Every adapter runs the same contract suite in
+`tests/contracts/`. A `Channel` is the engine's own extension point: one
+module per channel (`recall.channels.*`), registered in the composition root.
 """
 
 from __future__ import annotations
@@ -13,9 +15,15 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from recall.types import Candidate, Doc, Filter, Record, VectorRow
+from recall.types import Candidate, ChannelQuery, Doc, Filter, Link, Record, VectorRow
 
 Vectors = npt.NDArray[np.float32]
+
+# Channel roles (see Channel).
+RANK = "rank"
+PIN = "pin"
+EXPAND = "expand"
+ROLES = (RANK, PIN, EXPAND)
 
 
 @runtime_checkable
@@ -121,12 +129,14 @@ class MemoryStore(Protocol):
     `hydrate` returns records for the ids that still exist, keyed by id;
     ids that no longer hydrate are simply absent. `browse` lists items in
     scope newest first (updated desc, then id), only starred ones with
-    `favorites_only`; `count` counts the items in scope. `by_names` resolves
-    `[[name]]` link targets: for each name the active memory of that name in
-    `project` if any, else the global one. `identifiers` returns the exact
-    id, exact name/slug and id-prefix (>= 8 characters) matches in scope,
-    best first. `usage` returns each id's decayed usage utility in [0, 1).
-    `isolation` returns a project's isolation (`open` when unknown).
+    `favorites_only`; `count` counts the items in scope. `links` returns, for
+    each given memory id that has outgoing edges, its edges in the order its
+    body names them (`[[name]]` links resolved when the body was written, by
+    `recall.links.prefer`); a target may have become inactive since (callers
+    guard). `identifiers` returns the exact id, exact name/slug and id-prefix
+    (>= 8 characters) matches in scope, best first. `usage` returns each id's
+    decayed usage utility in [0, 1). `isolation` returns a project's
+    isolation (`open` when unknown).
     """
 
     def hydrate(self, ids: Iterable[str]) -> dict[str, Record]: ...
@@ -137,10 +147,47 @@ class MemoryStore(Protocol):
 
     def count(self, *, where: Filter) -> int: ...
 
-    def by_names(self, names: Sequence[str], *, project: str | None) -> dict[str, Record]: ...
+    def links(self, ids: Sequence[str]) -> dict[str, tuple[Link, ...]]: ...
 
     def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]: ...
 
     def usage(self, ids: Sequence[str]) -> dict[str, float]: ...
 
     def isolation(self, project: str) -> str: ...
+
+
+@runtime_checkable
+class Channel(Protocol):
+    """One source of ranked candidates for the retrieval pipelines.
+
+    `name` keys the channel's weight in a config's `channel_weights` (weight
+    0 or absent: the channel does not run), its provenance on hits and its
+    warnings. `role` says how its list joins the others:
+    - "rank": fused with the other rank channels by weight (full text, vectors);
+    - "pin": exact matches placed above every fused hit (Search's identifiers);
+    - "expand": read from `seeds` (the best fused memories, best first) and
+      joined below them (link neighbours).
+    `needs_vector`: the pipeline embeds the query once, before any channel
+    runs, and hands it over in `query.vector`; when that fails the channel is
+    skipped with a warning.
+
+    `candidates` returns at most `depth` candidates, best first, ranks
+    1-based and contiguous, no duplicate ids, with scope and validity
+    (`where`) applied inside its query, before the depth limit. It raises
+    ChannelOff when it is not configured (skipped silently), a RecallError
+    when its plane fails (skipped with a warning naming it), and ConfigError
+    for a local misconfiguration (propagates).
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def role(self) -> str: ...
+
+    @property
+    def needs_vector(self) -> bool: ...
+
+    def candidates(
+        self, query: ChannelQuery, where: Filter, depth: int, seeds: Sequence[Candidate]
+    ) -> list[Candidate]: ...

@@ -23,6 +23,11 @@ from datetime import datetime
 
 from recall import sanitize
 from recall.config import PromptConfig
+from recall.planes import Planes
+from recall.requests import PromptRequest
+from recall.results import PromptResult
+from recall.scope import recall_filter
+from recall.scoring import admits
 from recall.types import Record
 
 log = logging.getLogger(__name__)
@@ -151,3 +156,30 @@ class CorpusCache:
     def clear(self) -> None:
         with self._lock:
             self._corpora.clear()
+
+
+def matches(
+    req: PromptRequest, *, planes: Planes, corpora: CorpusCache, config: PromptConfig
+) -> list[Record]:
+    """Memories in scope that clear the floors, best first (the pipeline's core).
+
+    filter -> corpus (cached per scope) -> match -> guard.
+    """
+    if not req.prompt.strip():
+        return []
+    where = recall_filter(planes.store, project=req.project, scope="memories")
+
+    def build() -> Corpus:
+        records = planes.store.browse(where=where, limit=config.corpus_limit)
+        return build_corpus(records, min_chars=config.min_word_chars)
+
+    corpus = corpora.get((where, config.corpus_limit), build, ttl=config.ttl_seconds)
+    return [r for r, _ in match(corpus, req.prompt, config) if admits(where, r)]
+
+
+def run(
+    req: PromptRequest, *, planes: Planes, corpora: CorpusCache, config: PromptConfig
+) -> PromptResult:
+    """The per-prompt recall block ("" when nothing clears the floors) and its ids."""
+    records = matches(req, planes=planes, corpora=corpora, config=config)
+    return PromptResult(render(records, config), tuple(r.id for r in records))

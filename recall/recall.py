@@ -1,185 +1,163 @@
 """Agent Recall: a ranked, token-budgeted, scope-guarded context pack.
 
-Pipeline (ARCHITECTURE section 4): validate; candidates (FTS + semantic legs,
-scope inside the queries); fuse; hydrate from the source of truth (ids that
-no longer hydrate are dropped); post-fusion scope guard (a backstop, and the
-guard for link neighbours); link expansion; favourite and usage boosts; rank;
-pack to the budget. An empty query with a kind browses that kind; an empty
-query without one is a QueryError (an agent asking for nothing is a bug worth
+The pipeline (ARCHITECTURE section 4), one named stage each:
+validate -> filter -> candidates (each rank channel) -> fuse -> hydrate ->
+guard -> expand (each expand channel, from the best memories) -> boost ->
+rank -> pack. An empty query with a kind browses that kind; an empty query
+without one is a QueryError (an agent asking for nothing is a bug worth
 surfacing). A query with no searchable words returns an empty pack with a
 warning, never an error.
-
-Boosts multiply scores, which needs positive scores: RRF scores are; z-score
-fused scores are mapped through the logistic function first (monotonic, into
-(0, 1)), so a favourite's negative z-sum is never made worse by its boost.
-Link neighbours score 1 / (k + i) on that scale.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from dataclasses import asdict, replace
 
-from recall.candidates import gather, recall_filter
+from recall import expansion
+from recall.channels import SEMANTIC
 from recall.config import RecallConfig
 from recall.errors import QueryError
 from recall.fusion import fuse
-from recall.links import expand
+from recall.gather import check_names, gather, select
 from recall.packing import pack
+from recall.planes import Planes
+from recall.ports import EXPAND, RANK, Channel
 from recall.query import clean, words
 from recall.requests import RecallRequest
-from recall.results import ContextPack, Hit, Provenance, to_hit
-from recall.types import MEMORY, MEMORY_KINDS, Filter, Record
+from recall.results import ContextPack, Hit, to_hit
+from recall.scope import recall_filter
+from recall.scoring import Scored, admits, boost, guard, hydrate, rank
+from recall.types import MEMORY_KINDS, ChannelQuery, Filter, Record
 
-if TYPE_CHECKING:
-    from recall.engine import Engine
+
+def with_defaults(req: RecallRequest, config: RecallConfig) -> RecallRequest:
+    """The request with the config's budget and limit where the caller gave none."""
+    return replace(
+        req,
+        budget=config.budget if req.budget is None else req.budget,
+        limit=config.limit if req.limit is None else req.limit,
+    )
 
 
-def validate(req: RecallRequest, config: RecallConfig) -> None:
+def validate(req: RecallRequest, config: RecallConfig, channels: Sequence[Channel]) -> None:
     """QueryError with a clear message for any out-of-range request value."""
-    if not 1 <= req.limit <= config.max_limit:
+    limit, budget = req.limit or 0, req.budget or 0
+    if not 1 <= limit <= config.max_limit:
         raise QueryError(f"limit must be within 1..{config.max_limit}, not {req.limit}")
-    if not 1 <= req.budget <= config.max_budget:
+    if not 1 <= budget <= config.max_budget:
         raise QueryError(f"budget must be within 1..{config.max_budget}, not {req.budget}")
     if req.kind is not None and req.kind not in MEMORY_KINDS:
         raise QueryError(f"kind must be one of {', '.join(MEMORY_KINDS)}, not {req.kind!r}")
     if req.k is not None and req.k < 1:
         raise QueryError(f"k must be >= 1, not {req.k}")
-    for channel, weight in (req.channel_weights or {}).items():
-        if not isinstance(weight, int | float) or math.isnan(weight) or weight < 0:
+    weights = req.channel_weights or {}
+    for channel, weight in weights.items():
+        if not isinstance(weight, int | float) or not math.isfinite(weight) or weight < 0:
             raise QueryError(f"channel weight {channel}={weight!r} must be a number >= 0")
-
-
-@dataclass(slots=True)
-class _Scored:
-    record: Record
-    score: float
-    sources: tuple[Provenance, ...]
-    source: str
-
-
-def _admits(where: Filter, r: Record) -> bool:
-    return where.admits(project=r.project, active=r.active, item=r.item, kind=r.kind)
+    check_names(weights, channels)
 
 
 def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 3)
 
 
-def run(engine: Engine, req: RecallRequest, config: RecallConfig) -> ContextPack:
+def run(
+    req: RecallRequest, *, planes: Planes, channels: Sequence[Channel], config: RecallConfig
+) -> ContextPack:
     """Recall for `req` under `config` (see the module docstring)."""
     started = time.perf_counter()
-    validate(req, config)
-    where = recall_filter(engine.store, project=req.project, scope=req.scope, kind=req.kind)
+    req = with_defaults(req, config)
+    validate(req, config, channels)
+    budget, limit = req.budget or config.budget, req.limit or config.limit
+    where = recall_filter(planes.store, project=req.project, scope=req.scope, kind=req.kind)
     k = req.k or config.k
     query = clean(req.query)
-    timings: dict[str, float] = {}
     if not query:
         if req.kind is None:
             raise QueryError("the query is empty: give a query, or a kind to browse")
-        return _browse(engine, req, config, where, k, started)
+        return browse(req, planes=planes, where=where, k=k, started=started)
     if not words(query):
-        return ContextPack((), 0, 0, req.budget, ("the query has no searchable words",))
-    legs = gather(
-        query,
-        where=where,
-        depth=config.depth,
-        text_index=engine.text,
-        vectors=engine.vectors,
-        embedder=engine.embedder,
-        semantic=config.semantic,
-        cache=engine.embed_cache,
-    )
-    timings.update(legs.timings)
+        return ContextPack((), 0, 0, budget, ("the query has no searchable words",))
+
     weights = {**config.channel_weights, **(req.channel_weights or {})}
+    off = () if config.semantic else (SEMANTIC,)
+    ranking = select(channels, RANK, weights, off=off)
+    gathered = gather(
+        ranking, ChannelQuery(query), where=where, depth=config.depth, embedder=planes.embedder
+    )
+    timings = gathered.timings
+
     start = time.perf_counter()
-    fused = fuse(legs.channels, method=config.fusion, weights=weights, k=k)
+    fused = fuse(gathered.lists, method=config.fusion, weights=weights, k=k)
     timings["fusion"] = _ms(start)
 
     start = time.perf_counter()
-    records = engine.store.hydrate([f.id for f in fused])
-    scored = [
-        _Scored(records[f.id], _positive(f.score, config.fusion), f.sources, f.source)
-        for f in fused
-        if f.id in records and _admits(where, records[f.id])
-    ]
+    scored = guard(where, hydrate(planes.store, fused, method=config.fusion))
     timings["hydrate"] = _ms(start)
 
-    start = time.perf_counter()
-    if req.kind is None and config.link_seeds:
-        seeds = [s.record for s in scored if s.record.item == MEMORY][: config.link_seeds]
-        for record, prov in expand(
-            seeds,
-            store=engine.store,
-            project=req.project,
-            k=k,
-            exclude={s.record.id for s in scored},
-        ):
-            if _admits(where, record):
-                scored.append(_Scored(record, prov.raw, (prov,), "link"))
-    timings["links"] = _ms(start)
+    if expansion.wanted(where, limit=config.link_seeds):
+        seeds = expansion.seeds(scored, limit=config.link_seeds)
+        expanding = select(channels, EXPAND, weights)
+        query_used = gathered.query or ChannelQuery(query)
+        extra = gather(
+            expanding, query_used, where=where, depth=config.depth, embedder=None, seeds=seeds
+        )
+        found = expansion.neighbours(extra.lists, scored, store=planes.store, weights=weights, k=k)
+        scored += guard(where, found)
+        gathered.merge(extra)
 
-    _boost(engine, scored, config)
-    scored.sort(key=lambda s: (-s.score, s.record.id))
-    now = engine.clock()
+    scored = rank(
+        boost(planes.store, scored, favorite=config.favorite_boost, usage=config.usage_boost)
+    )
+    now = planes.clock()
     ranked = [
         (to_hit(s.record, now=now, source=s.source, score=s.score, sources=s.sources), s.record)
-        for s in scored[: req.limit]
+        for s in scored[:limit]
     ]
     start = time.perf_counter()
-    packed = pack(ranked, budget=req.budget, counter=engine.tokens)
+    packed = pack(ranked, budget=budget, counter=planes.tokens)
     timings["pack"] = _ms(start)
     timings["total"] = _ms(started)
-    warnings = list(legs.warnings)
+    warnings = list(gathered.warnings)
     if ranked and not packed.items:
         warnings.append("the best hit alone exceeds the token budget; nothing was packed")
     debug: dict[str, object] | None = None
     if req.debug:
         debug = {
-            "embedded": legs.embedded,
-            "semantic": legs.semantic,
+            "embedded": gathered.embedded,
+            "semantic": gathered.status.get(SEMANTIC, "off: not asked"),
+            "channel_status": dict(gathered.status),
             "fusion": config.fusion,
             "k": k,
             "weights": weights,
-            "channels": {s.record.id: {p.channel: p.rank for p in s.sources} for s in scored},
+            "channels": _ranks(scored),
             "omitted_ids": [h.id for h, _ in ranked[len(packed.items) :]],
             "timings_ms": timings,
             "config": asdict(config),
         }
-    return ContextPack(
-        packed.items, packed.omitted, packed.tokens, req.budget, tuple(warnings), debug
-    )
+    return ContextPack(packed.items, packed.omitted, packed.tokens, budget, tuple(warnings), debug)
 
 
-def _positive(score: float, method: str) -> float:
-    if method == "zscore":
-        return 1 / (1 + math.exp(-score))
-    return score
+def _ranks(scored: Sequence[Scored]) -> dict[str, dict[str, int]]:
+    return {s.record.id: {p.channel: p.rank for p in s.sources} for s in scored}
 
 
-def _boost(engine: Engine, scored: list[_Scored], config: RecallConfig) -> None:
-    """Favourite x favorite_boost and usage x (1 + usage_boost * u), after fusion."""
-    usage = engine.store.usage([s.record.id for s in scored]) if scored else {}
-    for s in scored:
-        if s.record.favorite:
-            s.score *= config.favorite_boost
-        s.score *= 1 + config.usage_boost * usage.get(s.record.id, 0.0)
-
-
-def _browse(
-    engine: Engine, req: RecallRequest, config: RecallConfig, where: Filter, k: int, started: float
+def browse(
+    req: RecallRequest, *, planes: Planes, where: Filter, k: int, started: float
 ) -> ContextPack:
     """Empty query + kind: that kind, newest first, invalidated skipped."""
-    now = engine.clock()
-    records = [r for r in engine.store.browse(where=where, limit=req.limit) if _admits(where, r)]
+    budget, limit = req.budget or 1, req.limit or 1
+    now = planes.clock()
+    records = [r for r in planes.store.browse(where=where, limit=limit) if admits(where, r)]
     ranked: list[tuple[Hit, Record]] = [
         (to_hit(r, now=now, source="browse", score=1 / (k + i)), r)
         for i, r in enumerate(records, 1)
     ]
-    packed = pack(ranked, budget=req.budget, counter=engine.tokens)
+    packed = pack(ranked, budget=budget, counter=planes.tokens)
     debug: dict[str, object] | None = None
     if req.debug:
         debug = {"mode": "browse", "embedded": False, "timings_ms": {"total": _ms(started)}}
-    return ContextPack(packed.items, packed.omitted, packed.tokens, req.budget, (), debug)
+    return ContextPack(packed.items, packed.omitted, packed.tokens, budget, (), debug)

@@ -2,6 +2,7 @@
 
 Validation against the configured limits happens in the engine
 (`recall.recall.validate`, `recall.search.validate`), which raises QueryError.
+A `None` budget or limit means the resolved config's default.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ class RecallRequest:
 
     An empty query with a `kind` browses that kind newest first. `k`
     overrides the RRF constant (and the link-neighbour score);
-    `channel_weights` are merged over the configured weights.
+    `channel_weights` are merged over the configured weights (0 turns a
+    channel off; a name that is not a registered channel is a QueryError).
     """
 
     query: str
     project: str | None
-    budget: int = 1000
-    limit: int = 10
+    budget: int | None = None
+    limit: int | None = None
     scope: str = "all"
     kind: str | None = None
     k: int | None = None
@@ -39,18 +41,20 @@ class SearchRequest:
 
     `semantic=False` is the FTS-only fast path (never embeds); `prefix=True`
     lets the last word match as a prefix (the palette's word being typed);
-    `since` keeps items updated at or after that instant.
+    `since` keeps items updated at or after that instant;
+    `include_global=False` leaves global items out (a sealed project's view).
     """
 
     query: str
     projects: tuple[str, ...] | None = None
-    limit: int = 20
+    limit: int | None = None
     semantic: bool = True
     since: datetime | None = None
     kinds: tuple[str, ...] | None = None
     items: tuple[str, ...] | None = None
     include_inactive: bool = False
     prefix: bool = False
+    include_global: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,10 +15,11 @@ from dataclasses import replace
 
 import numpy as np
 
+from recall import links
 from recall.errors import EmbedderUnavailable
 from recall.ports import Vectors
 from recall.query import words
-from recall.types import Candidate, Doc, Filter, Record, VectorRow
+from recall.types import MEMORY, Candidate, Doc, Filter, Link, Record, VectorRow
 
 _SUFFIXES = ("ingly", "edly", "ing", "ies", "ied", "ed", "es", "s", "ly")
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
@@ -258,19 +259,21 @@ class InMemoryStore:
     def count(self, *, where: Filter) -> int:
         return sum(1 for r in self.records.values() if self._admits(where, r))
 
-    def by_names(self, names: Sequence[str], *, project: str | None) -> dict[str, Record]:
-        found: dict[str, Record] = {}
-        for name in names:
-            for scope in (project, None):
-                match = [
-                    r
-                    for r in self.records.values()
-                    if r.item == "memory" and r.active and r.name == name and r.project == scope
-                ]
-                if match:
-                    found[name] = sorted(match, key=lambda r: r.id)[-1]
-                    break
-        return found
+    def links(self, ids: Sequence[str]) -> dict[str, tuple[Link, ...]]:
+        """Each memory's `[[links]]`, resolved now by the one rule (`recall.links`)."""
+        out: dict[str, tuple[Link, ...]] = {}
+        for source in (self.records[i] for i in ids if i in self.records):
+            wanted = links.names(source.body) if source.item == MEMORY else []
+            rows = [
+                (r.name, r.id, r.project)
+                for r in self.records.values()
+                if r.item == MEMORY and r.active and r.name in wanted and r.id != source.id
+            ]
+            chosen = links.prefer(rows, source.project)
+            found = tuple(Link(chosen[name]) for name in wanted if name in chosen)
+            if found:
+                out[source.id] = found
+        return out
 
     def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]:
         token = text.strip()

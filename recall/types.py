@@ -7,8 +7,11 @@ deterministic tie-break (by id).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
 
 MEMORY = "memory"
 NOTE = "note"
@@ -62,11 +65,7 @@ class Doc:
     def embedding_text(self) -> str:
         """The text the semantic plane embeds: title, description, body head."""
         head = self.body[:1000]
-        # An imported long text keeps its first 150 characters as the
-        # description and the whole text as the body: embed it once.
-        lead = self.description.rstrip("…").strip()
-        description = "" if lead and head.startswith(lead) else self.description
-        parts = [self.title or self.name, description, head]
+        parts = [self.title or self.name, unless_repeated(self.description, head), head]
         return "\n".join(p for p in parts if p)
 
 
@@ -117,6 +116,15 @@ class Candidate:
 
 
 @dataclass(frozen=True, slots=True)
+class Link:
+    """One outgoing edge of a memory: its target's id, weight (0..1) and relation."""
+
+    target: str
+    weight: float = 1.0
+    rel: str = "links"
+
+
+@dataclass(frozen=True, slots=True)
 class VectorRow:
     """One row of the vector plane."""
 
@@ -151,4 +159,51 @@ class Record:
     superseded_by: str | None = None
     session_id: str = ""
     source: str = ""
-    links: tuple[str, ...] = field(default=())
+
+
+def unless_repeated(description: str, body: str) -> str:
+    """ "" when the body already starts with the description.
+
+    An imported long text keeps its head as the description and the whole
+    text as the body: indexing both would count the head twice.
+    """
+    lead = description.rstrip("…").strip()
+    return "" if lead and body.startswith(lead) else description
+
+
+def to_doc(record: Record, *, context: str = "") -> Doc:
+    """What the derived planes index for a hydrated record (the one mapping).
+
+    A memory's title is its name: indexing it twice would double its weight,
+    so a memory's doc has no title. `context` is the index-only session text.
+    """
+    return Doc(
+        id=record.id,
+        item=record.item,
+        project=record.project,
+        active=record.active,
+        kind=record.kind,
+        name=record.name,
+        title="" if record.item == MEMORY else record.title,
+        description=unless_repeated(record.description, record.body),
+        body=record.body,
+        tags=record.tags,
+        updated=record.updated,
+        context=context,
+    )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ChannelQuery:
+    """What every channel is asked: the cleaned text and how to read it.
+
+    `prefix`: the last word may match as a prefix (the palette's word being
+    typed). `snippets`: full-text hits carry a sentinel-marked fragment.
+    `vector`: the query's embedding, set by the pipeline before any channel
+    that `needs_vector` runs (None when no channel needs it).
+    """
+
+    text: str
+    prefix: bool = False
+    snippets: bool = False
+    vector: npt.NDArray[np.float32] | None = None

@@ -26,7 +26,7 @@ from console.models import Memory
 from recall.query import words
 
 if TYPE_CHECKING:
-    from console.bench.quality import Query
+    from console.bench.queries import Query
 
 LIMIT = 100
 

@@ -1,7 +1,7 @@
 """Retrieval quality (worker side): ours, variants, ablations and peers.
 
 What is evaluated: the shared candidate-and-fusion core that Recall runs
-(`recall.candidates.gather`'s two legs, `recall.fusion.fuse`), called on the
+(the full-text and semantic channels' planes, `recall.fusion.fuse`), called on the
 real adapters of the throwaway data directory with each query scoped to its
 project exactly as Recall scopes it (`recall_filter`), and ranked to 100
 (MRR@100). Each leg is queried once per query at depth 100; a config with a
@@ -19,10 +19,9 @@ full-text leg for an index built without the session-context field.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,53 +29,21 @@ import numpy as np
 
 from console import selectors, wiring
 from console.bench import loading, metrics, peers
+from console.bench.queries import Query, read_queries
 from console.indexing import memory_docs
 from console.models import Memory
-from recall.candidates import recall_filter
+from recall.channels import FTS, SEMANTIC
 from recall.config import RecallConfig, from_mapping
-from recall.fusion import FTS, SEMANTIC, fuse
+from recall.fusion import fuse
 from recall.ports import TextIndex
 from recall.query import clean
 from recall.requests import RecallRequest
+from recall.scope import recall_filter
 from recall.types import Candidate
 
 DEPTH = 100
 CHECK_QUERIES = 25
 HARNESS_KEYS = ("context",)
-
-
-@dataclass
-class Query:
-    id: str
-    project: str
-    text: str
-    gold: set[str]
-    category: str | None
-
-
-def read_queries(path: Path, limit: int | None = None) -> list[Query]:
-    """Queries with a non-empty gold set, in file order."""
-    out: list[Query] = []
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            if not row.get("gold"):
-                continue
-            category = row.get("category")
-            out.append(
-                Query(
-                    id=str(row["id"]),
-                    project=str(row["project"]),
-                    text=str(row["query"]),
-                    gold=set(map(str, row["gold"])),
-                    category=None if category is None else str(category),
-                )
-            )
-            if limit is not None and len(out) >= limit:
-                break
-    return out
 
 
 def variant_config(base: RecallConfig, values: Mapping[str, Any]) -> tuple[RecallConfig, bool]:
@@ -88,7 +55,7 @@ def variant_config(base: RecallConfig, values: Mapping[str, Any]) -> tuple[Recal
 
 def _nocontext_index(root: Path) -> TextIndex:
     """The configured full-text backend over the same docs without session context."""
-    cls = type(wiring.text_index())
+    cls: Any = type(wiring.text_index())
     index: TextIndex = cls(root / "text-nocontext")
     rows = Memory.objects.order_by("pk")
     ids = list(rows.values_list("pk", flat=True))
@@ -109,8 +76,9 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
     ext = loading.external_ids()
     queries = read_queries(Path(spec["queries"]), spec.get("limit_queries"))
     engine = wiring.engine()
-    base: RecallConfig = selectors.config_base("recall_config")
-    raw = {"default": {}} | dict(spec.get("variants", {}))
+    planes = wiring.planes()
+    base: RecallConfig = selectors.config_base("recall")
+    raw: dict[str, Any] = {"default": {}} | dict(spec.get("variants", {}))
     configs = {name: variant_config(base, values) for name, values in raw.items()}
     has_sessions = Memory.objects.filter(session_order__isnull=False).exists()
     ablate = bool(spec.get("ablate_context", True)) and has_sessions
@@ -120,16 +88,17 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
     plain_fts: list[list[Candidate]] = []
     qvecs: list[Any] = []
     spent = {"fts": 0.0, "embed": 0.0, "vector": 0.0}
-    assert engine.embedder is not None and engine.vectors is not None, "quality needs vectors"
+    embedder, vectors = planes.embedder, planes.vectors
+    assert embedder is not None and vectors is not None, "quality needs vectors"
     for q in queries:
-        where = recall_filter(engine.store, project=q.project)
+        where = recall_filter(planes.store, project=q.project)
         text = clean(q.text)
         t0 = time.perf_counter()
-        fts = engine.text.search(text, where=where, limit=DEPTH)
+        fts = planes.text.search(text, where=where, limit=DEPTH)
         t1 = time.perf_counter()
-        vec = np.asarray(engine.embedder.embed([text])[0], dtype=np.float32)
+        vec = np.asarray(embedder.embed([text])[0], dtype=np.float32)
         t2 = time.perf_counter()
-        sem = engine.vectors.search(vec, where=where, limit=DEPTH)
+        sem = vectors.search(vec, where=where, limit=DEPTH)
         t3 = time.perf_counter()
         spent["fts"] += t1 - t0
         spent["embed"] += t2 - t1

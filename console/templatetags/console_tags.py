@@ -9,7 +9,6 @@ only `<mark>`, so a regression upstream cannot reach the page.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
@@ -21,9 +20,10 @@ from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
 
+from recall.links import WIKILINK
+
 register = template.Library()
 
-WIKILINK = re.compile(r"\[\[([^\[\]|#\n]{1,120})(?:\|([^\[\]\n]{1,200}))?\]\]")
 SENTINELS = str.maketrans({"\x01": "", "\x02": ""})
 
 TAGS = {

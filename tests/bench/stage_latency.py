@@ -44,20 +44,13 @@ def main() -> None:
     rows = Memory.objects.order_by("?").values_list("description", "project__slug")[:400]
     queries = [(" ".join(d.split()[: rng.randint(3, 7)]), p) for d, p in rows]
     for q, _ in queries[:20]:
-        selectors.memory_search(query=q + " warm", record=False)
-    fast = [
-        selectors.memory_search(query=q, semantic=False, record=False).timings
-        for q, _ in queries[:200]
-    ]
+        selectors.memory_search(query=q + " warm")
+    fast = [selectors.memory_search(query=q, semantic=False).timings for q, _ in queries[:200]]
     table("search fast path", fast)
-    hybrid = [
-        selectors.memory_search(query=q + " x", record=False).timings for q, _ in queries[:200]
-    ]
+    hybrid = [selectors.memory_search(query=q + " x").timings for q, _ in queries[:200]]
     table("hybrid search", hybrid)
     recall = [
-        selectors.memory_recall(query=q + " y", project=p, debug=True, record=False).debug[
-            "timings_ms"
-        ]
+        selectors.memory_recall(query=q + " y", project=p, debug=True).debug["timings_ms"]
         for q, p in queries[200:400]
     ]
     table("recall", recall)

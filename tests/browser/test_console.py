@@ -245,7 +245,7 @@ def next_briefing(project: str) -> str:
     try:
         resolve("/api/v1/briefing")
     except Resolver404:
-        return str(selectors.briefing_render(project=project, record=False).text)
+        return str(selectors.briefing_render(project=project).text)
     from django.test import Client
 
     from console.tokens import token_create
@@ -321,7 +321,9 @@ def test_screenshots_of_every_page_in_light_and_dark(page: Any, user: User) -> N
         .first()
     )
     assert memory is not None
-    selectors.memory_recall(query=memory.name, project=project.slug, agent="claude-code")
+    services.retrieval_record(
+        kind="recalled", ids=[memory.pk], project=project.slug, agent="claude-code"
+    )
     superseded = Memory.objects.filter(superseded_by__isnull=False).first()
     note = project.notes.first() or services.note_create(project=project, title="A note")
     pages = {

@@ -70,8 +70,13 @@ def evil() -> tuple[Memory, Note]:
         body=BODY,
     )
     services.favorite_toggle(item=note, value=True)
-    selectors.memory_recall(
-        query=f"boomtown {TAGS}", project="billing-api", agent="<img src=x onerror=alert('h')>"
+    pack = selectors.memory_recall(query=f"boomtown {TAGS}", project="billing-api")
+    services.retrieval_record(
+        kind="recalled",
+        ids=[h.id for h in pack.items],
+        query=f"boomtown {TAGS}",
+        project="billing-api",
+        agent="<img src=x onerror=alert('h')>",
     )
     return memory, note
 

@@ -524,7 +524,9 @@ def test_notes_reject_bad_input(world: World) -> None:
 # --- planes -------------------------------------------------------------------
 
 
-def test_an_unavailable_plane_is_503_with_detail(world: World, monkeypatch) -> None:
+def test_a_broken_plane_degrades_with_a_warning_and_all_broken_is_503(
+    world: World, monkeypatch
+) -> None:
     from console import wiring
     from recall.errors import IndexUnavailable
 
@@ -532,11 +534,17 @@ def test_an_unavailable_plane_is_503_with_detail(world: World, monkeypatch) -> N
         raise IndexUnavailable("the full-text index cannot be read")
 
     monkeypatch.setattr(wiring.text_index(), "search", broken)
+    degraded = call(world.client("alpha"), "post", "/recall", {"query": "albatross"})
 
-    r = call(world.client("alpha"), "post", "/recall", {"query": "albatross"})
+    monkeypatch.setattr(wiring.vector_index(), "search", broken)
+    down = call(world.client("alpha"), "post", "/recall", {"query": "albatross"})
 
-    assert r.status_code == 503
-    assert r.json() == {"detail": "the full-text index cannot be read"}
+    assert degraded.status_code == 200
+    assert degraded.json()["warnings"] == [
+        "fts channel skipped: index unavailable (the full-text index cannot be read)"
+    ]
+    assert down.status_code == 503
+    assert down.json() == {"detail": "the full-text index cannot be read"}
 
 
 def test_openapi_schema_and_docs_are_served(world: World) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from console import demo, indexing
 from console.models import Edge, Memory, Note, Project
@@ -46,6 +48,17 @@ def test_demo_has_a_superseded_decision(planes: Path) -> None:
     assert old.superseded_by.invalid_at is None
 
 
+def test_demo_ages_count_back_from_the_load_and_stars_come_from_the_file(planes: Path) -> None:
+    load()
+
+    deploy = Memory.objects.get(name="deploy-billing")  # "days_ago": 120 in the file
+    assert timedelta(days=120) <= timezone.now() - deploy.created < timedelta(days=120, hours=1)
+    assert deploy.valid_from == deploy.created == deploy.updated
+    assert deploy.source == "user_stated"
+    starred = set(Memory.objects.filter(favorite=True).values_list("name", flat=True))
+    assert starred == {"never-force-push-main", "deploy-billing"}
+
+
 def test_demo_wikilinks_become_edges(planes: Path) -> None:
     load()
 
@@ -60,7 +73,9 @@ def test_demo_wikilinks_become_edges(planes: Path) -> None:
 def test_every_demo_link_resolves(planes: Path) -> None:
     load()
 
-    for spec in demo.MEMORIES:
+    memories = [s for s in demo.demo_records() if s["type"] == "memory"]
+    assert len(memories) == 50  # 49 and the replacement of the superseded one
+    for spec in memories:
         source = Memory.objects.get(name=spec["name"])
         assert source.out_edges.count() == spec["body"].count("[["), spec["name"]
 

@@ -162,7 +162,7 @@ def test_sealed_project_sees_no_global_hits(alpha: Project):
     assert ids(recall("chroma boot race", project="vault").items) == [secret.pk]
     assert set(ids(recall("chroma boot race").items)) == {shared.pk, mine.pk}
     assert ids(recall("chroma boot race", project=None).items) == [shared.pk]
-    assert shared.name not in selectors.briefing_render(project="vault", record=False).text
+    assert shared.name not in selectors.briefing_render(project="vault").text
 
 
 # -- degrading and failing -------------------------------------------------------
@@ -180,10 +180,10 @@ def test_provider_failure_degrades_to_fts_with_warning(
 
     assert spy.calls >= 1
     assert ids(pack.items) == [memory.pk] and pack.items[0].source == "fts"
-    assert any("semantic leg skipped" in w for w in pack.warnings)
+    assert any("semantic channel skipped: embedder" in w for w in pack.warnings)
     assert pack.debug["embedded"] is False
     assert ids(result.hits) == [memory.pk]
-    assert any("semantic leg skipped" in w for w in result.warnings)
+    assert any("semantic channel skipped: embedder" in w for w in result.warnings)
 
 
 def test_vector_index_failure_degrades_to_fts_with_warning(
@@ -196,7 +196,7 @@ def test_vector_index_failure_degrades_to_fts_with_warning(
     pack = recall("chroma")
 
     assert ids(pack.items) == [memory.pk]
-    assert any("vector index unavailable" in w for w in pack.warnings)
+    assert any("semantic channel skipped: index unavailable" in w for w in pack.warnings)
 
 
 def test_config_error_surfaces(alpha: Project, monkeypatch: pytest.MonkeyPatch):
@@ -282,7 +282,7 @@ def test_fast_path_never_imports_lancedb(tmp_path: Path):
 
 
 def floor() -> float:
-    return float(selectors.config_effective("search_config")[0].semantic_floor)
+    return float(selectors.config_base("search").semantic_floor)
 
 
 def test_floor_drops_weak_semantic_only_hits_and_exempts_lexical(alpha: Project):
@@ -425,7 +425,7 @@ def test_tokens_never_exceed_budget(alpha: Project):
         pack = recall("chroma boot race", budget=budget, limit=100)
         assert pack.tokens <= pack.budget == budget
         assert pack.tokens == sum(h.tokens for h in pack.items)
-        brief = selectors.briefing_render(project="alpha", budget=budget, record=False)
+        brief = selectors.briefing_render(project="alpha", budget=budget)
         # No constraints or pins: only the tag pair and the trailer may pass a tiny budget.
         assert brief.tokens <= max(budget, 32)
 
@@ -482,7 +482,7 @@ def test_truncation_keeps_utf8_and_closing_tag(alpha: Project):
     sync()
 
     for budget in (1, 7, 50, 333, 1500):
-        brief = selectors.briefing_render(project="alpha", budget=budget, record=False)
+        brief = selectors.briefing_render(project="alpha", budget=budget)
         data = brief.text.encode("utf-8")
         assert data.decode("utf-8") == brief.text
         assert brief.text.endswith("\n</memory-briefing>")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -212,7 +213,9 @@ def test_vectors_from_another_model_are_drift_until_reindexed(
     indexing.apply_pending()
     assert not indexing.status().stale_model
 
-    settings.RECALL = {**settings.RECALL, "EMBEDDER_QUANTIZED": False}
+    backends = copy.deepcopy(settings.RECALL["BACKENDS"])
+    backends["EMBEDDER"]["OPTIONS"]["quantized"] = False
+    settings.RECALL = {**settings.RECALL, "BACKENDS": backends}
     wiring.reset()
     stale = indexing.status()
     assert stale.stale_model and stale.drift == 1

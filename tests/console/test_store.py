@@ -1,4 +1,4 @@
-"""The ORM MemoryStore: hydration, identifiers, links, browse, isolation."""
+"""The ORM MemoryStore beyond the shared contract (tests/contracts/test_memory_store.py)."""
 
 from __future__ import annotations
 
@@ -56,26 +56,6 @@ def test_note_slug_is_an_identifier(project: Project) -> None:
     found = DjangoStore().identifiers("pager-rota", where=Filter(), limit=5)
 
     assert [(r.id, r.item) for r in found] == [(note.pk, "note")]
-
-
-def test_hydrate_drops_missing_ids_and_carries_links(project: Project) -> None:
-    target = make(project, "target")
-    source = make(project, "source", body="See [[target]].")
-
-    found = DjangoStore().hydrate([source.pk, "01MISSING000000000000000000", target.pk])
-
-    assert set(found) == {source.pk, target.pk}
-    assert found[source.pk].links == ("target",)
-
-
-def test_by_names_prefers_the_project_over_global(project: Project) -> None:
-    glob = make(None, "style")
-    local = make(project, "style")
-
-    found = DjangoStore().by_names(["style", "nothing"], project="ops")
-
-    assert {n: r.id for n, r in found.items()} == {"style": local.pk}
-    assert DjangoStore().by_names(["style"], project=None)["style"].id == glob.pk
 
 
 def test_browse_is_newest_first_and_isolation_is_read(project: Project) -> None:

@@ -282,7 +282,10 @@ def test_a_wikilink_by_name_lands_on_the_memory_or_a_search(
 
 
 def test_memory_page_shows_retrieval_history(admin_client: Client, memory: Memory) -> None:
-    selectors.memory_recall(query="chroma", project="billing-api", agent="claude-code")
+    pack = selectors.memory_recall(query="chroma", project="billing-api")
+    services.retrieval_record(
+        kind="recalled", ids=[h.id for h in pack.items], project="billing-api", agent="claude-code"
+    )
 
     html = admin_client.get(f"/memories/{memory.pk}/").content.decode()
 
@@ -463,7 +466,7 @@ def test_settings_save_applies_to_the_next_briefing(admin_client: Client, memory
     assert "Saved" in response.content.decode()
     assert "settings-saved" in response["HX-Trigger-After-Settle"]
     assert Setting.objects.get(key="briefing_config").value == {"tag": "team-memory"}
-    text = selectors.briefing_render(project="billing-api", record=False).text
+    text = selectors.briefing_render(project="billing-api").text
     assert text.startswith("<team-memory")
 
 
@@ -490,9 +493,10 @@ def test_settings_plain_save_redirects_and_reset_goes_back_to_base(
     admin_client.post("/settings/search_config/", {"action": "reset"})
 
     assert saved.status_code == 302
-    assert row == {"limit": 7, "channel_weights": {"fts": 2.0, "semantic": 0.4}}
+    weights = {"identifier": 1.0, "fts": 2.0, "semantic": 0.4}
+    assert row == {"limit": 7, "channel_weights": weights}
     assert one.status_code == 302
-    assert after_one == {"channel_weights": {"fts": 2.0, "semantic": 0.4}}
+    assert after_one == {"channel_weights": weights}
     assert not Setting.objects.filter(key="search_config").exists()
 
 

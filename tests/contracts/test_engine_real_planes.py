@@ -28,10 +28,12 @@ from typing import Any
 
 import pytest
 
+from recall.config import Configs
 from recall.engine import Engine
 from recall.indexes.lance_index import LanceIndex
 from recall.indexes.tantivy_index import TantivyIndex
 from recall.indexes.whoosh_index import WhooshIndex
+from recall.planes import Planes
 from recall.ports import Embedder, VectorIndex
 from recall.testing import FakeEmbedder, InMemoryStore
 from recall.types import Filter, Record
@@ -44,8 +46,10 @@ BEHAVIOUR_MODULES = (
     "tests.recall.test_search",
     "tests.recall.test_briefing",
     "tests.recall.test_dedup",
-    "tests.recall.test_links",
+    "tests.recall.test_expansion",
     "tests.recall.test_prompt",
+    "tests.recall.test_channels",
+    "tests.recall.test_engine",
 )
 # ANCHORS.md, seamless: "behaviours worth owning in ours too" (truncation is
 # pure text, no planes: it runs in tests/recall and end to end in the console).
@@ -113,25 +117,27 @@ def make_engine(request: pytest.FixtureRequest, tmp_path: Path) -> MakeEngine:
         vectors: VectorIndex | None | str = "spy",
         isolation: dict[str, str] | None = None,
         usage: dict[str, float] | None = None,
+        clock: Any = lambda: NOW,
         **fields: Any,
     ) -> Engine:
         nonlocal built
         built += 1
         home = tmp_path / f"engine-{built}"
-        fields.setdefault("clock", lambda: NOW)
         fields.setdefault("background_rebuild", False)
+        fields.setdefault("base", Configs())
         emb = FakeEmbedder() if embedder == "fake" else embedder
         assert not isinstance(emb, str)
         if vectors == "spy":
             vectors = SpyLanceIndex(home / "vectors", dims=emb.dims if emb else 64)
         assert not isinstance(vectors, str)
-        engine = Engine(
+        planes = Planes(
             text=text_cls(home / "text"),
             store=InMemoryStore(isolation=isolation, usage=usage),
             vectors=vectors,
             embedder=emb,
-            **fields,
+            clock=clock,
         )
+        engine = Engine(planes, **fields)
         index(engine, records)
         return engine
 
@@ -144,12 +150,12 @@ def make_engine(request: pytest.FixtureRequest, tmp_path: Path) -> MakeEngine:
 def test_the_engine_runs_on_the_real_planes(make_engine: MakeEngine, request: Any):
     engine = make_engine([make_memory(1, description="chroma boot race")])
 
-    assert type(engine.text) is TEXT_BACKENDS[request.node.callspec.params["make_engine"]]
-    assert isinstance(engine.vectors, LanceIndex)
-    assert engine.text.count() == 1 and engine.vectors.count() == 1
-    assert [c.id for c in engine.vectors.search([0.0] * 63 + [1.0], where=Filter(), limit=5)] == [
-        uid(1)
-    ]
+    assert type(engine.planes.text) is TEXT_BACKENDS[request.node.callspec.params["make_engine"]]
+    assert isinstance(engine.planes.vectors, LanceIndex)
+    assert engine.planes.text.count() == 1 and engine.planes.vectors.count() == 1
+    assert [
+        c.id for c in engine.planes.vectors.search([0.0] * 63 + [1.0], where=Filter(), limit=5)
+    ] == [uid(1)]
 
 
 def test_every_seamless_behaviour_is_rerun_here():

@@ -14,11 +14,13 @@ from typing import Any
 
 import pytest
 
+from recall.config import Configs
 from recall.engine import Engine
 from recall.errors import IndexUnavailable
+from recall.planes import Planes
 from recall.ports import Embedder, Vectors
 from recall.testing import FakeEmbedder, InMemoryStore, InMemoryTextIndex, InMemoryVectorIndex
-from recall.types import Candidate, Doc, Filter, Record, VectorRow
+from recall.types import Candidate, Filter, Record, VectorRow, to_doc
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -49,13 +51,6 @@ def make_note(n: int, title: str, **overrides: Any) -> Record:
     return make_memory(
         n, title.lower().replace(" ", "-"), item="note", kind="", title=title, **overrides
     )
-
-
-def to_doc(r: Record) -> Doc:
-    return Doc(
-        id=r.id, item=r.item, project=r.project, active=r.active, kind=r.kind, name=r.name,
-        title=r.title, description=r.description, body=r.body, tags=r.tags, updated=r.updated,
-    )  # fmt: skip
 
 
 # Queries that must give an empty result or a QueryError, never a crash.
@@ -98,23 +93,24 @@ class SpyVectorIndex(SpySearches, InMemoryVectorIndex):
 def index(engine: Engine, records: Iterable[Record]) -> None:
     """Write records to the store and both planes, as the outbox would."""
     records = list(records)
-    store = engine.store
+    planes = engine.planes
+    store = planes.store
     assert isinstance(store, InMemoryStore)
     for r in records:
         store.add(r)
-    engine.text.upsert([to_doc(r) for r in records])
-    if engine.vectors is not None and engine.embedder is not None:
+    planes.text.upsert([to_doc(r) for r in records])
+    if planes.vectors is not None and planes.embedder is not None:
         docs = [to_doc(r) for r in records]
-        vectors = FakeEmbedder(engine.embedder.dims).embed([d.embedding_text() for d in docs])
-        engine.vectors.upsert([
+        vectors = FakeEmbedder(planes.embedder.dims).embed([d.embedding_text() for d in docs])
+        planes.vectors.upsert([
             VectorRow(d.id, d.item, d.project, d.active, d.kind, tuple(float(x) for x in v),
-                      engine.embedder.model, d.updated)
+                      planes.embedder.model, d.updated)
             for d, v in zip(docs, vectors, strict=True)
         ])  # fmt: skip
 
 
 def invalidate(engine: Engine, record_id: str, superseded_by: str | None = None) -> None:
-    store = engine.store
+    store = engine.planes.store
     assert isinstance(store, InMemoryStore)
     store.invalidate(record_id, superseded_by)
     index(engine, [store.records[record_id]])
@@ -126,7 +122,7 @@ MakeEngine = Callable[..., Engine]
 @pytest.fixture
 def make_engine() -> MakeEngine:
     """make_engine(records, *, embedder=FakeEmbedder(), vectors=SpyVectorIndex(),
-    isolation={}, usage={}, **Engine fields) -> Engine with the records indexed."""
+    isolation={}, usage={}, clock=NOW, **Engine fields) -> Engine with the records indexed."""
 
     def make(
         records: Iterable[Record] = (),
@@ -135,17 +131,19 @@ def make_engine() -> MakeEngine:
         vectors: InMemoryVectorIndex | None | str = "spy",
         isolation: dict[str, str] | None = None,
         usage: dict[str, float] | None = None,
+        clock: Any = lambda: NOW,
         **fields: Any,
     ) -> Engine:
-        fields.setdefault("clock", lambda: NOW)
         fields.setdefault("background_rebuild", False)
-        engine = Engine(
+        fields.setdefault("base", Configs())
+        planes = Planes(
             text=InMemoryTextIndex(),
             store=InMemoryStore(isolation=isolation, usage=usage),
             vectors=SpyVectorIndex() if vectors == "spy" else vectors,  # type: ignore[arg-type]
             embedder=FakeEmbedder() if embedder == "fake" else embedder,  # type: ignore[arg-type]
-            **fields,
+            clock=clock,
         )
+        engine = Engine(planes, **fields)
         index(engine, records)
         return engine
 

@@ -29,7 +29,7 @@ def test_briefing_sections_in_one_tag_pair(make_engine: MakeEngine):
     assert text.index("PINNED") < text.index("deploy-steps") < text.index("INDEX")
     assert text.index("db-choice") < text.index("old-fact")  # newest first
     assert result.ids == (uid(1), uid(2), uid(3), uid(4))
-    assert result.tokens == engine.tokens.count(text)
+    assert result.tokens == engine.planes.tokens.count(text)
 
 
 def test_nothing_to_say_is_an_empty_briefing(make_engine: MakeEngine):
@@ -108,9 +108,9 @@ def test_override_row_applies_to_next_briefing(make_engine: MakeEngine):
     engine = make_engine([make_memory(1, description="a fact")], overrides=rows.get)
 
     before = engine.briefing(brief())
-    rows["briefing_config"] = json.dumps({"tag": "team-memory", "nonsense": 1})
+    rows["briefing"] = json.dumps({"tag": "team-memory", "nonsense": 1})
     after = engine.briefing(brief())
-    rows["briefing_config"] = "{not json"
+    rows["briefing"] = "{not json"
     unreadable = engine.briefing(brief())
 
     assert before.text.startswith("<memory-briefing")

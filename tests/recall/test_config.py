@@ -3,13 +3,18 @@ from __future__ import annotations
 import pytest
 
 from recall.config import (
+    SECTIONS,
     BriefingConfig,
+    Configs,
     DedupConfig,
+    Layer,
+    Problem,
     PromptConfig,
     RecallConfig,
     SearchConfig,
     decode_over,
     from_mapping,
+    resolve,
 )
 from recall.errors import ConfigError
 
@@ -27,8 +32,9 @@ def test_defaults_follow_the_design():
     assert (search.k, search.depth, search.limit, search.semantic_floor) == (60, 60, 20, 0.25)
     assert (recall.fusion, dict(recall.channel_weights)) == (
         "zscore",
-        {"fts": 0.6, "semantic": 0.4},
+        {"fts": 0.6, "semantic": 0.4, "link": 1.0},
     )
+    assert dict(search.channel_weights) == {"identifier": 1.0, "fts": 0.6, "semantic": 0.4}
     assert (BriefingConfig().budget, BriefingConfig().hard_cap_factor) == (1500, 2.0)
     prompt = PromptConfig()
     assert (prompt.min_shared_words, prompt.min_score, prompt.max_hits, prompt.ttl_seconds) == (
@@ -48,32 +54,46 @@ def test_override_keeps_absent_keys_and_applies_present_ones():
 
 
 @pytest.mark.parametrize(
-    ("row", "fragment"),
+    ("row", "knob", "message"),
     [
-        ({"bogus": 1}, "unknown"),
-        ({"limit": "lots"}, "limit"),
-        ({"limit": True}, "limit"),
-        ({"limit": 0}, "limit"),
-        ({"fusion": "borda"}, "fusion"),
-        ({"channel_weights": {"fts": -1}}, "negative"),
-        ({"channel_weights": "not json"}, "channel_weights"),
+        ({"bogus": 1}, "bogus", "unknown knob; search knobs: channel_weights, depth"),
+        ({"limit": "lots"}, "limit", "expected a whole number"),
+        ({"limit": True}, "limit", "expected a whole number"),
+        ({"limit": 0}, "limit", "limit must be within 1..200, not 0"),
+        ({"fusion": "borda"}, "fusion", "fusion must be one of rrf, zscore, not 'borda'"),
+        ({"channel_weights": {"fts": -1}}, "channel_weights", "must be a finite number >= 0"),
+        ({"channel_weights": "not json"}, "channel_weights", "expected a JSON object of numbers"),
     ],
 )
-def test_bad_override_keys_are_ignored_with_a_warning(row: dict[str, object], fragment: str):
-    config, warnings = decode_over(SearchConfig(), {**row, "depth": 70})
+def test_bad_override_keys_are_ignored_with_a_problem_naming_them(
+    row: dict[str, object], knob: str, message: str
+):
+    config, problems = decode_over(SearchConfig(), {**row, "depth": 70})
 
     assert config == SearchConfig(depth=70)
-    assert len(warnings) == 1 and fragment in warnings[0]
+    assert len(problems) == 1
+    problem = problems[0]
+    assert (problem.section, problem.knob, problem.source) == (
+        "search",
+        knob,
+        "override row search_config",
+    )
+    assert message in problem.message and problem.value == row[knob]
 
 
 @pytest.mark.parametrize("row", ["{broken", "[1, 2]", "42", '"text"'])
 def test_an_unreadable_row_falls_back_to_the_base(row: str):
     base = SearchConfig(limit=40)
 
-    config, warnings = decode_over(base, row)
+    config, problems = decode_over(base, row)
 
     assert config is base
-    assert warnings and "unreadable" in warnings[0]
+    assert problems and problems[0].knob == "" and "unreadable" in problems[0].message
+
+
+def test_weights_merge_over_the_base_so_other_channels_keep_theirs():
+    config, _ = decode_over(RecallConfig(), {"channel_weights": {"fts": 1.0}})
+    assert config.channel_weights == {"fts": 1.0, "semantic": 0.4, "link": 1.0}
 
 
 def test_a_json_row_and_no_row():
@@ -93,7 +113,7 @@ def test_from_mapping_parses_environment_strings():
     config = from_mapping(SearchConfig(), env, prefix="RECALL_SEARCH_")
 
     assert (config.semantic_floor, config.limit, config.fusion) == (0.42, 25, "rrf")
-    assert config.channel_weights == {"fts": 1.0, "semantic": 1.0}
+    assert config.channel_weights == {"identifier": 1.0, "fts": 1.0, "semantic": 1.0}
 
 
 def test_from_mapping_reads_a_settings_dict_and_booleans():
@@ -104,3 +124,45 @@ def test_from_mapping_reads_a_settings_dict_and_booleans():
 def test_from_mapping_is_strict(env: dict[str, object]):
     with pytest.raises(ConfigError):
         from_mapping(RecallConfig(), env)
+
+
+def test_a_strict_layer_names_the_knob_the_value_and_its_source():
+    env = {"RECALL_SEARCH_LIMIT": "abc", "RECALL_SEARCH_DEPTH": "70"}
+    layers = [
+        Layer("settings.RECALL['SEARCH']", {"k": 10}),
+        Layer("environment variable {key}", env, prefix="RECALL_SEARCH_"),
+    ]
+
+    with pytest.raises(ConfigError) as caught:
+        resolve(SearchConfig(), layers, strict=True)
+
+    assert caught.value.problems == (
+        Problem(
+            "search", "limit", "abc", "environment variable RECALL_SEARCH_LIMIT",
+            "expected a whole number",
+        ),
+    )  # fmt: skip
+    assert str(caught.value) == (
+        "search.limit = 'abc' (environment variable RECALL_SEARCH_LIMIT): expected a whole number"
+    )
+
+
+def test_layers_apply_in_order_defaults_settings_environment_row():
+    layers = [
+        Layer("settings", {"limit": 30, "depth": 70}),
+        Layer("environment variable {key}", {"RECALL_SEARCH_LIMIT": "40"}, "RECALL_SEARCH_"),
+        Layer("override row search_config", {"depth": 80}),
+    ]
+
+    config, problems = resolve(SearchConfig(), layers, strict=False)
+
+    assert (config.limit, config.depth, config.k) == (40, 80, 60) and problems == ()
+
+
+def test_every_section_has_a_config_and_configs_hold_one_each():
+    assert set(SECTIONS) == {"recall", "search", "briefing", "prompt", "dedup"}
+    configs = Configs()
+    for name, cls in SECTIONS.items():
+        assert isinstance(configs.section(name), cls)
+    with pytest.raises(ValueError, match="no config section 'nope'"):
+        configs.section("nope")

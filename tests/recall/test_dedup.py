@@ -31,7 +31,7 @@ def test_superseded_duplicate_does_not_starve_live_one_in_dedup(make_engine: Mak
 
     hit = engine.dedup_hint(project="alpha", **TEXT)
 
-    assert engine.dedup_config == DedupConfig(candidates=3)
+    assert engine.base.dedup == DedupConfig(candidates=3)
     assert hit is not None and hit.id == live.id
 
 
@@ -52,7 +52,7 @@ def test_embedder_trouble_means_no_hint(make_engine: MakeEngine):
     assert engine.dedup_hint(project="alpha", **TEXT) is None
 
     broken = make_engine([make_memory(1, **TEXT)])
-    broken.vectors.fail = True  # type: ignore[union-attr]
+    broken.planes.vectors.fail = True  # type: ignore[union-attr]
     assert broken.dedup_hint(project="alpha", **TEXT) is None
 
     assert (

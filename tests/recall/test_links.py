@@ -1,91 +1,41 @@
+"""`[[name]]` parsing and the one name-resolution rule."""
+
 from __future__ import annotations
 
 import pytest
 
-from recall.config import RecallConfig
-from recall.links import expand
-from recall.requests import RecallRequest
-from recall.results import Provenance
-from recall.testing import InMemoryStore
-from tests.recall.conftest import MakeEngine, ids, invalidate, make_memory, uid
-
-RRF = RecallConfig(fusion="rrf", channel_weights={"fts": 1.0, "semantic": 1.0})
+from recall.links import WIKILINK, names, prefer
 
 
-def ask(query: str, **kw: object) -> RecallRequest:
-    return RecallRequest(query=query, project="alpha", **kw)  # type: ignore[arg-type]
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("see [[beta-note]] then [[gamma-note]] and [[beta-note]]", ["beta-note", "gamma-note"]),
+        ("[[name|shown text]] and [[other#section]]", ["name", "other"]),
+        ("[[ spaced ]]", ["spaced"]),
+        ("no links, [single] brackets, [[]] and [[bad\nname]]", []),
+        ("", []),
+        (None, []),
+    ],
+)
+def test_names_in_order_of_first_appearance(body: str | None, expected: list[str]):
+    assert names(body) == expected
 
 
-def test_neighbours_score_by_discovery_order():
-    seed = make_memory(1, links=("beta-note", "gamma-note", "beta-note"))
-    store = InMemoryStore([seed, make_memory(2, "beta-note"), make_memory(3, "gamma-note")])
+def test_the_alias_is_a_group_for_renderers():
+    match = WIKILINK.search("[[deploy-order#step-2|the order]]")
+    assert match is not None and (match.group(1), match.group(2)) == ("deploy-order", "the order")
 
-    found = expand([seed], store=store, project="alpha", k=60, exclude={seed.id})
 
-    assert [(r.id, p) for r, p in found] == [
-        (uid(2), Provenance("link", 1, 1 / (60 + 1))),
-        (uid(3), Provenance("link", 2, 1 / (60 + 2))),
+def test_the_project_beats_global_and_the_newest_wins_within_a_scope():
+    rows = [
+        ("shared", "01A", None),
+        ("shared", "01B", "alpha"),
+        ("shared", "01C", "alpha"),  # a newer replacement in the project
+        ("only-global", "01D", None),
+        ("only-global", "01E", None),
+        ("elsewhere", "01F", "beta"),  # another project's memory is never meant
     ]
 
-
-def test_names_resolve_in_the_project_before_global():
-    seed = make_memory(1, links=("shared",))
-    store = InMemoryStore([seed, make_memory(2, "shared", project=None), make_memory(3, "shared")])
-
-    found = expand([seed], store=store, project="alpha", k=60, exclude=set())
-
-    assert [r.id for r, _ in found] == [uid(3)]
-
-
-def test_link_neighbours_join_recall_with_source_link(make_engine: MakeEngine):
-    seed = make_memory(1, description="chroma boot race", links=("startup-order",))
-    neighbour = make_memory(2, "startup-order", description="services start in this order")
-    engine = make_engine([seed, neighbour], embedder=None)
-
-    pack = engine.recall(ask("chroma"), config=RRF)
-
-    assert ids(pack.items) == [seed.id, neighbour.id]
-    assert pack.items[1].source == "link"
-    assert pack.items[1].score == pytest.approx(1 / (60 + 1))
-
-
-def test_link_expansion_is_noop_without_bodies(make_engine: MakeEngine):
-    engine = make_engine(
-        [make_memory(1, description="chroma"), make_memory(2, "unlinked", description="other")]
-    )
-
-    pack = engine.recall(ask("chroma", debug=True), config=RRF)
-
-    assert [h.source for h in pack.items] != [] and "link" not in {h.source for h in pack.items}
-
-
-def test_link_expansion_is_skipped_with_a_kind_filter(make_engine: MakeEngine):
-    seed = make_memory(1, description="chroma", kind="gotcha", links=("other",))
-    engine = make_engine([seed, make_memory(2, "other", kind="gotcha")], embedder=None)
-
-    assert ids(engine.recall(ask("chroma", kind="gotcha")).items) == [seed.id]
-
-
-def test_out_of_scope_and_inactive_neighbours_are_guarded(make_engine: MakeEngine):
-    seed = make_memory(1, description="chroma", links=("elsewhere", "retired"))
-    engine = make_engine(
-        [seed, make_memory(2, "elsewhere", project=None), make_memory(3, "retired")],
-        embedder=None,
-        isolation={"alpha": "sealed"},
-    )
-    invalidate(engine, uid(3))
-
-    assert ids(engine.recall(ask("chroma")).items) == [seed.id]
-
-
-def test_only_the_top_seeds_are_expanded(make_engine: MakeEngine):
-    seeds = [
-        make_memory(i, description="chroma " * (10 - i), links=(f"n{i}",)) for i in range(1, 8)
-    ]
-    targets = [make_memory(100 + i, f"n{i}") for i in range(1, 8)]
-    engine = make_engine([*seeds, *targets], embedder=None)
-
-    pack = engine.recall(ask("chroma", limit=100), config=RRF)
-
-    linked = [h.id for h in pack.items if h.source == "link"]
-    assert linked == [uid(101), uid(102), uid(103), uid(104), uid(105)]
+    assert prefer(rows, "alpha") == {"shared": "01C", "only-global": "01E"}
+    assert prefer(rows, None) == {"shared": "01A", "only-global": "01E"}

@@ -67,18 +67,18 @@ def test_provider_failure_degrades_to_fts_with_warning(make_engine: MakeEngine):
 
     assert ids(pack.items) == [uid(1)]
     assert pack.items[0].source == "fts"
-    assert any("semantic leg skipped" in w for w in pack.warnings)
+    assert any("semantic channel skipped" in w for w in pack.warnings)
     assert pack.debug is not None and pack.debug["embedded"] is False
 
 
 def test_vector_index_failure_degrades_to_fts_with_warning(make_engine: MakeEngine):
     engine = make_engine([make_memory(1, description="chroma boot race")])
-    engine.vectors.fail = True  # type: ignore[union-attr]
+    engine.planes.vectors.fail = True  # type: ignore[union-attr]
 
     pack = engine.recall(ask("chroma"))
 
     assert ids(pack.items) == [uid(1)]
-    assert any("vector index unavailable" in w for w in pack.warnings)
+    assert any("semantic channel skipped: index unavailable" in w for w in pack.warnings)
 
 
 class MisconfiguredEmbedder(FakeEmbedder):
@@ -221,7 +221,7 @@ def test_hits_that_no_longer_hydrate_are_dropped(make_engine: MakeEngine):
     engine = make_engine(
         [make_memory(1, description="chroma"), make_memory(2, description="chroma")]
     )
-    del engine.store.records[uid(1)]  # type: ignore[attr-defined]
+    del engine.planes.store.records[uid(1)]  # type: ignore[attr-defined]
 
     assert ids(engine.recall(ask("chroma")).items) == [uid(2)]
 
@@ -230,7 +230,7 @@ def test_post_fusion_guard_drops_a_hit_the_index_wrongly_returned(make_engine: M
     engine = make_engine(
         [make_memory(1, description="chroma"), make_memory(2, description="chroma")]
     )
-    engine.store.invalidate(uid(1))  # type: ignore[attr-defined] # index not yet synced
+    engine.planes.store.invalidate(uid(1))  # type: ignore[attr-defined] # index not yet synced
 
     assert ids(engine.recall(ask("chroma")).items) == [uid(2)]
 
@@ -317,14 +317,15 @@ def test_debug_reports_ranks_timings_and_config(make_engine: MakeEngine):
     assert set(debug["timings_ms"]) >= {
         "embed",
         "fts",
-        "vector",
+        "semantic",
         "fusion",
-        "links",
+        "link",
         "hydrate",
         "pack",
         "total",
     }  # type: ignore[arg-type]
     assert debug["embedded"] is True
+    assert debug["channel_status"] == {"fts": "on", "semantic": "on", "link": "on"}
     assert debug["config"]["k"] == 60  # type: ignore[index]
 
 

@@ -38,7 +38,7 @@ def test_fast_path_never_calls_embedder(make_engine: MakeEngine):
 
     assert ids(result.hits) == [uid(1)]
     assert embedder.calls == 0
-    assert engine.vectors.searches == 0  # type: ignore[union-attr]
+    assert engine.planes.vectors.searches == 0  # type: ignore[union-attr]
     assert result.embedded is False
     assert "embed" not in (result.timings or {})
 
@@ -49,7 +49,7 @@ def test_floor_drops_weak_semantic_only_hits_and_exempts_lexical(make_engine: Ma
     semantic_weak = make_memory(3, description="boot " + " ".join(f"v{i}" for i in range(40)))
     unrelated = make_memory(4, description="nothing shared here")
     engine = make_engine([strong, lexical_weak, semantic_weak, unrelated])
-    engine.text.delete([semantic_weak.id])  # the lexical leg cannot find it
+    engine.planes.text.delete([semantic_weak.id])  # the lexical leg cannot find it
 
     result = engine.search(
         SearchRequest("chroma boot race"), config=SearchConfig(semantic_floor=0.3)
@@ -69,7 +69,7 @@ def test_floor_drops_weak_semantic_only_hits_and_exempts_lexical(make_engine: Ma
 
 def test_lexical_only_hit_has_no_similarity(make_engine: MakeEngine):
     engine = make_engine([make_memory(1, description="chroma boot")])
-    engine.vectors.delete([uid(1)])  # type: ignore[union-attr]
+    engine.planes.vectors.delete([uid(1)])  # type: ignore[union-attr]
 
     (hit,) = engine.search(SearchRequest("chroma")).hits
 
@@ -176,7 +176,7 @@ def test_provider_failure_degrades_search_to_fts_with_warning(make_engine: MakeE
     result = engine.search(SearchRequest("chroma"))
 
     assert ids(result.hits) == [uid(1)]
-    assert result.warnings and "semantic leg skipped" in result.warnings[0]
+    assert result.warnings and "semantic channel skipped" in result.warnings[0]
 
 
 class MisconfiguredEmbedder(FakeEmbedder):
@@ -196,7 +196,9 @@ def test_timings_cover_every_stage(make_engine: MakeEngine):
 
     result = engine.search(SearchRequest("chroma"))
 
-    assert set(result.timings or {}) == {"embed", "fts", "vector", "fusion", "hydrate", "total"}
+    assert set(result.timings or {}) == {
+        "identifier", "embed", "fts", "semantic", "fusion", "hydrate", "total"
+    }  # fmt: skip
     assert result.embedded is True
 
 

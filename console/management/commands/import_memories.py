@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from console import importing, indexing, reading, wiring
+from console import importing, reading, selectors, services
 
 PROGRESS_FROM = 500  # records; shorter runs print only the summary
 
@@ -32,7 +31,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        wiring.use_batch_threads()
+        services.bulk_mode()
         paths: list[Path] = options["files"]
         missing = [str(p) for p in paths if not p.exists()]
         if missing:
@@ -50,14 +49,14 @@ class Command(BaseCommand):
             except ValueError as exc:
                 raise CommandError(str(exc)) from exc
         if not options["no_index"]:
-            indexing.maintain()  # compaction, and the ANN index once the table is large
+            services.index_maintain()  # compaction, and the ANN index once the table is large
         for line in report.errors:
             self.stderr.write(self.style.ERROR(line))
         for line in report.warnings:
             self.stderr.write(self.style.WARNING(line))
         if options["no_index"]:
             indexed = "index jobs left queued"
-        elif settings.RECALL["EMBEDDER"]:
+        elif selectors.embedder_model() is not None:
             indexed = "embedding included"
         else:
             indexed = "full text only: no embedder configured"

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from console import indexing
+from console import selectors
 
 
 class Command(BaseCommand):
@@ -17,12 +16,11 @@ class Command(BaseCommand):
         parser.add_argument("--fail-on-drift", action="store_true", help="exit 1 on any drift")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        s = indexing.status()
-        conf = settings.RECALL
+        s = selectors.index_status()
         self.stdout.write(f"database      {s.rows} items (memories + notes)")
-        self.stdout.write(f"full text     {s.text_rows} rows  [{conf['TEXT_INDEX']}]")
+        self.stdout.write(f"full text     {s.text_rows} rows  [{s.text_backend}]")
         vectors = "off" if s.vector_rows is None else f"{s.vector_rows} rows"
-        self.stdout.write(f"vectors       {vectors}  [{conf['VECTOR_INDEX']}]")
+        self.stdout.write(f"vectors       {vectors}  [{s.vector_backend or 'none'}]")
         if s.vector_model:
             stale = "  STALE: the embedder now makes " + str(s.embedder_model)
             self.stdout.write(f"vector model  {s.vector_model}{stale if s.stale_model else ''}")

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from console import indexing
+from console import services
 
 
 class Command(BaseCommand):
@@ -18,8 +18,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        report = indexing.apply_pending()
+        report = services.index_sync()
         self.stdout.write(f"applied {report.applied} jobs, {report.failed} failed (still queued)")
         if options["optimize"]:
-            indexing.maintain()
+            services.index_maintain()
             self.stdout.write("vector plane optimized")

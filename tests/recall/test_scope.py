@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from recall.candidates import EmbedCache, gather, recall_filter, search_filter
 from recall.errors import QueryError
-from recall.testing import FakeEmbedder, InMemoryStore, InMemoryTextIndex
+from recall.scope import recall_filter, search_filter
+from recall.testing import InMemoryStore
 from recall.types import Filter
 
 
@@ -50,26 +50,7 @@ def test_search_scope_is_every_project_by_default():
     assert search_filter(projects=None, include_inactive=True).active_only is False
 
 
-def test_no_semantic_leg_without_vectors():
-    embedder = FakeEmbedder()
-    legs = gather(
-        "x",
-        where=Filter(),
-        depth=5,
-        text_index=InMemoryTextIndex(),
-        vectors=None,
-        embedder=embedder,
-    )
-    assert set(legs.channels) == {"fts"} and embedder.calls == 0 and legs.warnings == []
-
-
-def test_embed_cache_embeds_a_repeated_query_once():
-    embedder, cache = FakeEmbedder(), EmbedCache(2)
-    first = cache.embed(embedder, "chroma")
-    again = cache.embed(embedder, "chroma")
-    cache.embed(embedder, "b")
-    cache.embed(embedder, "c")
-    cache.embed(embedder, "chroma")
-
-    assert again is first
-    assert embedder.calls == 4
+def test_a_sealed_view_of_search_has_no_global_items():
+    where = search_filter(projects=("vault",), include_global=False)
+    assert not where.admits(project=None, active=True, item="memory", kind="fact")
+    assert where.admits(project="vault", active=True, item="memory", kind="fact")

@@ -1,0 +1,64 @@
+"""Import of records (console/reading.py) into projects, memories, notes and edges.
+
+Ids. An `id` that is a ULID is ours: the row keeps it, and a record whose id
+already exists is skipped (never overwritten: the database is the source of
+truth). Any other `id` (`conv-26:D1:3`) is an external id: it goes to
+`Memory.external_id` and a record whose external id already exists in its
+project is skipped. Re-importing a file therefore never duplicates.
+
+Projects, notes and edges come as typed records (`type: project | note |
+edge`, see console/records.py); edges and parent projects are resolved after
+every row is in, since they may point forward in the file.
+
+The parts: `parsing` turns one record into an unsaved, validated row,
+`writer` saves them a batch per transaction with their outbox jobs, and
+`links` writes what points at what (supersessions, wikilinks, edges, parents).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+
+from console.importing.parsing import cut_description, derive_name
+from console.importing.writer import ImportReport, _Importer
+from console.models import Memory, Note
+from console.reading import Record
+
+__all__ = ["ImportReport", "cut_description", "derive_name", "import_records"]
+
+
+def import_records(
+    records: Iterable[Record],
+    *,
+    project: str | None = None,
+    batch: int = 256,
+    index: bool = True,
+    progress: Callable[[int], None] | None = None,
+) -> ImportReport:
+    """Import records in order, `batch` rows per transaction.
+
+    `project` puts every memory and note into that project (project records
+    are then ignored). With `index` the outbox jobs of each batch are applied
+    after it commits; without, they stay queued for `manage.py sync_indexes`.
+    """
+    if batch < 1:
+        raise ValueError(f"batch must be at least 1, got {batch}")
+    started = time.perf_counter()
+    importer = _Importer(project=project, index=index)
+    pending: list[tuple[Record, Memory | Note]] = []
+    seen = 0
+    for record in records:
+        importer.take(record, pending)
+        seen += 1
+        if len(pending) >= batch:
+            importer.flush(pending)
+            if progress:
+                progress(seen)
+            seen = 0
+    importer.flush(pending)
+    importer.finish()
+    if progress and seen:
+        progress(seen)
+    importer.report.seconds = time.perf_counter() - started
+    return importer.report

@@ -1,0 +1,249 @@
+"""The batch writer: records in, rows and outbox jobs out, a batch per transaction.
+
+Validation happens per record before it is saved, and each save runs in its
+own savepoint, so a bad record is reported with its place and skipped while
+everything else imports. Rows are written a batch per transaction with their
+outbox jobs (`indexing.enqueue_many`, no apply on commit); the jobs of a batch
+are applied once it commits (batched embedding), in file order, so an
+episode's session context is already in the database when it is indexed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import DatabaseError, transaction
+
+from console import indexing, services
+from console.importing import links, parsing
+from console.models import Memory, Note, Project
+from console.reading import Record
+from console.records import TYPES, RecordError, parse_time
+from recall.types import MEMORY, NOTE
+
+
+@dataclass
+class ImportReport:
+    skipped: int = 0
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    memories: int = 0
+    notes: int = 0
+    projects: int = 0
+    edges: int = 0
+    seconds: float = 0.0
+
+    @property
+    def imported(self) -> int:
+        return self.memories + self.notes
+
+    @property
+    def rate(self) -> float:
+        """Memories per second, end to end (embedding included when indexing)."""
+        return self.memories / self.seconds if self.seconds else 0.0
+
+
+class _Importer:
+    def __init__(self, *, project: str | None, index: bool) -> None:
+        self.override = project
+        self.index = index
+        self.report = ImportReport()
+        self.projects: dict[str, Project] = {}
+        self.parents: list[tuple[str, str, str]] = []
+        self.supersessions: list[links.Supersession] = []
+        self.supersedes: dict[str, str] = {}
+        self.edges: list[Record] = []
+        self.seen: set[str] = set()  # our ids taken in this run
+        self.external: dict[int | None, set[str]] = {}  # external ids per project id
+        self.mentions: links.Mentions | None = None  # read at the first batch
+
+    def fail(self, record: Record, reason: str) -> None:
+        self.report.errors.append(f"{record.where}: {reason}; skipped")
+
+    def take(self, record: Record, pending: list[tuple[Record, Memory | Note]]) -> None:
+        """Validate one record; a valid new memory or note joins the pending batch."""
+        if record.data is None:
+            self.fail(record, record.error)
+            return
+        data = record.data
+        kind = data.get("type", "memory")
+        try:
+            if kind == "project":
+                self.project_record(data, record.where)
+                return
+            if kind == "edge":
+                self.edges.append(record)
+                return
+            if kind == "memory":
+                item: Memory | Note | None = self.memory(data, record.where)
+            elif kind == "note":
+                item = self.note(data)
+            else:
+                raise RecordError(f"unknown type {kind!r}; expected one of {', '.join(TYPES)}")
+        except RecordError as exc:
+            self.fail(record, str(exc))
+            return
+        except ValidationError as exc:
+            self.fail(record, parsing.explain(exc))
+            return
+        if item is None:
+            self.report.skipped += 1
+        else:
+            pending.append((record, item))
+
+    # --- projects -------------------------------------------------------------
+
+    def project(self, slug: Any) -> Project | None:
+        slug = self.override or slug
+        if slug in (None, ""):
+            return None
+        slug = str(slug)
+        if slug not in self.projects:
+            found = Project.objects.filter(slug=slug).first()
+            if found is None:
+                found = services.project_create(slug=slug)
+                self.report.projects += 1
+            self.projects[slug] = found
+        return self.projects[slug]
+
+    def project_record(self, data: dict[str, Any], where: str) -> None:
+        slug = str(data.get("slug") or "")
+        if self.override:
+            return
+        if not slug:
+            raise RecordError("a project record needs a slug")
+        if Project.objects.filter(slug=slug).exists():
+            self.report.skipped += 1
+            return
+        project = services.project_create(
+            slug=slug,
+            name=str(data.get("name") or ""),
+            description=str(data.get("description") or ""),
+            isolation=str(data.get("isolation") or "open"),
+        )
+        Project.objects.filter(pk=project.pk).update(
+            favorite=bool(data.get("favorite")),
+            retired_at=parse_time(data.get("retired_at"), key="retired_at"),
+            created=parse_time(data.get("created"), key="created") or project.created,
+        )
+        self.projects[slug] = Project.objects.get(pk=project.pk)
+        self.report.projects += 1
+        if data.get("parent"):
+            self.parents.append((slug, str(data["parent"]), where))
+
+    # --- memories and notes ---------------------------------------------------
+
+    def known_external(self, project: Project | None) -> set[str]:
+        """External ids already in a project, loaded once (a query per row is slow)."""
+        key = project.pk if project else None
+        if key not in self.external:
+            rows = Memory.objects.filter(project=project).exclude(external_id="")
+            self.external[key] = set(rows.values_list("external_id", flat=True))
+        return self.external[key]
+
+    def memory(self, data: dict[str, Any], where: str) -> Memory | None:
+        """An unsaved, validated memory, or None when it was imported before."""
+        own, external = parsing.memory_ids(data)
+        name = parsing.memory_name(data)
+        project = self.project(data.get("project"))
+        if own and (own in self.seen or Memory.objects.filter(pk=own).exists()):
+            return None
+        known = self.known_external(project) if external else set()
+        if external in known:
+            return None
+        memory = parsing.memory_build(data, name=name, project=project, own=own, external=external)
+        if own:
+            self.seen.add(own)
+        if external:
+            known.add(external)
+        if data.get("superseded_by"):
+            self.supersedes[memory.pk] = str(data["superseded_by"])
+        for edge in data.get("edges") or []:
+            if isinstance(edge, dict):
+                self.edges.append(Record(where, {"type": "edge", **edge, "src": memory.pk}))
+        return memory
+
+    def note(self, data: dict[str, Any]) -> Note | None:
+        own = parsing.own_id(data)
+        if own and (own in self.seen or Note.objects.filter(pk=own).exists()):
+            return None
+        note = parsing.note_build(data, own=own, project=self.project)
+        if own:
+            self.seen.add(own)
+        return note
+
+    # --- batches --------------------------------------------------------------
+
+    def flush(self, pending: list[tuple[Record, Memory | Note]]) -> None:
+        """Save a batch and its outbox jobs in one transaction, then index it."""
+        if not pending:
+            return
+        with transaction.atomic():
+            saved = self.save(pending)
+            indexing.enqueue_many(
+                (MEMORY if isinstance(i, Memory) else NOTE, i.pk, "upsert") for i in saved
+            )
+            memories = [i for i in saved if isinstance(i, Memory)]
+            if self.mentions is None:
+                self.mentions = links.Mentions()
+            links.wikilinks_write(memories, self.mentions)
+            for memory in memories:
+                if memory.pk in self.supersedes:
+                    self.supersessions.append(
+                        links.Supersession(memory.pk, self.supersedes.pop(memory.pk))
+                    )
+            self.supersessions = links.supersessions_stamp(self.supersessions)
+        self.report.memories += len(memories)
+        self.report.notes += len(saved) - len(memories)
+        pending.clear()
+        if self.index:
+            self.apply()
+
+    def save(self, pending: list[tuple[Record, Memory | Note]]) -> list[Memory | Note]:
+        """Insert the batch at once; if the database refuses, row by row to find who."""
+        try:
+            with transaction.atomic():
+                Memory.objects.bulk_create([i for _, i in pending if isinstance(i, Memory)])
+                Note.objects.bulk_create([i for _, i in pending if isinstance(i, Note)])
+            return [item for _, item in pending]
+        except DatabaseError:
+            pass
+        saved: list[Memory | Note] = []
+        for record, item in pending:
+            try:
+                with transaction.atomic():
+                    item.save(force_insert=True)
+            except DatabaseError as exc:
+                self.fail(record, f"could not be saved ({exc})")
+                self.supersedes.pop(item.pk, None)
+                continue
+            saved.append(item)
+        return saved
+
+    def finish(self) -> None:
+        """After the last batch: what still waits, parent projects, explicit edges."""
+        for link in self.supersessions:
+            self.report.warnings.append(
+                f"memory {link.old}: its replacement {link.new} is not in the import; "
+                "it stays inactive without a superseded_by link"
+            )
+        self.report.warnings.extend(links.parents_set(self.parents))
+        for record in self.edges:
+            try:
+                created = links.edge_import(record.data or {})
+            except (RecordError, ValidationError, ValueError) as exc:
+                self.fail(record, str(exc))
+                continue
+            if created:
+                self.report.edges += 1
+            else:
+                self.report.skipped += 1
+
+    def apply(self) -> None:
+        result = indexing.apply_pending()
+        if result.failed:
+            self.report.warnings.append(
+                f"{result.failed} index jobs failed; they stay queued (manage.py sync_indexes)"
+            )

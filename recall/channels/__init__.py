@@ -1,0 +1,30 @@
+"""The retrieval channels: one module each, registered in the composition root.
+
+`standard(planes)` is the default registry (what `console/wiring.py` builds
+from `settings.RECALL["CHANNELS"]` unless told otherwise). A new channel is
+one module implementing `recall.ports.Channel`, one line in that list and
+one weight in the configs that should run it.
+"""
+
+from __future__ import annotations
+
+from recall.channels.fulltext import FullText
+from recall.channels.identifier import Identifier
+from recall.channels.links import Links
+from recall.channels.semantic import Semantic
+from recall.planes import Planes
+from recall.ports import Channel
+
+FTS = FullText.name
+SEMANTIC = Semantic.name
+IDENTIFIER = Identifier.name
+LINK = Links.name
+STANDARD = (FullText, Semantic, Identifier, Links)
+
+
+def standard(planes: Planes) -> tuple[Channel, ...]:
+    """The four built-in channels over `planes`."""
+    return tuple(cls(planes) for cls in STANDARD)
+
+
+__all__ = ["FTS", "IDENTIFIER", "LINK", "SEMANTIC", "STANDARD", "standard"]

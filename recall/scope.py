@@ -1,0 +1,50 @@
+"""The filter stage: who may see what, as a `Filter` every channel applies inside its query.
+
+- Recall: the bound project plus global items, unless the project is sealed
+  (nothing in or out); no project means global only.
+- Search: every project (None) or the chosen ones, plus global items unless
+  the caller is confined to a sealed project (`include_global=False`).
+"""
+
+from __future__ import annotations
+
+from recall.errors import QueryError
+from recall.ports import MemoryStore
+from recall.requests import SCOPES
+from recall.types import ISOLATION_SEALED, MEMORY, NOTE, Filter
+
+
+def recall_filter(
+    store: MemoryStore, *, project: str | None, scope: str = "all", kind: str | None = None
+) -> Filter:
+    """Recall's scope: the bound project plus global (none if sealed); None = global only."""
+    if scope not in SCOPES:
+        raise QueryError(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
+    items = {"all": None, "memories": (MEMORY,), "notes": (NOTE,)}[scope]
+    kinds = None if kind is None else (kind,)
+    if kind is not None:
+        if scope == "notes":
+            raise QueryError("a kind filter selects memories; it contradicts scope 'notes'")
+        items = (MEMORY,)
+    if project is None:
+        return Filter(projects=(), include_global=True, items=items, kinds=kinds)
+    sealed = store.isolation(project) == ISOLATION_SEALED
+    return Filter(projects=(project,), include_global=not sealed, items=items, kinds=kinds)
+
+
+def search_filter(
+    *,
+    projects: tuple[str, ...] | None,
+    kinds: tuple[str, ...] | None = None,
+    items: tuple[str, ...] | None = None,
+    include_inactive: bool = False,
+    include_global: bool = True,
+) -> Filter:
+    """Search's scope: every project (None) or the chosen ones, plus global unless told not."""
+    return Filter(
+        projects=projects,
+        include_global=include_global,
+        active_only=not include_inactive,
+        items=items,
+        kinds=kinds,
+    )

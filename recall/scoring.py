@@ -1,0 +1,84 @@
+"""The stages between fusion and packing: hydrate, guard, boost, rank.
+
+- `hydrate`: fused ids become records from the source of truth; ids that no
+  longer hydrate are dropped (fabriq's rule).
+- `guard`: the post-fusion scope check against the hydrated row (a backstop
+  for the channels' own filters, and the guard for expanded neighbours).
+- `boost`: favourite x favorite_boost and usage x (1 + usage_boost * u)
+  (seamless), multiplying positive scores.
+- `rank`: best first, ties by id.
+
+Boosts multiply scores, which needs positive scores: RRF scores are; z-score
+fused scores go through the logistic function first (`positive`: monotonic,
+into (0, 1), computed so that no weight the schema allows can overflow).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from recall.fusion import Fused
+from recall.ports import MemoryStore
+from recall.results import Provenance
+from recall.types import Filter, Record
+
+
+@dataclass(slots=True)
+class Scored:
+    """A hydrated hit on its way to the reply (mutable: boosts rescale it)."""
+
+    record: Record
+    score: float
+    sources: tuple[Provenance, ...]
+    source: str
+    snippet: str | None = None
+
+
+def positive(score: float, method: str) -> float:
+    """z-score sums through the logistic function (stable for any magnitude); RRF as is."""
+    if method != "zscore":
+        return score
+    if score >= 0:
+        return 1 / (1 + math.exp(-score))
+    e = math.exp(score)
+    return e / (1 + e)
+
+
+def hydrate(store: MemoryStore, fused: Sequence[Fused], *, method: str) -> list[Scored]:
+    """Fused hits as records, in fused order; ids that no longer hydrate are dropped."""
+    records = store.hydrate([f.id for f in fused])
+    return [
+        Scored(records[f.id], positive(f.score, method), f.sources, f.source, f.snippet)
+        for f in fused
+        if f.id in records
+    ]
+
+
+def admits(where: Filter, record: Record) -> bool:
+    return where.admits(
+        project=record.project, active=record.active, item=record.item, kind=record.kind
+    )
+
+
+def guard(where: Filter, scored: Sequence[Scored]) -> list[Scored]:
+    """Only hits whose hydrated row is in scope (and live, when the filter says so)."""
+    return [s for s in scored if admits(where, s.record)]
+
+
+def boost(
+    store: MemoryStore, scored: Sequence[Scored], *, favorite: float, usage: float
+) -> list[Scored]:
+    """Favourite x `favorite` and usage x (1 + `usage` * u), after fusion (in place)."""
+    used = store.usage([s.record.id for s in scored]) if scored else {}
+    for s in scored:
+        if s.record.favorite:
+            s.score *= favorite
+        s.score *= 1 + usage * used.get(s.record.id, 0.0)
+    return list(scored)
+
+
+def rank(scored: Sequence[Scored]) -> list[Scored]:
+    """Best first; ties by id so results match across runs and backends."""
+    return sorted(scored, key=lambda s: (-s.score, s.record.id))

@@ -1,0 +1,292 @@
+"""The MemoryStore contract, run against every store.
+
+The Django store (the source of truth, written through the services) and
+the in-memory reference must agree on hydration, scoped listings, counts,
+identifiers, stored links, usage and isolation (`recall.ports.MemoryStore`).
+Each store gets a `Writer` that creates data the way that store is fed:
+services for Django, Records for the reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+import pytest
+
+from recall.ports import MemoryStore
+from recall.testing import InMemoryStore
+from recall.types import Filter, Link, Record
+
+T0 = datetime(2025, 6, 1, tzinfo=UTC)
+
+
+class Writer(Protocol):
+    store: MemoryStore
+
+    def project(self, slug: str, isolation: str = "open") -> None: ...
+
+    def memory(self, project: str | None, name: str, **fields: Any) -> str: ...
+
+    def note(self, project: str | None, title: str) -> str: ...
+
+    def archive(self, memory_id: str) -> None: ...
+
+    def star(self, item_id: str) -> None: ...
+
+    def use(self, memory_id: str) -> None: ...
+
+
+class ReferenceWriter:
+    """Records straight into the in-memory store, each one newer than the last."""
+
+    def __init__(self) -> None:
+        self.store = InMemoryStore()
+        self._isolation: dict[str, str] = {}
+        self.store._isolation = self._isolation
+        self._n = 0
+
+    def _next(self) -> tuple[str, datetime]:
+        self._n += 1
+        return f"01J{self._n:023d}", T0 + timedelta(minutes=self._n)
+
+    def project(self, slug: str, isolation: str = "open") -> None:
+        self._isolation[slug] = isolation
+
+    def memory(self, project: str | None, name: str, **fields: Any) -> str:
+        ident, when = self._next()
+        values: dict[str, Any] = {
+            "kind": "fact", "description": name, "body": "", "tags": (), "source": "user_stated",
+        }  # fmt: skip
+        values.update(fields)
+        values["tags"] = tuple(values["tags"])
+        self.store.add(
+            Record(ident, "memory", project, name=name, title=name, created=when, updated=when,
+                   **values)
+        )  # fmt: skip
+        return ident
+
+    def note(self, project: str | None, title: str) -> str:
+        ident, when = self._next()
+        slug = title.lower().replace(" ", "-")
+        self.store.add(Record(ident, "note", project, "note", slug, title, "", updated=when))
+        return ident
+
+    def archive(self, memory_id: str) -> None:
+        self.store.invalidate(memory_id)
+
+    def star(self, item_id: str) -> None:
+        self.store.records[item_id] = replace(self.store.records[item_id], favorite=True)
+
+    def use(self, memory_id: str) -> None:
+        self.store._usage[memory_id] = 0.4
+
+
+class DjangoWriter:
+    """Through the services, as every real write goes."""
+
+    def __init__(self) -> None:
+        from console.store import DjangoStore
+
+        self.store = DjangoStore()
+
+    def project(self, slug: str, isolation: str = "open") -> None:
+        from console import services
+
+        services.project_create(slug=slug, isolation=isolation)
+
+    def _project(self, slug: str | None) -> Any:
+        from console.models import Project
+
+        return None if slug is None else Project.objects.get(slug=slug)
+
+    def memory(self, project: str | None, name: str, **fields: Any) -> str:
+        from console import services
+
+        fields.setdefault("description", name)
+        fields["tags"] = list(fields.get("tags", ()))
+        return str(services.memory_create(project=self._project(project), name=name, **fields).pk)
+
+    def note(self, project: str | None, title: str) -> str:
+        from console import services
+
+        return str(services.note_create(project=self._project(project), title=title).pk)
+
+    def archive(self, memory_id: str) -> None:
+        from console import services
+        from console.models import Memory
+
+        services.memory_archive(memory=Memory.objects.get(pk=memory_id))
+
+    def star(self, item_id: str) -> None:
+        from console import services
+        from console.models import Memory, Note
+
+        item = Memory.objects.filter(pk=item_id).first() or Note.objects.get(pk=item_id)
+        services.favorite_toggle(item=item, value=True)
+
+    def use(self, memory_id: str) -> None:
+        from console import services
+
+        services.retrieval_record(kind="read", ids=[memory_id], project=None)
+
+
+@pytest.fixture(params=["django", "memory"])
+def writer(request: pytest.FixtureRequest) -> Iterator[Writer]:
+    if request.param == "memory":
+        yield ReferenceWriter()
+        return
+    request.getfixturevalue("db")
+    yield DjangoWriter()
+
+
+@pytest.fixture
+def world(writer: Writer) -> Callable[[], dict[str, str]]:
+    """Two projects (one sealed), global memories, a note, links, an archived memory."""
+
+    def build() -> dict[str, str]:
+        writer.project("alpha")
+        writer.project("vault", isolation="sealed")
+        ids = {
+            "style": writer.memory(None, "style", description="global style"),
+            "deploy": writer.memory("alpha", "deploy-order", kind="runbook", tags=["ops"]),
+            "gotcha": writer.memory("alpha", "boot-race", kind="gotcha"),
+            "secret": writer.memory("vault", "vault-key"),
+            "old": writer.memory("alpha", "retired-rule"),
+            "note": writer.note("alpha", "Pager rota"),
+        }
+        writer.archive(ids["old"])
+        return ids
+
+    return build
+
+
+ALPHA = Filter(projects=("alpha",), include_global=True)
+
+
+def test_hydrate_maps_every_field_and_drops_missing_ids(writer: Writer) -> None:
+    writer.project("alpha")
+    ident = writer.memory(
+        "alpha", "deploy-order", kind="runbook", description="deploy in order",
+        body="step one", tags=["ops", "deploy"], importance=0.7, session_id="s1",
+    )  # fmt: skip
+
+    found = writer.store.hydrate([ident, "01J99999999999999999999999"])
+
+    assert set(found) == {ident}
+    r = found[ident]
+    assert (r.item, r.project, r.kind, r.name, r.title) == (
+        "memory", "alpha", "runbook", "deploy-order", "deploy-order",
+    )  # fmt: skip
+    assert (r.description, r.body, r.tags, r.importance) == (
+        "deploy in order", "step one", ("ops", "deploy"), 0.7,
+    )  # fmt: skip
+    assert (r.active, r.favorite, r.session_id, r.superseded_by) == (True, False, "s1", None)
+    assert r.updated is not None
+
+
+def test_hydrate_reads_notes_too(writer: Writer) -> None:
+    writer.project("alpha")
+    note = writer.note("alpha", "Pager rota")
+
+    (r,) = writer.store.hydrate([note]).values()
+
+    assert (r.item, r.project, r.title, r.name, r.active) == (
+        "note", "alpha", "Pager rota", "pager-rota", True,
+    )  # fmt: skip
+
+
+def test_browse_is_scoped_live_and_newest_first(world: Any, writer: Writer) -> None:
+    ids = world()
+
+    rows = writer.store.browse(where=ALPHA, limit=10)
+
+    assert [r.id for r in rows] == [ids["note"], ids["gotcha"], ids["deploy"], ids["style"]]
+    assert writer.store.count(where=ALPHA) == 4
+
+
+def test_browse_filters_items_kinds_validity_and_limit(world: Any, writer: Writer) -> None:
+    ids = world()
+    store = writer.store
+
+    memories = replace(ALPHA, items=("memory",))
+    assert [r.id for r in store.browse(where=memories, limit=10)] == [
+        ids["gotcha"], ids["deploy"], ids["style"],
+    ]  # fmt: skip
+    gotchas = replace(memories, kinds=("gotcha",))
+    assert [r.id for r in store.browse(where=gotchas, limit=10)] == [ids["gotcha"]]
+    everything = replace(memories, active_only=False)
+    assert ids["old"] in [r.id for r in store.browse(where=everything, limit=10)]
+    assert store.count(where=everything) == 4
+    assert len(store.browse(where=ALPHA, limit=2)) == 2
+
+
+def test_favorites_only(world: Any, writer: Writer) -> None:
+    ids = world()
+    writer.star(ids["deploy"])
+
+    starred = writer.store.browse(where=ALPHA, limit=10, favorites_only=True)
+
+    assert [r.id for r in starred] == [ids["deploy"]] and starred[0].favorite
+
+
+def test_a_project_without_global_sees_its_own_only(world: Any, writer: Writer) -> None:
+    ids = world()
+
+    vault = Filter(projects=("vault",), include_global=False)
+
+    assert [r.id for r in writer.store.browse(where=vault, limit=10)] == [ids["secret"]]
+    assert writer.store.count(where=vault) == 1
+
+
+def test_identifier_lanes_exact_id_then_name_then_prefix(world: Any, writer: Writer) -> None:
+    ids = world()
+    store = writer.store
+
+    assert [r.id for r in store.identifiers(ids["deploy"], where=ALPHA, limit=5)] == [ids["deploy"]]
+    assert [r.id for r in store.identifiers("deploy-order", where=ALPHA, limit=5)] == [
+        ids["deploy"]
+    ]
+    assert [r.id for r in store.identifiers("pager-rota", where=ALPHA, limit=5)] == [ids["note"]]
+    prefix = store.identifiers(ids["deploy"][:20].lower(), where=ALPHA, limit=5)
+    assert ids["deploy"] in [r.id for r in prefix]
+    assert store.identifiers("deploy order", where=ALPHA, limit=5) == []
+    assert store.identifiers("vault-key", where=ALPHA, limit=5) == []  # out of scope
+
+
+def test_links_in_body_order_project_before_global_never_self(writer: Writer) -> None:
+    writer.project("alpha")
+    glob = writer.memory(None, "style")
+    local = writer.memory("alpha", "style")
+    order = writer.memory("alpha", "deploy-order")
+    source = writer.memory(
+        "alpha", "source", body="[[deploy-order]] then [[style]], [[source]], [[missing]]"
+    )
+    plain = writer.memory("alpha", "plain")
+    global_source = writer.memory(None, "global-source", body="[[style]]")
+
+    found = writer.store.links([source, plain, global_source, "01J99999999999999999999999"])
+
+    assert found == {
+        source: (Link(order), Link(local)),
+        global_source: (Link(glob),),
+    }
+
+
+def test_usage_is_in_unit_range_for_used_ids_only(writer: Writer) -> None:
+    writer.project("alpha")
+    used, unused = writer.memory("alpha", "used"), writer.memory("alpha", "unused")
+    writer.use(used)
+
+    usage = writer.store.usage([used, unused])
+
+    assert set(usage) == {used} and 0 < usage[used] < 1
+
+
+def test_isolation_of_known_and_unknown_projects(world: Any, writer: Writer) -> None:
+    world()
+    assert writer.store.isolation("vault") == "sealed"
+    assert writer.store.isolation("alpha") == "open"
+    assert writer.store.isolation("nope") == "open"
