@@ -18,6 +18,7 @@ from django.db.models import Count, Q, QuerySet
 
 from console import configuration, indexing, wiring
 from console.models import Edge, Memory, Note, Project, RetrievalEvent
+from recall import links
 from recall.config import BriefingConfig, Problem, decode_over
 from recall.requests import BriefingRequest, PromptRequest, RecallRequest, SearchRequest
 from recall.results import Briefing, ContextPack, Hit, PromptResult, SearchResult
@@ -165,6 +166,30 @@ def item_count() -> int:
 
 
 # --- items --------------------------------------------------------------------
+
+
+def memory_ids_by_name(
+    names: Sequence[str], *, project_id: int | None, exclude: str | None = None
+) -> dict[str, str]:
+    """Each name's active memory id by `recall.links.prefer` (project first, then global)."""
+    rows = (
+        Memory.objects.filter(name__in=list(names), invalid_at__isnull=True)
+        .filter(Q(project_id=project_id) | Q(project__isnull=True))
+        .exclude(pk=exclude)
+        .values_list("name", "id", "project_id")
+    )
+    return links.prefer(rows, project_id)
+
+
+def memory_named(*, name: str, project: str | None) -> Memory | None:
+    """The active memory a `[[name]]` means seen from `project` (slug; None = global)."""
+    project_id = None
+    if project is not None:
+        project_id = Project.objects.filter(slug=project).values_list("pk", flat=True).first()
+        if project_id is None:
+            return None
+    found = memory_ids_by_name([name], project_id=project_id).get(name)
+    return memory_get(memory_id=found) if found else None
 
 
 def memory_get(*, memory_id: str) -> Memory:

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from console import indexing, wiring
+from console import indexing, selectors, wiring
 from console.models import Edge, Memory, Note, Project, RetrievalEvent, Setting
 from recall import links
 
@@ -111,7 +111,7 @@ def memory_links_rewrite(*, memory: Memory) -> None:
     names = links.names(memory.body)
     if not names:
         return
-    targets = resolve_names(names, project_id=memory.project_id, exclude=memory.pk)
+    targets = selectors.memory_ids_by_name(names, project_id=memory.project_id, exclude=memory.pk)
     Edge.objects.bulk_create(
         [
             Edge(src=memory, dst_id=targets[name], origin="wikilink", position=n)
@@ -120,19 +120,6 @@ def memory_links_rewrite(*, memory: Memory) -> None:
         ],
         ignore_conflicts=True,
     )
-
-
-def resolve_names(
-    names: list[str], *, project_id: int | None, exclude: str | None = None
-) -> dict[str, str]:
-    """Each name's memory id by `recall.links.prefer` (project first, then global)."""
-    rows = (
-        Memory.objects.filter(name__in=names, invalid_at__isnull=True)
-        .filter(Q(project_id=project_id) | Q(project__isnull=True))
-        .exclude(pk=exclude)
-        .values_list("name", "id", "project_id")
-    )
-    return links.prefer(rows, project_id)
 
 
 def _link_waiting_sources(memory: Memory) -> None:

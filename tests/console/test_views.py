@@ -470,6 +470,48 @@ def test_settings_save_applies_to_the_next_briefing(admin_client: Client, memory
     assert text.startswith("<team-memory")
 
 
+def test_every_section_is_on_the_settings_page(admin_client: Client, memory: Memory) -> None:
+    html = admin_client.get("/settings/").content.decode()
+
+    for key, label in [
+        ("briefing_config", "Briefing"), ("search_config", "Search"),
+        ("recall_config", "Agent recall"), ("prompt_config", "Prompt recall"),
+        ("dedup_config", "Duplicate hints"),
+    ]:  # fmt: skip
+        assert f'id="section-{key}"' in html and f">{label}</h2>" in html
+
+
+def test_prompt_and_dedup_overrides_apply_to_the_next_call(
+    admin_client: Client, memory: Memory
+) -> None:
+    prompt = "chroma must start before the api"
+    same = {"name": "chroma-boot-race", "description": memory.description}
+    assert selectors.prompt_recall(project="billing-api", prompt=prompt).ids
+    assert selectors.memory_dedup_hint(project="billing-api", **same) is not None
+
+    admin_client.post("/settings/prompt_config/", {"action": "save", "prompt_config-max_hits": "1",
+                      "prompt_config-min_score": "99"}, **HX)  # fmt: skip
+    admin_client.post(
+        "/settings/dedup_config/", {"action": "save", "dedup_config-threshold": "1.5"}, **HX
+    )
+
+    assert Setting.objects.get(key="prompt_config").value == {"max_hits": 1, "min_score": 99.0}
+    assert selectors.prompt_recall(project="billing-api", prompt=prompt).ids == ()
+    assert selectors.memory_dedup_hint(project="billing-api", **same) is None
+
+
+def test_a_bad_value_shows_the_engines_message_at_its_field(
+    admin_client: Client, memory: Memory
+) -> None:
+    data = {"action": "save", "prompt_config-max_hits": "0", "prompt_config-ttl_seconds": "5"}
+
+    html = admin_client.post("/settings/prompt_config/", data, **HX).content.decode()
+
+    field = html.split('id="id_prompt_config-max_hits"', 1)[1].split("</td>", 1)[0]
+    assert "max_hits, min_shared_words &gt;= 1 and ttl_seconds &gt;= 0" in field
+    assert not Setting.objects.filter(key="prompt_config").exists()
+
+
 def test_settings_refuse_a_bad_value_inline(admin_client: Client, memory: Memory) -> None:
     data = {"action": "save", "search_config-limit": "0"}
 

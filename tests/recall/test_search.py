@@ -1,12 +1,16 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
 from recall.config import SearchConfig
 from recall.errors import ConfigError, QueryError
+from recall.fusion import Fused
 from recall.requests import SearchRequest
+from recall.results import Hit, Provenance
+from recall.search import depth_for, floor, since
 from recall.testing import FakeEmbedder
 from tests.recall.conftest import (
     BAD_QUERIES,
@@ -226,3 +230,37 @@ def test_bad_queries_never_crash_search(make_engine: MakeEngine, query: str, sem
     result = engine.search(SearchRequest(query, semantic=semantic, prefix=not semantic))
 
     assert len(result.hits) <= 1
+
+
+# --- the stages on their own ---------------------------------------------------
+
+
+def test_floor_drops_semantic_only_hits_below_it_and_keeps_everything_else():
+    weak = Fused("a", 0.1, (Provenance("semantic", 1, 0.2),))
+    strong = Fused("b", 0.2, (Provenance("semantic", 2, 0.5),))
+    lexical = Fused("c", 0.3, (Provenance("fts", 1, 3.0),))
+    both = Fused("d", 0.4, (Provenance("fts", 2, 1.0), Provenance("semantic", 3, 0.1)))
+
+    assert [f.id for f in floor([weak, strong, lexical, both], 0.25)] == ["b", "c", "d"]
+
+
+@pytest.mark.parametrize(
+    ("semantic", "since", "expected"),
+    [(True, False, 60), (False, False, 20 + 2), (True, True, 300), (False, True, 110)],
+)
+def test_depth_reads_only_the_page_on_the_fast_path_and_deeper_with_since(
+    semantic: bool, since: bool, expected: int
+):
+    req = SearchRequest("x", semantic=semantic, since=NOW if since else None)
+
+    assert depth_for(req, SearchConfig(), limit=20, pinned=2) == expected
+
+
+def test_since_keeps_hits_updated_at_or_after_the_instant():
+    hits = [replace(h, updated=NOW - timedelta(hours=n)) for n, h in enumerate(_hits(3))]
+
+    assert [h.id for h in since(hits, NOW - timedelta(hours=1))] == ["h0", "h1"]
+
+
+def _hits(n: int) -> list[Hit]:
+    return [Hit("memory", f"h{i}", "n", "n", "", "alpha", "", "fts", 1.0) for i in range(n)]

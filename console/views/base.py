@@ -1,0 +1,101 @@
+"""What every console view shares: the login guard, partial rendering, redirects.
+
+Every view checks the login itself (`login_required`), so a partial request
+cannot bypass it. One template per page; an htmx request gets the page's
+inline partial (`page`, with `Vary: HX-Request` on the view). Every POST
+also works as a plain form: it redirects, while the htmx one gets the
+fragment back (`done`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import update_wrapper
+from typing import Any, Concatenate, ParamSpec, TypeVar
+from urllib.parse import urlencode, urlsplit
+
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import ObjectDoesNotExist, ValidationError
+from django.forms import Form
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.middleware import HtmxDetails
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class HtmxHttpRequest(HttpRequest):
+    """A request that went through django-htmx's middleware."""
+
+    htmx: HtmxDetails
+
+
+View = Callable[Concatenate[HtmxHttpRequest, P], HttpResponse]
+
+
+def login_required(view: View[P]) -> View[P]:
+    """Anonymous pages redirect to the login; anonymous htmx requests get a 403
+    whose HX-Redirect sends the whole window to the login page."""
+
+    def wrapped(request: HtmxHttpRequest, /, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
+        if request.user.is_authenticated:
+            return view(request, *args, **kwargs)
+        if request.htmx:
+            current = urlsplit(request.htmx.current_url or "/")
+            response = HttpResponse("Log in to continue.", status=403)
+            next_url = current.path + (f"?{current.query}" if current.query else "")
+            response["HX-Redirect"] = f"{reverse('login')}?{urlencode({'next': next_url})}"
+            return response
+        return redirect_to_login(request.get_full_path())
+
+    update_wrapper(wrapped, view)
+    return wrapped
+
+
+def partial(request: HtmxHttpRequest) -> bool:
+    """An htmx request that wants a fragment (not a history restore)."""
+    return bool(request.htmx) and not request.htmx.history_restore_request
+
+
+def page(
+    request: HtmxHttpRequest, template: str, context: dict[str, Any], fragment: str
+) -> HttpResponse:
+    """The whole page, or its inline partial `fragment` for htmx."""
+    if partial(request):
+        template = f"{template}#{fragment}"
+    return render(request, template, context)
+
+
+def done(request: HtmxHttpRequest, url: str) -> HttpResponse:
+    """After a successful write: htmx navigates the window, a plain form redirects."""
+    return HttpResponseClientRedirect(url) if partial(request) else redirect(url)
+
+
+def next_url(request: HttpRequest, default: str) -> str:
+    """The POSTed `next` when it stays on this site, else `default`."""
+    url = request.POST.get("next", "")
+    safe = url_has_allowed_host_and_scheme(
+        url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
+    return url if url and safe else default
+
+
+def or_404(get: Callable[..., T], **kwargs: Any) -> T:
+    """`get(**kwargs)`, with a missing row as a 404."""
+    try:
+        return get(**kwargs)
+    except ObjectDoesNotExist as exc:
+        raise Http404("No such item.") from exc
+
+
+def add_errors(form: Form, exc: ValidationError) -> None:
+    """A service's ValidationError onto the form: per field where it names one."""
+    if hasattr(exc, "error_dict"):
+        for field, errors in exc.message_dict.items():
+            form.add_error(field if field in form.fields else None, errors)
+    else:
+        form.add_error(None, exc.messages)

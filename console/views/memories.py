@@ -1,0 +1,174 @@
+"""Memory and note pages: read, edit, supersede, archive, restore, delete, star."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from console import selectors, services
+from console.forms import MemoryForm
+from console.models import Memory, Note
+from console.views.base import (
+    HtmxHttpRequest,
+    add_errors,
+    done,
+    login_required,
+    next_url,
+    or_404,
+    page,
+    partial,
+)
+
+
+def _memory(memory_id: str) -> Memory:
+    return or_404(selectors.memory_get, memory_id=memory_id)
+
+
+def _detail_context(memory_id: str) -> dict[str, Any]:
+    detail = or_404(selectors.memory_detail, memory_id=memory_id)
+    memory = detail.memory
+    links = {m.name: reverse("memory_detail", args=[m.pk]) for m in detail.links}
+    return {"d": detail, "m": memory, "links": links, "by_name": _by_name(memory.project)}
+
+
+def _by_name(project: Any) -> str:
+    """The `[[name]]` fallback URL, `__name__` filled in by the markdown tag."""
+    url = reverse("memory_by_name", args=["__name__"])
+    return f"{url}?{urlencode({'project': project.slug})}" if project else url
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def memory_detail(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
+    return page(request, "console/memory.html", _detail_context(memory_id), "memory-main")
+
+
+@login_required
+@require_GET
+def memory_by_name(request: HtmxHttpRequest, name: str) -> HttpResponse:
+    """Where a `[[name]]` link lands: the active memory of that name (the
+    linking project's first, then global), else a search for the name."""
+    found = selectors.memory_named(name=name, project=request.GET.get("project") or None)
+    if found is not None:
+        return redirect("memory_detail", memory_id=found.pk)
+    return redirect(f"{reverse('search')}?{urlencode({'q': name})}")
+
+
+def _memory_form(request: HtmxHttpRequest, memory: Memory, *, supersede: bool) -> HttpResponse:
+    if request.method == "POST":
+        form = MemoryForm(request.POST)
+        if form.is_valid():
+            write = services.memory_supersede if supersede else services.memory_update
+            try:
+                saved = write(memory=memory, **form.cleaned_data)
+            except ValidationError as exc:
+                add_errors(form, exc)
+            else:
+                verb = "Superseded" if supersede else "Saved"
+                messages.success(request, f"{verb} {saved.name}.")
+                return done(request, reverse("memory_detail", args=[saved.pk]))
+    else:
+        form = MemoryForm(initial=MemoryForm.initial_from(memory))
+    context = {"form": form, "m": memory, "supersede": supersede}
+    return page(request, "console/memory_form.html", context, "memory-form")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@vary_on_headers("HX-Request")
+def memory_edit(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
+    return _memory_form(request, _memory(memory_id), supersede=False)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@vary_on_headers("HX-Request")
+def memory_supersede(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
+    return _memory_form(request, _memory(memory_id), supersede=True)
+
+
+def _curate(request: HtmxHttpRequest, memory: Memory, action: Callable[..., Any]) -> HttpResponse:
+    error = ""
+    try:
+        action(memory=memory)
+    except ValidationError as exc:
+        error = " ".join(exc.messages)
+    url = reverse("memory_detail", args=[memory.pk])
+    if not partial(request):
+        if error:
+            messages.error(request, error)
+        return redirect(url)
+    context = {**_detail_context(memory.pk), "error": error}
+    return render(request, "console/memory.html#memory-head", context)
+
+
+@login_required
+@require_POST
+@vary_on_headers("HX-Request")
+def memory_archive(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
+    return _curate(request, _memory(memory_id), services.memory_archive)
+
+
+@login_required
+@require_POST
+@vary_on_headers("HX-Request")
+def memory_restore(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
+    return _curate(request, _memory(memory_id), services.memory_restore)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@vary_on_headers("HX-Request")
+def memory_delete(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
+    """GET asks for confirmation (inline for htmx); POST deletes."""
+    memory = _memory(memory_id)
+    if request.method == "POST":
+        services.memory_delete(memory=memory)
+        messages.success(request, f"Deleted {memory.name}.")
+        return done(request, reverse("search"))
+    return page(request, "console/memory_delete.html", {"m": memory}, "confirm")
+
+
+def _star(request: HtmxHttpRequest, item: Memory | Note, *, kind: str, url: str) -> HttpResponse:
+    wanted = request.POST.get("value")
+    value = None if wanted is None else wanted == "on"
+    services.favorite_toggle(item=item, value=value)
+    if not partial(request):
+        return redirect(next_url(request, url))
+    context = {"kind": kind, "id": item.pk, "favorite": item.favorite, "label": str(item)}
+    return render(request, "console/parts.html#star", context)
+
+
+@login_required
+@require_POST
+@vary_on_headers("HX-Request")
+def memory_star(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
+    memory = _memory(memory_id)
+    url = reverse("memory_detail", args=[memory.pk])
+    return _star(request, memory, kind="memory", url=url)
+
+
+@login_required
+@require_POST
+@vary_on_headers("HX-Request")
+def note_star(request: HtmxHttpRequest, note_id: str) -> HttpResponse:
+    note = or_404(selectors.note_get, note_id=note_id)
+    return _star(request, note, kind="note", url=reverse("note_detail", args=[note.pk]))
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def note_detail(request: HtmxHttpRequest, note_id: str) -> HttpResponse:
+    note = or_404(selectors.note_get, note_id=note_id)
+    return page(request, "console/note.html", {"n": note}, "note-main")

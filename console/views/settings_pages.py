@@ -1,0 +1,125 @@
+"""Settings: every section's knobs over their base values, with a live briefing preview."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import trigger_client_event
+
+from console import selectors, services
+from console.forms import ConfigForm
+from console.views.base import HtmxHttpRequest, login_required, page, partial
+from recall import RecallError
+
+BRIEFING = "briefing"
+
+
+def _section(key: str) -> str:
+    """The config section of a settings URL key ("search_config" -> "search"), or 404."""
+    section = key.removesuffix("_config")
+    if not key.endswith("_config") or section not in selectors.config_sections():
+        raise Http404("No such settings section.")
+    return section
+
+
+def _config_form(section: str, data: Any = None) -> ConfigForm:
+    base, override = selectors.config_base(section), selectors.config_override(section)
+    return ConfigForm(data, key=f"{section}_config", base=base, override=override)
+
+
+def _briefing_preview(form: ConfigForm, project: str | None) -> dict[str, Any]:
+    """The briefing under the form's (unsaved) values decoded over the base."""
+    form.is_valid()
+    errors = [str(e) for errs in form.errors.values() for e in errs]
+    try:
+        briefing = selectors.briefing_render(project=project, config=form.config())
+    except RecallError as exc:
+        return {"briefing": None, "preview_errors": [*errors, str(exc)]}
+    return {"briefing": briefing, "preview_errors": errors}
+
+
+def _settings_context(forms: dict[str, ConfigForm], project: str | None) -> dict[str, Any]:
+    labels = selectors.config_labels()
+    preview_form = ConfigForm(
+        {f"{BRIEFING}_config-{k}": v for k, v in forms[BRIEFING].initial.items()},
+        key=f"{BRIEFING}_config",
+        base=selectors.config_base(BRIEFING),
+        override={},
+    )
+    return {
+        "forms": {f"{s}_config": f for s, f in forms.items()},
+        "labels": {f"{s}_config": label for s, label in labels.items()},
+        "others": [(f"{s}_config", labels[s], f) for s, f in forms.items() if s != BRIEFING],
+        "projects": selectors.project_slugs(),
+        "preview_project": project or "",
+        **_briefing_preview(preview_form, project),
+    }
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def settings_page(request: HtmxHttpRequest) -> HttpResponse:
+    forms = {section: _config_form(section) for section in selectors.config_sections()}
+    project = request.GET.get("preview_project") or None
+    return page(request, "console/settings.html", _settings_context(forms, project), "sections")
+
+
+@login_required
+@require_POST
+@vary_on_headers("HX-Request")
+def settings_save(request: HtmxHttpRequest, key: str) -> HttpResponse:
+    """Save the section's overrides, reset it to base, or reset one knob."""
+    section = _section(key)
+    action = request.POST.get("action", "save")
+    form = _config_form(section, request.POST)
+    user = request.user.get_username()
+    notice = ""
+    if action == "reset":
+        services.setting_reset(key=key)
+        notice = "Reset to base values."
+    elif action.startswith("reset:"):
+        knob = action.split(":", 1)[1].split(".", 1)[0]
+        override = {k: v for k, v in selectors.config_override(section).items() if k != knob}
+        if override:
+            services.setting_save(key=key, value=override, user=user)
+        else:
+            services.setting_reset(key=key)
+        notice = f"{knob} reset to its base value."
+    elif form.is_valid():
+        services.setting_save(key=key, value=form.values(), user=user)
+        notice = "Saved. The next call uses these values."
+    if notice:
+        form = _config_form(section)
+        if not partial(request):
+            messages.success(request, notice)
+            return redirect("settings")
+    if not partial(request):
+        forms = {s: form if s == section else _config_form(s) for s in selectors.config_sections()}
+        return render(request, "console/settings.html", _settings_context(forms, None))
+    context = {
+        "key": key,
+        "label": selectors.config_labels()[section],
+        "form": form,
+        "notice": notice,
+        "projects": selectors.project_slugs(),
+        "preview_project": request.POST.get("preview_project", ""),
+    }
+    response = render(request, "console/settings.html#config-section", context)
+    return trigger_client_event(response, "settings-saved", after="settle")
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def settings_preview(request: HtmxHttpRequest) -> HttpResponse:
+    base = selectors.config_base(BRIEFING)
+    form = ConfigForm(request.GET, key=f"{BRIEFING}_config", base=base, override={})
+    project = request.GET.get("preview_project") or None
+    context = {"preview_project": project or "", **_briefing_preview(form, project)}
+    return page(request, "console/settings_preview.html", context, "preview")
