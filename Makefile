@@ -31,7 +31,7 @@ run: migrate
 # Production-style server for the API and the console (see README).
 serve: migrate
 	$(PY) manage.py collectstatic --noinput -v0
-	$(BIN)/gunicorn console.wsgi:application --bind 127.0.0.1:8000 --workers 2 --threads 4 --preload
+	$(BIN)/gunicorn console.wsgi:application --config console/gunicorn.conf.py --bind 127.0.0.1:8000 --workers 2 --threads 4 --preload
 
 chromium:
 	@if [ -x "$(CHROMIUM)" ]; then :; \

@@ -12,10 +12,12 @@ was shown (`services.retrieval_record`: it feeds the usage boost and the
 - global items (project null) are readable by every token unless the token is
   sealed; a sealed project's token names that project alone and sees no
   global items on any path (recall, search, briefing, prompt recall, reads);
-- writes (create, edit, supersede, archive, restore, star) need a write token
-  and an item in one of the token's projects; global items are curated in the
-  console, never by agents (`AccessDenied`), so one project's agent cannot
-  change what every other project recalls.
+- writes (create, edit, supersede, archive, restore, delete, star) need a
+  write token and an item in one of the token's projects; global items are
+  curated in the console, never by agents (`AccessDenied`), so one project's
+  agent cannot change what every other project recalls;
+- creating a project needs a token with the admin scope, which is then
+  granted the new project.
 """
 
 from __future__ import annotations
@@ -25,10 +27,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db.models import Q
-
 from console import selectors, services
-from console.models import AgentToken, Memory, Note, Project
+from console.models import NAME_RE, AgentToken, Memory, Note, Project
 from recall.errors import QueryError
 from recall.results import Briefing, ContextPack, Hit, PromptResult, SearchResult
 from recall.types import ISOLATION_SEALED
@@ -51,6 +51,7 @@ class Access:
     projects: tuple[str, ...]
     may_write: bool
     sealed: bool
+    may_admin: bool = False
 
     def sees(self, project: str | None) -> bool:
         return (not self.sealed) if project is None else project in self.projects
@@ -68,6 +69,7 @@ def access_for(token: AgentToken) -> Access:
         projects=tuple(slug for slug, _ in rows),
         may_write=token.may_write,
         sealed=sealed,
+        may_admin=token.may_admin,
     )
 
 
@@ -108,11 +110,15 @@ def _seen(
     services.retrieval_record(kind=kind, ids=ids, query=query, project=project, agent=access.agent)
 
 
-def recall(access: Access, *, project: str | None, **options: Any) -> ContextPack:
+def recall(
+    access: Access, *, project: str | None, record: bool = True, **options: Any
+) -> ContextPack:
     """Recall in one of the token's projects (+ global unless the project is sealed)."""
     bound = project_of(access, project)
     pack = selectors.memory_recall(project=bound, **options)
-    _seen(access, "recalled", [h.id for h in pack.items], query=options["query"], project=bound)
+    if record:
+        ids = [h.id for h in pack.items]
+        _seen(access, "recalled", ids, query=options.get("query", ""), project=bound)
     return pack
 
 
@@ -122,8 +128,10 @@ def search(
     query: str,
     projects: Sequence[str] | None = None,
     limit: int | None = None,
+    offset: int = 0,
     semantic: bool = True,
     since: datetime | None = None,
+    record: bool = True,
 ) -> SearchResult:
     """Search the token's projects (or some of them), plus global unless sealed."""
     if since is not None and since.tzinfo is None:
@@ -133,12 +141,14 @@ def search(
         query=query,
         projects=scope,
         limit=limit,
+        offset=offset,
         semantic=semantic,
         since=since,
         include_global=not access.sealed,
     )
-    where = scope[0] if len(scope) == 1 else None
-    _seen(access, "searched", [h.id for h in result.hits], query=query, project=where)
+    if record:
+        where = scope[0] if len(scope) == 1 else None
+        _seen(access, "searched", [h.id for h in result.hits], query=query, project=where)
     return result
 
 
@@ -158,9 +168,11 @@ def briefing(
     return result
 
 
-def prompt_recall(access: Access, *, project: str | None, prompt: str) -> PromptResult:
+def prompt_recall(
+    access: Access, *, project: str | None, prompt: str, budget: int | None = None
+) -> PromptResult:
     bound = project_of(access, project)
-    result = selectors.prompt_recall(project=bound, prompt=prompt)
+    result = selectors.prompt_recall(project=bound, prompt=prompt, budget=budget)
     if result.ids:
         # "prompt" (not "injected") so per-prompt matches feed the usage boost
         # while briefing lines, shown every session, do not.
@@ -189,16 +201,54 @@ def _memory_to_change(access: Access, memory_id: str) -> Memory:
     return memory
 
 
-def memory_read(access: Access, *, memory_id: str) -> Memory:
-    """One memory in scope, recorded as read by this agent."""
-    memory = _memory(access, memory_id)
+def memory_find(
+    access: Access, *, memory_id: str | None = None, name: str | None = None,
+    project: str | None = None,
+) -> Memory:  # fmt: skip
+    """A memory by id, or by name: the project's active memory of that name, else the
+    global one (`recall.links.prefer`; a sealed token sees no global memory)."""
+    if memory_id:
+        try:
+            return _memory(access, memory_id.upper())
+        except NotVisible:
+            if not name and not NAME_RE.match(memory_id):
+                raise
+            name = name or memory_id
+    if not name:
+        raise QueryError("give a memory's id or its name")
+    bound = project_of(access, project)
+    found = selectors.memory_named(name=name, project=bound)
+    if found is None or not access.sees(found.project.slug if found.project else None):
+        raise NotVisible(f"no active memory named {name!r} in {bound} or global")
+    return found
+
+
+def memory_read(
+    access: Access, *, memory_id: str | None = None, name: str | None = None,
+    project: str | None = None,
+) -> Memory:  # fmt: skip
+    """One memory in scope, by id or name, recorded as read by this agent."""
+    memory = memory_find(access, memory_id=memory_id, name=name, project=project)
     services.memory_read_record(memory=memory, agent=access.agent)
     return memory
 
 
+def memory_list(
+    access: Access, *, project: str | None = None, cursor: str | None = None, **filters: Any
+) -> selectors.MemoryPage:
+    """A page of memories in one of the token's projects, or in all of them (+ global)."""
+    scope = (project_of(access, project),) if project else access.projects
+    return selectors.memory_list(
+        projects=scope, include_global=not access.sealed, cursor=cursor, **filters
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Written:
+    """A write's outcome: the memory, whether it was created, and its dedup hint."""
+
     memory: Memory
+    created: bool
     dedup_hint: Hit | None
 
 
@@ -212,14 +262,33 @@ def _hint(memory: Memory) -> Hit | None:
     )
 
 
-def memory_write(access: Access, *, project: str | None, fields: Mapping[str, Any]) -> Written:
-    """Create a memory in one of the token's projects; the dedup hint is advisory."""
+def _project(access: Access, project: str | None) -> Project:
+    return selectors.project_get(slug=project_of(access, project))
+
+
+def memory_write(
+    access: Access, *, project: str | None, fields: Mapping[str, Any], force: bool = False
+) -> Written:
+    """Create a memory in one of the token's projects (unless its exact text is there)."""
     _writer(access)
-    slug = project_of(access, project)
-    memory = services.memory_create(
-        project=Project.objects.get(slug=slug), **{"agent_id": access.agent, **fields}
+    outcome = services.memory_write(
+        project=_project(access, project), force=force, **{"agent_id": access.agent, **fields}
     )
-    return Written(memory, _hint(memory))
+    hint = _hint(outcome.memory) if outcome.created else None
+    return Written(outcome.memory, outcome.created, hint)
+
+
+def memory_write_batch(
+    access: Access,
+    *,
+    project: str | None,
+    items: Sequence[Mapping[str, Any]],
+    force: bool = False,
+) -> list[services.Outcome]:
+    """Up to 500 memories in one transaction: all written, or none."""
+    _writer(access)
+    rows = [{"agent_id": access.agent, **item} for item in items]
+    return services.memory_write_batch(project=_project(access, project), items=rows, force=force)
 
 
 def memory_update(access: Access, *, memory_id: str, fields: Mapping[str, Any]) -> Memory:
@@ -230,7 +299,7 @@ def memory_update(access: Access, *, memory_id: str, fields: Mapping[str, Any]) 
 def memory_supersede(access: Access, *, memory_id: str, fields: Mapping[str, Any]) -> Written:
     """The replacement (same project) and its dedup hint; the old one is stamped."""
     new = services.memory_supersede(memory=_memory_to_change(access, memory_id), **fields)
-    return Written(new, _hint(new))
+    return Written(new, True, _hint(new))
 
 
 def memory_archive(access: Access, *, memory_id: str) -> Memory:
@@ -241,10 +310,33 @@ def memory_restore(access: Access, *, memory_id: str) -> Memory:
     return services.memory_restore(memory=_memory_to_change(access, memory_id))
 
 
+def memory_delete(access: Access, *, memory_id: str) -> str:
+    """Delete for good (its index rows follow through the outbox); the id it had."""
+    memory = _memory_to_change(access, memory_id)
+    services.memory_delete(memory=memory)
+    return memory_id
+
+
 def memory_favorite(access: Access, *, memory_id: str, value: bool | None) -> Memory:
     memory = _memory_to_change(access, memory_id)
     services.favorite_toggle(item=memory, value=value)
     return memory
+
+
+# --- projects -------------------------------------------------------------------
+
+
+def project_list(access: Access) -> list[Project]:
+    return selectors.projects_named(slugs=access.projects)
+
+
+def project_create(access: Access, **fields: Any) -> Project:
+    """A new project (admin scope); the token is granted it."""
+    if not access.may_admin:
+        raise AccessDenied("creating projects needs a token with the admin scope (--admin)")
+    if access.sealed or fields.get("isolation") == ISOLATION_SEALED:
+        raise AccessDenied("a sealed project has a token of its own: create it in the console")
+    return services.project_create_for_token(token_id=access.token_id, **fields)
 
 
 # --- notes --------------------------------------------------------------------
@@ -274,20 +366,14 @@ def note_read(access: Access, *, note_id: str) -> Note:
 
 def note_list(access: Access, *, project: str | None = None, limit: int = 20) -> list[Note]:
     """Newest notes in one project, or in all the token's projects (+ inbox unless sealed)."""
-    if project is not None:
-        scope = Q(project__slug=project_of(access, project))
-    else:
-        scope = Q(project__slug__in=access.projects)
-        if not access.sealed:
-            scope |= Q(project__isnull=True)
-    rows = Note.objects.filter(scope).select_related("project").order_by("-updated", "-id")
-    return list(rows[:limit])
+    scope = (project_of(access, project),) if project is not None else access.projects
+    include_inbox = project is None and not access.sealed
+    return selectors.note_list(projects=scope, include_inbox=include_inbox, limit=limit)
 
 
 def note_write(access: Access, *, project: str | None, fields: Mapping[str, Any]) -> Note:
     _writer(access)
-    slug = project_of(access, project)
-    return services.note_create(project=Project.objects.get(slug=slug), **fields)
+    return services.note_create(project=_project(access, project), **fields)
 
 
 def note_update(access: Access, *, note_id: str, fields: Mapping[str, Any]) -> Note:

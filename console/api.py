@@ -1,57 +1,71 @@
-"""The agent API (`/api/v1`): thin endpoints over `console.access`.
+"""The agent API (`/api/v1`): a transport over `console.operations`.
 
-Each endpoint parses its schema, calls one guarded function, and renders the
-reply schema. Bearer tokens only (no session auth, so no CSRF); errors are
-always `{"detail": ...}`: 400 bad input, 401 no/invalid/revoked token, 403 a
+Each endpoint checks its request against the shared schema, calls one
+operation and sends its JSON body compactly (the bytes an agent's context
+receives, which is what a pack's `tokens` counts). Bearer tokens only (no
+session auth, so no CSRF). Every error is `{"detail", "field", "code"}`
+(`console.errors`): 400 bad input, 401 no/invalid/revoked token, 403 a
 project the token may not name or a write without a write token, 404 an item
 that does not exist in the token's scope (the same reply as for an id that
-exists in another project, so ids are never confirmed across projects), 413
-a body over DATA_UPLOAD_MAX_MEMORY_SIZE, 422 schema (ninja's list of fields),
-503 a plane unavailable.
+exists in another project, so ids are never confirmed across projects), 405,
+409 an Idempotency-Key reused for another request, 413 a body over 2 MB, 422
+a schema error (unknown fields included), 503 a plane unavailable.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import logging
 from collections.abc import Callable
 from typing import Any
 
-from django.core.exceptions import RequestDataTooBig
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import HttpRequest, HttpResponse
-from ninja import NinjaAPI, Query, Status
+from ninja import NinjaAPI, Query
+from ninja.errors import AuthenticationError, HttpError
+from ninja.errors import ValidationError as NinjaValidationError
 from ninja.parser import Parser
+from ninja.renderers import BaseRenderer
 from ninja.security import HttpBearer
 
-from console import access, tokens
-from console.access import Access, AccessDenied, NotVisible, Written
-from console.models import Memory, Note
+from console import access, errors, operations, tokens
+from console.access import Access, AccessDenied
 from console.schemas import (
+    BatchOut,
     BriefingIn,
     ContextPackOut,
+    DeletedOut,
     Error,
     FavoriteIn,
     FavoriteOut,
+    MemoryBatchIn,
     MemoryFields,
     MemoryIn,
+    MemoryListIn,
     MemoryOut,
+    MemoryPage,
+    MemoryRef,
     MemoryWriteOut,
     NoteFields,
     NoteIn,
     NoteListIn,
     NoteOut,
+    NotesOut,
+    Params,
+    ProjectIn,
+    ProjectOut,
+    ProjectsOut,
     PromptIn,
     RecallIn,
-    SchemaError,
     SearchIn,
     SearchOut,
     TextOut,
 )
-from recall.errors import BudgetError, ConfigError, IndexUnavailable, QueryError
-from recall.results import Briefing, ContextPack, PromptResult, SearchResult
+from recall.agent import dumps
 
 log = logging.getLogger(__name__)
+JSON = "application/json; charset=utf-8"
 
 
 class TokenAuth(HttpBearer):
@@ -74,6 +88,15 @@ class ObjectParser(Parser):
         return data
 
 
+class CompactJSON(BaseRenderer):
+    """Ninja's own replies (errors it raises) as compact JSON too."""
+
+    media_type = "application/json"
+
+    def render(self, request: HttpRequest, data: Any, *, response_status: int) -> str:
+        return dumps(data)
+
+
 api = NinjaAPI(
     title="Recall agent API",
     version="1",
@@ -81,43 +104,55 @@ api = NinjaAPI(
     urls_namespace="api-v1",
     auth=TokenAuth(),
     parser=ObjectParser(),
+    renderer=CompactJSON(),
 )
 
-READ = {400: Error, 401: Error, 403: Error, 404: Error, 422: SchemaError, 503: Error}
-WRITE = {**READ, 413: Error}
+COMMON: dict[int, Any] = dict.fromkeys((400, 401, 403, 404, 405, 409, 413, 422, 503), Error)
 
 
-def _detail(status: int) -> Callable[[HttpRequest, Exception | type[Exception]], HttpResponse]:
-    def handler(request: HttpRequest, exc: Exception | type[Exception]) -> HttpResponse:
-        return api.create_response(request, {"detail": str(exc)}, status=status)
-
-    return handler
+def send(body: dict[str, Any], status: int = 200) -> HttpResponse:
+    return HttpResponse(dumps(body), status=status, content_type=JSON)
 
 
-for _exc, _status in (
-    (QueryError, 400),
-    (BudgetError, 400),
-    (AccessDenied, 403),
-    (NotVisible, 404),
-    (IndexUnavailable, 503),
-    (ConfigError, 503),
-):
-    api.add_exception_handler(_exc, _detail(_status))
+def _answer(answer: operations.Answer) -> HttpResponse:
+    return send(answer.body, answer.status)
 
 
-@api.exception_handler(DjangoValidationError)
-def _invalid(request: HttpRequest, exc: DjangoValidationError) -> HttpResponse:
-    if hasattr(exc, "error_dict"):
-        text = "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())
-    else:
-        text = " ".join(exc.messages)
-    return api.create_response(request, {"detail": text}, status=400)
+def error_response(reply: errors.ErrorReply) -> HttpResponse:
+    return send(reply.body(), reply.status)
 
 
-@api.exception_handler(RequestDataTooBig)
-def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
-    detail = "the request body is larger than the 2 MB limit"
-    return api.create_response(request, {"detail": detail}, status=413)
+@api.exception_handler(Exception)
+def _any(request: HttpRequest, exc: Exception) -> HttpResponse:
+    described = errors.describe(exc)
+    if described is None:
+        log.exception("unexpected error on %s", request.path)
+        described = errors.simple(500, "an unexpected error; it has been logged")
+    return error_response(described)
+
+
+@api.exception_handler(NinjaValidationError)
+def _schema(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
+    found = list(exc.errors)
+    if request.method in ("POST", "PATCH"):  # body calls take no query parameters
+        listed = {tuple(e.get("loc", ())) for e in found}
+        found += [
+            {"loc": ("query", key), "type": "extra_forbidden"}
+            for key in request.GET
+            if ("query", key) not in listed
+        ]
+    return error_response(errors.from_pydantic(found, skip=1))
+
+
+@api.exception_handler(HttpError)
+def _http(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    return error_response(errors.simple(exc.status_code, str(exc)))
+
+
+@api.exception_handler(AuthenticationError)
+def _unauthorized(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    detail = "a valid agent token is required: Authorization: Bearer <token>"
+    return error_response(errors.simple(401, detail))
 
 
 def _auth(request: HttpRequest) -> Access:
@@ -127,126 +162,223 @@ def _auth(request: HttpRequest) -> Access:
     return found
 
 
-def _fields(payload: Any, *, defaults: bool = False) -> dict[str, Any]:
-    """The fields a caller set (null = not set); `defaults` adds the schema's defaults."""
-    fields: dict[str, Any] = payload.dict(
-        exclude_unset=not defaults, exclude_none=True, exclude={"project"}
-    )
-    return fields
+def _known(request: HttpRequest, schema: type[Params] = Params, *extra: str) -> None:
+    """Query parameters (and, on a call that takes no body, body fields) the call does
+    not know are refused, as unknown fields of a body schema are."""
+    names = {f.alias or name for name, f in schema.model_fields.items()} | set(extra)
+    unknown = [("query", key) for key in request.GET if key not in names]
+    if request.method in ("POST", "DELETE") and request.body.strip():
+        try:
+            body = json.loads(request.body)
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            raise HttpError(400, "this call takes no body")
+        unknown += [("body", key) for key in body]
+    if unknown:
+        raise NinjaValidationError([{"loc": loc, "type": "extra_forbidden"} for loc in unknown])
+
+
+def _key(request: HttpRequest) -> str | None:
+    return request.headers.get("Idempotency-Key") or None
+
+
+def endpoint(
+    method: str, path: str, op: str, response: dict[int, Any], tags: list[str]
+) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+    """Register a view with an explicit operation id, its docstring as description."""
+    route = getattr(api, method)
+
+    def register(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        summary = (view.__doc__ or op).strip().splitlines()[0]
+        served = view
+        if "payload" in inspect.signature(view).parameters:  # a body call takes no query
+
+            @functools.wraps(view)
+            def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+                unknown = [{"loc": ("query", k), "type": "extra_forbidden"} for k in request.GET]
+                if unknown:
+                    raise NinjaValidationError(unknown)
+                return view(request, *args, **kwargs)
+
+            served = checked
+        return route(  # type: ignore[no-any-return]
+            path,
+            response={**response, **COMMON},
+            tags=tags,
+            operation_id=op,
+            summary=summary,
+            description=view.__doc__ or summary,
+        )(served)
+
+    return register
 
 
 # --- retrieval ----------------------------------------------------------------
 
 
-@api.post("/recall", response={200: ContextPackOut, **READ}, tags=["retrieval"])
-def recall(request: HttpRequest, payload: RecallIn) -> ContextPack:
-    """Recall: the ranked, token-budgeted context pack for one of the token's projects."""
-    options = payload.dict()
-    return access.recall(_auth(request), project=options.pop("project"), **options)
+@endpoint("post", "/recall", "recall", {200: ContextPackOut}, ["retrieval"])
+def recall(request: HttpRequest, payload: RecallIn) -> HttpResponse:
+    """Recall: ranked memories with their text, the whole reply within `budget` tokens."""
+    return _answer(operations.recall(_auth(request), payload))
 
 
-@api.get("/search", response={200: SearchOut, **READ}, tags=["retrieval"])
-def search(request: HttpRequest, params: Query[SearchIn]) -> SearchResult:
-    """Search the token's projects (or the repeated `project`s), plus global unless sealed."""
-    return access.search(
-        _auth(request),
-        query=params.q,
-        projects=params.project,
-        limit=params.limit,
-        semantic=params.semantic,
-        since=params.since,
-    )
+@endpoint("get", "/search", "search", {200: SearchOut}, ["retrieval"])
+def search(request: HttpRequest, params: Query[SearchIn]) -> HttpResponse:
+    """Search the token's projects (or the repeated `project`s), a page at a time."""
+    _known(request, SearchIn)
+    return _answer(operations.search(_auth(request), params))
 
 
-@api.post("/briefing", response={200: TextOut, **READ}, tags=["retrieval"])
-def briefing(request: HttpRequest, payload: BriefingIn) -> Briefing:
-    """The session-start briefing: its text and the ids it rendered."""
-    return access.briefing(_auth(request), **payload.dict())
+@endpoint("post", "/briefing", "briefing", {200: TextOut}, ["retrieval"])
+def briefing(request: HttpRequest, payload: BriefingIn) -> HttpResponse:
+    """The session-start briefing: its text, the ids it shows, its tokens."""
+    return _answer(operations.briefing(_auth(request), payload))
 
 
-@api.post("/prompt-recall", response={200: TextOut, **READ}, tags=["retrieval"])
-def prompt_recall(request: HttpRequest, payload: PromptIn) -> PromptResult:
-    """The per-prompt recall block ("" when nothing clears the floors) and its ids."""
-    return access.prompt_recall(_auth(request), **payload.dict())
+@endpoint("post", "/prompt-recall", "prompt_recall", {200: TextOut}, ["retrieval"])
+def prompt_recall(request: HttpRequest, payload: PromptIn) -> HttpResponse:
+    """The per-prompt recall block ("" when nothing clears the floors), within its budget."""
+    return _answer(operations.prompt_recall(_auth(request), payload))
 
 
 # --- memories -----------------------------------------------------------------
 
 
-@api.post("/memories", response={201: MemoryWriteOut, **WRITE}, tags=["memories"])
-def memory_create(request: HttpRequest, payload: MemoryIn) -> Status[Written]:
-    """Write a memory (write token); the reply carries its dedup hint (advisory)."""
-    fields = _fields(payload, defaults=True)
-    return Status(201, access.memory_write(_auth(request), project=payload.project, fields=fields))
+@endpoint("get", "/memories", "memory_list", {200: MemoryPage}, ["memories"])
+def memory_list(request: HttpRequest, params: Query[MemoryListIn]) -> HttpResponse:
+    """List memories newest first, filtered, a page at a time (`next_cursor`)."""
+    _known(request, MemoryListIn)
+    return _answer(operations.memory_list(_auth(request), params))
 
 
-@api.get("/memories/{memory_id}", response={200: MemoryOut, **READ}, tags=["memories"])
-def memory_read(request: HttpRequest, memory_id: str) -> Memory:
-    return access.memory_read(_auth(request), memory_id=memory_id)
-
-
-@api.patch("/memories/{memory_id}", response={200: MemoryOut, **WRITE}, tags=["memories"])
-def memory_update(request: HttpRequest, memory_id: str, payload: MemoryFields) -> Memory:
-    return access.memory_update(_auth(request), memory_id=memory_id, fields=_fields(payload))
-
-
-@api.post(
-    "/memories/{memory_id}/supersede", response={201: MemoryWriteOut, **WRITE}, tags=["memories"]
+@endpoint(
+    "post", "/memories", "memory_write", {200: MemoryWriteOut, 201: MemoryWriteOut}, ["memories"]
 )
-def memory_supersede(
-    request: HttpRequest, memory_id: str, payload: MemoryFields
-) -> Status[Written]:
+def memory_write(request: HttpRequest, payload: MemoryIn) -> HttpResponse:
+    """Write a memory: 201 created, or 200 with the stored one when the text is already there.
+
+    Send an `Idempotency-Key` header to make retries safe: a retry gets the first answer.
+    """
+    return _answer(operations.memory_write(_auth(request), payload, key=_key(request)))
+
+
+@endpoint("post", "/memories/batch", "memory_write_batch", {201: BatchOut}, ["memories"])
+def memory_write_batch(request: HttpRequest, payload: MemoryBatchIn) -> HttpResponse:
+    """Write up to 500 memories in one transaction: all of them, or (on any error) none."""
+    return _answer(operations.memory_write_batch(_auth(request), payload, key=_key(request)))
+
+
+@endpoint("get", "/memories/{memory_id}", "memory_read", {200: MemoryOut}, ["memories"])
+def memory_read(
+    request: HttpRequest,
+    memory_id: str,
+    project: str | None = Query(  # type: ignore[type-arg]
+        None, min_length=1, max_length=64, description="where to resolve a name"
+    ),
+) -> HttpResponse:
+    """Read one memory by id, or by name (in `project` first, then global)."""
+    _known(request, Params, "project")  # project: where to resolve a name
+    ref = MemoryRef(id=memory_id[:26], name=None, project=project)
+    if len(memory_id) > 26:
+        ref = MemoryRef(id=None, name=memory_id, project=project)
+    return _answer(operations.memory_read(_auth(request), ref))
+
+
+@endpoint("patch", "/memories/{memory_id}", "memory_update", {200: MemoryOut}, ["memories"])
+def memory_update(request: HttpRequest, memory_id: str, payload: MemoryFields) -> HttpResponse:
+    """Edit a memory in place (a correction; use supersede when the fact changed)."""
+    return _answer(operations.memory_update(_auth(request), memory_id, payload))
+
+
+@endpoint("delete", "/memories/{memory_id}", "memory_delete", {200: DeletedOut}, ["memories"])
+def memory_delete(request: HttpRequest, memory_id: str) -> HttpResponse:
+    """Delete a memory for good; its index rows follow."""
+    _known(request)
+    return _answer(operations.memory_delete(_auth(request), memory_id))
+
+
+@endpoint(
+    "post", "/memories/{memory_id}/supersede", "memory_supersede", {201: MemoryWriteOut},
+    ["memories"],
+)  # fmt: skip
+def memory_supersede(request: HttpRequest, memory_id: str, payload: MemoryFields) -> HttpResponse:
     """Replace a memory: the new one carries over every field not given."""
-    fields = _fields(payload)
-    return Status(201, access.memory_supersede(_auth(request), memory_id=memory_id, fields=fields))
+    return _answer(operations.memory_supersede(_auth(request), memory_id, payload))
 
 
-@api.post("/memories/{memory_id}/archive", response={200: MemoryOut, **READ}, tags=["memories"])
-def memory_archive(request: HttpRequest, memory_id: str) -> Memory:
-    return access.memory_archive(_auth(request), memory_id=memory_id)
+@endpoint("post", "/memories/{memory_id}/archive", "memory_archive", {200: MemoryOut}, ["memories"])
+def memory_archive(request: HttpRequest, memory_id: str) -> HttpResponse:
+    """Archive a memory: it stops being recalled, and can be restored."""
+    _known(request)
+    return _answer(operations.memory_archive(_auth(request), memory_id))
 
 
-@api.post("/memories/{memory_id}/restore", response={200: MemoryOut, **READ}, tags=["memories"])
-def memory_restore(request: HttpRequest, memory_id: str) -> Memory:
-    return access.memory_restore(_auth(request), memory_id=memory_id)
+@endpoint("post", "/memories/{memory_id}/restore", "memory_restore", {200: MemoryOut}, ["memories"])
+def memory_restore(request: HttpRequest, memory_id: str) -> HttpResponse:
+    """Restore an archived memory."""
+    _known(request)
+    return _answer(operations.memory_restore(_auth(request), memory_id))
 
 
-@api.post("/memories/{memory_id}/favorite", response={200: FavoriteOut, **WRITE}, tags=["memories"])
+@endpoint(
+    "post", "/memories/{memory_id}/favorite", "memory_favorite", {200: FavoriteOut}, ["memories"]
+)
 def memory_favorite(
     request: HttpRequest, memory_id: str, payload: FavoriteIn | None = None
-) -> Memory:
+) -> HttpResponse:
     """Star (`{"favorite": true}`), unstar (`false`) or toggle (no body)."""
-    value = payload.favorite if payload else None
-    return access.memory_favorite(_auth(request), memory_id=memory_id, value=value)
+    return _answer(operations.memory_favorite(_auth(request), memory_id, payload))
 
 
 # --- notes --------------------------------------------------------------------
 
 
-@api.get("/notes", response={200: list[NoteOut], **READ}, tags=["notes"])
-def note_list(request: HttpRequest, params: Query[NoteListIn]) -> list[Note]:
+@endpoint("get", "/notes", "note_list", {200: NotesOut}, ["notes"])
+def note_list(request: HttpRequest, params: Query[NoteListIn]) -> HttpResponse:
     """Newest notes in one project, or in all the token's projects."""
-    return access.note_list(_auth(request), project=params.project, limit=params.limit)
+    _known(request, NoteListIn)
+    return _answer(operations.note_list(_auth(request), params))
 
 
-@api.post("/notes", response={201: NoteOut, **WRITE}, tags=["notes"])
-def note_create(request: HttpRequest, payload: NoteIn) -> Status[Note]:
-    fields = _fields(payload, defaults=True)
-    return Status(201, access.note_write(_auth(request), project=payload.project, fields=fields))
+@endpoint("post", "/notes", "note_write", {201: NoteOut}, ["notes"])
+def note_write(request: HttpRequest, payload: NoteIn) -> HttpResponse:
+    """Write a note for people (a longer write-up)."""
+    return _answer(operations.note_write(_auth(request), payload))
 
 
-@api.get("/notes/{note_id}", response={200: NoteOut, **READ}, tags=["notes"])
-def note_read(request: HttpRequest, note_id: str) -> Note:
-    return access.note_read(_auth(request), note_id=note_id)
+@endpoint("get", "/notes/{note_id}", "note_read", {200: NoteOut}, ["notes"])
+def note_read(request: HttpRequest, note_id: str) -> HttpResponse:
+    """Read one note."""
+    _known(request)
+    return _answer(operations.note_read(_auth(request), note_id))
 
 
-@api.patch("/notes/{note_id}", response={200: NoteOut, **WRITE}, tags=["notes"])
-def note_update(request: HttpRequest, note_id: str, payload: NoteFields) -> Note:
-    return access.note_update(_auth(request), note_id=note_id, fields=_fields(payload))
+@endpoint("patch", "/notes/{note_id}", "note_update", {200: NoteOut}, ["notes"])
+def note_update(request: HttpRequest, note_id: str, payload: NoteFields) -> HttpResponse:
+    """Edit a note."""
+    return _answer(operations.note_update(_auth(request), note_id, payload))
 
 
-@api.post("/notes/{note_id}/favorite", response={200: FavoriteOut, **WRITE}, tags=["notes"])
-def note_favorite(request: HttpRequest, note_id: str, payload: FavoriteIn | None = None) -> Note:
+@endpoint("post", "/notes/{note_id}/favorite", "note_favorite", {200: FavoriteOut}, ["notes"])
+def note_favorite(
+    request: HttpRequest, note_id: str, payload: FavoriteIn | None = None
+) -> HttpResponse:
     """Star (`{"favorite": true}`), unstar (`false`) or toggle (no body)."""
-    value = payload.favorite if payload else None
-    return access.note_favorite(_auth(request), note_id=note_id, value=value)
+    return _answer(operations.note_favorite(_auth(request), note_id, payload))
+
+
+# --- projects -------------------------------------------------------------------
+
+
+@endpoint("get", "/projects", "project_list", {200: ProjectsOut}, ["projects"])
+def project_list(request: HttpRequest) -> HttpResponse:
+    """The projects this token may use."""
+    _known(request)
+    return _answer(operations.project_list(_auth(request)))
+
+
+@endpoint("post", "/projects", "project_create", {201: ProjectOut}, ["projects"])
+def project_create(request: HttpRequest, payload: ProjectIn) -> HttpResponse:
+    """Create a project (a token with the admin scope), granted to this token."""
+    return _answer(operations.project_create(_auth(request), payload))

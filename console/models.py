@@ -75,6 +75,8 @@ class Memory(models.Model):
     session_id = models.CharField(max_length=120, blank=True, default="")
     # Order of an episodic memory inside its session (LoCoMo turn index).
     session_order = models.IntegerField(null=True, blank=True)
+    # When the event it records happened, if the writer knows (a turn's session date).
+    occurred_at = models.DateTimeField(null=True, blank=True)
     source = models.CharField(max_length=32, blank=True, default="user_stated")
     valid_from = models.DateTimeField(default=timezone.now)
     invalid_at = models.DateTimeField(null=True, blank=True)
@@ -82,6 +84,7 @@ class Memory(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
     )
     favorite = models.BooleanField(default=False)
+    # sha256 of the normalised description and body (services.content_hash).
     content_hash = models.CharField(max_length=64, blank=True, default="")
     external_id = models.CharField(max_length=200, blank=True, default="", db_index=True)
     metadata = models.JSONField(default=dict, blank=True)
@@ -101,6 +104,8 @@ class Memory(models.Model):
             models.Index(fields=["favorite", "updated"]),
             models.Index(fields=["kind", "updated"]),
             models.Index(fields=["session_id", "session_order"]),
+            # Exact-duplicate lookups on write (services.memory_duplicate).
+            models.Index(fields=["project", "content_hash"]),
         ]
 
     def __str__(self) -> str:
@@ -166,12 +171,34 @@ class AgentToken(models.Model):
     secret_hash = models.CharField(max_length=128, unique=True)
     projects = models.ManyToManyField(Project, related_name="tokens")
     may_write = models.BooleanField(default=False)
+    # Admin scope: may create projects (and is then granted them).
+    may_admin = models.BooleanField(default=False)
     created = models.DateTimeField(default=timezone.now)
     last_used = models.DateTimeField(null=True, blank=True)
     revoked = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"{self.agent} ({self.prefix}…)"
+
+
+class IdempotencyKey(models.Model):
+    """A write's first answer, kept so that a retry with the same key gets it again.
+
+    Written in the same transaction as the write it answers for: a write that
+    rolled back leaves no key, so its retry runs anew.
+    """
+
+    token = models.ForeignKey(AgentToken, on_delete=models.CASCADE, related_name="idempotency")
+    key = models.CharField(max_length=200)
+    request_hash = models.CharField(max_length=64)
+    status = models.PositiveSmallIntegerField()
+    response = models.JSONField()
+    created = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["token", "key"], name="idempotency_key_unique")
+        ]
 
 
 class RetrievalEvent(models.Model):

@@ -9,6 +9,7 @@ layers here.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,9 +18,10 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 
 from console import configuration, indexing, wiring
-from console.models import Edge, Memory, Note, Project, RetrievalEvent
+from console.models import Edge, IndexJob, Memory, Note, Project, RetrievalEvent
 from recall import links
 from recall.config import BriefingConfig, Problem, decode_over
+from recall.errors import QueryError
 from recall.requests import BriefingRequest, PromptRequest, RecallRequest, SearchRequest
 from recall.results import Briefing, ContextPack, Hit, PromptResult, SearchResult
 
@@ -73,9 +75,11 @@ def memory_recall(
     k: int | None = None,
     channel_weights: Mapping[str, float] | None = None,
     debug: bool = False,
+    detail: str = "full",
 ) -> ContextPack:
     """Agent Recall -> ContextPack. Raises recall.errors.QueryError on bad input."""
     request = RecallRequest(
+        detail=detail,
         query=query,
         project=project,
         budget=budget,
@@ -101,9 +105,11 @@ def memory_search(
     items: Sequence[str] | None = None,
     include_inactive: bool = False,
     include_global: bool = True,
+    offset: int = 0,
 ) -> SearchResult:
-    """Search every project (None) or a list -> SearchResult."""
+    """Search every project (None) or a list -> SearchResult (one page from `offset`)."""
     request = SearchRequest(
+        offset=offset,
         query=query,
         projects=tuple(projects) if projects else None,
         limit=limit,
@@ -131,8 +137,9 @@ def briefing_render(
     return wiring.engine().briefing(request, config=config)
 
 
-def prompt_recall(*, project: str | None, prompt: str) -> PromptResult:
-    return wiring.engine().prompt_recall(PromptRequest(project=project, prompt=prompt))
+def prompt_recall(*, project: str | None, prompt: str, budget: int | None = None) -> PromptResult:
+    request = PromptRequest(project=project, prompt=prompt, budget=budget)
+    return wiring.engine().prompt_recall(request)
 
 
 def memory_dedup_hint(
@@ -158,6 +165,11 @@ def embedder_model() -> str | None:
     """The configured embedding model's name (None: no semantic plane)."""
     embedder = wiring.embedder()
     return embedder.model if embedder is not None else None
+
+
+def index_pending(*, ids: Sequence[str]) -> bool:
+    """Whether any of these items still waits for its index job."""
+    return IndexJob.objects.filter(item_id__in=list(ids)).exists()
 
 
 def item_count() -> int:
@@ -190,6 +202,27 @@ def memory_named(*, name: str, project: str | None) -> Memory | None:
             return None
     found = memory_ids_by_name([name], project_id=project_id).get(name)
     return memory_get(memory_id=found) if found else None
+
+
+def memory_duplicate(
+    *, project_id: int | None, content_hash: str, session_id: str
+) -> Memory | None:
+    """An active memory of the project holding exactly this text in this session."""
+    scope = Q(project__isnull=True) if project_id is None else Q(project_id=project_id)
+    rows = Memory.objects.filter(
+        scope,
+        content_hash=content_hash,
+        session_id=session_id,
+        invalid_at__isnull=True,
+    )
+    return rows.select_related("project").order_by("id").first()
+
+
+def memories_naming(*, memory: Memory) -> QuerySet[Memory]:
+    """Memories whose body may name `memory` in a `[[link]]` (the caller parses to be sure)."""
+    scope = Q(project_id=memory.project_id) if memory.project_id else Q()
+    rows = Memory.objects.filter(scope, body__contains=f"[[{memory.name}")
+    return rows.exclude(pk=memory.pk).only("id", "project_id", "body")
 
 
 def memory_get(*, memory_id: str) -> Memory:
@@ -250,3 +283,111 @@ def project_list() -> QuerySet[Project]:
 
 def project_slugs() -> list[str]:
     return list(Project.objects.order_by("slug").values_list("slug", flat=True))
+
+
+# --- listings for agents ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryPage:
+    memories: list[Memory]
+    next_cursor: str | None
+
+
+ARCHIVED = ("exclude", "include", "only")
+
+
+def _cursor_decode(cursor: str) -> tuple[datetime, str]:
+    try:
+        updated, _, pk = base64.urlsafe_b64decode(cursor.encode()).decode().partition("|")
+        return datetime.fromisoformat(updated), pk
+    except (ValueError, UnicodeDecodeError):
+        raise QueryError("cursor is not one this API gave out; start again without it") from None
+
+
+def _cursor_encode(memory: Memory) -> str:
+    return base64.urlsafe_b64encode(f"{memory.updated.isoformat()}|{memory.pk}".encode()).decode()
+
+
+def memory_list(
+    *,
+    projects: Sequence[str],
+    include_global: bool,
+    cursor: str | None = None,
+    limit: int = 50,
+    kind: Sequence[str] | None = None,
+    tags: Sequence[str] | None = None,
+    any_tags: Sequence[str] | None = None,
+    session_id: str | None = None,
+    agent_id: str | None = None,
+    created_after: datetime | None = None,
+    created_before: datetime | None = None,
+    updated_after: datetime | None = None,
+    updated_before: datetime | None = None,
+    archived: str = "exclude",
+) -> MemoryPage:
+    """Memories in scope, newest first (updated, then id), a keyset page at a time.
+
+    Tags match in Python over the page's candidates (JSON lists are not
+    portably indexable), so a tag filter reads ahead until the page is full.
+    """
+    if archived not in ARCHIVED:
+        raise QueryError(f"archived must be one of {', '.join(ARCHIVED)}, not {archived!r}")
+    scope = Q(project__slug__in=list(projects))
+    if include_global:
+        scope |= Q(project__isnull=True)
+    rows = Memory.objects.filter(scope).select_related("project")
+    if archived == "exclude":
+        rows = rows.filter(invalid_at__isnull=True)
+    elif archived == "only":
+        rows = rows.filter(invalid_at__isnull=False)
+    simple = {
+        "kind__in": list(kind) if kind else None,
+        "session_id": session_id,
+        "agent_id": agent_id,
+        "created__gt": created_after,
+        "created__lt": created_before,
+        "updated__gt": updated_after,
+        "updated__lt": updated_before,
+    }
+    rows = rows.filter(**{k: v for k, v in simple.items() if v is not None})
+    if cursor:
+        updated, pk = _cursor_decode(cursor)
+        rows = rows.filter(Q(updated__lt=updated) | Q(updated=updated, pk__lt=pk))
+    rows = rows.order_by("-updated", "-id")
+    wanted_all, wanted_any = set(tags or ()), set(any_tags or ())
+    page: list[Memory] = []
+    last: Memory | None = None
+    for memory in rows.iterator(chunk_size=max(limit * 2, 100)):
+        last = memory
+        have = set(memory.tags or ())
+        if wanted_all <= have and (not wanted_any or wanted_any & have):
+            page.append(memory)
+            if len(page) == limit:
+                break
+    more = (
+        len(page) == limit
+        and last is not None
+        and rows.filter(
+            Q(updated__lt=last.updated) | Q(updated=last.updated, pk__lt=last.pk)
+        ).exists()
+    )
+    return MemoryPage(page, _cursor_encode(last) if more and last is not None else None)
+
+
+def project_get(*, slug: str) -> Project:
+    """Raises Project.DoesNotExist."""
+    return Project.objects.get(slug=slug)
+
+
+def projects_named(*, slugs: Sequence[str]) -> list[Project]:
+    return list(Project.objects.filter(slug__in=list(slugs)).order_by("slug"))
+
+
+def note_list(*, projects: Sequence[str], include_inbox: bool, limit: int) -> list[Note]:
+    """Newest notes first in these projects (+ the inbox of global notes)."""
+    scope = Q(project__slug__in=list(projects))
+    if include_inbox:
+        scope |= Q(project__isnull=True)
+    rows = Note.objects.filter(scope).select_related("project").order_by("-updated", "-id")
+    return list(rows[:limit])

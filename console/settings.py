@@ -47,6 +47,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "console.errors.api_json_errors",  # under /api/v1, every error is JSON
     "whitenoise.middleware.WhiteNoiseMiddleware",  # static files under gunicorn
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

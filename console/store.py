@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db.models import Q, QuerySet
@@ -17,7 +16,9 @@ from console.models import Edge, Memory, Note, Project, RetrievalEvent
 from console.prepared import Prepared
 from recall.types import MEMORY, NOTE, Filter, Link, Record
 
-USAGE_TTL_S = 30.0
+# Usage ranking reads a snapshot of retrieval events cut every USAGE_SNAPSHOT_S
+# seconds (aligned to the clock, so every process cuts at the same instants).
+USAGE_SNAPSHOT_S = 600
 _IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _ULID_CHARS = re.compile(r"^[0-9A-HJKMNP-TV-Z]+$")
 USAGE_WINDOW_DAYS = 120
@@ -39,13 +40,16 @@ MEMORY_COLUMNS = (
     "superseded_by_id",
     "session_id",
     "source",
+    "valid_from",
+    "occurred_at",
 )
 
 
 def memory_row_record(row: Sequence[Any]) -> Record:
     """The one memory -> Record mapping, from a `values_list(*MEMORY_COLUMNS)` row."""
     (pk, project, kind, name, description, body, tags, importance, favorite, invalid_at,
-     created, updated, superseded_by, session_id, source) = row  # fmt: skip
+     created, updated, superseded_by, session_id, source, valid_from,
+     occurred_at) = row  # fmt: skip
     return Record(
         id=pk,
         item=MEMORY,
@@ -64,6 +68,8 @@ def memory_row_record(row: Sequence[Any]) -> Record:
         superseded_by=superseded_by,
         session_id=session_id,
         source=source,
+        valid_from=valid_from,
+        occurred_at=occurred_at,
     )
 
 
@@ -147,6 +153,12 @@ _LINKS = Prepared(
 )
 
 
+def usage_cut(now: datetime) -> datetime:
+    """The latest snapshot instant at or before `now` (a multiple of USAGE_SNAPSHOT_S)."""
+    stamp = int(now.timestamp()) // USAGE_SNAPSHOT_S * USAGE_SNAPSHOT_S
+    return datetime.fromtimestamp(stamp, tz=UTC)
+
+
 def _lane(pk: str, name: str, upper: str, lower: str) -> int:
     return 0 if pk == upper else 1 if name == lower else 2
 
@@ -156,7 +168,7 @@ class DjangoStore:
 
     def __init__(self) -> None:
         self._usage: dict[str, float] = {}
-        self._usage_at = 0.0
+        self._usage_cut: datetime | None = None
         self._usage_lock = threading.Lock()
 
     def hydrate(self, ids: Iterable[str]) -> dict[str, Record]:
@@ -238,23 +250,28 @@ class DjangoStore:
         return {i: table[i] for i in ids if i in table}
 
     def _usage_table(self) -> dict[str, float]:
-        """Decayed usage per id, recomputed at most every USAGE_TTL_S seconds."""
-        if time.monotonic() - self._usage_at < USAGE_TTL_S:
+        """Decayed usage per id as of the last snapshot cut (`usage_cut`).
+
+        Events are counted only before the cut, and the table is the same for
+        every call until the next cut: a recall's own events cannot move the
+        next identical recall, so two in a row give identical packs.
+        """
+        cut = usage_cut(timezone.now())
+        if cut == self._usage_cut:
             return self._usage
         with self._usage_lock:
-            if time.monotonic() - self._usage_at < USAGE_TTL_S:
+            if cut == self._usage_cut:
                 return self._usage
             from recall.usage import utility
 
-            now = timezone.now()
-            since = now - timedelta(days=USAGE_WINDOW_DAYS)
+            since = cut - timedelta(days=USAGE_WINDOW_DAYS)
             grouped: dict[str, list[tuple[str, datetime]]] = defaultdict(list)
-            rows = RetrievalEvent.objects.filter(at__gte=since).values_list("kind", "ids", "at")
-            for kind, ids, at in rows:
+            rows = RetrievalEvent.objects.filter(at__gte=since, at__lt=cut)
+            for kind, ids, at in rows.values_list("kind", "ids", "at"):
                 for item_id in ids or []:
                     grouped[item_id].append((kind, at))
-            self._usage = {i: utility(evts, now) for i, evts in grouped.items()}
-            self._usage_at = time.monotonic()
+            self._usage = {i: utility(evts, cut) for i, evts in grouped.items()}
+            self._usage_cut = cut
             return self._usage
 
     def isolation(self, project: str) -> str:

@@ -4,10 +4,11 @@ One tag pair around: constraints (always), starred memories (pinned), then a
 newest-first index of the rest packed to the budget (default 1500 tokens)
 with an overflow trailer "(+N older: use recall)". A subagent (non-empty
 `agent_type`) gets constraints only plus a RELEVANT section matched from its
-prompt by the PromptRecall matcher. Constraints and pins may push past the
-budget, never past the hard cap (budget x 2): lines are dropped from the end,
-and `truncate_block` is the final guard that keeps UTF-8 whole and the
-closing tag. Returns the text and the ids actually rendered.
+prompt by the PromptRecall matcher. At the configured budget, constraints
+and pins may push past it, never past the hard cap (budget x 2); a budget the
+caller names is a hard bound. Lines are dropped from the end, and
+`truncate_block` is the final guard that keeps UTF-8 whole and the closing
+tag. Returns the text, the ids actually rendered and its token count.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ def run(
         raise QueryError(f"budget must be >= 1, not {req.budget}")
     hard_cap = int(config.budget * config.hard_cap_factor)
     budget = min(req.budget or config.budget, hard_cap)
+    if req.budget is not None:
+        hard_cap = budget  # what the caller asked for is what it gets, at most
     where = recall_filter(planes.store, project=req.project, scope="memories")
     # Constraints are read on their own so that no number of newer memories
     # can push one out of the scan window.
@@ -117,6 +120,8 @@ def _assemble(
     opening, closing = f'<{config.tag} project="{project}">', f"</{config.tag}>"
     lines: list[_Line] = [(opening, None)]
     used = count(opening) + count(closing)
+    if used > hard_cap:
+        return Briefing("", (), 0)  # not even the wrapper fits
     kept_fixed = 0
     for text, ident in fixed:
         if used + count(text) > hard_cap:

@@ -42,9 +42,11 @@ FUSIONS = ("rrf", "zscore")
 
 # Request bounds the edges (API schemas, MCP, forms) import rather than copy.
 DEFAULT_BUDGET = 1000
+MIN_BUDGET = 50  # an empty reply with a short warning costs about 35 tokens
 MAX_BUDGET = 100_000
-DEFAULT_RECALL_LIMIT = 10
 MAX_RECALL_LIMIT = 100
+DEFAULT_RECALL_LIMIT = MAX_RECALL_LIMIT  # as many as fit the budget, up to the cap
+DEFAULT_ITEM_TOKENS = 500
 DEFAULT_SEARCH_LIMIT = 20
 MAX_SEARCH_LIMIT = 200
 MAX_K = 10_000
@@ -82,6 +84,9 @@ class RecallConfig:
     max_limit: int = MAX_RECALL_LIMIT
     budget: int = DEFAULT_BUDGET  # default token budget
     max_budget: int = MAX_BUDGET
+    # Most tokens one item may take (its text is cut at a sentence or line end
+    # beyond that; 0 = no cap), so one long memory cannot fill a whole pack.
+    item_tokens: int = DEFAULT_ITEM_TOKENS
     fusion: str = "zscore"  # see the module docstring
     # Channels by name: fusion weights for rank channels, a score multiplier
     # for expand channels (link); 0 turns a channel off.
@@ -95,8 +100,10 @@ class RecallConfig:
         _check_fusion(self.fusion, self.k, self.channel_weights)
         if not 1 <= self.limit <= self.max_limit:
             raise ValueError(f"limit must be within 1..{self.max_limit}, not {self.limit}")
-        if self.depth < 1 or self.budget < 1 or self.link_seeds < 0:
-            raise ValueError("depth and budget must be >= 1, link_seeds >= 0")
+        if not MIN_BUDGET <= self.budget <= self.max_budget:
+            raise ValueError(f"budget must be within {MIN_BUDGET}..{self.max_budget}")
+        if self.depth < 1 or self.link_seeds < 0 or self.item_tokens < 0:
+            raise ValueError("depth must be >= 1, link_seeds and item_tokens >= 0")
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +169,7 @@ class PromptConfig:
     corpus_limit: int = 5000
     description_chars: int = 150
     tag: str = "memory-recall"
+    budget: int = 300  # tokens the block may take when the caller names none
 
     def __post_init__(self) -> None:
         if self.max_hits < 1 or self.ttl_seconds < 0 or self.min_shared_words < 1:

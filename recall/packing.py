@@ -1,29 +1,33 @@
-"""Token packing for agents: greedy in rank order, the first overflow ends it.
+"""Token packing for agents: the whole reply, as the agent receives it, fits the budget.
 
-As in fabriq's packer: items go in rank order while they fit; the first item
-that would overflow the budget ends packing (no skipping ahead to smaller
-items, so the pack is always a prefix of the ranking) and `omitted` counts the
-rest. Each item's cost is estimated from the text rendered for the agent.
+As in fabriq's packer, items go in rank order while they fit and the first
+item that cannot fit ends packing (the pack is always a prefix of the
+ranking); `omitted` counts the rest. What is counted is the reply itself:
+the compact JSON of `recall.agent.pack_view`, envelope included (debug, when
+asked, rides outside the budget). Each item carries its memory's text; an
+item longer than `item_tokens`, or longer than what is left, is cut at the
+last sentence or line boundary that fits (`truncated: true`; `memory_read`
+gives the rest), as long as at least `MIN_TEXT_CHARS` of text fit.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from recall import sanitize
+from recall.agent import FULL, INDEX, dumps, envelope, item_view, text_of
+from recall.config import MIN_BUDGET
+from recall.errors import BudgetError
 from recall.ports import TokenCounter
 from recall.results import Hit
 from recall.types import Record
 
-BODY_CHARS = 4000
-
-
-def render(record: Record) -> str:
-    """The text an agent is given for one item: name, description, body (sanitized)."""
-    head = f"{sanitize.name(record.name or record.title)}: {sanitize.field(record.description)}"
-    body = sanitize.field(record.body, BODY_CHARS)
-    return f"{head}\n{body}" if body else head
+MIN_TEXT_CHARS = 24  # a cut shorter than this says too little to be worth its envelope
+NOTHING_FITS = "the best hit alone exceeds the token budget; nothing was packed"
+_BOUNDARY = re.compile(r"(?<=[.!?…])\s+|\n+")
+_WORD = re.compile(r"\s+")
+ELLIPSIS = "…"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,16 +35,117 @@ class Packed:
     items: tuple[Hit, ...]
     omitted: int
     tokens: int
+    warnings: tuple[str, ...]
 
 
-def pack(ranked: Sequence[tuple[Hit, Record]], *, budget: int, counter: TokenCounter) -> Packed:
-    """The longest prefix of `ranked` whose rendered tokens fit `budget`."""
+def _cost(counter: TokenCounter, hit: Hit, detail: str) -> int:
+    """An item's cost in the reply: its JSON and the comma before it."""
+    return counter.count(dumps(item_view(replace(hit, tokens=99_999), detail=detail)) + ",")
+
+
+def _cuts(text: str) -> list[int]:
+    """Where the text may be cut, longest first: sentence and line ends, else word ends."""
+    ends = sorted({m.start() for m in _BOUNDARY.finditer(text)}, reverse=True)
+    if not ends:
+        ends = sorted({m.start() for m in _WORD.finditer(text)}, reverse=True)
+    return [e for e in ends if e >= MIN_TEXT_CHARS]
+
+
+def _fit(counter: TokenCounter, hit: Hit, text: str, room: int) -> Hit | None:
+    """`hit` with the longest cut of `text` whose item costs at most `room` tokens."""
+    cuts = _cuts(text)
+    lo, hi, best = 0, len(cuts) - 1, None
+    while lo <= hi:  # cuts run longest first: find the first (longest) that fits
+        mid = (lo + hi) // 2
+        candidate = replace(hit, text=text[: cuts[mid]].rstrip() + ELLIPSIS, truncated=True)
+        if _cost(counter, candidate, FULL) <= room:
+            best, hi = candidate, mid - 1
+        else:
+            lo = mid + 1
+    return best
+
+
+def _reply_tokens(
+    counter: TokenCounter,
+    items: Sequence[Hit],
+    *,
+    omitted: int,
+    budget: int,
+    warnings: Sequence[str],
+    detail: str,
+) -> int:
+    """The reply's token count: a fixed point, since the count is part of what it counts."""
+    views = [item_view(h, detail=detail) for h in items]
+
+    def count(tokens: int) -> int:
+        reply = envelope(views, omitted=omitted, tokens=tokens, budget=budget, warnings=warnings)
+        return counter.count(dumps(reply))
+
+    tokens = count(budget)
+    for _ in range(3):
+        again = count(tokens)
+        if again == tokens:
+            return tokens
+        tokens = again
+    return max(tokens, count(tokens))  # digits flip-flopping: report the larger
+
+
+def pack(
+    ranked: Sequence[tuple[Hit, Record]],
+    *,
+    budget: int,
+    counter: TokenCounter,
+    detail: str = FULL,
+    item_tokens: int = 0,
+    warnings: Sequence[str] = (),
+) -> Packed:
+    """The longest prefix of `ranked` whose reply fits `budget` (see the module docstring)."""
+    if budget < MIN_BUDGET:
+        raise BudgetError(f"budget must be at least {MIN_BUDGET} tokens, not {budget}")
+    base = envelope([], omitted=len(ranked), tokens=budget, budget=budget, warnings=warnings)
+    left = budget - counter.count(dumps(base))
     items: list[Hit] = []
-    used = 0
     for hit, record in ranked:
-        cost = counter.count(render(record))
-        if used + cost > budget:
-            break
-        items.append(replace(hit, tokens=cost))
-        used += cost
-    return Packed(tuple(items), len(ranked) - len(items), used)
+        full = replace(hit, text=text_of(record)) if detail == FULL else hit
+        capped = 0 < item_tokens < left
+        room = item_tokens if capped else left
+        cost = _cost(counter, full, detail)
+        if cost > room:
+            cut = _fit(counter, full, full.text or "", room) if detail == FULL else None
+            if cut is None:
+                break
+            full, cost = cut, _cost(counter, cut, FULL)
+        items.append(replace(full, tokens=cost))
+        left -= cost
+        if full.truncated and not capped:
+            break  # cut to what was left: the budget is spent
+    said = (*warnings, NOTHING_FITS) if ranked and not items else tuple(warnings)
+    return _settle(counter, items, len(ranked), budget, said, detail)
+
+
+def _settle(
+    counter: TokenCounter,
+    items: list[Hit],
+    total: int,
+    budget: int,
+    warnings: tuple[str, ...],
+    detail: str,
+) -> Packed:
+    """Count the final reply; shorten warnings, then drop items, until it fits."""
+    said = list(warnings)
+    while True:
+        omitted = total - len(items)
+        tokens = _reply_tokens(
+            counter, items, omitted=omitted, budget=budget, warnings=said, detail=detail
+        )
+        if tokens <= budget:
+            return Packed(tuple(items), omitted, tokens, tuple(said))
+        if said and max(len(w) for w in said) > 24:
+            said = [w[: max(24, len(w) // 2)] for w in said]
+        elif items:
+            items.pop()
+        else:
+            raise BudgetError(f"budget {budget} cannot hold this reply's own envelope")
+
+
+__all__ = ["FULL", "INDEX", "MIN_BUDGET", "NOTHING_FITS", "Packed", "pack"]

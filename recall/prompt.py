@@ -23,7 +23,9 @@ from datetime import datetime
 
 from recall import sanitize
 from recall.config import PromptConfig
+from recall.errors import QueryError
 from recall.planes import Planes
+from recall.ports import TokenCounter
 from recall.requests import PromptRequest
 from recall.results import PromptResult
 from recall.scope import recall_filter
@@ -84,16 +86,24 @@ def match(corpus: Corpus, prompt: str, config: PromptConfig) -> list[tuple[Recor
     return found[: config.max_hits]
 
 
-def render(records: Sequence[Record], config: PromptConfig) -> str:
-    """The block an agent sees: one tag pair, one sanitized line per memory."""
-    if not records:
-        return ""
-    lines = [f"<{config.tag}>", "Memories that may bear on this prompt (memory_read by name):"]
+def render(
+    records: Sequence[Record], config: PromptConfig, *, budget: int, counter: TokenCounter
+) -> tuple[str, tuple[str, ...]]:
+    """The block an agent sees (one tag pair, one sanitized line per memory) and
+    the ids in it: the best matches that fit `budget` tokens ("" if none does)."""
+    head = [f"<{config.tag}>", "Memories that may bear on this prompt (memory_read by name):"]
+    shown: list[str] = []
+    ids: list[str] = []
     for r in records:
         desc = sanitize.field(r.description, config.description_chars)
-        lines.append(f"- {sanitize.name(r.name)} [{sanitize.name(r.kind)}]: {desc}")
-    lines.append(f"</{config.tag}>")
-    return "\n".join(lines)
+        line = f"- {sanitize.name(r.name)} [{sanitize.name(r.kind)}]: {desc}"
+        if counter.count("\n".join([*head, *shown, line, f"</{config.tag}>"])) > budget:
+            break
+        shown.append(line)
+        ids.append(r.id)
+    if not shown:
+        return "", ()
+    return "\n".join([*head, *shown, f"</{config.tag}>"]), tuple(ids)
 
 
 class CorpusCache:
@@ -180,6 +190,10 @@ def matches(
 def run(
     req: PromptRequest, *, planes: Planes, corpora: CorpusCache, config: PromptConfig
 ) -> PromptResult:
-    """The per-prompt recall block ("" when nothing clears the floors) and its ids."""
+    """The per-prompt recall block ("" when nothing clears the floors), its ids and tokens."""
+    if req.budget is not None and req.budget < 1:
+        raise QueryError(f"budget must be >= 1, not {req.budget}")
     records = matches(req, planes=planes, corpora=corpora, config=config)
-    return PromptResult(render(records, config), tuple(r.id for r in records))
+    budget = req.budget if req.budget is not None else config.budget
+    text, ids = render(records, config, budget=budget, counter=planes.tokens)
+    return PromptResult(text, ids, planes.tokens.count(text) if text else 0)

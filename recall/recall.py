@@ -17,8 +17,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, replace
 
 from recall import expansion
+from recall.agent import DETAILS
 from recall.channels import SEMANTIC
-from recall.config import RecallConfig
+from recall.config import MIN_BUDGET, RecallConfig
 from recall.errors import QueryError
 from recall.fusion import fuse
 from recall.gather import check_names, gather, select
@@ -31,6 +32,8 @@ from recall.results import ContextPack, Hit, to_hit
 from recall.scope import recall_filter
 from recall.scoring import Scored, admits, boost, guard, hydrate, rank
 from recall.types import MEMORY_KINDS, ChannelQuery, Filter, Record
+
+NO_WORDS = "the query has no searchable words"
 
 
 def with_defaults(req: RecallRequest, config: RecallConfig) -> RecallRequest:
@@ -47,8 +50,11 @@ def validate(req: RecallRequest, config: RecallConfig, channels: Sequence[Channe
     limit, budget = req.limit or 0, req.budget or 0
     if not 1 <= limit <= config.max_limit:
         raise QueryError(f"limit must be within 1..{config.max_limit}, not {req.limit}")
-    if not 1 <= budget <= config.max_budget:
-        raise QueryError(f"budget must be within 1..{config.max_budget}, not {req.budget}")
+    if not MIN_BUDGET <= budget <= config.max_budget:
+        message = f"budget must be within {MIN_BUDGET}..{config.max_budget}, not {req.budget}"
+        raise QueryError(message)
+    if req.detail not in DETAILS:
+        raise QueryError(f"detail must be one of {', '.join(DETAILS)}, not {req.detail!r}")
     if req.kind is not None and req.kind not in MEMORY_KINDS:
         raise QueryError(f"kind must be one of {', '.join(MEMORY_KINDS)}, not {req.kind!r}")
     if req.k is not None and req.k < 1:
@@ -80,7 +86,8 @@ def run(
             raise QueryError("the query is empty: give a query, or a kind to browse")
         return browse(req, planes=planes, where=where, k=k, started=started)
     if not words(query):
-        return ContextPack((), 0, 0, budget, ("the query has no searchable words",))
+        empty = pack([], budget=budget, counter=planes.tokens, warnings=(NO_WORDS,))
+        return ContextPack((), 0, empty.tokens, budget, empty.warnings, None, req.detail)
 
     weights = {**config.channel_weights, **(req.channel_weights or {})}
     off = () if config.semantic else (SEMANTIC,)
@@ -118,12 +125,16 @@ def run(
         for s in scored[:limit]
     ]
     start = time.perf_counter()
-    packed = pack(ranked, budget=budget, counter=planes.tokens)
+    packed = pack(
+        ranked,
+        budget=budget,
+        counter=planes.tokens,
+        detail=req.detail,
+        item_tokens=config.item_tokens,
+        warnings=gathered.warnings,
+    )
     timings["pack"] = _ms(start)
     timings["total"] = _ms(started)
-    warnings = list(gathered.warnings)
-    if ranked and not packed.items:
-        warnings.append("the best hit alone exceeds the token budget; nothing was packed")
     debug: dict[str, object] | None = None
     if req.debug:
         debug = {
@@ -138,7 +149,9 @@ def run(
             "timings_ms": timings,
             "config": asdict(config),
         }
-    return ContextPack(packed.items, packed.omitted, packed.tokens, budget, tuple(warnings), debug)
+    return ContextPack(
+        packed.items, packed.omitted, packed.tokens, budget, packed.warnings, debug, req.detail
+    )
 
 
 def _ranks(scored: Sequence[Scored]) -> dict[str, dict[str, int]]:
@@ -156,8 +169,10 @@ def browse(
         (to_hit(r, now=now, source="browse", score=1 / (k + i)), r)
         for i, r in enumerate(records, 1)
     ]
-    packed = pack(ranked, budget=budget, counter=planes.tokens)
+    packed = pack(ranked, budget=budget, counter=planes.tokens, detail=req.detail)
     debug: dict[str, object] | None = None
     if req.debug:
         debug = {"mode": "browse", "embedded": False, "timings_ms": {"total": _ms(started)}}
-    return ContextPack(packed.items, packed.omitted, packed.tokens, budget, (), debug)
+    return ContextPack(
+        packed.items, packed.omitted, packed.tokens, budget, packed.warnings, debug, req.detail
+    )

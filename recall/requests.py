@@ -18,7 +18,8 @@ SCOPES = ("all", "memories", "notes")
 class RecallRequest:
     """An agent's recall, bound to one project (None = global only).
 
-    An empty query with a `kind` browses that kind newest first. `k`
+    An empty query with a `kind` browses that kind newest first. `detail`
+    "full" packs each item's text, "index" only its description. `k`
     overrides the RRF constant (and the link-neighbour score);
     `channel_weights` are merged over the configured weights (0 turns a
     channel off; a name that is not a registered channel is a QueryError).
@@ -33,6 +34,7 @@ class RecallRequest:
     k: int | None = None
     channel_weights: Mapping[str, float] | None = None
     debug: bool = False
+    detail: str = "full"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +57,7 @@ class SearchRequest:
     include_inactive: bool = False
     prefix: bool = False
     include_global: bool = True
+    offset: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +72,8 @@ class BriefingRequest:
 
 @dataclass(frozen=True, slots=True)
 class PromptRequest:
-    """A user prompt to match against the memories in scope."""
+    """A user prompt to match against the memories in scope (`budget`: tokens, at most)."""
 
     project: str | None
     prompt: str
+    budget: int | None = None

@@ -38,7 +38,8 @@ class Hit:
     channels found the hit, else the one channel (or lane) that did. Search
     sets `snippet` (raw, with \\x01/\\x02 sentinels) and `snippet_html` on FTS
     hits and `similarity` (raw cosine) on every hit the semantic leg found;
-    Recall sets neither, but sets `tokens` and `sources`.
+    Recall sets neither, but sets `tokens` and `sources`, and, packed for an
+    agent, `text` (sanitized, maybe cut short: `truncated`).
     """
 
     kind: str
@@ -59,14 +60,22 @@ class Hit:
     updated: datetime | None = None
     memory_kind: str = ""
     active: bool = True
+    text: str | None = None
+    truncated: bool = False
+    valid_from: datetime | None = None
+    occurred_at: datetime | None = None
+    session_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class ContextPack:
     """Recall's reply: hits packed into a token budget (`tokens <= budget`).
 
+    `tokens` counts the whole reply as an agent receives it (the compact JSON
+    of `recall.agent.pack_view`, envelope included, `debug` excluded);
     `omitted` counts the ranked hits (within the limit) that did not fit;
     `warnings` names every degraded channel; `debug` is set when asked.
+    `detail` is "full" (items carry their text) or "index" (descriptions).
     """
 
     items: tuple[Hit, ...]
@@ -75,20 +84,25 @@ class ContextPack:
     budget: int
     warnings: tuple[str, ...] = ()
     debug: dict[str, object] | None = None
+    detail: str = "full"
 
 
 @dataclass(frozen=True, slots=True)
 class SearchResult:
     """Search's reply: every hit up to the limit, no budget.
 
-    `timings` holds milliseconds per stage (embed, fts, vector, fusion,
-    hydrate, total); `embedded` says whether the query was embedded.
+    `timings` holds milliseconds per stage (embed, each channel, fusion,
+    hydrate, total); `embedded` says whether the query was embedded. `hits`
+    is the page from `offset`; `total` counts every hit found (the channels
+    read deep enough for the page, so it is a floor when it reaches their depth).
     """
 
     hits: tuple[Hit, ...]
     warnings: tuple[str, ...] = ()
     timings: Mapping[str, float] | None = None
     embedded: bool = False
+    total: int = 0
+    offset: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +120,7 @@ class PromptResult:
 
     text: str
     ids: tuple[str, ...]
+    tokens: int = 0
 
 
 def age(updated: datetime | None, now: datetime) -> str:
@@ -149,4 +164,7 @@ def to_hit(
         updated=record.updated,
         memory_kind=record.kind if record.item == MEMORY else "",
         active=record.active,
+        valid_from=record.valid_from,
+        occurred_at=record.occurred_at,
+        session_id=record.session_id,
     )

@@ -47,6 +47,8 @@ def validate(req: SearchRequest, config: SearchConfig) -> int:
     limit = config.limit if req.limit is None else req.limit
     if not 1 <= limit <= config.max_limit:
         raise QueryError(f"limit must be within 1..{config.max_limit}, not {limit}")
+    if not 0 <= req.offset <= config.max_depth:
+        raise QueryError(f"offset must be within 0..{config.max_depth}, not {req.offset}")
     for kind in req.kinds or ():
         if kind not in MEMORY_KINDS:
             raise QueryError(f"kind must be one of {', '.join(MEMORY_KINDS)}, not {kind!r}")
@@ -65,14 +67,16 @@ def depth_for(req: SearchRequest, config: SearchConfig, *, limit: int, pinned: i
 
     No fusion on the fast path: full-text order is the final order, so fetch
     (and snippet, and hydrate) only what the page can show beside the pinned
-    hits. With `since`, read deeper so that old items cannot starve recent ones.
+    hits, and one more to know whether another page follows. With `since`,
+    read deeper so that old items cannot starve recent ones.
     """
-    depth = config.depth
+    page = req.offset + limit
+    depth = max(config.depth, page)
     if not req.semantic:
-        depth = min(depth, limit + pinned)
+        depth = min(depth, page + pinned + 1)
     if req.since is not None:
         depth = min(max(depth, config.max_depth), depth * config.since_depth_factor)
-    return depth
+    return min(depth, max(config.max_depth, page))
 
 
 def floor(fused: Sequence[Fused], minimum: float) -> list[Fused]:
@@ -128,7 +132,9 @@ def run(
     hits.sort(key=lambda h: not h.favorite)
     timings["hydrate"] = _ms(start)
     timings["total"] = _ms(started)
-    return SearchResult(tuple(hits[:limit]), tuple(gathered.warnings), timings, gathered.embedded)
+    page = tuple(hits[req.offset : req.offset + limit])
+    warnings = tuple(gathered.warnings)
+    return SearchResult(page, warnings, timings, gathered.embedded, len(hits), req.offset)
 
 
 def hydrate_hits(

@@ -159,6 +159,8 @@ class Record:
     superseded_by: str | None = None
     session_id: str = ""
     source: str = ""
+    valid_from: datetime | None = None  # when it became true (memories)
+    occurred_at: datetime | None = None  # when the event it records happened, if known
 
 
 def unless_repeated(description: str, body: str) -> str:

@@ -62,7 +62,7 @@ def gunicorn(
     command = [
         str(GUNICORN), "console.wsgi:application", "--bind", f"127.0.0.1:{port}",
         "--workers", str(workers), "--threads", str(threads), "--preload",
-        "--timeout", "120",
+        "--config", "console/gunicorn.conf.py",
     ]  # fmt: skip
     out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115
     server = subprocess.Popen(command, cwd=ROOT, env=environment(data_dir), stdout=out, stderr=out)

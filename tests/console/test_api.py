@@ -6,13 +6,25 @@ import pytest
 
 from console import indexing, services
 from console.models import AgentToken, Memory, Note, RetrievalEvent
+from console.schemas import ContextPackOut, SearchHitOut, SearchOut
+from recall.tokens import ByteEstimate
 from tests.console.api_world import World, call, world_fixture  # noqa: F401
 
-HIT_FIELDS = {
-    "kind", "id", "name", "title", "description", "project", "age", "source", "score",
-    "favorite", "memory_kind",
-}  # fmt: skip
+PACK_ITEM = {"id", "kind", "name", "memory_kind", "project", "text", "valid_from", "source",
+             "score", "tokens"}  # fmt: skip
+SEARCH_HIT = set(SearchHitOut.model_fields)
 SOURCES = {"semantic", "fts", "fused", "link", "browse", "identifier"}
+ERROR = {"detail", "field", "code"}
+
+
+def error(r, status: int, code: str, field: str | None = None) -> dict:  # type: ignore[no-untyped-def]
+    """The one error shape: status, code, and the field when one is at fault."""
+    body = r.json()
+    assert r.status_code == status, body
+    assert set(body) >= ERROR and body["code"] == code, body
+    if field is not None:
+        assert body["field"] == field, body
+    return body
 
 
 # --- the ContextPack contract -------------------------------------------------
@@ -23,40 +35,47 @@ def test_recall_reply_matches_the_context_pack_contract_field_by_field(world: Wo
 
     assert r.status_code == 200
     pack = r.json()
+    ContextPackOut.model_validate(pack)
     assert set(pack) == {"items", "omitted", "tokens", "budget", "warnings", "debug"}
-    assert pack["budget"] == 1000 and pack["omitted"] == 0 and pack["warnings"] == []
+    assert pack["budget"] == 1000 and pack["warnings"] == []
     assert isinstance(pack["debug"], dict) and pack["debug"]["embedded"] is True
     assert pack["items"], "the alpha memory matches"
     for item in pack["items"]:
-        assert set(item) == HIT_FIELDS | {"tokens", "sources"}
-        assert item["kind"] in {"memory", "note"}
-        assert item["source"] in SOURCES
+        assert (
+            PACK_ITEM - {"memory_kind", "valid_from"}
+            <= set(item)
+            <= PACK_ITEM
+            | {"title", "truncated", "occurred_at", "session_id", "favorite", "sources"}
+        )
+        assert item["kind"] in {"memory", "note"} and item["source"] in SOURCES
         assert isinstance(item["score"], float) and isinstance(item["tokens"], int)
         assert item["project"] in {"alpha", None}
         for prov in item["sources"]:
             assert set(prov) == {"channel", "rank", "raw"} and prov["rank"] >= 1
     top = pack["items"][0]
     memory = world.memories["alpha"]
-    assert (top["id"], top["name"], top["title"]) == (memory.pk, memory.name, memory.name)
-    assert top["description"] == memory.description and top["memory_kind"] == "gotcha"
-    assert top["age"] == "0m" and top["favorite"] is False
-    assert pack["tokens"] == sum(i["tokens"] for i in pack["items"])
+    assert (top["id"], top["name"], top["memory_kind"]) == (memory.pk, memory.name, "gotcha")
+    assert top["text"] == f"{memory.description}\n{memory.body}"
 
 
-def test_recall_without_debug_has_null_debug(world: World) -> None:
+def test_recall_without_debug_sends_no_debug(world: World) -> None:
     pack = call(world.client("alpha"), "post", "/recall", {"query": "albatross"}).json()
 
-    assert pack["debug"] is None
+    assert "debug" not in pack
 
 
-@pytest.mark.parametrize("budget", [1, 15, 30, 60, 1000])
-def test_recall_tokens_never_exceed_the_budget(world: World, budget: int) -> None:
-    body = {"query": "cache warm traffic service", "budget": budget, "limit": 10}
-    pack = call(world.client("alpha"), "post", "/recall", body).json()
+@pytest.mark.parametrize("budget", [50, 200, 1000, 4000])
+def test_the_reply_as_sent_is_within_the_budget_and_tokens_counts_it(
+    world: World, budget: int
+) -> None:
+    body = {"query": "cache warm traffic service albatross", "budget": budget}
 
-    assert pack["budget"] == budget
-    assert pack["tokens"] <= budget
-    assert pack["tokens"] == sum(i["tokens"] for i in pack["items"])
+    r = call(world.client("alpha"), "post", "/recall", body)
+
+    pack = r.json()
+    sent = ByteEstimate().count(r.content.decode())
+    assert pack["budget"] == budget and sent <= budget
+    assert pack["tokens"] == sent
     assert len(pack["items"]) + pack["omitted"] >= 1
 
 
@@ -80,22 +99,25 @@ def test_recall_records_what_the_agent_was_given(world: World) -> None:
     [
         ({"query": ""}, 400, "query is empty"),
         ({"query": "x", "project": "alpha", "scope": "notes", "kind": "fact"}, 400, "contradicts"),
-        ({"query": "x", "budget": 0}, 422, None),
-        ({"query": "x", "limit": 101}, 422, None),
-        ({"query": "x", "scope": "everything"}, 422, None),
-        ({"query": "x", "kind": "gossip"}, 422, None),
-        ({"query": "x", "channel_weights": {"fts": -1}}, 422, None),
-        ({"query": 5}, 422, None),
+        ({"query": "x", "channel_weights": {"bm99": 1}}, 400, "no channel named 'bm99'"),
+        ({"query": "x", "budget": 49}, 422, "budget"),
+        ({"query": "x", "limit": 101}, 422, "limit"),
+        ({"query": "x", "scope": "everything"}, 422, "scope"),
+        ({"query": "x", "kind": "gossip"}, 422, "kind"),
+        ({"query": "x", "detail": "some"}, 422, "detail"),
+        ({"query": "x", "channel_weights": {"fts": -1}}, 422, "channel_weights.fts"),
+        ({"query": 5}, 422, "query"),
+        ({"query": "x", "budjet": 500}, 422, "budjet"),
     ],
 )
 def test_recall_rejects_bad_input(world: World, body: dict, status: int, fragment: str) -> None:
     r = call(world.client("alpha"), "post", "/recall", body)
 
-    assert r.status_code == status
-    if fragment:
-        assert fragment in r.json()["detail"]
+    if status == 400:
+        assert fragment in error(r, 400, "invalid")["detail"]
     else:
-        assert isinstance(r.json()["detail"], list)
+        code = "unknown_field" if fragment == "budjet" else "invalid"
+        error(r, 422, code, fragment)
 
 
 def test_a_multi_project_token_must_name_its_project(world: World) -> None:
@@ -123,8 +145,7 @@ def test_no_invalid_or_revoked_token_is_401(world: World, header: str | None) ->
 
     r = call(client, "post", "/recall", {"query": "albatross"})
 
-    assert r.status_code == 401
-    assert r.json() == {"detail": "Unauthorized"}
+    error(r, 401, "unauthorized")
 
 
 EVERY_OPERATION = [
@@ -156,7 +177,7 @@ def test_every_operation_needs_a_live_token(
 
     r = call(world.client(who), method, path, body)
 
-    assert r.status_code == 401 and r.json() == {"detail": "Unauthorized"}
+    error(r, 401, "unauthorized")
     memory = Memory.objects.get(pk=world.memories["alpha"].pk)
     assert memory.description.startswith("The albatross") and not memory.favorite
     assert memory.invalid_at is None and not Note.objects.filter(title__in=["t", "changed"])
@@ -186,8 +207,7 @@ def test_schema_errors_are_422_with_the_fields(
 
     r = call(world.client("alpha"), method, path, body)
 
-    assert r.status_code == 422
-    assert isinstance(r.json()["detail"], list) and r.json()["detail"][0]["loc"]
+    assert error(r, 422, "invalid")["field"]
 
 
 def test_a_body_over_the_upload_limit_is_a_clean_413(world: World) -> None:
@@ -195,21 +215,20 @@ def test_a_body_over_the_upload_limit_is_a_clean_413(world: World) -> None:
 
     r = call(world.client("alpha"), "post", "/memories", body)
 
-    assert r.status_code == 413
-    assert "2 MB" in r.json()["detail"]
+    assert "2 MB" in error(r, 413, "too_large")["detail"]
 
 
 def test_a_body_that_is_not_json_is_400(world: World) -> None:
     r = world.client("alpha").post("/api/v1/recall", "{nope", content_type="application/json")
 
-    assert r.status_code == 400 and "detail" in r.json()
+    error(r, 400, "invalid")
 
 
 @pytest.mark.parametrize("body", ['"text"', "[1, 2]", "3.5", "null"])
 def test_a_body_that_is_not_an_object_is_400(world: World, body: str) -> None:
     r = world.client("alpha").post("/api/v1/notes", body, content_type="application/json")
 
-    assert r.status_code == 400 and r.json() == {"detail": "Cannot parse request body"}
+    assert error(r, 400, "invalid")["detail"] == "Cannot parse request body"
     assert not Note.objects.filter(project__slug="alpha").exclude(pk=world.notes["alpha"].pk)
 
 
@@ -251,10 +270,12 @@ def test_search_covers_the_token_projects_and_global(world: World) -> None:
     r = call(world.client("alpha"), "get", "/search", {"q": "cache warm", "limit": 50})
 
     assert r.status_code == 200
+    SearchOut.model_validate(r.json())
     hits = r.json()["hits"]
     assert {h["project"] for h in hits} == {"alpha", None}
     hit = next(h for h in hits if h["id"] == world.memories["alpha"].pk)
-    assert set(hit) == HIT_FIELDS | {"snippet", "snippet_html", "similarity"}
+    assert set(hit) == SEARCH_HIT
+    assert "\x01" not in (hit["snippet"] or "") and "<mark>" not in (hit["snippet"] or "")
 
 
 def test_search_takes_repeated_projects_limit_semantic_and_since(world: World) -> None:
@@ -315,8 +336,8 @@ def test_prompt_recall_returns_text_and_ids(world: World) -> None:
 def test_write_returns_the_memory_and_its_dedup_hint(world: World) -> None:
     body = {
         "name": "albatross-cache-warmup",
-        "description": "The albatross service needs a warm cache before traffic",
-        "body": "Warm the albatross cache first.",
+        "description": "The albatross service needs a warm cache before it takes traffic",
+        "body": "Warm the albatross cache first, always.",
         "kind": "gotcha",
         "tags": ["Cache", "cache"],
     }
@@ -359,8 +380,7 @@ def test_write_rejects_bad_memories(world: World, body: dict, status: int) -> No
 def test_a_service_validation_error_is_400_with_detail(world: World) -> None:
     r = call(world.client("alpha"), "post", "/notes", {"title": "t", "source_url": "not a url"})
 
-    assert r.status_code == 400
-    assert "source_url" in r.json()["detail"]
+    assert "source_url" in error(r, 400, "invalid", "source_url")["detail"]
 
 
 def test_a_read_only_token_cannot_write(world: World) -> None:
@@ -380,8 +400,7 @@ def test_a_read_only_token_cannot_write(world: World) -> None:
         ("post", f"/notes/{nid}/favorite", None),
     ):
         r = call(client, method, path, body)
-        assert r.status_code == 403, (method, path)
-        assert "read-only" in r.json()["detail"]
+        assert "read-only" in error(r, 403, "forbidden")["detail"], (method, path)
     assert call(client, "get", f"/memories/{mid}").status_code == 200
 
 
@@ -402,7 +421,7 @@ def test_a_global_memory_is_readable_but_not_changeable(world: World) -> None:
 
     assert call(client, "get", f"/memories/{gid}").status_code == 200
     r = call(client, "patch", f"/memories/{gid}", {"description": "changed"})
-    assert r.status_code == 403 and "console" in r.json()["detail"]
+    assert "console" in error(r, 403, "forbidden")["detail"]
 
 
 def test_patch_changes_only_the_fields_given(world: World) -> None:
@@ -430,7 +449,7 @@ def test_supersede_replaces_and_stamps_the_old_one(world: World) -> None:
     old_now = call(client, "get", f"/memories/{old.pk}").json()
     assert old_now["superseded_by"] == new["id"] and old_now["active"] is False
     again = call(client, "post", f"/memories/{old.pk}/supersede", {"body": "again"})
-    assert again.status_code == 400 and "no longer active" in again.json()["detail"]
+    assert "no longer active" in error(again, 400, "invalid")["detail"]
     assert call(client, "post", f"/memories/{old.pk}/restore").status_code == 400
 
 
@@ -479,8 +498,7 @@ def test_favorite_stars_unstars_and_toggles(world: World) -> None:
 def test_an_unknown_id_is_404_with_detail(world: World, method: str, path: str) -> None:
     r = call(world.client("alpha"), method, path, {} if method != "get" else None)
 
-    assert r.status_code == 404
-    assert set(r.json()) == {"detail"}
+    assert set(error(r, 404, "not_found")) == ERROR
 
 
 # --- notes --------------------------------------------------------------------
@@ -491,8 +509,8 @@ def test_notes_list_create_read_patch_and_star(world: World) -> None:
 
     listed = call(client, "get", "/notes")
     assert listed.status_code == 200
-    assert {n["project"] for n in listed.json()} == {"alpha", None}
-    only = call(client, "get", "/notes", {"project": "alpha", "limit": 5}).json()
+    assert {n["project"] for n in listed.json()["notes"]} == {"alpha", None}
+    only = call(client, "get", "/notes", {"project": "alpha", "limit": 5}).json()["notes"]
     assert [n["id"] for n in only] == [world.notes["alpha"].pk]
 
     created = call(client, "post", "/notes", {"title": "Deploy write-up", "body": "Steps."})
@@ -543,8 +561,7 @@ def test_a_broken_plane_degrades_with_a_warning_and_all_broken_is_503(
     assert degraded.json()["warnings"] == [
         "fts channel skipped: index unavailable (the full-text index cannot be read)"
     ]
-    assert down.status_code == 503
-    assert down.json() == {"detail": "the full-text index cannot be read"}
+    assert error(down, 503, "unavailable")["detail"] == "the full-text index cannot be read"
 
 
 def test_openapi_schema_and_docs_are_served(world: World) -> None:
@@ -555,9 +572,71 @@ def test_openapi_schema_and_docs_are_served(world: World) -> None:
     paths = schema.json()["paths"]
     assert {
         "/api/v1/recall", "/api/v1/search", "/api/v1/briefing", "/api/v1/prompt-recall",
-        "/api/v1/memories", "/api/v1/memories/{memory_id}",
+        "/api/v1/memories", "/api/v1/memories/batch", "/api/v1/memories/{memory_id}",
         "/api/v1/memories/{memory_id}/supersede", "/api/v1/memories/{memory_id}/archive",
         "/api/v1/memories/{memory_id}/restore", "/api/v1/memories/{memory_id}/favorite",
         "/api/v1/notes", "/api/v1/notes/{note_id}", "/api/v1/notes/{note_id}/favorite",
+        "/api/v1/projects",
     } == set(paths)  # fmt: skip
+    for path, operations in paths.items():
+        for method, op in operations.items():
+            assert op["operationId"] and op["description"].strip(), (method, path)
+    ids = [op["operationId"] for ops in paths.values() for op in ops.values()]
+    assert len(ids) == len(set(ids))
     assert Client().get("/api/v1/docs").status_code == 200
+
+
+# --- every operation, generated from the OpenAPI schema ---------------------------
+
+
+def _operations() -> list[tuple[str, str, dict]]:
+    from django.test import Client
+
+    paths = Client().get("/api/v1/openapi.json").json()["paths"]
+    return [
+        (method, path.removeprefix("/api/v1"), op)
+        for path, ops in sorted(paths.items())
+        for method, op in sorted(ops.items())
+    ]
+
+
+def test_every_operation_refuses_an_unknown_field(world: World) -> None:
+    """A misspelt field is a 422 naming it, on every operation (body or query string)."""
+    ids = {"memory_id": world.memories["alpha"].pk, "note_id": world.notes["alpha"].pk}
+    client = world.client("alpha")
+    operations = _operations()
+    assert len(operations) >= 20
+    for method, path, op in operations:
+        url = path.format(**ids)
+        if method == "get":
+            r = call(client, "get", url, {"bogus_field": "1"})
+        else:
+            r = call(client, method, url, {"bogus_field": 1})
+        body = error(r, 422, r.json().get("code", "?"))
+        listed = [(e["field"], e["code"]) for e in body.get("errors", [body])]
+        assert ("bogus_field", "unknown_field") in listed, (method, path, body)
+        if "requestBody" in op:  # and a query parameter on a body call, too
+            r = client.generic(
+                method.upper(), f"/api/v1{url}?bogus_param=1", "{}", "application/json"
+            )
+            body = error(r, 422, r.json()["code"])
+            listed = [(e["field"], e["code"]) for e in body.get("errors", [body])]
+            assert ("bogus_param", "unknown_field") in listed, (method, path, body)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "code"),
+    [
+        ("get", "/nope", 404, "not_found"),
+        ("post", "/memories/x/y/z", 404, "not_found"),
+        ("put", "/recall", 405, "method_not_allowed"),
+        ("delete", "/search", 405, "method_not_allowed"),
+    ],
+)
+def test_django_level_errors_under_the_api_are_json_too(
+    world: World, method: str, path: str, status: int, code: str
+) -> None:
+    r = world.client("alpha").generic(method.upper(), f"/api/v1{path}")
+
+    assert r["Content-Type"].startswith("application/json")
+    assert set(error(r, status, code)) == ERROR

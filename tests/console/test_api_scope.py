@@ -66,7 +66,7 @@ def test_a_token_cannot_reach_another_project(
     r = call(world.client(token), method, _fill(path, world, other), body)
 
     assert r.status_code == status, r.content
-    assert set(r.json()) == {"detail"}
+    assert set(r.json()) == {"detail", "field", "code"}
     assert world.memories[other].pk not in r.content.decode()
     after_m = Memory.objects.get(pk=before_m.pk)
     after_n = Note.objects.get(pk=before_n.pk)

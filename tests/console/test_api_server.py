@@ -49,7 +49,7 @@ def test_gunicorn_serves_the_api_and_static_files(tmp_path: Path) -> None:
         status, _, reply = _get(f"{base}/api/v1/search?q=gunicorn+answers", auth)
         assert status == 200 and json.loads(reply)["hits"][0]["name"] == "smoke-test"
         status, _, reply = _get(f"{base}/api/v1/recall", {}, b"{}")
-        assert status == 401 and json.loads(reply) == {"detail": "Unauthorized"}
+        assert status == 401 and json.loads(reply)["code"] == "unauthorized"
         too_big = json.dumps({"name": "x", "body": "x" * (3 * 1024 * 1024)}).encode()
         status, _, reply = _get(f"{base}/api/v1/memories", auth, too_big)
         assert status == 413 and "detail" in json.loads(reply)

@@ -19,8 +19,14 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = {
-    "memory_recall", "memory_search", "memory_read", "memory_write", "memory_supersede",
-    "notes_read", "notes_write", "briefing",
+    "memory_recall", "memory_search", "memory_read", "memory_list", "memory_write",
+    "memory_write_batch", "memory_supersede", "memory_archive", "memory_delete", "notes_read",
+    "notes_write", "briefing", "prompt_recall", "projects_list", "project_create",
+}  # fmt: skip
+DESTRUCTIVE = {"memory_delete"}
+READ_ONLY = {
+    "memory_recall", "memory_search", "memory_read", "memory_list", "notes_read", "briefing",
+    "prompt_recall", "projects_list",
 }  # fmt: skip
 
 SETUP = """
@@ -94,14 +100,13 @@ def test_an_sdk_client_lists_writes_recalls_and_reads(prepared: tuple[Path, str]
         out["read"] = _json(await session.call_tool("memory_read", {"id": memory_id}))
         out["briefing"] = await session.call_tool("briefing", {})
         out["other"] = await session.call_tool("memory_recall", {"query": "x", "project": "beta"})
-        out["quokka"] = _json(await session.call_tool("memory_search", {"query": "quokka"}))
+        out["quokka"] = _json(await session.call_tool("memory_search", {"q": "quokka"}))
+        out["by_name"] = _json(await session.call_tool("memory_read", {"name": "flaky-quay-login"}))
         return out
 
     out = anyio.run(_session, data_dir, token, steps)
 
     assert set(out["tools"]) == TOOLS
-    for tool in out["tools"].values():
-        assert "call" in tool.description.lower() or "when" in tool.description.lower()
     memory = out["written"]["memory"]
     assert memory["project"] == "alpha" and memory["agent_id"] == "mcp-test"
     assert "dedup_hint" in out["written"]
@@ -110,11 +115,72 @@ def test_an_sdk_client_lists_writes_recalls_and_reads(prepared: tuple[Path, str]
     assert out["recalled"]["tokens"] <= out["recalled"]["budget"]
     assert out["read"]["body"].startswith("Wait for the VPN")
     assert "flaky-quay-login" in out["briefing"].content[0].text
-    assert (
-        out["other"].is_error
-        and "403: this token may not use project" in out["other"].content[0].text
-    )
+    assert out["briefing"].structured_content["tokens"] > 0
+    refused = json.loads(out["other"].content[0].text)
+    assert out["other"].is_error and refused["status"] == 403 and refused["code"] == "forbidden"
+    assert "this token may not use project" in refused["detail"]
     assert out["quokka"]["hits"] == []
+    assert out["by_name"]["id"] == memory["id"]
+
+
+@pytest.mark.slow
+def test_every_tool_documents_itself_and_refuses_unknown_fields(
+    prepared: tuple[Path, str],
+) -> None:
+    """Generated from the server's own tool list: schemas, hints, and a 422 per tool."""
+    data_dir, token = prepared
+
+    async def steps(session: ClientSession) -> dict[str, Any]:
+        tools = (await session.list_tools()).tools
+        refused = {t.name: await session.call_tool(t.name, {"bogus_field": 1}) for t in tools}
+        return {"tools": tools, "refused": refused}
+
+    out = anyio.run(_session, data_dir, token, steps)
+
+    for tool in out["tools"]:
+        schema = tool.input_schema
+        assert schema.get("additionalProperties") is False, tool.name
+        for name, prop in schema.get("properties", {}).items():
+            assert prop.get("description"), (tool.name, name)
+        assert tool.output_schema and tool.output_schema.get("type") == "object", tool.name
+        hints = tool.annotations
+        assert hints is not None and hints.read_only_hint == (tool.name in READ_ONLY)
+        assert hints.destructive_hint == (tool.name in DESTRUCTIVE), tool.name
+        result = out["refused"][tool.name]
+        error = json.loads(result.content[0].text)
+        assert result.is_error and error["status"] == 422, (tool.name, error)
+        listed = [(e["field"], e["code"]) for e in error.get("errors", [error])]
+        assert ("bogus_field", "unknown_field") in listed, tool.name
+    recall = next(t for t in out["tools"] if t.name == "memory_recall")
+    props = recall.input_schema["properties"]
+    assert props["budget"]["default"] == 1000 and props["budget"]["minimum"] == 50
+    assert set(props["detail"]["enum"]) == {"index", "full"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("budget", [50, 200, 1000, 4000])
+def test_an_mcp_recall_text_fits_its_budget(prepared: tuple[Path, str], budget: int) -> None:
+    from recall.tokens import ByteEstimate
+
+    data_dir, token = prepared
+    fill = [
+        {"name": f"quay-note-{i}", "description": f"quay login detail {i}",
+         "body": "The quay login needs the VPN. " * (i + 1)}
+        for i in range(12)
+    ]  # fmt: skip
+
+    async def steps(session: ClientSession) -> Any:
+        await session.call_tool(
+            "memory_write_batch", {"memories": fill, "idempotency_key": "fill-quay"}
+        )
+        return await session.call_tool("memory_recall", {"query": "quay login", "budget": budget})
+
+    result = anyio.run(_session, data_dir, token, steps)
+
+    text = result.content[0].text
+    assert not result.is_error and ByteEstimate().count(text) <= budget
+    assert json.loads(text) == result.structured_content
+    assert result.structured_content["tokens"] == ByteEstimate().count(text)
 
 
 @pytest.mark.slow

@@ -581,7 +581,7 @@ def test_inspector_reports_omitted_items_under_a_tight_budget(
 ) -> None:
     html = admin_client.get(
         "/inspect/",
-        {"mode": "recall", "query": "chroma retry", "project": "billing-api", "budget": "30"},
+        {"mode": "recall", "query": "chroma retry", "project": "billing-api", "budget": "60"},
         **HX,
     ).content.decode()
 

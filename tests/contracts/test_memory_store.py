@@ -128,9 +128,12 @@ class DjangoWriter:
         services.favorite_toggle(item=item, value=True)
 
     def use(self, memory_id: str) -> None:
+        from django.utils import timezone
+
         from console import services
 
-        services.retrieval_record(kind="read", ids=[memory_id], project=None)
+        yesterday = timezone.now() - timedelta(days=1)  # before the usage snapshot's cut
+        services.retrieval_record(kind="read", ids=[memory_id], project=None, at=yesterday)
 
 
 @pytest.fixture(params=["django", "memory"])
@@ -171,6 +174,7 @@ def test_hydrate_maps_every_field_and_drops_missing_ids(writer: Writer) -> None:
     ident = writer.memory(
         "alpha", "deploy-order", kind="runbook", description="deploy in order",
         body="step one", tags=["ops", "deploy"], importance=0.7, session_id="s1",
+        occurred_at=T0 - timedelta(days=3), valid_from=T0 - timedelta(days=2),
     )  # fmt: skip
 
     found = writer.store.hydrate([ident, "01J99999999999999999999999"])
@@ -184,6 +188,7 @@ def test_hydrate_maps_every_field_and_drops_missing_ids(writer: Writer) -> None:
         "deploy in order", "step one", ("ops", "deploy"), 0.7,
     )  # fmt: skip
     assert (r.active, r.favorite, r.session_id, r.superseded_by) == (True, False, "s1", None)
+    assert (r.occurred_at, r.valid_from) == (T0 - timedelta(days=3), T0 - timedelta(days=2))
     assert r.updated is not None
 
 

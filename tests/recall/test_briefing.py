@@ -147,3 +147,17 @@ def test_the_trailer_counts_memories_beyond_the_scan_window(make_engine: MakeEng
 
     assert len(result.ids) == 10
     assert "(+20 older: use recall)" in result.text
+
+
+def test_a_budget_the_caller_names_is_a_hard_bound(make_engine: MakeEngine):
+    rules = [
+        make_memory(i, f"rule-{i}", kind="constraint", description="must hold " * 10)
+        for i in range(1, 6)
+    ]
+    engine = make_engine([*rules, make_memory(9, description="a fact")])
+
+    for budget in (20, 60, 200):
+        result = engine.briefing(brief(budget=budget))
+        assert result.tokens <= budget
+        assert result.text == "" or result.text.endswith("</memory-briefing>")
+    assert engine.briefing(brief(budget=5)).text == ""  # not even the wrapper fits

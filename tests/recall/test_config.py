@@ -24,10 +24,11 @@ def test_defaults_follow_the_design():
     assert (recall.k, recall.depth, recall.limit, recall.max_limit, recall.budget) == (
         60,
         50,
-        10,
+        100,  # as many as fit the budget, up to the cap
         100,
         1000,
     )
+    assert recall.item_tokens == 500
     assert (recall.favorite_boost, recall.usage_boost, recall.link_seeds) == (1.15, 0.1, 5)
     assert (search.k, search.depth, search.limit, search.semantic_floor) == (60, 60, 20, 0.25)
     assert (recall.fusion, dict(recall.channel_weights)) == (

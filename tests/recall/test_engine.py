@@ -59,5 +59,5 @@ def test_a_bad_row_value_is_skipped_and_the_rest_applies(make_engine: MakeEngine
 
     config, problems = engine.config(type(engine.base.recall))
 
-    assert (config.limit, config.budget) == (10, 400)
+    assert (config.limit, config.budget) == (100, 400)
     assert [(p.knob, p.source) for p in problems] == [("limit", "override row recall_config")]

@@ -1,34 +1,111 @@
+"""Packing: the whole reply, as the agent receives it, fits the budget."""
+
 from __future__ import annotations
 
-from recall.packing import pack, render
-from recall.results import to_hit
+import pytest
+
+from recall.agent import dumps, pack_view
+from recall.errors import BudgetError
+from recall.packing import MIN_BUDGET, NOTHING_FITS, pack
+from recall.results import ContextPack, to_hit
 from recall.tokens import ByteEstimate
 from tests.recall.conftest import NOW, make_memory
+
+COUNT = ByteEstimate()
+SENTENCES = " ".join(f"Sentence number {i} says something useful." for i in range(60))
 
 
 def ranked(*records):  # type: ignore[no-untyped-def]
     return [(to_hit(r, now=NOW, source="fts", score=1.0), r) for r in records]
 
 
-def test_render_sanitizes_name_description_and_body():
-    record = make_memory(1, "ignore-case", description="line\nbreak", body="ok </x> ignore this")
-
-    assert render(record) == "ignore-case: line break\nok &lt;/x&gt;"
-
-
-def test_cost_is_estimated_from_the_rendered_text():
-    record = make_memory(1, "abcd", description="efgh")  # "abcd: efgh" = 10 bytes
-
-    packed = pack(ranked(record), budget=100, counter=ByteEstimate())
-
-    assert packed.items[0].tokens == (10 + 3) // 4 == packed.tokens
+def reply(packed, budget: int, detail: str = "full") -> str:  # type: ignore[no-untyped-def]
+    pack_ = ContextPack(packed.items, packed.omitted, packed.tokens, budget, packed.warnings,
+                        None, detail)  # fmt: skip
+    return dumps(pack_view(pack_))
 
 
-def test_the_first_overflow_ends_packing():
-    small, big, tiny = make_memory(1, "a" * 30), make_memory(2, "b" * 100), make_memory(3, "c")
+@pytest.mark.parametrize("budget", [50, 200, 1000, 4000])
+def test_the_reply_as_sent_fits_and_tokens_counts_it(budget: int):
+    records = [make_memory(i, description=f"fact {i}", body=SENTENCES) for i in range(1, 20)]
 
-    packed = pack(ranked(small, big, tiny), budget=20, counter=ByteEstimate())
+    packed = pack(ranked(*records), budget=budget, counter=COUNT)
 
-    assert [h.id for h in packed.items] == [small.id]
+    text = reply(packed, budget)
+    assert COUNT.count(text) <= budget
+    assert packed.tokens == COUNT.count(text)
+    assert packed.omitted == 19 - len(packed.items)
+
+
+def test_each_item_carries_its_text_and_its_own_cost():
+    record = make_memory(1, "abcd", description="a short fact", body="And its body.")
+
+    packed = pack(ranked(record), budget=200, counter=COUNT)
+
+    (item,) = packed.items
+    assert item.text == "a short fact\nAnd its body." and not item.truncated
+    assert item.tokens is not None and item.tokens < packed.tokens
+
+
+def test_the_first_item_that_cannot_fit_ends_packing():
+    small, big, tiny = make_memory(1, body="x"), make_memory(2, body="y" * 4000), make_memory(3)
+
+    packed = pack(ranked(small, big, tiny), budget=120, counter=COUNT, item_tokens=0)
+
+    assert [h.id for h in packed.items] == [small.id]  # y*4000 has no place to cut
     assert packed.omitted == 2
-    assert packed.tokens <= 20
+
+
+def test_a_long_text_is_cut_at_a_sentence_end_to_fill_what_is_left():
+    first = make_memory(1, body="Short one.")
+    second = make_memory(2, body=SENTENCES)
+
+    packed = pack(ranked(first, second), budget=300, counter=COUNT, item_tokens=0)
+
+    assert [h.id for h in packed.items] == [first.id, second.id]
+    cut = packed.items[1]
+    assert cut.truncated and cut.text is not None
+    assert cut.text.endswith("useful.…") and SENTENCES.startswith(cut.text[:-1])
+    assert packed.tokens <= 300
+
+
+def test_the_item_cap_cuts_long_items_and_packing_goes_on():
+    records = [make_memory(i, body=SENTENCES) for i in range(1, 4)]
+
+    packed = pack(ranked(*records), budget=4000, counter=COUNT, item_tokens=200)
+
+    assert len(packed.items) == 3 and all(h.truncated for h in packed.items)
+    assert all((h.tokens or 0) <= 200 for h in packed.items)
+
+
+def test_index_detail_carries_descriptions_not_text():
+    record = make_memory(1, description="one line", body=SENTENCES)
+
+    packed = pack(ranked(record), budget=200, counter=COUNT, detail="index")
+
+    view = pack_view(ContextPack(packed.items, 0, packed.tokens, 200, (), None, "index"))
+    assert view["items"][0]["description"] == "one line" and "text" not in view["items"][0]
+
+
+def test_nothing_fitting_says_so_within_the_budget():
+    record = make_memory(1, "n" * 120, body="z" * 9000)
+
+    packed = pack(ranked(record), budget=MIN_BUDGET, counter=COUNT)
+
+    assert packed.items == () and packed.omitted == 1
+    assert packed.warnings == (NOTHING_FITS,)
+    assert COUNT.count(reply(packed, MIN_BUDGET)) <= MIN_BUDGET
+
+
+def test_long_warnings_are_shortened_rather_than_breaking_the_budget():
+    warnings = ("semantic channel skipped: index unavailable (" + "detail " * 40 + ")",) * 3
+
+    packed = pack([], budget=MIN_BUDGET, counter=COUNT, warnings=warnings)
+
+    assert COUNT.count(reply(packed, MIN_BUDGET)) <= MIN_BUDGET
+    assert all(w.startswith("semantic channel skipped") for w in packed.warnings)
+
+
+def test_a_budget_below_the_envelope_is_refused():
+    with pytest.raises(BudgetError, match="at least 50"):
+        pack([], budget=49, counter=COUNT)

@@ -126,3 +126,21 @@ def test_stale_corpus_is_served_while_one_background_rebuild_runs():
     assert calls == [1]  # single-flight
     assert cache.builds == 2
     assert cache.get("k", slow_build, ttl=30) is not first  # type: ignore[arg-type]
+
+
+def test_the_block_fits_its_budget_and_reports_its_tokens(make_engine: MakeEngine):
+    deploys = [
+        make_memory(i, f"deploy-rollback-{i}", description="deploy rollback " * 6)
+        for i in range(1, 4)
+    ]
+    engine = make_engine([*deploys, *FILLERS])
+    ask = "how do I deploy a rollback"
+
+    full = engine.prompt_recall(PromptRequest(project="alpha", prompt=ask))
+    tight = engine.prompt_recall(PromptRequest(project="alpha", prompt=ask, budget=80))
+    none = engine.prompt_recall(PromptRequest(project="alpha", prompt=ask, budget=10))
+
+    assert len(full.ids) == 3 and full.tokens == engine.planes.tokens.count(full.text)
+    assert 0 < len(tight.ids) < 3 and tight.tokens <= 80
+    assert tight.text.endswith("</memory-recall>")
+    assert (none.text, none.ids, none.tokens) == ("", (), 0)

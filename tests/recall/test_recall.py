@@ -163,25 +163,25 @@ def test_zscore_scores_stay_positive_so_boosts_never_invert(make_engine: MakeEng
 def test_token_budget_packs_greedily_and_the_first_overflow_ends_it(make_engine: MakeEngine):
     records = [
         make_memory(1, description="chroma " * 3),
-        make_memory(2, description="chroma " * 2 + "x" * 400),
+        make_memory(2, description="chroma " * 2, body="x" * 400),
         make_memory(3, description="chroma"),
     ]
     engine = make_engine(records, embedder=None)
 
-    pack = engine.recall(ask("chroma", budget=40), config=RRF)
+    pack = engine.recall(ask("chroma", budget=90), config=RRF)
 
-    assert ids(pack.items) == [uid(1)]
+    assert ids(pack.items) == [uid(1)]  # the 400 x's cannot be cut at a boundary
     assert pack.omitted == 2
-    assert pack.tokens == pack.items[0].tokens
-    assert pack.tokens <= pack.budget == 40
+    assert pack.items[0].tokens is not None and pack.items[0].tokens < pack.tokens
+    assert pack.tokens <= pack.budget == 90
 
 
 def test_a_hit_too_big_for_the_budget_is_omitted_with_a_warning(make_engine: MakeEngine):
     engine = make_engine([make_memory(1, description="chroma", body="x" * 2000)], embedder=None)
 
-    pack = engine.recall(ask("chroma", budget=5))
+    pack = engine.recall(ask("chroma", budget=50))
 
-    assert pack.items == () and pack.omitted == 1 and pack.tokens == 0
+    assert pack.items == () and pack.omitted == 1 and 0 < pack.tokens <= 50
     assert any("exceeds the token budget" in w for w in pack.warnings)
 
 

@@ -246,7 +246,7 @@ def test_floor_drops_semantic_only_hits_below_it_and_keeps_everything_else():
 
 @pytest.mark.parametrize(
     ("semantic", "since", "expected"),
-    [(True, False, 60), (False, False, 20 + 2), (True, True, 300), (False, True, 110)],
+    [(True, False, 60), (False, False, 20 + 2 + 1), (True, True, 300), (False, True, 115)],
 )
 def test_depth_reads_only_the_page_on_the_fast_path_and_deeper_with_since(
     semantic: bool, since: bool, expected: int

@@ -1,24 +1,25 @@
-"""Writes. Every write commits its row and its IndexJob in one transaction.
+"""Memories: create, edit, supersede, archive, restore, delete; their `[[link]]` edges.
 
-Named `<entity>_<action>`, keyword-only. Validation errors are Django
-`ValidationError`s with messages a person can act on; nothing is half-written.
+Every write commits its row and its IndexJob in one transaction; nothing is
+half-written. Validation errors are Django `ValidationError`s with messages a
+person can act on.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import unicodedata
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
-from console import indexing, selectors, wiring
-from console.models import Edge, Memory, Note, Project, RetrievalEvent, Setting
+from console import indexing, selectors
+from console.models import Edge, Memory, Project
 from recall import links
 
 MAX_BODY_CHARS = 200_000
@@ -36,33 +37,18 @@ MEMORY_FIELDS = (
     "session_order",
     "source",
     "valid_from",
+    "occurred_at",
     "external_id",
     "metadata",
 )
 
 
 def content_hash(*, name: str, description: str, body: str) -> str:
-    return hashlib.sha256("\x00".join([name, description, body]).encode()).hexdigest()
-
-
-# --- projects -----------------------------------------------------------------
-
-
-def project_create(
-    *, slug: str, name: str = "", description: str = "", isolation: str = "open"
-) -> Project:
-    project = Project(slug=slug, name=name or slug, description=description, isolation=isolation)
-    project.full_clean()
-    project.save()
-    return project
-
-
-def project_get_or_create(*, slug: str) -> Project:
-    existing = Project.objects.filter(slug=slug).first()
-    return existing or project_create(slug=slug)
-
-
-# --- memories -----------------------------------------------------------------
+    """What makes two memories the same text: description and body, normalised
+    (NFKC, case-folded, whitespace collapsed). The name is left out: two agents
+    may name one fact differently."""
+    text = unicodedata.normalize("NFKC", f"{description}\n{body}").casefold()
+    return hashlib.sha256(" ".join(text.split()).encode()).hexdigest()
 
 
 def tags_clean(*, tags: Iterable[str] | None) -> list[str]:
@@ -122,19 +108,17 @@ def memory_links_rewrite(*, memory: Memory) -> None:
     )
 
 
-def _link_waiting_sources(memory: Memory) -> None:
+def link_waiting_sources(memory: Memory) -> None:
     """Bodies that already linked to this name before it existed now get their edge."""
-    scope = Q(project_id=memory.project_id) if memory.project_id else Q()
-    sources = Memory.objects.filter(scope, body__contains=f"[[{memory.name}").exclude(pk=memory.pk)
-    for source in sources:
+    for source in selectors.memories_naming(memory=memory):
         if memory.name in links.names(source.body):
             memory_links_rewrite(memory=source)
 
 
-@transaction.atomic
-def memory_create(
+def memory_new(
     *, project: Project | None, created: datetime | None = None, **fields: Any
 ) -> Memory:
+    """An unsaved, validated memory (ValidationError names the bad field)."""
     memory = Memory(project=project)
     _apply_fields(memory, fields)
     memory.created = memory.updated = created or timezone.now()
@@ -142,9 +126,31 @@ def memory_create(
     memory.content_hash = content_hash(
         name=memory.name, description=memory.description, body=memory.body
     )
+    return memory
+
+
+def session_next(*, session_id: str) -> int:
+    """The order after the last memory of a session (0 for a new session)."""
+    last = Memory.objects.filter(session_id=session_id).order_by("-session_order")
+    top = last.values_list("session_order", flat=True).first()
+    return 0 if top is None else top + 1
+
+
+@transaction.atomic
+def memory_create(
+    *, project: Project | None, created: datetime | None = None, **fields: Any
+) -> Memory:
+    """Save a new memory, its `[[link]]` edges and its index job.
+
+    With a `session_id` and no `session_order` it takes the next place in its
+    session (arrival order), which is what session context is built from.
+    """
+    if fields.get("session_id") and fields.get("session_order") is None:
+        fields["session_order"] = session_next(session_id=fields["session_id"])
+    memory = memory_new(project=project, created=created, **fields)
     memory.save(force_insert=True)
     memory_links_rewrite(memory=memory)
-    _link_waiting_sources(memory)
+    link_waiting_sources(memory)
     indexing.enqueue("memory", memory.pk, "upsert")
     return memory
 
@@ -211,125 +217,7 @@ def memory_delete(*, memory: Memory) -> None:
 
 
 def memory_mark_accessed(*, ids: Iterable[str], at: datetime | None = None) -> None:
+    """Count a read (access_count, last_accessed_at) without touching `updated`."""
     Memory.objects.filter(pk__in=list(ids)).update(
         access_count=F("access_count") + 1, last_accessed_at=at or timezone.now()
     )
-
-
-# --- what agents and people saw -----------------------------------------------
-
-
-def retrieval_record(
-    *, kind: str, ids: Sequence[str], query: str = "", project: str | None, agent: str = ""
-) -> None:
-    """One RetrievalEvent (`miss` when nothing was shown): feeds usage and history."""
-    RetrievalEvent.objects.create(
-        kind=kind if ids else "miss",
-        ids=list(ids),
-        query=query[:2000],
-        project=project or "",
-        agent=agent,
-    )
-
-
-def memory_read_record(*, memory: Memory, agent: str = "") -> None:
-    """An agent read one memory in full: counted, and recorded (reads weigh most in usage)."""
-    memory_mark_accessed(ids=[memory.pk])
-    project = memory.project.slug if memory.project else None
-    retrieval_record(kind="read", ids=[memory.pk], project=project, agent=agent)
-
-
-# --- notes --------------------------------------------------------------------
-
-NOTE_FIELDS = ("title", "slug", "description", "body", "tags", "source_url")
-
-
-@transaction.atomic
-def note_create(*, project: Project | None, **fields: Any) -> Note:
-    unknown = set(fields) - set(NOTE_FIELDS) - {"created"}
-    if unknown:
-        raise ValueError(f"unknown note fields: {sorted(unknown)}")
-    note = Note(project=project, **fields)
-    if not note.slug:
-        note.slug = slugify_name(note.title)
-    note.tags = tags_clean(tags=note.tags)
-    if len(note.body) > MAX_BODY_CHARS:
-        raise ValidationError({"body": f"The body is over {MAX_BODY_CHARS:,} characters."})
-    note.full_clean(exclude=["project"])
-    note.save(force_insert=True)
-    indexing.enqueue("note", note.pk, "upsert")
-    return note
-
-
-@transaction.atomic
-def note_update(*, note: Note, **fields: Any) -> Note:
-    note = Note.objects.select_for_update().get(pk=note.pk)
-    for key, value in fields.items():
-        if key not in NOTE_FIELDS:
-            raise ValueError(f"unknown note field: {key}")
-        setattr(note, key, value)
-    note.tags = tags_clean(tags=note.tags)
-    if len(note.body) > MAX_BODY_CHARS:
-        raise ValidationError({"body": f"The body is over {MAX_BODY_CHARS:,} characters."})
-    note.full_clean(exclude=["project"])
-    note.updated = timezone.now()
-    note.save()
-    indexing.enqueue("note", note.pk, "upsert")
-    return note
-
-
-@transaction.atomic
-def note_delete(*, note: Note) -> None:
-    pk = note.pk
-    note.delete()
-    indexing.enqueue("note", pk, "delete")
-
-
-def slugify_name(text: str) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return slug[:120] or "untitled"
-
-
-# --- favorites and settings ---------------------------------------------------
-
-
-def favorite_toggle(*, item: Memory | Note, value: bool | None = None) -> bool:
-    """Star or unstar; never bumps `updated` (a star is not an edit)."""
-    new = (not item.favorite) if value is None else value
-    type(item).objects.filter(pk=item.pk).update(favorite=new)
-    item.favorite = new
-    return new
-
-
-def setting_save(*, key: str, value: Mapping[str, Any], user: str = "") -> Setting:
-    row, _ = Setting.objects.update_or_create(
-        key=key, defaults={"value": dict(value), "updated": timezone.now(), "updated_by": user}
-    )
-    return row
-
-
-def setting_reset(*, key: str) -> None:
-    Setting.objects.filter(key=key).delete()
-
-
-# --- the derived planes ---------------------------------------------------------
-
-
-def index_sync(*, limit: int | None = None) -> indexing.ApplyReport:
-    """Apply (retry) pending index jobs now."""
-    return indexing.apply_pending(limit=limit)
-
-
-def index_rebuild(*, progress: Callable[[int], None] | None = None) -> int:
-    """Recreate both planes from the database; the number of items indexed."""
-    return indexing.rebuild(progress=progress)
-
-
-def index_maintain() -> None:
-    """Compact the vector table and build its ANN index once it is large."""
-    indexing.maintain()
-
-
-def bulk_mode() -> None:
-    """For batch commands (import, reindex): embed on every core from now on."""
-    wiring.use_batch_threads()

@@ -1,0 +1,151 @@
+"""One error shape for agents, on every surface: {"detail", "field", "code"}.
+
+`describe` turns any exception the agent-facing code raises into the HTTP
+status and that body; the REST API, the MCP tools and the middleware that
+catches Django's own 404/405/413/500 under /api/v1 all use it, so a rule
+breaks the same way whichever door an agent came in by.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import HttpRequest, HttpResponse
+from pydantic import ValidationError as PydanticValidationError
+
+from console.access import AccessDenied, NotVisible
+from console.services import BatchError, IdempotencyConflict
+from recall.agent import dumps
+from recall.errors import BudgetError, ConfigError, IndexUnavailable, QueryError
+
+API_PREFIX = "/api/v1/"
+JSON = "application/json; charset=utf-8"
+REASONS = {
+    404: "no such API path; the operations are listed at /api/v1/docs",
+    405: "this path does not take that method",
+    500: "an unexpected error; it has been logged",
+}
+
+CODES = {
+    400: "invalid",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "too_large",
+    414: "too_large",
+    422: "invalid",
+    431: "too_large",
+    500: "server_error",
+    503: "unavailable",
+}
+PYDANTIC_CODES = {"extra_forbidden": "unknown_field", "missing": "missing"}
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorReply:
+    status: int
+    detail: str
+    code: str
+    field: str | None = None
+    errors: tuple[dict[str, Any], ...] = ()
+
+    def body(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"detail": self.detail, "field": self.field, "code": self.code}
+        if len(self.errors) > 1:
+            out["errors"] = list(self.errors)
+        return out
+
+
+def simple(status: int, detail: str) -> ErrorReply:
+    return ErrorReply(status, detail, CODES.get(status, "invalid"))
+
+
+def from_pydantic(errors: Sequence[Mapping[str, Any]], *, skip: int = 0) -> ErrorReply:
+    """A 422 from pydantic/ninja error dicts (`skip` leading loc parts such as "body")."""
+    listed: list[dict[str, Any]] = []
+    for error in errors:
+        loc = [str(part) for part in error.get("loc", ())][skip:]
+        if loc[:1] == ["payload"]:  # the views' body parameter: not a field the caller wrote
+            loc = loc[1:]
+        field = ".".join(loc) or None
+        code = PYDANTIC_CODES.get(str(error.get("type", "")), "invalid")
+        message = str(error.get("msg", "invalid value"))
+        if code == "unknown_field":
+            message = f"unknown field {field!r}"
+        elif field:
+            message = f"{field}: {message}"
+        listed.append({"detail": message, "field": field, "code": code})
+    if not listed:
+        return ErrorReply(422, "invalid request", "invalid")
+    first = listed[0]
+    return ErrorReply(422, str(first["detail"]), str(first["code"]), first["field"], tuple(listed))
+
+
+def _validation_text(exc: DjangoValidationError) -> tuple[str, str | None]:
+    if hasattr(exc, "error_dict"):
+        items = exc.message_dict
+        field = next(iter(items), None)
+        return "; ".join(f"{k}: {' '.join(v)}" for k, v in items.items()), field
+    return " ".join(exc.messages), None
+
+
+def describe(exc: BaseException) -> ErrorReply | None:
+    """The error reply for an exception, or None for one that is a real crash."""
+    if isinstance(exc, QueryError | BudgetError):
+        return simple(400, str(exc))
+    if isinstance(exc, BatchError):
+        listed = tuple(
+            {"detail": message, "field": f"memories.{i}", "code": "invalid"}
+            for i, message in sorted(exc.errors.items())
+        )
+        first = listed[0]
+        return ErrorReply(400, str(exc), "invalid", first["field"], listed)
+    if isinstance(exc, DjangoValidationError):
+        detail, field = _validation_text(exc)
+        return ErrorReply(400, detail, "invalid", field)
+    if isinstance(exc, PydanticValidationError):
+        return from_pydantic([dict(e) for e in exc.errors(include_url=False)])
+    if isinstance(exc, AccessDenied):
+        return simple(403, str(exc))
+    if isinstance(exc, NotVisible | ObjectDoesNotExist):
+        return simple(404, str(exc) or "not found")
+    if isinstance(exc, IdempotencyConflict):
+        return simple(409, str(exc))
+    if isinstance(exc, RequestDataTooBig):
+        return simple(413, "the request body is larger than the 2 MB limit")
+    if isinstance(exc, IndexUnavailable | ConfigError):
+        return simple(503, str(exc))
+    return None
+
+
+def api_json_errors(
+    get_response: Callable[[HttpRequest], HttpResponse],
+) -> Callable[[HttpRequest], HttpResponse]:
+    """Middleware: under /api/v1, an error Django or ninja answered in HTML or with no
+    body (an unmatched path's 404, a wrong method's 405, a server error) becomes the
+    one JSON error shape, so an agent never has to parse a web page."""
+
+    def middleware(request: HttpRequest) -> HttpResponse:
+        response = get_response(request)
+        if not request.path.startswith(API_PREFIX) or response.status_code < 400:
+            return response
+        if response.get("Content-Type", "").startswith("application/json"):
+            return response
+        status = response.status_code
+        reason = REASONS.get(status, response.reason_phrase or "error")
+        if status == 405 and response.get("Allow"):
+            reason = f"{reason}: use {response['Allow']}"
+        body = simple(status, reason).body()
+        replaced = HttpResponse(dumps(body), status=status, content_type=JSON)
+        for header in ("Allow", "WWW-Authenticate", "Retry-After"):
+            if header in response:
+                replaced[header] = response[header]
+        return replaced
+
+    return middleware

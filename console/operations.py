@@ -1,0 +1,224 @@
+"""Every agent call, once: guarded by `console.access`, answered as `console.replies`.
+
+The REST API (`console/api.py`) and the MCP tools (`console/mcp.py`) are
+transports over these functions: each takes the token's Access and the
+call's validated request schema and returns an `Answer`, the status and
+JSON body to send plus the text an agent's context receives (the compact
+JSON itself, or for a briefing and a prompt-recall block, the block). So a
+call behaves the same whichever door an agent came in by.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from console import access, replies, selectors, services
+from console.access import Access
+from console.schemas import (
+    BriefingIn,
+    FavoriteIn,
+    MemoryBatchIn,
+    MemoryFields,
+    MemoryIn,
+    MemoryListIn,
+    MemoryRef,
+    NoteFields,
+    NoteIn,
+    NoteListIn,
+    ProjectIn,
+    PromptIn,
+    RecallIn,
+    SearchIn,
+)
+from recall.agent import dumps, pack_view
+
+NOT_INDEXED = (
+    "written but not indexed yet (the index is catching up): findable by id and name now, "
+    "by recall and search once indexed"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What to send: HTTP status, JSON body, and the text an agent's context gets."""
+
+    status: int
+    body: dict[str, Any]
+    text: str
+
+
+def _json(body: dict[str, Any], status: int = 200) -> Answer:
+    return Answer(status, body, dumps(body))
+
+
+def _set(payload: Any, *, drop: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The fields a caller set (null = not set), without the call's own options."""
+    fields: dict[str, Any] = payload.dict(exclude_unset=True, exclude_none=True)
+    return {k: v for k, v in fields.items() if k not in drop}
+
+
+# --- retrieval ----------------------------------------------------------------
+
+
+def recall(who: Access, p: RecallIn) -> Answer:
+    pack = access.recall(
+        who, project=p.project, record=p.record, query=p.query, budget=p.budget, limit=p.limit,
+        scope=p.scope, kind=p.kind, k=p.k, channel_weights=p.channel_weights, debug=p.debug,
+        detail=p.detail,
+    )  # fmt: skip
+    return _json(pack_view(pack))
+
+
+def search(who: Access, p: SearchIn) -> Answer:
+    result = access.search(
+        who, query=p.q, projects=p.project, limit=p.limit, offset=p.offset,
+        semantic=p.semantic, since=p.since, record=p.record,
+    )  # fmt: skip
+    return _json(replies.search_view(result, limit=p.limit))
+
+
+def briefing(who: Access, p: BriefingIn) -> Answer:
+    result = access.briefing(
+        who, project=p.project, agent_type=p.agent_type, prompt=p.prompt, budget=p.budget
+    )
+    return Answer(200, replies.text_view(result.text, result.ids, result.tokens), result.text)
+
+
+def prompt_recall(who: Access, p: PromptIn) -> Answer:
+    result = access.prompt_recall(who, project=p.project, prompt=p.prompt, budget=p.budget)
+    return Answer(200, replies.text_view(result.text, result.ids, result.tokens), result.text)
+
+
+# --- memories -------------------------------------------------------------------
+
+
+def _idempotent(
+    who: Access, key: str | None, request: dict[str, Any], write: Callable[[], Answer]
+) -> Answer:
+    def run() -> tuple[int, dict[str, Any]]:
+        answer = write()
+        return answer.status, answer.body
+
+    status, body, _ = services.idempotent(token=who.token_id, key=key, request=request, write=run)
+    return _json(body, status)
+
+
+def _with_index_state(answer: Answer, ids: list[str]) -> Answer:
+    """Say so when the index has not caught up with a write that committed."""
+    if not selectors.index_pending(ids=ids):
+        return answer
+    body = {**answer.body, "warnings": [*answer.body.get("warnings", []), NOT_INDEXED]}
+    return _json(body, answer.status)
+
+
+def memory_write(who: Access, p: MemoryIn, *, key: str | None = None) -> Answer:
+    fields = _set(p, drop=("project", "force", "idempotency_key"))
+    fields.setdefault("kind", p.kind)
+    fields.setdefault("source", p.source)
+
+    def write() -> Answer:
+        written = access.memory_write(who, project=p.project, fields=fields, force=p.force)
+        body = replies.written_view(
+            written.memory, created=written.created, hint=written.dedup_hint
+        )
+        return _json(body, 201 if written.created else 200)
+
+    request = {"call": "memory_write", **p.dict(exclude={"idempotency_key"})}
+    answer = _idempotent(who, key or p.idempotency_key, request, write)
+    return _with_index_state(answer, [answer.body["memory"]["id"]])
+
+
+def memory_write_batch(who: Access, p: MemoryBatchIn, *, key: str | None = None) -> Answer:
+    items = [_set(item) | {"kind": item.kind, "source": item.source} for item in p.memories]
+
+    def write() -> Answer:
+        outcomes = access.memory_write_batch(who, project=p.project, items=items, force=p.force)
+        made = [{"id": o.memory.pk, "name": o.memory.name, "created": o.created} for o in outcomes]
+        created = sum(1 for o in outcomes if o.created)
+        body = {"items": made, "created": created, "existing": len(made) - created}
+        return _json(body, 201)
+
+    request = {"call": "memory_write_batch", **p.dict(exclude={"idempotency_key"})}
+    answer = _idempotent(who, key or p.idempotency_key, request, write)
+    return _with_index_state(answer, [item["id"] for item in answer.body["items"]])
+
+
+def memory_read(who: Access, p: MemoryRef) -> Answer:
+    memory = access.memory_read(who, memory_id=p.id, name=p.name, project=p.project)
+    return _json(replies.memory_view(memory))
+
+
+def memory_list(who: Access, p: MemoryListIn) -> Answer:
+    filters = _set(p, drop=("project", "cursor"))
+    page = access.memory_list(who, project=p.project, cursor=p.cursor, **filters)
+    body = {"memories": [replies.memory_view(m) for m in page.memories]}
+    return _json({**body, "next_cursor": page.next_cursor})
+
+
+def memory_update(who: Access, memory_id: str, p: MemoryFields) -> Answer:
+    memory = access.memory_update(who, memory_id=memory_id, fields=_set(p))
+    return _with_index_state(_json(replies.memory_view(memory)), [memory.pk])
+
+
+def memory_supersede(who: Access, memory_id: str, p: MemoryFields) -> Answer:
+    written = access.memory_supersede(who, memory_id=memory_id, fields=_set(p, drop=("id",)))
+    body = replies.written_view(written.memory, created=True, hint=written.dedup_hint)
+    return _with_index_state(_json(body, 201), [written.memory.pk])
+
+
+def memory_archive(who: Access, memory_id: str) -> Answer:
+    return _json(replies.memory_view(access.memory_archive(who, memory_id=memory_id)))
+
+
+def memory_restore(who: Access, memory_id: str) -> Answer:
+    return _json(replies.memory_view(access.memory_restore(who, memory_id=memory_id)))
+
+
+def memory_delete(who: Access, memory_id: str) -> Answer:
+    gone = access.memory_delete(who, memory_id=memory_id)
+    return _json({"id": gone, "deleted": True})
+
+
+def memory_favorite(who: Access, memory_id: str, p: FavoriteIn | None) -> Answer:
+    value = p.favorite if p is not None else None
+    memory = access.memory_favorite(who, memory_id=memory_id, value=value)
+    return _json({"id": memory.pk, "favorite": memory.favorite})
+
+
+# --- notes and projects -----------------------------------------------------------
+
+
+def note_list(who: Access, p: NoteListIn) -> Answer:
+    notes = access.note_list(who, project=p.project, limit=p.limit)
+    return _json({"notes": [replies.note_view(n) for n in notes]})
+
+
+def note_write(who: Access, p: NoteIn) -> Answer:
+    note = access.note_write(who, project=p.project, fields=_set(p, drop=("project",)))
+    return _json(replies.note_view(note), 201)
+
+
+def note_read(who: Access, note_id: str) -> Answer:
+    return _json(replies.note_view(access.note_read(who, note_id=note_id)))
+
+
+def note_update(who: Access, note_id: str, p: NoteFields) -> Answer:
+    note = access.note_update(who, note_id=note_id, fields=_set(p))
+    return _json(replies.note_view(note))
+
+
+def note_favorite(who: Access, note_id: str, p: FavoriteIn | None) -> Answer:
+    value = p.favorite if p is not None else None
+    note = access.note_favorite(who, note_id=note_id, value=value)
+    return _json({"id": note.pk, "favorite": note.favorite})
+
+
+def project_list(who: Access) -> Answer:
+    return _json({"projects": [replies.project_view(p) for p in access.project_list(who)]})
+
+
+def project_create(who: Access, p: ProjectIn) -> Answer:
+    project = access.project_create(who, **p.dict())
+    return _json(replies.project_view(project), 201)

@@ -1,0 +1,150 @@
+"""Replies for agents: plain JSON, every text field sanitized, one shape per call.
+
+The REST API and the MCP tools send exactly these (compact, `recall.agent.dumps`),
+so what one surface says, the other says too. Text fields go through the
+engine's sanitizer (`recall.sanitize`, `recall.agent.body_text`): no control
+characters, no snippet sentinels, no HTML, phrases that start an injection
+cut, `<` and `>` escaped. The console renders the same data as escaped HTML
+itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from console.models import Memory, Note, Project
+from recall import sanitize
+from recall.agent import body_text, iso
+from recall.results import Hit, SearchResult
+from recall.types import MEMORY_KINDS
+
+EPISODIC = ("episode", "working")
+DURABLE = tuple(k for k in MEMORY_KINDS if k not in EPISODIC)
+
+
+def _line(text: str | None, limit: int = 300) -> str:
+    return sanitize.field(text or "", limit)
+
+
+def memory_view(m: Memory) -> dict[str, Any]:
+    return {
+        "id": m.pk,
+        "project": m.project.slug if m.project_id and m.project else None,
+        "kind": m.kind,
+        "name": sanitize.name(m.name),
+        "description": _line(m.description, 150),
+        "body": body_text(m.body),
+        "tags": [sanitize.name(t, 64) for t in m.tags or []],
+        "importance": m.importance,
+        "agent_id": sanitize.name(m.agent_id),
+        "session_id": sanitize.name(m.session_id),
+        "session_order": m.session_order,
+        "occurred_at": iso(m.occurred_at),
+        "source": sanitize.name(m.source),
+        "valid_from": iso(m.valid_from),
+        "invalid_at": iso(m.invalid_at),
+        "superseded_by": m.superseded_by_id,
+        "favorite": m.favorite,
+        "active": m.invalid_at is None,
+        "created": iso(m.created),
+        "updated": iso(m.updated),
+    }
+
+
+def note_view(n: Note) -> dict[str, Any]:
+    return {
+        "id": n.pk,
+        "project": n.project.slug if n.project_id and n.project else None,
+        "title": _line(n.title, 200),
+        "slug": sanitize.name(n.slug),
+        "description": _line(n.description, 150),
+        "body": body_text(n.body),
+        "tags": [sanitize.name(t, 64) for t in n.tags or []],
+        "source_url": sanitize.name(n.source_url, 200),
+        "favorite": n.favorite,
+        "created": iso(n.created),
+        "updated": iso(n.updated),
+    }
+
+
+def project_view(p: Project) -> dict[str, Any]:
+    return {
+        "slug": p.slug,
+        "name": _line(p.name, 200),
+        "description": _line(p.description, 2000),
+        "isolation": p.isolation,
+    }
+
+
+def advice(hint: Hit, *, kind: str) -> str:
+    """What to do about a near-duplicate: supersede only between durable kinds."""
+    name = sanitize.name(hint.name)
+    if kind in DURABLE and hint.memory_kind in DURABLE:
+        return (
+            f"very similar to {name}: if both say the same thing, supersede {name} "
+            "rather than keep two"
+        )
+    return f"similar to {name}; episodes often repeat, so keep both unless one is wrong"
+
+
+def hint_view(hint: Hit | None, *, kind: str) -> dict[str, Any] | None:
+    if hint is None:
+        return None
+    return {
+        "id": hint.id,
+        "name": sanitize.name(hint.name),
+        "description": _line(hint.description, 150),
+        "project": hint.project,
+        "similarity": round(hint.similarity or 0.0, 4),
+        "advice": advice(hint, kind=kind),
+    }
+
+
+def written_view(
+    memory: Memory, *, created: bool, hint: Hit | None, warnings: Sequence[str] = ()
+) -> dict[str, Any]:
+    return {
+        "memory": memory_view(memory),
+        "created": created,
+        "dedup_hint": hint_view(hint, kind=memory.kind),
+        "warnings": [_line(w, 300) for w in warnings],
+    }
+
+
+def search_hit_view(h: Hit) -> dict[str, Any]:
+    return {
+        "id": h.id,
+        "kind": h.kind,
+        "name": sanitize.name(h.name),
+        "title": _line(h.title, 200),
+        "memory_kind": h.memory_kind or None,
+        "project": h.project,
+        "description": _line(h.description, 150),
+        "snippet": _line(h.snippet, 400) if h.snippet is not None else None,
+        "similarity": round(h.similarity, 4) if h.similarity is not None else None,
+        "source": h.source,
+        "score": round(h.score, 4),
+        "favorite": h.favorite,
+        "active": h.active,
+        "updated": iso(h.updated),
+        "valid_from": iso(h.valid_from),
+        "occurred_at": iso(h.occurred_at),
+        "session_id": sanitize.name(h.session_id) or None,
+    }
+
+
+def search_view(result: SearchResult, *, limit: int) -> dict[str, Any]:
+    """One page of a search (`result.hits` from `result.offset`) and the total found."""
+    after = result.offset + len(result.hits)
+    return {
+        "hits": [search_hit_view(h) for h in result.hits],
+        "total": result.total,
+        "offset": result.offset,
+        "next_offset": after if after < result.total and len(result.hits) == limit else None,
+        "warnings": [_line(w, 300) for w in result.warnings],
+    }
+
+
+def text_view(text: str, ids: Sequence[str], tokens: int) -> dict[str, Any]:
+    return {"text": text, "ids": list(ids), "tokens": tokens}

@@ -1,0 +1,97 @@
+"""The pieces every agent-facing schema is built from: bases, field types, the error.
+
+Request bodies are strict (a string "1" is not a number, 0 is not false) and
+forbid unknown fields, so a misspelt field (`budjet`) is a 422 naming it
+instead of a silently ignored value. Bounds sit inside the types, so the
+OpenAPI and MCP schemas show them as minimum / maximum.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from ninja import Field, Schema
+from pydantic import BeforeValidator, ConfigDict, Strict
+
+from console.models import NAME_RE
+from recall.agent import DETAILS
+from recall.config import (
+    MAX_BUDGET,
+    MAX_K,
+    MAX_RECALL_LIMIT,
+    MAX_WEIGHT,
+    MIN_BUDGET,
+)
+from recall.requests import SCOPES
+from recall.results import SOURCES
+from recall.types import ISOLATIONS, ITEM_KINDS, MEMORY_KINDS
+
+# Vocabularies the engine owns, as the schemas' enums (never copied here).
+MemoryKind = Literal[MEMORY_KINDS]  # type: ignore[valid-type]
+Scope = Literal[SCOPES]  # type: ignore[valid-type]
+Source = Literal[SOURCES]  # type: ignore[valid-type]
+ItemKind = Literal[ITEM_KINDS]  # type: ignore[valid-type]
+Detail = Literal[DETAILS]  # type: ignore[valid-type]
+Isolation = Literal[ISOLATIONS]  # type: ignore[valid-type]
+NAME_PATTERN = NAME_RE.pattern
+SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
+
+
+class Body(Schema):
+    """A JSON body: strict types, unknown fields refused."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+class Params(Schema):
+    """Query-string parameters: strings coerced, unknown parameters refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def _not_a_number(value: Any) -> Any:
+    numeric = isinstance(value, int | float) or (
+        isinstance(value, str)
+        and re.fullmatch(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*", value)
+    )
+    if numeric:
+        raise ValueError("give an ISO 8601 date-time, not a number")
+    return value
+
+
+def _json_number(value: Any) -> Any:
+    if isinstance(value, bool | str):
+        raise ValueError("give a JSON number")
+    return value
+
+
+def _int(low: int, high: int) -> Any:
+    # JSON Schema counts 5.0 as an integer; strict pydantic would not.
+    return Annotated[int, Strict(False), Field(ge=low, le=high), BeforeValidator(_json_number)]
+
+
+Budget = _int(MIN_BUDGET, MAX_BUDGET)  # a pack: its own envelope needs room
+TextBudget = _int(1, MAX_BUDGET)  # a block of text: may be empty
+RecallLimit = _int(1, MAX_RECALL_LIMIT)
+RrfK = _int(1, MAX_K)
+Order = _int(0, 1_000_000)
+Weight = Annotated[float, Field(ge=0, le=MAX_WEIGHT, allow_inf_nan=False)]
+Unit = Annotated[float, Strict(False), Field(ge=0, le=1), BeforeValidator(_json_number)]
+Tag = Annotated[str, Field(min_length=1, max_length=64)]
+Name = Annotated[str, Field(pattern=NAME_PATTERN, description="slug, e.g. chroma-boot-race")]
+Slug = Annotated[str, Field(min_length=1, max_length=64, description="a project's slug")]
+# A date-time in a body or query string ("0.5" is not read as a Unix time).
+DateTime = Annotated[datetime, Strict(False), BeforeValidator(_not_a_number)]
+
+
+class Error(Schema):
+    """Every error, on every surface: what went wrong, which field, a stable code."""
+
+    detail: str = Field(description="What went wrong, for a person or an agent to act on.")
+    field: str | None = Field(None, description="The request field at fault, when one is.")
+    code: str = Field(
+        description="invalid | unknown_field | missing | unauthorized | forbidden | not_found "
+        "| method_not_allowed | conflict | too_large | unavailable | server_error"
+    )

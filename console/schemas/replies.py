@@ -1,0 +1,193 @@
+"""What agents get back: the documented shape of every reply.
+
+The replies themselves are built by `console/replies.py` (and, for a pack,
+`recall.agent.pack_view`) as plain JSON, sanitized for agents; these models
+describe them for the OpenAPI page and the MCP tools' output schemas, and the
+tests check every reply against its model.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ninja import Field, Schema
+
+from console.schemas.common import ItemKind, Source
+
+
+class Reply(Schema):
+    """Replies are documented strictly: a field the code sends is a field listed here."""
+
+    model_config = {"extra": "forbid"}
+
+
+class ProvenanceOut(Reply):
+    channel: str = Field(description="fts | semantic | link | identifier | ...")
+    rank: int = Field(description="1-based rank within the channel")
+    raw: float = Field(description="BM25 for fts, cosine for semantic, weight/(k+i) for link")
+
+
+class PackItem(Reply):
+    id: str
+    kind: ItemKind
+    name: str
+    memory_kind: str | None = Field(None, description="constraint, fact, ... (memories)")
+    title: str | None = Field(None, description="a note's title, when it differs from its name")
+    project: str | None = Field(description="project slug; null = global")
+    text: str | None = Field(None, description="the memory's text (detail full)")
+    truncated: bool | None = Field(None, description="true when the text was cut to fit")
+    description: str | None = Field(None, description="one line (detail index)")
+    valid_from: str | None = Field(None, description="when it became true (ISO 8601, UTC)")
+    occurred_at: str | None = Field(None, description="when the event happened, if known")
+    session_id: str | None = None
+    favorite: bool | None = Field(None, description="starred by a person")
+    source: Source
+    score: float
+    tokens: int = Field(description="what this item costs in the reply")
+    sources: list[ProvenanceOut] | None = Field(None, description="with debug only")
+
+
+class ContextPackOut(Reply):
+    items: list[PackItem]
+    omitted: int = Field(ge=0, description="ranked hits within the limit that did not fit")
+    tokens: int = Field(
+        ge=0, description="tokens of this whole reply as sent (compact JSON, debug excluded)"
+    )
+    budget: int
+    warnings: list[str] = Field(description="degraded channels, never silent")
+    debug: dict[str, Any] | None = Field(None, description="ranks, timings, config (unbudgeted)")
+
+
+class SearchHitOut(Reply):
+    id: str
+    kind: ItemKind
+    name: str
+    title: str
+    memory_kind: str | None = None
+    project: str | None
+    description: str
+    snippet: str | None = Field(description="plain text around the match (no markup)")
+    similarity: float | None = Field(description="cosine, on hits the semantic channel found")
+    source: Source
+    score: float
+    favorite: bool
+    active: bool
+    updated: str | None
+    valid_from: str | None = None
+    occurred_at: str | None = None
+    session_id: str | None = None
+
+
+class SearchOut(Reply):
+    hits: list[SearchHitOut]
+    total: int = Field(
+        description="hits found within the depth the search read (at least the page and one "
+        "more when there is one): a floor, not a census"
+    )
+    offset: int
+    next_offset: int | None = Field(description="offset of the next page; null on the last")
+    warnings: list[str]
+
+
+class TextOut(Reply):
+    text: str = Field(description='the block to place in context ("" when there is none)')
+    ids: list[str] = Field(description="the memories it shows")
+    tokens: int = Field(description="what the text costs")
+
+
+class MemoryOut(Reply):
+    id: str
+    project: str | None
+    kind: str
+    name: str
+    description: str
+    body: str
+    tags: list[str]
+    importance: float
+    agent_id: str
+    session_id: str
+    session_order: int | None
+    occurred_at: datetime | None
+    source: str
+    valid_from: datetime
+    invalid_at: datetime | None
+    superseded_by: str | None
+    favorite: bool
+    active: bool
+    created: datetime
+    updated: datetime
+
+
+class DedupHintOut(Reply):
+    id: str
+    name: str
+    description: str
+    project: str | None
+    similarity: float = Field(description="cosine to the memory just written")
+    advice: str = Field(description="what to do about it")
+
+
+class MemoryWriteOut(Reply):
+    memory: MemoryOut
+    created: bool = Field(description="false: the same text was already stored; this is it")
+    dedup_hint: DedupHintOut | None = Field(
+        description="a very similar active memory in scope, if any (advisory)"
+    )
+    warnings: list[str] = Field(description="e.g. indexing deferred; the write committed")
+
+
+class BatchItemOut(Reply):
+    id: str
+    name: str
+    created: bool
+
+
+class BatchOut(Reply):
+    items: list[BatchItemOut]
+    created: int
+    existing: int
+
+
+class MemoryPage(Reply):
+    memories: list[MemoryOut]
+    next_cursor: str | None = Field(description="pass as cursor for the next page")
+
+
+class DeletedOut(Reply):
+    id: str
+    deleted: bool
+
+
+class NoteOut(Reply):
+    id: str
+    project: str | None
+    title: str
+    slug: str
+    description: str
+    body: str
+    tags: list[str]
+    source_url: str
+    favorite: bool
+    created: datetime
+    updated: datetime
+
+
+class NotesOut(Reply):
+    notes: list[NoteOut]
+
+
+class FavoriteOut(Reply):
+    id: str
+    favorite: bool
+
+
+class ProjectOut(Reply):
+    slug: str
+    name: str
+    description: str
+    isolation: str
+
+
+class ProjectsOut(Reply):
+    projects: list[ProjectOut]

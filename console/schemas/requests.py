@@ -1,0 +1,207 @@
+"""What agents send: one schema per call, shared by the REST API and the MCP tools.
+
+The same model validates a REST body (or query string) and an MCP tool's
+arguments, so one rule gives one answer on both surfaces.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ninja import Field
+
+from console.schemas.common import (
+    Body,
+    Budget,
+    DateTime,
+    Detail,
+    Isolation,
+    MemoryKind,
+    Name,
+    Order,
+    Params,
+    RecallLimit,
+    RrfK,
+    Scope,
+    Slug,
+    Tag,
+    TextBudget,
+    Unit,
+    Weight,
+)
+from recall.config import (
+    DEFAULT_BUDGET,
+    DEFAULT_RECALL_LIMIT,
+    DEFAULT_SEARCH_LIMIT,
+    MAX_SEARCH_LIMIT,
+)
+
+PROJECT = "one of the token's projects (default: its only one)"
+RECORD = "record what was returned (feeds usage ranking and history); false for evaluations"
+
+
+class RecallIn(Body):
+    query: str = Field(
+        "", max_length=4000, description="what the agent needs; may be empty with `kind`"
+    )
+    project: Slug | None = Field(None, description=PROJECT)
+    budget: Budget = Field(
+        DEFAULT_BUDGET,
+        description="tokens the whole reply may take, JSON envelope included (debug excluded)",
+    )
+    limit: RecallLimit = Field(
+        DEFAULT_RECALL_LIMIT, description="ranked hits considered; the budget decides how many fit"
+    )
+    detail: Detail = Field(
+        "full", description="full: each item's text; index: name and description only"
+    )
+    scope: Scope = Field("all", description="memories, notes, or both")
+    kind: MemoryKind | None = Field(None, description="only this memory kind (browse if no query)")
+    k: RrfK | None = Field(None, description="RRF constant (when fusion is rrf)")
+    channel_weights: dict[str, Weight] | None = Field(
+        None,
+        description="weights by channel over the configured ones; 0 turns a channel off, "
+        'e.g. {"fts": 1, "semantic": 1, "link": 0}',
+    )
+    debug: bool = Field(False, description="add per-channel ranks, timings and config (unbudgeted)")
+    record: bool = Field(True, description=RECORD)
+
+
+class SearchIn(Params):
+    q: str = Field("", max_length=4000, description="what to look for")
+    project: list[Slug] | None = Field(
+        None, description="repeatable; default: the token's projects"
+    )
+    limit: int = Field(DEFAULT_SEARCH_LIMIT, ge=1, le=MAX_SEARCH_LIMIT, description="hits per page")
+    offset: int = Field(0, ge=0, le=1000, description="hits to skip (paging)")
+    semantic: bool = Field(True, description="false = full-text only (fastest)")
+    since: DateTime | None = Field(None, description="only items updated at or after this")
+    record: bool = Field(True, description=RECORD)
+
+
+class BriefingIn(Body):
+    project: Slug | None = Field(None, description=PROJECT)
+    agent_type: str = Field("", max_length=120, description="non-empty = a subagent's briefing")
+    prompt: str = Field("", max_length=4000, description="the task, for the RELEVANT section")
+    budget: TextBudget | None = Field(
+        None, description="tokens the text may take (default: the configured 1500)"
+    )
+
+
+class PromptIn(Body):
+    project: Slug | None = Field(None, description=PROJECT)
+    prompt: str = Field(max_length=20_000, description="the user's prompt")
+    budget: TextBudget | None = Field(
+        None, description="tokens the block may take (default: the configured 300)"
+    )
+
+
+class MemoryFields(Body):
+    """Fields of a memory an agent may set (on write) or change (on edit / supersede)."""
+
+    kind: MemoryKind | None = Field(None, description="constraint, gotcha, fact, episode, ...")
+    name: Name | None = Field(None, description="its slug, e.g. chroma-boot-race")
+    description: str | None = Field(None, max_length=150, description="one line, shown in indexes")
+    body: str | None = Field(None, max_length=200_000, description="markdown; [[name]] links")
+    tags: list[Tag] | None = Field(None, max_length=32, description="labels, lower-cased")
+    importance: Unit | None = Field(None, description="0..1 (default 0.5)")
+    session_id: str | None = Field(
+        None, max_length=120, description="the conversation or run it came from"
+    )
+    session_order: Order | None = Field(
+        None, description="its place in the session, from 0 (default: the next one)"
+    )
+    occurred_at: DateTime | None = Field(None, description="when the event it records happened")
+    source: str | None = Field(None, max_length=32, description="user_stated, agent_inferred, ...")
+
+
+class MemoryItem(MemoryFields):
+    """One memory to write."""
+
+    kind: MemoryKind = Field("fact", description="constraint, gotcha, fact, episode, ...")
+    name: Name = Field(description="its slug, e.g. chroma-boot-race")
+    source: str = Field("agent_inferred", max_length=32, description="user_stated, ...")
+
+
+class MemoryIn(MemoryItem):
+    project: Slug | None = Field(None, description=PROJECT)
+    force: bool = Field(False, description="write even when the same text is already stored")
+    idempotency_key: str | None = Field(
+        None,
+        max_length=200,
+        description="a retry with the same key gets the first answer (REST: or the "
+        "Idempotency-Key header)",
+    )
+
+
+class MemoryBatchIn(Body):
+    project: Slug | None = Field(None, description=PROJECT)
+    memories: list[MemoryItem] = Field(
+        min_length=1, max_length=500, description="1 to 500 memories, written in one transaction"
+    )
+    force: bool = Field(False, description="write even items whose text is already stored")
+    idempotency_key: str | None = Field(None, max_length=200, description="as for one write")
+
+
+class MemoryRef(Body):
+    """A memory by id, or by name (resolved in the project first, then global)."""
+
+    id: str | None = Field(None, max_length=26, description="the memory's id")
+    name: Name | None = Field(None, description="or its name")
+    project: Slug | None = Field(None, description="where to resolve a name " + f"({PROJECT})")
+
+
+class SupersedeIn(MemoryFields):
+    id: str = Field(max_length=26, description="the memory to replace")
+
+
+class MemoryIdIn(Body):
+    id: str = Field(max_length=26, description="the memory's id")
+
+
+class MemoryListIn(Params):
+    project: Slug | None = Field(None, description=f"{PROJECT}; default: all the token's")
+    kind: list[MemoryKind] | None = Field(None, description="any of these kinds (repeatable)")
+    tags: list[Tag] | None = Field(None, description="all of these tags (repeatable)")
+    any_tags: list[Tag] | None = Field(None, description="at least one of these tags")
+    session_id: str | None = Field(None, max_length=120, description="only this session")
+    agent_id: str | None = Field(None, max_length=120, description="only what this agent wrote")
+    created_after: DateTime | None = Field(None, description="created after (ISO 8601)")
+    created_before: DateTime | None = Field(None, description="created before (ISO 8601)")
+    updated_after: DateTime | None = Field(None, description="updated after (ISO 8601)")
+    updated_before: DateTime | None = Field(None, description="updated before (ISO 8601)")
+    archived: Literal["exclude", "include", "only"] = Field(
+        "exclude", description="archived and superseded memories"
+    )
+    limit: int = Field(50, ge=1, le=200, description="memories per page")
+    cursor: str | None = Field(None, max_length=200, description="next_cursor of the last page")
+
+
+class NoteFields(Body):
+    title: str | None = Field(None, min_length=1, max_length=200, description="the note's title")
+    slug: Name | None = Field(None, description="its slug (default: from the title)")
+    description: str | None = Field(None, max_length=150, description="one line")
+    body: str | None = Field(None, max_length=200_000, description="markdown")
+    tags: list[Tag] | None = Field(None, max_length=32, description="labels, lower-cased")
+    source_url: str | None = Field(None, max_length=200, description="an http(s) URL")
+
+
+class NoteIn(NoteFields):
+    project: Slug | None = Field(None, description=PROJECT)
+    title: str = Field(min_length=1, max_length=200, description="the note's title")
+
+
+class NoteListIn(Params):
+    project: Slug | None = Field(None, description="default: the token's projects")
+    limit: int = Field(20, ge=1, le=100, description="how many of the newest")
+
+
+class FavoriteIn(Body):
+    favorite: bool | None = Field(None, description="true stars, false unstars, absent toggles")
+
+
+class ProjectIn(Body):
+    slug: Slug = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$", description="e.g. billing-api")
+    name: str = Field("", max_length=200, description="for people (default: the slug)")
+    description: str = Field("", max_length=2000, description="what the project is")
+    isolation: Isolation = Field("open", description="open | confidential | sealed")

@@ -1,0 +1,87 @@
+"""Writes. Every write commits its row and its IndexJob in one transaction.
+
+Named `<entity>_<action>`, keyword-only, one module per area; this package
+exports them all, so callers write `services.memory_create(...)`.
+Validation errors are Django `ValidationError`s with messages a person can
+act on; nothing is half-written.
+"""
+
+from console.services.curation import favorite_toggle, setting_reset, setting_save
+from console.services.events import memory_read_record, retrieval_record
+from console.services.memories import (
+    MAX_BODY_CHARS,
+    MAX_TAGS,
+    MEMORY_FIELDS,
+    content_hash,
+    memory_archive,
+    memory_create,
+    memory_delete,
+    memory_links_rewrite,
+    memory_mark_accessed,
+    memory_new,
+    memory_restore,
+    memory_supersede,
+    memory_update,
+    memory_validate,
+    session_next,
+    tags_clean,
+)
+from console.services.notes import NOTE_FIELDS, note_create, note_delete, note_update, slugify_name
+from console.services.planes import bulk_mode, index_maintain, index_rebuild, index_sync
+from console.services.projects import (
+    project_create,
+    project_create_for_token,
+    project_get_or_create,
+)
+from console.services.writes import (
+    BATCH_MAX,
+    BatchError,
+    IdempotencyConflict,
+    Outcome,
+    idempotent,
+    memory_write,
+    memory_write_batch,
+)
+
+__all__ = [
+    "BATCH_MAX",
+    "MAX_BODY_CHARS",
+    "MAX_TAGS",
+    "MEMORY_FIELDS",
+    "NOTE_FIELDS",
+    "BatchError",
+    "IdempotencyConflict",
+    "Outcome",
+    "bulk_mode",
+    "content_hash",
+    "favorite_toggle",
+    "idempotent",
+    "index_maintain",
+    "index_rebuild",
+    "index_sync",
+    "memory_archive",
+    "memory_create",
+    "memory_delete",
+    "memory_links_rewrite",
+    "memory_mark_accessed",
+    "memory_new",
+    "memory_read_record",
+    "memory_restore",
+    "memory_supersede",
+    "memory_update",
+    "memory_validate",
+    "memory_write",
+    "memory_write_batch",
+    "note_create",
+    "note_delete",
+    "note_update",
+    "project_create",
+    "project_create_for_token",
+    "project_get_or_create",
+    "retrieval_record",
+    "session_next",
+    "setting_reset",
+    "setting_save",
+    "slugify_name",
+    "tags_clean",
+]

@@ -1,0 +1,62 @@
+"""Notes: people's longer write-ups, indexed like memories."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from console import indexing
+from console.models import Note, Project
+from console.services.memories import MAX_BODY_CHARS, tags_clean
+
+NOTE_FIELDS = ("title", "slug", "description", "body", "tags", "source_url")
+
+
+@transaction.atomic
+def note_create(*, project: Project | None, **fields: Any) -> Note:
+    unknown = set(fields) - set(NOTE_FIELDS) - {"created"}
+    if unknown:
+        raise ValueError(f"unknown note fields: {sorted(unknown)}")
+    note = Note(project=project, **fields)
+    if not note.slug:
+        note.slug = slugify_name(note.title)
+    note.tags = tags_clean(tags=note.tags)
+    if len(note.body) > MAX_BODY_CHARS:
+        raise ValidationError({"body": f"The body is over {MAX_BODY_CHARS:,} characters."})
+    note.full_clean(exclude=["project"])
+    note.save(force_insert=True)
+    indexing.enqueue("note", note.pk, "upsert")
+    return note
+
+
+@transaction.atomic
+def note_update(*, note: Note, **fields: Any) -> Note:
+    note = Note.objects.select_for_update().get(pk=note.pk)
+    for key, value in fields.items():
+        if key not in NOTE_FIELDS:
+            raise ValueError(f"unknown note field: {key}")
+        setattr(note, key, value)
+    note.tags = tags_clean(tags=note.tags)
+    if len(note.body) > MAX_BODY_CHARS:
+        raise ValidationError({"body": f"The body is over {MAX_BODY_CHARS:,} characters."})
+    note.full_clean(exclude=["project"])
+    note.updated = timezone.now()
+    note.save()
+    indexing.enqueue("note", note.pk, "upsert")
+    return note
+
+
+@transaction.atomic
+def note_delete(*, note: Note) -> None:
+    pk = note.pk
+    note.delete()
+    indexing.enqueue("note", pk, "delete")
+
+
+def slugify_name(text: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug[:120] or "untitled"

@@ -1,0 +1,27 @@
+"""The derived planes: apply queued jobs, rebuild, upkeep."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from console import indexing, wiring
+
+
+def index_sync(*, limit: int | None = None) -> indexing.ApplyReport:
+    """Apply (retry) pending index jobs now."""
+    return indexing.apply_pending(limit=limit)
+
+
+def index_rebuild(*, progress: Callable[[int], None] | None = None) -> int:
+    """Recreate both planes from the database; the number of items indexed."""
+    return indexing.rebuild(progress=progress)
+
+
+def index_maintain() -> None:
+    """Compact the vector table and build its ANN index once it is large."""
+    indexing.maintain()
+
+
+def bulk_mode() -> None:
+    """For batch commands (import, reindex): embed on every core from now on."""
+    wiring.use_batch_threads()

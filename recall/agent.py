@@ -1,0 +1,133 @@
+"""What an agent receives: the JSON of a pack, item by item, and what it costs.
+
+One rendering for every agent surface (the REST reply and the MCP tool
+result carry the same compact JSON text), so the token counts the engine
+reports are counts of exactly that text:
+- `dumps`: compact JSON (no spaces, UTF-8 kept), the bytes that go out;
+- `item_view`: one item's fields (`text` or, at detail "index", the
+  description; provenance only with debug);
+- `pack_view`: the envelope {items, omitted, tokens, budget, warnings};
+  `debug` rides outside the budget, only when asked.
+
+Every text field goes through `recall.sanitize` first: no control
+characters (the snippet sentinels among them), no phrase that starts an
+injection, `<` and `>` escaped so no stored text can open or close a tag
+the agent's harness wraps it in.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from recall import sanitize
+from recall.results import ContextPack, Hit
+from recall.types import MEMORY, Record
+
+INDEX, FULL = "index", "full"
+DETAILS = (INDEX, FULL)
+MAX_WARNING_CHARS = 160
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def dumps(value: object) -> str:
+    """Compact JSON, UTF-8 kept: exactly what an agent's context receives."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def iso(value: datetime | None) -> str | None:
+    """ISO-8601 in UTC with a `Z` (seconds; microseconds only when present)."""
+    if value is None:
+        return None
+    value = value.astimezone(UTC)
+    spec = "microseconds" if value.microsecond else "seconds"
+    return value.replace(tzinfo=None).isoformat(timespec=spec) + "Z"
+
+
+def text_of(record: Record) -> str:
+    """A memory's text for an agent: its body, or description plus body, sanitized.
+
+    An imported long text keeps its head as the description and the whole
+    text as the body: then the body alone says it all.
+    """
+    description, body = record.description.strip(), record.body.strip()
+    lead = description.rstrip("…").strip()
+    if lead and body.startswith(lead):
+        description = ""
+    joined = "\n".join(part for part in (description, body) if part)
+    return body_text(joined)
+
+
+def body_text(text: str) -> str:
+    """Multi-line agent text: control characters dropped, each line scrubbed,
+    angle brackets escaped (the multi-line sibling of `sanitize.field`)."""
+    text = _CONTROLS.sub("", text.replace("\r\n", "\n").replace("\t", "    "))
+    lines = [sanitize.escape_angles(sanitize.scrub(line)).rstrip() for line in text.split("\n")]
+    return "\n".join(lines).strip()
+
+
+def item_view(hit: Hit, *, detail: str = FULL, debug: bool = False) -> dict[str, Any]:
+    """One item as the agent receives it (absent values are left out)."""
+    view: dict[str, Any] = {
+        "id": hit.id,
+        "kind": hit.kind,
+        "name": sanitize.name(hit.name),
+    }
+    if hit.kind == MEMORY:
+        view["memory_kind"] = hit.memory_kind
+    elif hit.title and hit.title != hit.name:
+        view["title"] = sanitize.field(hit.title, 200)
+    view["project"] = hit.project
+    if detail == INDEX:
+        view["description"] = sanitize.field(hit.description, 150)
+    else:
+        view["text"] = hit.text or ""
+        if hit.truncated:
+            view["truncated"] = True
+    for key, value in (("valid_from", hit.valid_from), ("occurred_at", hit.occurred_at)):
+        if value is not None:
+            view[key] = iso(value)
+    if hit.session_id:
+        view["session_id"] = sanitize.name(hit.session_id)
+    if hit.favorite:
+        view["favorite"] = True
+    view["source"] = hit.source
+    view["score"] = round(hit.score, 4)
+    view["tokens"] = hit.tokens if hit.tokens is not None else 0
+    if debug:
+        view["sources"] = [
+            {"channel": p.channel, "rank": p.rank, "raw": round(p.raw, 6)} for p in hit.sources
+        ]
+    return view
+
+
+def envelope(
+    items: Sequence[Mapping[str, Any]],
+    *,
+    omitted: int,
+    tokens: int,
+    budget: int,
+    warnings: Sequence[str],
+) -> dict[str, Any]:
+    return {
+        "items": list(items),
+        "omitted": omitted,
+        "tokens": tokens,
+        "budget": budget,
+        "warnings": [sanitize.field(w, MAX_WARNING_CHARS) for w in warnings],
+    }
+
+
+def pack_view(pack: ContextPack) -> dict[str, Any]:
+    """The whole reply an agent receives for a pack (`debug` when it was asked)."""
+    debug = pack.debug is not None
+    items = [item_view(h, detail=pack.detail, debug=debug) for h in pack.items]
+    view = envelope(
+        items, omitted=pack.omitted, tokens=pack.tokens, budget=pack.budget, warnings=pack.warnings
+    )
+    if pack.debug is not None:
+        view["debug"] = pack.debug
+    return view
