@@ -267,7 +267,7 @@ def test_the_inspector_shows_channels_and_a_briefing(page: Any, user: User) -> N
     page.goto("/inspect/")
     page.fill("#id_query", "stripe webhooks")
     page.select_option("#id_project", "billing-api")
-    page.fill("#id_budget", "40")
+    page.fill("#id_budget", "200")
     page.fill("#id_w_semantic", "0")
     page.click(".inspect-form button[type=submit]")
     page.wait_for_selector("[data-pack]")
