@@ -8,6 +8,7 @@
 - recall.E005: a channel does not import, or a config weighs a channel that
   is not registered.
 - recall.E006: a thread count is not an integer >= 1.
+- recall.E007 (`check --deploy`): SECRET_KEY is a publicly known key.
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ import inspect
 from typing import Any
 
 from django.conf import settings
-from django.core.checks import CheckMessage, Error, register
+from django.core.checks import CheckMessage, Error, Tags, register
+
+# Keys anyone can read: the fallback this project once had in settings.py, and
+# Django's `startproject` placeholder prefix. Django's own security.W009 only
+# warns about short or low-variety keys, and these pass it.
+PUBLIC_SECRET_KEYS = frozenset({"dev-only-insecure-key-change-me-in-production-0123456789"})
+PUBLIC_SECRET_KEY_PREFIX = "django-insecure-"
 
 
 def _backends() -> list[CheckMessage]:
@@ -89,3 +96,16 @@ def recall_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage
         message = "RECALL['EMBEDDER_BATCH_THREADS'] must be an integer >= 1"
         errors.append(Error(message, id="recall.E006"))
     return errors
+
+
+@register(Tags.security, deploy=True)
+def secret_key_known(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    key = str(getattr(settings, "SECRET_KEY", ""))
+    if key in PUBLIC_SECRET_KEYS or key.startswith(PUBLIC_SECRET_KEY_PREFIX):
+        message = "SECRET_KEY is a publicly known key: sessions and signed links can be forged"
+        hint = (
+            "Unset DJANGO_SECRET_KEY to use this installation's own key "
+            "(RECALL_DATA_DIR/secret_key, made on first start), or set it to a long random value."
+        )
+        return [Error(message, hint=hint, id="recall.E007")]
+    return []

@@ -41,6 +41,7 @@ def memory_record(m: Memory) -> dict[str, Any]:
         "project": m.project.slug if m.project else None,
         "superseded_by": m.superseded_by_id,
         "valid_from": iso(m.valid_from),
+        "occurred_at": iso(m.occurred_at),
         "invalid_at": iso(m.invalid_at),
         "created": iso(m.created),
         "updated": iso(m.updated),

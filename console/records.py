@@ -29,8 +29,8 @@ FRONT_MATTER = re.compile(r"\A---\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | 
 
 MEMORY_KEYS = (
     "type", "id", "project", "kind", "name", "description", "body", "tags", "importance",
-    "agent_id", "session_id", "session_order", "source", "valid_from", "invalid_at",
-    "superseded_by", "favorite", "external_id", "metadata", "created", "updated",
+    "agent_id", "session_id", "session_order", "source", "valid_from", "occurred_at",
+    "invalid_at", "superseded_by", "favorite", "external_id", "metadata", "created", "updated",
     "access_count", "last_accessed_at",
 )  # fmt: skip
 NOTE_KEYS = (
@@ -77,10 +77,29 @@ def parse_time(value: Any, *, key: str) -> datetime | None:
 # --- front matter -------------------------------------------------------------
 
 
+class _FrontMatterDumper(yaml.SafeDumper):
+    """Safe YAML whose strings read back exactly.
+
+    A string with a line break or a character YAML treats as one (NEL,
+    U+2028, U+2029) or cannot print goes double-quoted, with escapes: plain
+    or single-quoted YAML folds its line breaks and turns a NEL into a space.
+    """
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = None if value.isprintable() else '"'  # NEL, U+2028/9 and newlines are not printable
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_FrontMatterDumper.add_representer(str, _represent_str)
+
+
 def markdown_text(record: dict[str, Any]) -> str:
     """One markdown file: every key but the body as YAML front matter, then the body."""
     front = {k: v for k, v in record.items() if k != "body"}
-    matter = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=1 << 16)
+    matter = yaml.dump(
+        front, Dumper=_FrontMatterDumper, sort_keys=False, allow_unicode=True, width=1 << 16
+    )
     return f"---\n{matter}---\n\n{record.get('body', '')}\n"
 
 

@@ -5,6 +5,9 @@ composition root, `console/wiring.py`, hands it plain values)."""
 from __future__ import annotations
 
 import os
+import secrets
+import tempfile
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +31,39 @@ DATA_DIR.mkdir(parents=True, exist_ok=True)  # SQLite cannot create its folder
 
 # --- Django -----------------------------------------------------------------
 
-SECRET_KEY = env("DJANGO_SECRET_KEY", "dev-only-insecure-key-change-me-in-production-0123456789")
+
+def installation_secret_key(data_dir: Path) -> str:
+    """This installation's own key, made once and kept in `data_dir/secret_key` (0600).
+
+    A key built into the code is public (it is in the repository), and anyone
+    who knows it can forge sessions and password-reset links. The file is
+    written under a temporary name and linked into place, so processes that
+    start together (gunicorn workers, test runners) agree on one key and never
+    read a half-written one. `manage.py check --deploy` refuses known keys
+    (console/checks.py, recall.E007).
+    """
+    path = data_dir / "secret_key"
+    try:
+        key = path.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        key = ""
+    if key:
+        return key
+    fd, temporary = tempfile.mkstemp(dir=data_dir, prefix=".secret_key.")  # mode 0600
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as fh:
+            fh.write(secrets.token_urlsafe(50) + "\n")
+        try:
+            os.link(temporary, path)
+        except FileExistsError:  # another process was first, or the file was empty
+            if not path.read_text(encoding="ascii").strip():
+                os.replace(temporary, path)
+    finally:
+        Path(temporary).unlink(missing_ok=True)
+    return path.read_text(encoding="ascii").strip()
+
+
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or installation_secret_key(DATA_DIR)
 DEBUG = env_bool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = env("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",")
 
@@ -42,6 +77,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "ninja",  # serves its bundled Swagger UI for /api/v1/docs (no CDN)
+    "axes",  # login throttling (see AXES_* below)
     "console",
 ]
 
@@ -57,6 +93,13 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "console.middleware.content_security_policy",
+    "axes.middleware.AxesMiddleware",  # last: turns a locked-out login into its page
+]
+
+# The axes backend first: it refuses a locked-out login before a password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -121,6 +164,20 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env("RECALL_LOG_LEVEL", "WARNING")},
 }
+
+# --- third-party --------------------------------------------------------------
+
+# django-axes: after AXES_FAILURE_LIMIT wrong passwords for one login from one
+# address, that pair is refused (even with the right password) for the cool-off.
+# The address is REMOTE_ADDR only (axes' default): a client-set X-Forwarded-For
+# cannot buy fresh attempts. Locking a login from every address would let anyone
+# lock the console's owner out. Failures live in the database (tests roll them
+# back); `manage.py axes_reset` lifts every lock.
+AXES_FAILURE_LIMIT = int(env("RECALL_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(env("RECALL_LOGIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "console.lockout.lockout_response"  # the login page, with why
 
 # --- project ----------------------------------------------------------------
 

@@ -66,7 +66,7 @@ def token_create(
     missing = [s for s in slugs if s not in found]
     if missing:
         raise ValidationError(f"No such project: {', '.join(missing)}.")
-    _check_sealed(list(found.values()))
+    token_projects_check(list(found.values()))
     prefix, secret = new_secret()
     token = AgentToken.objects.create(
         agent=agent, prefix=prefix, secret_hash=hash_secret(secret), may_write=may_write
@@ -75,17 +75,17 @@ def token_create(
     return token, secret
 
 
-def _check_sealed(projects: Sequence[Project]) -> None:
+def token_projects_check(projects: Sequence[Project]) -> None:
+    """Raise ValidationError when a sealed project is mixed with others.
+
+    The one rule for the command, the admin form and `token_create`: a
+    ValidationError here is shown to the person as a form or command error.
+    """
     sealed = [p.slug for p in projects if p.isolation == ISOLATION_SEALED]
     if sealed and len(projects) > 1:
         raise ValidationError(
             f"{sealed[0]} is sealed (nothing in or out): its token may name no other project."
         )
-
-
-def token_check_projects(token: AgentToken) -> None:
-    """For tokens edited in the admin: a sealed project mixed with others is refused."""
-    _check_sealed(list(token.projects.all()))
 
 
 def token_verify(secret: str) -> AgentToken | None:

@@ -1,41 +1,266 @@
 """Making stored text safe to show: to agents (plain text) and to people (HTML).
 
 Agent-facing text is wrapped in one tag pair (`<memory-briefing>` ...). Any
-stored field interpolated into it goes through `field` (or `name`): newlines
-become spaces, phrases that start a prompt injection are cut to the end of
-their line, `<` and `>` are escaped so no stored text can close or open the
-wrapper (seamless leaves that hole open), and lengths are capped at a word
-boundary. `truncate_block` is the last line of defence on a whole block.
+stored field interpolated into it goes through `field` (or `name`):
+
+1. `normalise`: control and format characters (Unicode Cf: zero-width
+   spaces, soft hyphens, bidi overrides) dropped, and look-alike angle
+   brackets (‹ 〈 ⟨ ❮ ＜ ...) made real ones, so they are escaped like them;
+2. `scrub`: a phrase that starts a prompt injection is cut to the end of its
+   line. Phrases are looked for in a skeleton of the text (NFKC, so
+   fullwidth and mathematical letters are plain; Cyrillic, Greek and
+   small-capital look-alikes and accented letters folded to Latin; combining
+   marks dropped; spaced letters such as `i g n o r e` joined) and cut from
+   the text itself, so Cyrillic prose, `km²` or `µg` stay as they were;
+3. newlines become spaces, lengths are capped at a word boundary, and `<`,
+   `>` and any `&` that would decode as a character reference are escaped:
+   no stored text can close or open the wrapper (seamless leaves that hole
+   open), and a pre-escaped `&lt;/memory-briefing&gt;` reads back as that
+   text, never as a tag.
+
+Names skip step 2 so they round-trip to memory_read. `truncate_block` is the
+last line of defence on a whole block. The skeleton follows Unicode TR #39
+(security mechanisms, "confusable detection"); its tables are the subset
+that can spell the English instruction words below.
 """
 
 from __future__ import annotations
 
 import html
 import re
+import unicodedata
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator
 
 ELLIPSIS = "…"
 MARK_START = "\x01"
 MARK_END = "\x02"
 
-# Whole words, case-insensitive, and not hyphen-attached (a slug such as
-# `ignore-case-flag` or `no-override` is a name, not an instruction).
-_INJECTION = re.compile(
-    r"(?<![\w-])(?:ignore|disregard|from\s+now\s+on|you\s+must|override)(?![\w-])[^\n]*",
-    re.IGNORECASE,
+# --- what is cut --------------------------------------------------------------
+
+# Words match whole and not hyphen-attached (a slug such as `ignore-case-flag`
+# or `no-override` is a name, not an instruction); the words of a phrase may be
+# separated by any spacing or none. A role marker is a chat-transcript speaker
+# at the start of a line or sentence ("SYSTEM: ..."), not "the file system: ext4".
+# Left out for what they would cut in real text (LoCoMo, SciFact): "you are now"
+# ("appreciate where you are now") and role markers inside a sentence.
+WORDS = ("ignore", "disregard", "override")
+PHRASES = (
+    "from now on", "from this point on", "from this point forward", "you must",
+    "new instructions", "new system prompt",
+)  # fmt: skip
+ROLES = ("system", "assistant", "human")
+_ROLE = r"(?:^|(?<=[.!?;:\])]))[ \t#>*_\[(-]*(?:" + "|".join(ROLES) + r")[\])*_]*[ \t]*:"
+
+
+# "Forget" only with what an injection tells a model to forget: people write
+# "I'll never forget that day" and "don't forget to rebase" (in the LoCoMo
+# conversations, dozens of times), which a bare word would cut.
+_FORGET = (
+    r"forget\s+(?:about\s+)?(?:all|everything|anything"
+    r"|(?:(?:all|any|the|your|my|these|those|previous|prior|earlier|above|preceding)\s+){1,3}"
+    r"(?:instructions?|rules?|prompts?|guidelines?|directions?|context|messages?|constraints?"
+    r"|conversation|training|programming|system)"
+    r"|(?:the\s+)?(?:above|previous|prior|preceding|earlier))"
 )
-_SPACES = re.compile(r"\s+")
-# C0/C1 control characters (our \x01/\x02 sentinels among them) have no place
-# in agent-facing text; newlines and tabs become spaces with the other spacing.
-_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def _spaced(phrase: str) -> str:
+    return r"\s*".join(re.escape(word) for word in phrase.split())
+
+
+_STRICT = re.compile(
+    r"(?<![\w-])(?:"
+    + "|".join(
+        [f"{_spaced(p)}(?![\\w-])" for p in (*WORDS, *PHRASES)] + [rf"{_FORGET}(?![\w-])"] + [_ROLE]
+    )
+    + ")",
+    re.IGNORECASE | re.MULTILINE,
+)
+# Inside a run of spaced letters the word boundaries are gone ("i g n o r e a l l");
+# spelling a word out letter by letter is itself the disguise, so "forget" counts.
+_LOOSE = re.compile(
+    "|".join(p.replace(" ", "") for p in (*WORDS, "forget", *PHRASES)), re.IGNORECASE
+)
+
+# --- character tables ---------------------------------------------------------
+
+# C0/C1 controls (our \x01/\x02 sentinels among them; newlines, tabs and carriage
+# returns stay as spacing), every Unicode Cf format character (as of Unicode 14,
+# Python 3.11; tests/recall/test_sanitize.py checks the list against unicodedata)
+# and the Hangul fillers, which render as nothing.
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U00013438\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+    "\u115f\u1160\u3164\uffa0]"
+)
+# Look-alikes of < and >: ‹ 〈 〈 ＜ ﹤ ⟨ ❮ ❬ ❰ ⧼ ˂ ᐸ ≺ ⋖ and their mirrors.
+LEFT_BRACKETS = (
+    "\u2039\u3008\u2329\uff1c\ufe64\u27e8\u276e\u276c\u2770\u29fc\u02c2\u1438\u227a\u22d6"
+)
+RIGHT_BRACKETS = (
+    "\u203a\u3009\u232a\uff1e\ufe65\u27e9\u276f\u276d\u2771\u29fd\u02c3\u1433\u227b\u22d7"
+)
+_BRACKETS = str.maketrans(
+    LEFT_BRACKETS + RIGHT_BRACKETS, "<" * len(LEFT_BRACKETS) + ">" * len(RIGHT_BRACKETS)
+)
+# Letters of other scripts that look like Latin ones (TR #39 confusables).
+_LOOKALIKES = dict(
+    zip(
+        "АВЕКМНОРСТХУЅІЈԚԜҮҺӀаеорсухѕіјԁһӏԛԝүвкмнт"  # Cyrillic
+        "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧϹαγεηικμνορτυχωϲϳ"  # Greek
+        "ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢıȷɑɡɩօսո",  # small capitals, IPA, Armenian
+        "ABEKMHOPCTXYSIJQWYHIaeopcyxsijdhlqwybkmht"
+        "ABEZHIKMNOPTYXCayenikuvoptuxwcj"
+        "abcdefghijklmnoprstuvwyzijagioun",
+        strict=True,
+    )
+)
+# Combining marks that sit on Latin letters (diacritics, their extensions and
+# supplements, marks for symbols, half marks, variation selectors).
+_MARKS = re.compile(
+    "[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe00-\ufe0f\ufe20-\ufe2f"
+    "\U000e0100-\U000e01ef]"
+)
+# Three or more single letters, each apart by one to three separators.
+_LETTER = re.compile(r"[^\W\d_]")
+_SPACED = re.compile(r"(?<![^\W\d_])[^\W\d_](?:[\s.·•*_/|+~,-]{1,3}[^\W\d_]){2,}(?![^\W\d_])")
+_SEPARATORS = re.compile(r"[\s.·•*_/|+~,-]+")
+
+
+def _fold_table() -> dict[int, str]:
+    """Each look-alike or accented letter (Latin, Greek, Cyrillic) to a Latin letter."""
+    table = {ord(k): v for k, v in _LOOKALIKES.items()}
+    for start, end in ((0x00C0, 0x0250), (0x0370, 0x0530), (0x1E00, 0x2000)):
+        for point in range(start, end):
+            decomposed = unicodedata.normalize("NFD", chr(point))
+            base = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+            base = _LOOKALIKES.get(base, base)
+            if len(base) == 1 and base.isascii() and base.isalpha():
+                table.setdefault(point, base)
+    return table
+
+
+_FOLD = _fold_table()
+
+
+class _Edited:
+    """A text with some spans replaced (or deleted), and the way back to the original offsets."""
+
+    def __init__(self, text: str, edits: Iterable[tuple[int, int, str]]) -> None:
+        pieces: list[str] = []
+        # Each piece of the new text: where it starts, and the span it came from.
+        self.new_starts, self.old_spans = [0], [(0, len(text))]
+        cursor = length = 0
+        for start, end, replacement in edits:
+            pieces += [text[cursor:start], replacement]
+            length += start - cursor
+            self.old_spans[-1] = (self.old_spans[-1][0], start)
+            self.new_starts += [length, length + len(replacement)]
+            self.old_spans += [(start, end), (end, len(text))]
+            length += len(replacement)
+            cursor = end
+        pieces.append(text[cursor:])
+        self.text = "".join(pieces)
+
+    def old(self, offset: int) -> int:
+        """The original offset of the new text's `offset` (an expansion maps to its source)."""
+        piece = bisect_right(self.new_starts, offset) - 1
+        start, end = self.old_spans[piece]
+        return min(start + offset - self.new_starts[piece], end - 1)
+
+
+_COMPAT: dict[str, str] = {}  # NFKC of each non-ASCII character met, computed once
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _compatible(text: str) -> Iterator[tuple[int, int, str]]:
+    """An edit per character whose NFKC form differs (ﬁ -> fi, ｉ -> i, 𝐢 -> i)."""
+    for match in _NON_ASCII.finditer(text):
+        char = match.group()
+        plain = _COMPAT.get(char)
+        if plain is None:
+            plain = _COMPAT.setdefault(char, unicodedata.normalize("NFKC", char))
+        if plain != char:
+            yield match.start(), match.end(), plain
+
+
+# --- the steps ----------------------------------------------------------------
+
+
+def normalise(text: str) -> str:
+    """Invisible characters dropped, look-alike angle brackets made real."""
+    text = _INVISIBLE.sub("", text)
+    return text if text.isascii() else text.translate(_BRACKETS)
+
+
+def _deletions(pattern: re.Pattern[str], text: str) -> Iterator[tuple[int, int, str]]:
+    return ((m.start(), m.end(), "") for m in pattern.finditer(text))
+
+
+def _phrase_spans(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each injection phrase in normalised `text`, found in its skeleton."""
+    compat = _Edited(text, () if text.isascii() else _compatible(text))
+    folded = compat.text if compat.text.isascii() else compat.text.translate(_FOLD)
+    marks = _Edited(folded, _deletions(_MARKS, folded))
+    runs = list(_SPACED.finditer(marks.text))
+    gaps = (
+        (gap.start(), gap.end(), "")
+        for run in runs
+        for gap in _SEPARATORS.finditer(marks.text, run.start(), run.end())
+    )
+    skeleton = _Edited(marks.text, gaps)
+
+    def back(first: int, last: int) -> tuple[int, int]:  # marks offsets -> text offsets
+        return compat.old(marks.old(first)), compat.old(marks.old(last)) + 1
+
+    for found in _STRICT.finditer(skeleton.text):
+        yield back(skeleton.old(found.start()), skeleton.old(found.end() - 1))
+    for run in runs:
+        letters = [m.start() for m in _LETTER.finditer(marks.text, run.start(), run.end())]
+        joined = "".join(marks.text[i] for i in letters)
+        for found in _LOOSE.finditer(joined):
+            yield back(letters[found.start()], letters[found.end() - 1])
 
 
 def scrub(text: str) -> str:
-    """Remove each injection-starting phrase and the rest of its line."""
-    return _INJECTION.sub("", text)
+    """`text` normalised, each injection-starting phrase removed with the rest of its line."""
+    text = normalise(text)
+    kept: list[str] = []
+    cursor = 0
+    for start, end in sorted(_phrase_spans(text)):
+        if start < cursor:
+            continue
+        kept.append(text[cursor:start])
+        line_end = text.find("\n", end)
+        cursor = len(text) if line_end < 0 else line_end
+    kept.append(text[cursor:])
+    return "".join(kept)
+
+
+# What `html.unescape` reads as a character reference (its own pattern).
+_REFERENCE = re.compile(r"&(#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?)")
+
+
+def _escape_reference(match: re.Match[str]) -> str:
+    reference = match.group()
+    return reference if html.unescape(reference) == reference else "&amp;" + reference[1:]
 
 
 def escape_angles(text: str) -> str:
+    """`<`, `>` (and their look-alikes) escaped, and any `&` that would decode as a reference.
+
+    One HTML unescape gives back exactly the text: `&lt;` written by someone
+    reads `&amp;lt;`, so it never decodes into a tag, while `R&D` stays as is.
+    """
+    text = _REFERENCE.sub(_escape_reference, text.translate(_BRACKETS))
     return text.replace("<", "&lt;").replace(">", "&gt;")
+
+
+_SPACES = re.compile(r"\s+")
 
 
 def cap(text: str, limit: int) -> str:
@@ -51,15 +276,16 @@ def cap(text: str, limit: int) -> str:
     return cut.rstrip() + ELLIPSIS
 
 
-def field(text: str | None, limit: int = 300, *, scrub_phrases: bool = True) -> str:
-    """One stored field made safe for agent-facing text (see module docstring)."""
+def _one_line(text: str | None, limit: int, *, scrub_phrases: bool) -> str:
     if not text:
         return ""
-    text = _CONTROLS.sub("", text)
-    if scrub_phrases:
-        text = scrub(text)
-    text = _SPACES.sub(" ", text).strip()
-    return escape_angles(cap(text, limit))
+    text = scrub(text) if scrub_phrases else normalise(text)
+    return cap(_SPACES.sub(" ", text).strip(), limit)
+
+
+def field(text: str | None, limit: int = 300, *, scrub_phrases: bool = True) -> str:
+    """One stored field made safe for agent-facing text (see module docstring)."""
+    return escape_angles(_one_line(text, limit, scrub_phrases=scrub_phrases))
 
 
 def name(text: str | None, limit: int = 120) -> str:
@@ -68,8 +294,8 @@ def name(text: str | None, limit: int = 120) -> str:
 
 
 def attribute(text: str | None, limit: int = 120) -> str:
-    """A value for a tag attribute (quotes and ampersands escaped too)."""
-    return html.escape(name(text, limit).replace("&lt;", "<").replace("&gt;", ">"), quote=True)
+    """A value for a tag attribute (quotes and every ampersand escaped too)."""
+    return html.escape(_one_line(text, limit, scrub_phrases=False), quote=True)
 
 
 def truncate_block(text: str, *, max_bytes: int, closing: str) -> str:

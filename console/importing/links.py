@@ -3,6 +3,8 @@
 Supersessions wait for their replacement, `[[wikilink]]` edges are derived
 batch by batch (bodies that named a memory before it arrived included),
 explicit edges and parent projects are resolved after the last batch.
+Supersessions and explicit edges stay inside one project (or point at a
+global memory): one that would cross is refused and reported.
 """
 
 from __future__ import annotations
@@ -19,23 +21,64 @@ from console.importing.parsing import number
 from console.models import Edge, Memory, Project
 from console.records import RecordError, parse_time
 from recall import links
+from recall.types import ISOLATION_SEALED
 
 
 @dataclass
 class Supersession:
     old: str  # the superseded memory
     new: str  # its replacement
+    where: str = ""  # the old memory's record, for the report
 
 
-def supersessions_stamp(waiting: list[Supersession]) -> list[Supersession]:
-    """Stamp `superseded_by` where the replacement exists; the rest keep waiting."""
-    still = []
+def link_refusal(src: Memory, dst: Memory) -> str | None:
+    """Why a supersession or explicit edge from `src` to `dst` is refused; None when it is not.
+
+    A link stays inside its project or points at a global memory, the scope
+    recall itself has (recall.scope: the bound project plus global, nothing in
+    or out of a sealed one). A link across projects would show one project's
+    ids in another's replies (`superseded_by`, link expansion).
+    """
+    source, target = src.project, dst.project
+    if source is not None and source.isolation == ISOLATION_SEALED and target != source:
+        return f"{source.slug} is sealed, nothing in or out"
+    if target is None:
+        return None
+    if source is None:
+        return f"a global memory cannot point into project {target.slug}"
+    if source.pk != target.pk:
+        return f"it would cross from project {source.slug} to project {target.slug}"
+    return None
+
+
+def _memories(ids: Iterable[str]) -> dict[str, Memory]:
+    rows = (
+        Memory.objects.filter(pk__in=set(ids))
+        .select_related("project")
+        .only("id", "project__slug", "project__isolation")
+    )
+    return {m.pk: m for m in rows}
+
+
+def supersessions_stamp(
+    waiting: list[Supersession],
+) -> tuple[list[Supersession], list[tuple[Supersession, str]]]:
+    """Stamp `superseded_by` where the replacement exists and the link may be.
+
+    Returns the links still waiting for their replacement, and those refused
+    with the reason (`link_refusal`).
+    """
+    found = _memories([link.old for link in waiting] + [link.new for link in waiting])
+    still: list[Supersession] = []
+    refused: list[tuple[Supersession, str]] = []
     for link in waiting:
-        if Memory.objects.filter(pk=link.new).exists():
-            Memory.objects.filter(pk=link.old).update(superseded_by_id=link.new)
-        else:
+        if link.new not in found:
             still.append(link)
-    return still
+        elif (why := link_refusal(found[link.old], found[link.new])) is not None:
+            refused.append((link, why))
+        else:
+            Memory.objects.filter(pk=link.old).update(superseded_by_id=link.new)
+    return still, refused
 
 
 class Mentions:
@@ -75,12 +118,19 @@ def wikilinks_write(memories: list[Memory], mentions: Mentions) -> None:
 
 
 def edge_import(data: dict[str, Any]) -> bool:
-    """Write an explicit edge between two stored memories; False when it exists."""
+    """Write an explicit edge between two stored memories; False when it exists.
+
+    Raises RecordError when an end is missing or the edge would leave its
+    project (`link_refusal`).
+    """
     src, dst = str(data.get("src") or ""), str(data.get("dst") or "")
-    found = set(Memory.objects.filter(pk__in=[src, dst]).values_list("pk", flat=True))
+    found = _memories([src, dst])
     for end in (src, dst):
         if end not in found:
             raise RecordError(f"edge {src} -> {dst}: memory {end!r} not found")
+    why = link_refusal(found[src], found[dst])
+    if why is not None:
+        raise RecordError(f"edge {src} -> {dst}: {why}")
     _, created = Edge.objects.get_or_create(
         src_id=src,
         dst_id=dst,

@@ -80,10 +80,14 @@ def _tags(value: Any) -> list[str]:
 
 
 def _session(data: dict[str, Any], metadata: dict[str, Any], slug: str) -> tuple[str, int | None]:
-    """The session id and the order inside it (eval: `metadata.session`, `turn_index`)."""
+    """The session id and the order inside it (eval: `metadata.session`, `turn_index`).
+
+    Only a record without a `session_id` key (the eval format) takes them from
+    its metadata: ours says "no session" with an empty one, metadata or not.
+    """
     session_id = str(data.get("session_id") or "")
     order = data.get("session_order")
-    if not session_id and metadata.get("session") not in (None, ""):
+    if "session_id" not in data and metadata.get("session") not in (None, ""):
         session_id = f"{slug or 'global'}:S{metadata['session']}"
         if order is None:
             order = metadata.get("turn_index")
@@ -139,8 +143,9 @@ def memory_build(
         agent_id=str(data.get("agent_id") or ""),
         session_id=session_id,
         session_order=order,
-        source=str(data.get("source") or "imported"),
+        source=_given(data, "source", "imported"),
         valid_from=parse_time(data.get("valid_from"), key="valid_from") or created,
+        occurred_at=parse_time(data.get("occurred_at"), key="occurred_at"),
         invalid_at=parse_time(data.get("invalid_at"), key="invalid_at"),
         favorite=bool(data.get("favorite")),
         external_id=external,
@@ -155,6 +160,16 @@ def memory_build(
         name=memory.name, description=memory.description, body=memory.body
     )
     return memory
+
+
+def _given(data: dict[str, Any], key: str, default: str) -> str:
+    """The record's value, empty included; `default` only when the key is absent (or null).
+
+    An export says "" when a field is empty: reading that as "not given" and
+    filling in a default made the round trip lossy.
+    """
+    value = data.get(key)
+    return default if value is None else str(value)
 
 
 def _description_and_body(data: dict[str, Any]) -> tuple[str, str]:
@@ -172,8 +187,8 @@ def _description_and_body(data: dict[str, Any]) -> tuple[str, str]:
 
 def note_build(data: dict[str, Any], *, own: str, project: Callable[[Any], Project | None]) -> Note:
     """An unsaved, validated note; `project` resolves its slug once the title is there."""
-    title = str(data.get("title") or "").strip()
-    if not title:
+    title = str(data.get("title") or "")  # kept as written: spaces round-trip too
+    if not title.strip():
         raise RecordError("missing title")
     created = parse_time(data.get("created"), key="created") or timezone.now()
     note = Note(

@@ -53,7 +53,7 @@ class _Importer:
         self.projects: dict[str, Project] = {}
         self.parents: list[tuple[str, str, str]] = []
         self.supersessions: list[links.Supersession] = []
-        self.supersedes: dict[str, str] = {}
+        self.supersedes: dict[str, tuple[str, str]] = {}  # old id -> (new id, where)
         self.edges: list[Record] = []
         self.seen: set[str] = set()  # our ids taken in this run
         self.external: dict[int | None, set[str]] = {}  # external ids per project id
@@ -124,6 +124,7 @@ class _Importer:
             isolation=str(data.get("isolation") or "open"),
         )
         Project.objects.filter(pk=project.pk).update(
+            name=project.name if data.get("name") is None else str(data["name"]),
             favorite=bool(data.get("favorite")),
             retired_at=parse_time(data.get("retired_at"), key="retired_at"),
             created=parse_time(data.get("created"), key="created") or project.created,
@@ -159,7 +160,7 @@ class _Importer:
         if external:
             known.add(external)
         if data.get("superseded_by"):
-            self.supersedes[memory.pk] = str(data["superseded_by"])
+            self.supersedes[memory.pk] = (str(data["superseded_by"]), where)
         for edge in data.get("edges") or []:
             if isinstance(edge, dict):
                 self.edges.append(Record(where, {"type": "edge", **edge, "src": memory.pk}))
@@ -191,10 +192,13 @@ class _Importer:
             links.wikilinks_write(memories, self.mentions)
             for memory in memories:
                 if memory.pk in self.supersedes:
-                    self.supersessions.append(
-                        links.Supersession(memory.pk, self.supersedes.pop(memory.pk))
-                    )
-            self.supersessions = links.supersessions_stamp(self.supersessions)
+                    new, where = self.supersedes.pop(memory.pk)
+                    self.supersessions.append(links.Supersession(memory.pk, new, where))
+            self.supersessions, refused = links.supersessions_stamp(self.supersessions)
+        for link, why in refused:
+            self.report.errors.append(
+                f"{link.where}: memory {link.old} superseded by {link.new}: {why}; link refused"
+            )
         self.report.memories += len(memories)
         self.report.notes += len(saved) - len(memories)
         pending.clear()

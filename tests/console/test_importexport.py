@@ -13,8 +13,11 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
-from console import importing, indexing, reading, services, wiring
+from console import importing, indexing, reading, records, services, wiring
 from console.models import Edge, IndexJob, Memory, Note, Project
 
 pytestmark = pytest.mark.django_db
@@ -247,7 +250,8 @@ def build_tricky_data() -> None:
     linker = services.memory_create(
         project=parent, kind="reference", name="links", body="See [[queue-choice]]."
     )
-    Edge.objects.create(src=linker, dst=hostile, origin="explicit", rel="relates", weight=0.5)
+    # An explicit edge stays inside its project (cross-project ones are refused on import).
+    Edge.objects.create(src=linker, dst=first, origin="explicit", rel="relates", weight=0.5)
     services.note_create(project=None, title="Inbox: 𝔘𝔫𝔦𝔠𝔬𝔡𝔢", body="- [ ] read\n")
     note = services.note_create(
         project=child, title="Design <b>review</b>", source_url="https://example.com/a?b=1"
@@ -349,3 +353,256 @@ def test_cut_description(text: str, expected: str) -> None:
 )
 def test_derive_name(text: str, name: str) -> None:
     assert importing.derive_name(text) == name
+
+
+# --- links stay inside a project (issue 19, item 8) ---------------------------
+
+ULIDS = {name: f"01J{n:023d}" for n, name in enumerate(
+    ["a-old", "a-new", "b-new", "g-one", "a-to-global", "v-old", "g-old", "a-edge", "v-edge"]
+)}  # fmt: skip
+
+
+RETIRED = "2024-01-01T00:00:00Z"
+
+
+def mem(key: str, project: str | None, **extra: Any) -> dict[str, Any]:
+    return {"type": "memory", "id": ULIDS[key], "project": project, "kind": "fact",
+            "name": key, "description": f"the {key} memory", **extra}  # fmt: skip
+
+
+def test_supersessions_and_edges_across_projects_are_refused_and_reported(planes: Path) -> None:
+    lines = [
+        {"type": "project", "slug": "alpha"},
+        {"type": "project", "slug": "beta"},
+        {"type": "project", "slug": "vault", "isolation": "sealed"},
+        mem("a-old", "alpha", superseded_by=ULIDS["b-new"], invalid_at=RETIRED),
+        mem("b-new", "beta"),
+        mem("g-one", None),
+        mem("a-to-global", "alpha", superseded_by=ULIDS["g-one"], invalid_at=RETIRED),
+        mem("v-old", "vault", superseded_by=ULIDS["g-one"], invalid_at=RETIRED),
+        mem("g-old", None, superseded_by=ULIDS["a-new"], invalid_at=RETIRED),
+        mem("a-new", "alpha"),
+        mem("a-edge", "alpha", edges=[{"dst": ULIDS["g-one"], "rel": "uses"}]),
+        mem("v-edge", "vault"),
+        {"type": "edge", "src": ULIDS["a-edge"], "dst": ULIDS["b-new"]},
+        {"type": "edge", "src": ULIDS["a-edge"], "dst": ULIDS["a-new"]},
+        {"type": "edge", "src": ULIDS["g-one"], "dst": ULIDS["a-new"]},
+        {"type": "edge", "src": ULIDS["v-edge"], "dst": ULIDS["g-one"]},
+    ]  # fmt: skip
+    path = write_jsonl(planes / "cross.jsonl", lines)
+
+    report = importing.import_records(reading.read_records([path]))
+
+    assert report.memories == 9
+    superseded = dict(Memory.objects.values_list("name", "superseded_by__name"))
+    assert superseded == {
+        "a-old": None, "b-new": None, "g-one": None, "a-to-global": "g-one", "v-old": None,
+        "g-old": None, "a-new": None, "a-edge": None, "v-edge": None,
+    }  # fmt: skip
+    assert not Memory.objects.get(name="a-old").active  # still retired, just unlinked
+    explicit = set(Edge.objects.filter(origin="explicit").values_list("src__name", "dst__name"))
+    assert explicit == {("a-edge", "g-one"), ("a-edge", "a-new")}
+    assert sorted(report.errors) == [
+        f"cross.jsonl:13: edge {ULIDS['a-edge']} -> {ULIDS['b-new']}: it would cross from "
+        "project alpha to project beta; skipped",
+        f"cross.jsonl:15: edge {ULIDS['g-one']} -> {ULIDS['a-new']}: a global memory cannot "
+        "point into project alpha; skipped",
+        f"cross.jsonl:16: edge {ULIDS['v-edge']} -> {ULIDS['g-one']}: vault is sealed, "
+        "nothing in or out; skipped",
+        f"cross.jsonl:4: memory {ULIDS['a-old']} superseded by {ULIDS['b-new']}: it would "
+        "cross from project alpha to project beta; link refused",
+        f"cross.jsonl:8: memory {ULIDS['v-old']} superseded by {ULIDS['g-one']}: "
+        "vault is sealed, nothing in or out; link refused",
+        f"cross.jsonl:9: memory {ULIDS['g-old']} superseded by {ULIDS['a-new']}: a global "
+        "memory cannot point into project alpha; link refused",
+    ]
+
+
+def test_the_project_option_keeps_a_chain_whole(planes: Path) -> None:
+    lines = [
+        mem("a-old", "alpha", superseded_by=ULIDS["b-new"], invalid_at=RETIRED),
+        mem("b-new", "beta"),
+    ]
+    path = write_jsonl(planes / "one.jsonl", lines)
+
+    report = importing.import_records(reading.read_records([path]), project="sandbox")
+
+    assert report.errors == []
+    assert Memory.objects.get(name="a-old").superseded_by_id == ULIDS["b-new"]
+
+
+# --- lossless round trips (issue 19, item 13) ---------------------------------
+
+
+def model_rows() -> dict[str, list[dict[str, Any]]]:
+    """Every stored field of every row (ids of projects as slugs), for before/after."""
+
+    def rows(model: Any, order: str, skip: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+        names = [f.attname for f in model._meta.concrete_fields if f.attname not in skip]
+        return list(model.objects.order_by(order).values(*names))
+
+    slugs = dict(Project.objects.values_list("pk", "slug"))
+    projects = rows(Project, "slug", skip=("id",))
+    for p in projects:
+        p["parent_id"] = slugs.get(p["parent_id"])
+    items = {"memory": rows(Memory, "pk"), "note": rows(Note, "pk")}
+    for row in items["memory"] + items["note"]:
+        row["project_id"] = slugs.get(row["project_id"])
+    edges = rows(Edge, "src_id", skip=("id",))
+    for edge in edges:
+        if edge["origin"] == "wikilink":  # derived from bodies at import: when is not data
+            del edge["created"]
+    edges.sort(key=lambda e: (e["src_id"], e["dst_id"], e["rel"], e["origin"]))
+    return {"project": projects, **items, "edge": edges}
+
+
+EDGE_BODIES = [
+    "",
+    "   ",
+    "\n\nleading blank lines",
+    "trailing blank lines\n\n",
+    "  indented first line\nand a trailing space ",
+    "---\nname: not-front-matter\n---\nbody after a fake front matter",
+    "windows\r\nline\r\nendings\r\n",
+    "tabs\tand\u00a0nbsp and\u2028line separator and \u200dzwj",
+    "emoji 🧠🚀 and rtl שלום and combining e\u0301 and 𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
+    "ends without newline",
+    "\n",
+    "a body with [[links-to-nowhere]] and [[edge-case-2]]",
+]
+
+
+def build_edge_case_corpus() -> None:
+    """A generated corpus: empty fields, unicode and whitespace at every edge."""
+    now = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
+    root = services.project_create(slug="edge-root", name="Root ✨", description="  padded \n")
+    Project.objects.filter(pk=root.pk).update(
+        created=datetime(2020, 1, 2, 3, 4, 5, tzinfo=UTC), name="", favorite=True
+    )
+    child = services.project_create(
+        slug="edge-child", description="first line\n\nsecond line  ", isolation="confidential"
+    )
+    Project.objects.filter(pk=child.pk).update(
+        parent=root, retired_at=now, created=datetime(2021, 6, 1, tzinfo=UTC)
+    )
+    for n, body in enumerate(EDGE_BODIES):
+        memory = services.memory_create(
+            project=(root, child, None)[n % 3], kind="fact", name=f"edge-case-{n}",
+            description=["", "  padded description  ", "ünïcödé 日本語 " * 5, "x" * 150,
+                         "two\nlines\x85and a NEL"][n % 5],
+            body=body,
+        )  # fmt: skip
+        Memory.objects.filter(pk=memory.pk).update(
+            source=["", "user_stated", "imported", "agent_inferred"][n % 4],
+            agent_id=["", "agent-7"][n % 2],
+            session_id="" if n % 3 else f"sess-{n}",
+            session_order=None if n % 3 else n,
+            metadata=[{}, {"session": 4, "turn_index": 2}, {"k": [1, 2.5, None, "yes", ""]},
+                      {"ünï": {"nested": True}, "date": "2024-01-01"}][n % 4],  # fmt: skip
+            importance=[0.0, 1.0, 0.123456789, 0.5][n % 4],
+            tags=[[], ["a", "b-c"], ["ünï"]][n % 3],
+            created=now.replace(day=1 + n), updated=now.replace(day=2 + n),
+            valid_from=now.replace(day=1 + n, hour=0), access_count=n,
+            last_accessed_at=None if n % 2 else now, favorite=bool(n % 2),
+            occurred_at=None if n % 2 else now.replace(year=2019),
+            external_id="" if n % 5 else f"ext:{n}",
+            invalid_at=now if n == 4 else None,
+        )  # fmt: skip
+    first = Memory.objects.get(name="edge-case-0")
+    services.memory_supersede(memory=first, description="", body="   ")
+    services.memory_supersede(memory=Memory.objects.get(name="edge-case-2"), source="")
+    for title in ("  padded title  ", "Inbox: 𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "plain", "line\u2028break: 'quoted'"):
+        note = services.note_create(
+            project=None if title == "plain" else child, title=title, body=title + "\n\n"
+        )
+        Note.objects.filter(pk=note.pk).update(created=now, updated=now)
+    a, b = Memory.objects.filter(project=root).order_by("pk")[:2]
+    Edge.objects.create(src=a, dst=b, origin="explicit", rel="relates", weight=0.25)
+    indexing.apply_pending()
+
+
+def differences(
+    before: dict[str, list[dict[str, Any]]], after: dict[str, list[dict[str, Any]]]
+) -> list[tuple[str, int, str, Any, Any]]:
+    """(kind, row, field, before, after) for every stored value a round trip changed."""
+    found = []
+    for kind, rows in before.items():
+        assert len(after[kind]) == len(rows), kind
+        for n, (old, new) in enumerate(zip(rows, after[kind], strict=True)):
+            found += [(kind, n, k, v, new[k]) for k, v in old.items() if new[k] != v]
+    return found
+
+
+def export(path: Path, fmt: str) -> Path:
+    call_command("export_memories", "--out", str(path), "--format", fmt, stdout=StringIO())
+    return path
+
+
+def same_bytes(first: Path, second: Path) -> tuple[int, list[str]]:
+    """(bytes compared, names of files that differ) for a file or a folder."""
+    if first.is_file():
+        return len(first.read_bytes()), [] if first.read_bytes() == second.read_bytes() else [
+            first.name
+        ]
+    names = sorted(str(p.relative_to(first)) for p in first.rglob("*.md"))
+    assert names == sorted(str(p.relative_to(second)) for p in second.rglob("*.md"))
+    size = sum((first / n).stat().st_size for n in names)
+    return size, [n for n in names if (first / n).read_bytes() != (second / n).read_bytes()]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "markdown"])
+def test_an_edge_case_corpus_round_trips_losslessly(planes: Path, settings: Any, fmt: str) -> None:
+    build_edge_case_corpus()
+    before = model_rows()
+    first = export(planes / f"first-{fmt}", fmt)
+
+    wipe_and_point_planes_at(settings, planes / "second")
+    out, err = run_import(first)
+    second = export(planes / f"second-{fmt}", fmt)
+
+    assert "errors 0" in out and err == ""
+    assert differences(before, model_rows()) == []
+    size, different = same_bytes(first, second)
+    assert different == [] and size > 5000
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "markdown"])
+def test_the_demo_data_round_trips_byte_identical(planes: Path, settings: Any, fmt: str) -> None:
+    call_command("demo", stdout=StringIO())
+    indexing.apply_pending()
+    before = model_rows()
+    first = export(planes / f"first-{fmt}", fmt)
+
+    wipe_and_point_planes_at(settings, planes / "second")
+    run_import(first)
+    second = export(planes / f"second-{fmt}", fmt)
+
+    assert differences(before, model_rows()) == []
+    size, different = same_bytes(first, second)
+    assert different == [] and size > 10_000
+
+
+# Any text, with more of what YAML treats specially (line breaks of every kind,
+# indicators, quotes) than chance would give.
+_TEXT = st.text(
+    st.characters() | st.sampled_from(list("\x85\u2028\u2029\r\n\t -:'\"#&*!|>%@`{}[]"))
+)
+_VALUES = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), _TEXT)
+
+
+@hypothesis_settings(max_examples=300, deadline=None)
+@given(
+    record=st.fixed_dictionaries(
+        {
+            "type": st.sampled_from(["memory", "note"]),
+            "name": _TEXT,
+            "description": _TEXT,
+            "tags": st.lists(_TEXT, max_size=3),
+            "metadata": st.dictionaries(_TEXT, _VALUES | st.lists(_VALUES), max_size=4),
+            "created": _TEXT,
+            "body": _TEXT,
+        }
+    )
+)
+def test_a_markdown_file_reads_back_exactly_what_was_written(record: dict[str, Any]) -> None:
+    assert records.parse_markdown(records.markdown_text(record)) == record

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 from typing import Any
 
@@ -29,7 +30,10 @@ class Command(BaseCommand):
             else:
                 user.set_password(password)
                 user.save()
-            secret_file.write_text(f"{username} {password}\n")
-            secret_file.chmod(0o600)
+            # Created 0600, never readable by others even for a moment (as secret_key).
+            fd = os.open(secret_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(f"{username} {password}\n")
+            secret_file.chmod(0o600)  # a file made before keeps its mode otherwise
         username, password = secret_file.read_text().split()
         self.stdout.write(f"Console login: {username} / {password}  (stored in {secret_file})")
