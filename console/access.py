@@ -259,6 +259,7 @@ def _hint(memory: Memory) -> Hit | None:
         description=memory.description,
         body=memory.body,
         exclude_id=memory.pk,
+        kind=memory.kind,
     )
 
 

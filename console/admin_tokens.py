@@ -38,7 +38,9 @@ class TokenForm(forms.ModelForm[AgentToken]):
 class TokenAdmin(admin.ModelAdmin[AgentToken]):
     form = TokenForm
     actions = ["revoke_tokens"]
-    fields = ["agent", "projects", "may_write", "prefix", "created", "last_used", "revoked"]
+    fields = [
+        "agent", "projects", "may_write", "may_admin", "prefix", "created", "last_used", "revoked",
+    ]  # fmt: skip
     readonly_fields = ["prefix", "created", "last_used", "revoked"]
 
     def save_model(self, request: HttpRequest, obj: AgentToken, form: Any, change: bool) -> None:

@@ -149,10 +149,16 @@ def memory_dedup_hint(
     description: str,
     body: str = "",
     exclude_id: str | None = None,
+    kind: str = "fact",
 ) -> Hit | None:
     """The most similar active in-scope memory (advisory; None on embedder trouble)."""
     return wiring.engine().dedup_hint(
-        project=project, name=name, description=description, body=body, exclude_id=exclude_id
+        project=project,
+        name=name,
+        description=description,
+        body=body,
+        exclude_id=exclude_id,
+        kind=kind,
     )
 
 

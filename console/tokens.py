@@ -50,11 +50,12 @@ def _prefix_of(secret: str) -> str | None:
 
 @transaction.atomic
 def token_create(
-    *, agent: str, projects: Sequence[str], may_write: bool = False
+    *, agent: str, projects: Sequence[str], may_write: bool = False, may_admin: bool = False
 ) -> tuple[AgentToken, str]:
     """A token bound to `projects`; returns it with its secret (never stored, shown once).
 
     A sealed project lets nothing in or out, so its token names it alone.
+    `may_admin`: the token may create projects (and is granted each one).
     """
     agent = agent.strip()
     if not agent or len(agent) > 120:
@@ -69,7 +70,11 @@ def token_create(
     token_projects_check(list(found.values()))
     prefix, secret = new_secret()
     token = AgentToken.objects.create(
-        agent=agent, prefix=prefix, secret_hash=hash_secret(secret), may_write=may_write
+        agent=agent,
+        prefix=prefix,
+        secret_hash=hash_secret(secret),
+        may_write=may_write,
+        may_admin=may_admin,
     )
     token.projects.set(found.values())
     return token, secret

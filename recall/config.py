@@ -117,14 +117,15 @@ class SearchConfig:
     fusion: str = "zscore"
     # identifier pins exact id/name matches above the fused hits (0 = off).
     channel_weights: Mapping[str, float] = field(default_factory=_search_weights)
-    # Drop semantic-only hits below this cosine. seamless's 0.3 was set for
-    # OpenAI embeddings; for all-MiniLM-L6-v2 (tests/bench/calibrate_floor.py on
-    # ../shared/eval) 0.25 keeps a gold memory for 96.8% of LoCoMo and 97.5% of
-    # SciFact queries while dropping 54% / 93% of unrelated pairs; 0.30 already
-    # loses the gold memory for 7% of LoCoMo queries. Unrelated turns of one
-    # conversation score high (median 0.24), so the floor cuts noise and
-    # leaves ranking to fusion.
-    semantic_floor: float = 0.25
+    # Drop semantic-only hits below this cosine (lexical and identifier hits are
+    # exempt). seamless's 0.3 was set for OpenAI embeddings. For all-MiniLM-L6-v2,
+    # measured through the real Search (tests/bench/calibrate_search_floor.py on
+    # the LoCoMo dev queries and nonsense queries): at 0.40, 91% of the gold
+    # memories found by meaning alone stay while 99.5% of nonsense queries show
+    # no meaning-only hit; at 0.25 nonsense queries still listed 5 such hits, so
+    # "zzqxv blorp" never said "no results" (tests/bench/calibrate_floor.py
+    # has the pairwise view: unrelated turns of one conversation median 0.24).
+    semantic_floor: float = 0.40
     # With `since`, legs run this many times deeper (capped) before the date
     # post-filter, so old items cannot starve recent ones.
     since_depth_factor: int = 5
@@ -178,14 +179,25 @@ class PromptConfig:
 
 @dataclass(frozen=True, slots=True)
 class DedupConfig:
-    """Advisory duplicate hint on write."""
+    """Advisory duplicate hint on write.
 
-    threshold: float = 0.83
+    Thresholds are cosines; 0 means the value calibrated for the embedding
+    model in use (`recall.dedup.CALIBRATED`), per kind group: durable kinds
+    (facts, conventions, ...) and episodic ones (episode, working).
+    """
+
+    threshold: float = 0.0
+    episodic_threshold: float = 0.0
     candidates: int = 3
 
     def __post_init__(self) -> None:
         if self.candidates < 1:
             raise ValueError("candidates must be >= 1")
+        for value in (self.threshold, self.episodic_threshold):
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(
+                    f"a threshold is a cosine within 0..1 (0 = calibrated), not {value}"
+                )
 
 
 C = TypeVar("C", RecallConfig, SearchConfig, BriefingConfig, PromptConfig, DedupConfig)

@@ -120,6 +120,7 @@ class Engine:
         description: str,
         body: str = "",
         exclude_id: str | None = None,
+        kind: str = "fact",
         config: DedupConfig | None = None,
     ) -> Hit | None:
         """The most similar active in-scope memory over the threshold, or None. Advisory."""
@@ -130,5 +131,6 @@ class Engine:
             description=description,
             body=body,
             exclude_id=exclude_id,
+            kind=kind,
             config=self._resolved(DedupConfig, config),
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -77,6 +78,16 @@ def _tags(value: Any) -> list[str]:
     if isinstance(value, list):
         return [str(t) for t in value]
     raise RecordError(f"tags: expected a list of strings, got {type(value).__name__}")
+
+
+def _occurred(data: dict[str, Any], session_id: str, created: datetime) -> datetime | None:
+    """When the event happened: as given, or, for an evaluation-format turn (a session
+    from metadata, no `occurred_at` key), its session's date (`created_at`)."""
+    if "occurred_at" in data:
+        return parse_time(data.get("occurred_at"), key="occurred_at")
+    if session_id and "session_id" not in data and data.get("created_at"):
+        return created
+    return None
 
 
 def _session(data: dict[str, Any], metadata: dict[str, Any], slug: str) -> tuple[str, int | None]:
@@ -145,7 +156,7 @@ def memory_build(
         session_order=order,
         source=_given(data, "source", "imported"),
         valid_from=parse_time(data.get("valid_from"), key="valid_from") or created,
-        occurred_at=parse_time(data.get("occurred_at"), key="occurred_at"),
+        occurred_at=_occurred(data, session_id, created),
         invalid_at=parse_time(data.get("invalid_at"), key="invalid_at"),
         favorite=bool(data.get("favorite")),
         external_id=external,

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from console import indexing, operations
-from console.models import AgentToken, IdempotencyKey, IndexJob, Memory
+from console.models import IdempotencyKey, IndexJob, Memory
 from recall.errors import IndexUnavailable
 from tests.console.api_world import World, call, world_fixture  # noqa: F401
 
@@ -191,9 +191,14 @@ def test_delete_removes_the_memory_and_its_index_rows(world: World) -> None:
 
 
 def test_projects_are_listed_and_created_by_an_admin_token(world: World) -> None:
-    client = world.client("alpha")
-    refused = call(client, "post", "/projects", {"slug": "gamma"})
-    AgentToken.objects.filter(agent="agent-alpha").update(may_admin=True)
+    from console import tokens
+
+    refused = call(world.client("alpha"), "post", "/projects", {"slug": "gamma"})
+    _, secret = tokens.token_create(
+        agent="admin-bot", projects=["alpha"], may_write=True, may_admin=True
+    )
+    world.secrets["admin"] = secret
+    client = world.client("admin")
 
     created = call(client, "post", "/projects", {"slug": "gamma", "name": "Gamma"})
     listed = call(client, "get", "/projects").json()["projects"]
@@ -201,7 +206,7 @@ def test_projects_are_listed_and_created_by_an_admin_token(world: World) -> None
     assert refused.status_code == 403
     assert created.status_code == 201 and created.json()["slug"] == "gamma"
     assert [p["slug"] for p in listed] == ["alpha", "gamma"]
-    assert write(world, {"project": "gamma", **TURN}).status_code == 201
+    assert write(world, {"project": "gamma", **TURN}, who="admin").status_code == 201
 
 
 # --- reproducible, and sanitized everywhere ---------------------------------------------

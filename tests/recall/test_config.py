@@ -30,7 +30,7 @@ def test_defaults_follow_the_design():
     )
     assert recall.item_tokens == 500
     assert (recall.favorite_boost, recall.usage_boost, recall.link_seeds) == (1.15, 0.1, 5)
-    assert (search.k, search.depth, search.limit, search.semantic_floor) == (60, 60, 20, 0.25)
+    assert (search.k, search.depth, search.limit, search.semantic_floor) == (60, 60, 20, 0.40)
     assert (recall.fusion, dict(recall.channel_weights)) == (
         "zscore",
         {"fts": 0.6, "semantic": 0.4, "link": 1.0},
@@ -44,7 +44,7 @@ def test_defaults_follow_the_design():
         3,
         30.0,
     )
-    assert (DedupConfig().threshold, DedupConfig().candidates) == (0.83, 3)
+    assert (DedupConfig().threshold, DedupConfig().candidates) == (0.0, 3)  # 0 = calibrated
 
 
 def test_override_keeps_absent_keys_and_applies_present_ones():

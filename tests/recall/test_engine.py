@@ -43,14 +43,14 @@ def test_prompt_recall_and_dedup_read_their_rows(make_engine: MakeEngine):
     rows: dict[str, str] = {}
     engine = make_engine(DEPLOY, overrides=rows.get)
     prompt = PromptRequest(project="alpha", prompt="deploy services order")
-    same = {"name": "deploy-order", "description": "deploy services in dependency order"}
+    near = {"name": "deploy-plan", "description": "deploy the services in order"}
 
-    assert engine.prompt_recall(prompt).ids and engine.dedup_hint(project="alpha", **same)
+    assert engine.prompt_recall(prompt).ids and engine.dedup_hint(project="alpha", **near) is None
     rows["prompt"] = json.dumps({"max_hits": 1, "min_score": 99})
-    rows["dedup"] = json.dumps({"threshold": 1.01})
+    rows["dedup"] = json.dumps({"threshold": 0.3})
 
     assert engine.prompt_recall(prompt).ids == ()
-    assert engine.dedup_hint(project="alpha", **same) is None
+    assert engine.dedup_hint(project="alpha", **near) is not None
 
 
 def test_a_bad_row_value_is_skipped_and_the_rest_applies(make_engine: MakeEngine):

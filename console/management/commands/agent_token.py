@@ -22,6 +22,9 @@ class Command(BaseCommand):
             "--project", action="append", required=True, help="allowed project (repeatable)"
         )
         create.add_argument("--write", action="store_true", help="may create and curate items")
+        create.add_argument(
+            "--admin", action="store_true", help="may also create projects (POST /projects)"
+        )
         sub.add_parser("list", help="every token, newest first (never the secrets)")
         revoke = sub.add_parser("revoke", help="revoke a token by numeric id or prefix")
         revoke.add_argument("token", metavar="ID_OR_PREFIX")
@@ -35,9 +38,13 @@ class Command(BaseCommand):
 
     def _create(self, options: dict[str, Any]) -> None:
         token, secret = tokens.token_create(
-            agent=options["agent"], projects=options["project"], may_write=options["write"]
+            agent=options["agent"],
+            projects=options["project"],
+            may_write=options["write"],
+            may_admin=options["admin"],
         )
         mode = "read-write" if token.may_write else "read-only"
+        mode += ", admin" if token.may_admin else ""
         scope = ", ".join(options["project"])
         self.stderr.write(f"token {token.pk} ({mode}) for {token.agent} on {scope}")
         self.stderr.write("The secret is shown once; store it now (RECALL_AGENT_TOKEN for MCP):")
@@ -53,7 +60,8 @@ class Command(BaseCommand):
             state = f"revoked {t.revoked:%Y-%m-%d %H:%M}" if t.revoked else "live"
             used = f"{t.last_used:%Y-%m-%d %H:%M}" if t.last_used else "never"
             self.stdout.write(
-                f"{t.pk:>4}  {t.prefix}  {t.agent:<20} {'rw' if t.may_write else 'ro'}  "
+                f"{t.pk:>4}  {t.prefix}  {t.agent:<20} {'rw' if t.may_write else 'ro'}"
+                f"{'+admin' if t.may_admin else '      '}  "
                 f"{projects:<30} used {used:<16} {state}"
             )
 
