@@ -7,7 +7,7 @@ export RECALL_DATA_DIR ?= $(CURDIR)/var
 export DJANGO_ALLOW_ASYNC_UNSAFE = true
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test venv migrate lint typecheck contracts pytest chromium bench bench-smoke serve clean
+.PHONY: run test venv migrate lint typecheck contracts pytest chromium axe bench bench-smoke serve clean
 
 venv: $(VENV)/.installed
 
@@ -43,6 +43,22 @@ chromium:
 		exit 1; \
 	fi
 
+# axe-core (pinned by package-lock.json) for the browser tests' accessibility checks:
+# installed from the npm registry when the folder is missing, never at test run time.
+axe: node_modules/axe-core/axe.min.js
+
+node_modules/axe-core/axe.min.js: package.json package-lock.json
+	@if command -v npm >/dev/null; then :; \
+	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null; then \
+		echo "installing Debian's npm to fetch axe-core for the browser tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; \
+	else \
+		echo "The browser tests need npm to install axe-core: run 'sudo apt-get install -y npm'."; \
+		exit 1; \
+	fi
+	npm ci --no-audit --no-fund --silent
+	touch $@
+
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -51,7 +67,7 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy --strict recall console
 
-pytest: venv chromium
+pytest: venv chromium axe
 	$(BIN)/pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 test: lint typecheck pytest bench-smoke

@@ -22,6 +22,14 @@ SINCE_CHOICES = [
 ]
 
 
+CHANNEL_NAMES = {
+    "fts": "full text",
+    "semantic": "meaning",
+    "identifier": "name or id",
+    "link": "links",
+}
+
+
 class ChoicesForm(forms.Form):
     """A form whose choice fields get their choices at run time."""
 
@@ -54,7 +62,9 @@ class SearchForm(ChoicesForm):
     q = forms.CharField(label="Search", required=False, max_length=500)
     project = forms.ChoiceField(label="Project", required=False)
     since = forms.ChoiceField(label="Updated", required=False, choices=SINCE_CHOICES)
-    semantic = forms.BooleanField(label="Semantic", required=False, widget=ToggleInput)
+    semantic = forms.BooleanField(label="By meaning", required=False, widget=ToggleInput)
+    archived = forms.BooleanField(label="Include archived", required=False)
+    page = forms.IntegerField(required=False, min_value=1, max_value=1000)
 
     def __init__(self, *args: Any, projects: Sequence[str] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -70,6 +80,58 @@ class SearchForm(ChoicesForm):
             "projects": [data["project"]] if data.get("project") else None,
             "semantic": bool(data.get("semantic")),
             "since": since,
+            "include_inactive": bool(data.get("archived")),
+        }
+
+
+SORT_CHOICES = [
+    ("updated", "Recently updated"),
+    ("created", "Recently created"),
+    ("importance", "Most important"),
+    ("name", "Name (A-Z)"),
+]
+
+
+class BrowseForm(ChoicesForm):
+    """A project page's filters; the kind and tag choices carry their counts."""
+
+    kind = forms.ChoiceField(label="Kind", required=False)
+    tag = forms.CharField(label="Tag", required=False, max_length=120, widget=forms.Select)
+    favorites = forms.BooleanField(label="Starred only", required=False)
+    archived = forms.BooleanField(label="Include archived", required=False)
+    sort = forms.ChoiceField(label="Sort", required=False, choices=SORT_CHOICES)
+    page = forms.IntegerField(required=False, min_value=1)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._choices("kind", [("", "Any kind"), *((k, k) for k in MEMORY_KINDS)])
+        self._tags([("", "Any tag")])
+        for name, field in self.fields.items():
+            field.widget.attrs["data-focus-key"] = f"browse-{name}"
+
+    def facets(self, *, kinds: Mapping[str, int], tags: Mapping[str, int]) -> None:
+        """Label each kind and tag with how many memories it would show."""
+        total = sum(kinds.values())
+        kind_choices = [(k, f"{k} ({n})") for k, n in kinds.items()]
+        self._choices("kind", [("", f"Any kind ({total})"), *kind_choices])
+        self._tags([("", "Any tag"), *((t, f"{t} ({n})") for t, n in tags.items())])
+
+    def _tags(self, choices: list[tuple[str, str]]) -> None:
+        widget = self.fields["tag"].widget
+        assert isinstance(widget, forms.Select)
+        widget.choices = choices
+
+    def filters(self) -> dict[str, Any]:
+        """The valid filters (a bad one is dropped, the rest apply)."""
+        self.is_valid()
+        data = getattr(self, "cleaned_data", {})
+        return {
+            "kind": data.get("kind") or "",
+            "tag": data.get("tag") or "",
+            "favorites": bool(data.get("favorites")),
+            "archived": bool(data.get("archived")),
+            "sort": data.get("sort") or "updated",
+            "page": data.get("page") or 1,
         }
 
 
@@ -109,20 +171,52 @@ class MemoryForm(forms.Form):
         return {name: getattr(memory, name) for name in cls.base_fields}
 
 
+class NewMemoryForm(ChoicesForm, MemoryForm):
+    """A memory written by a person: the memory's fields and where it lives."""
+
+    project = forms.ChoiceField(label="Project", required=False)
+    field_order = ["project", "kind", "name", "description", "body", "tags", "importance"]
+
+    def __init__(self, *args: Any, projects: Sequence[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._choices("project", project_choices(projects, blank="Global (every open project)"))
+        self.order_fields(self.field_order)
+
+
 class InspectForm(ChoicesForm):
     """A Recall or Briefing as an agent would ask it; one weight field per registered channel."""
 
     mode = forms.ChoiceField(
         choices=[("recall", "Recall"), ("briefing", "Briefing")], widget=forms.RadioSelect
     )
-    project = forms.ChoiceField(label="Project", required=False)
+    project = forms.ChoiceField(label="Project the agent works in", required=False)
     query = forms.CharField(label="Query", required=False, max_length=2000)
-    budget = forms.IntegerField(label="Token budget", required=False, min_value=1)
-    limit = forms.IntegerField(
-        label="Limit", required=False, min_value=1, max_value=MAX_RECALL_LIMIT
+    budget = forms.IntegerField(
+        label="Token budget",
+        required=False,
+        min_value=1,
+        help_text="How much text the agent may receive; blank uses the setting.",
     )
-    k = forms.IntegerField(label="RRF k", required=False, min_value=1, max_value=MAX_K)
-    agent_type = forms.CharField(label="Subagent type (briefing)", required=False, max_length=120)
+    limit = forms.IntegerField(
+        label="Most items",
+        required=False,
+        min_value=1,
+        max_value=MAX_RECALL_LIMIT,
+        help_text="Blank uses the setting.",
+    )
+    k = forms.IntegerField(
+        label="Rank smoothing (RRF k)",
+        required=False,
+        min_value=1,
+        max_value=MAX_K,
+        help_text="Only for rank fusion; blank uses the setting.",
+    )
+    agent_type = forms.CharField(
+        label="Subagent type",
+        required=False,
+        max_length=120,
+        help_text="Optional label; a briefing with a query is a subagent's.",
+    )
 
     def __init__(
         self,
@@ -132,11 +226,15 @@ class InspectForm(ChoicesForm):
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
-        self._choices("project", project_choices(projects, blank="(global only)"))
+        self._choices("project", project_choices(projects, blank="No project (global only)"))
         self.channels = list(channels)
         for channel in self.channels:
             self.fields[f"w_{channel}"] = forms.FloatField(
-                label=f"{channel} weight", required=False, min_value=0, max_value=MAX_WEIGHT
+                label=f"Weight: {CHANNEL_NAMES.get(channel, channel)}",
+                required=False,
+                min_value=0,
+                max_value=MAX_WEIGHT,
+                help_text="0 turns it off; blank uses the setting.",
             )
 
     def channel_weights(self) -> dict[str, float] | None:
@@ -162,9 +260,11 @@ class ConfigForm(forms.Form):
         key: str,
         base: Any,
         override: Mapping[str, Any],
+        labels: Mapping[str, tuple[str, str]] | None = None,
         **kwargs: Any,
     ) -> None:
         self.key, self.base, self.override = key, base, dict(override)
+        self.labels = dict(labels or {})
         initial = {}
         for name, value in self.override.items():
             if isinstance(value, Mapping):
@@ -186,10 +286,10 @@ class ConfigForm(forms.Form):
         field: forms.Field
         if isinstance(base_value, bool):
             field = forms.TypedChoiceField(
-                choices=[("", "(base)"), ("true", "on"), ("false", "off")], required=False
+                choices=[("", "(no change)"), ("true", "on"), ("false", "off")], required=False
             )
         elif name == "fusion":
-            field = forms.ChoiceField(choices=[("", "(base)"), *((f, f) for f in FUSIONS)])
+            field = forms.ChoiceField(choices=[("", "(no change)"), *((f, f) for f in FUSIONS)])
             field.required = False
         elif isinstance(base_value, int):
             field = forms.IntegerField(required=False)
@@ -197,11 +297,22 @@ class ConfigForm(forms.Form):
             field = forms.FloatField(required=False)
         else:
             field = forms.CharField(required=False, max_length=200)
-        field.label = name.replace("_", " ")
-        field.widget.attrs["placeholder"] = "base"
+        label, help_text = self.labels.get(name) or (name.replace("_", " ").capitalize(), "")
+        field.label = label
+        field.help_text = help_text or f"The engine's `{name}` setting."
+        help_id, error_id = f"help-{self.key}-{name}", f"err-{self.key}-{name}"
+        field.widget.attrs["aria-describedby"] = f"{help_id} {error_id}"
         self.fields[name] = field
-        overridden = name in self.initial
-        self.rows.append({"name": name, "knob": knob, "base": base_value, "overridden": overridden})
+        self.rows.append(
+            {
+                "name": name,
+                "knob": knob,
+                "base": base_value,
+                "overridden": name in self.initial,
+                "help_id": help_id,
+                "error_id": error_id,
+            }
+        )
 
     def values(self, *, separate: bool = False) -> dict[str, Any]:
         """The non-blank fields as an override row (mapping knobs merged over the base).

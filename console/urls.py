@@ -10,6 +10,7 @@ from console.views import inspector, lists, memories, search, settings_pages
 urlpatterns = [
     path("", search.search, name="search"),
     path("palette/", search.palette, name="palette"),
+    path("memories/new/", memories.memory_new, name="memory_new"),
     path("memories/<str:memory_id>/", memories.memory_detail, name="memory_detail"),
     path("memories/<str:memory_id>/edit/", memories.memory_edit, name="memory_edit"),
     path("memories/<str:memory_id>/supersede/", memories.memory_supersede, name="memory_supersede"),
@@ -22,6 +23,7 @@ urlpatterns = [
     path("notes/<str:note_id>/star/", memories.note_star, name="note_star"),
     path("favorites/", lists.favorites, name="favorites"),
     path("projects/", lists.projects, name="projects"),
+    path("projects/<str:key>/", lists.project_detail, name="project_detail"),
     path("settings/", settings_pages.settings_page, name="settings"),
     path("settings/preview/", settings_pages.settings_preview, name="settings_preview"),
     path("settings/<str:key>/", settings_pages.settings_save, name="settings_save"),

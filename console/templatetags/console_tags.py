@@ -1,10 +1,9 @@
-"""Rendering for people: markdown bodies, snippets, small display helpers.
+"""Rendering for people: markdown bodies, item links, dates, small display helpers.
 
 Markdown is rendered with raw HTML off (typed tags show as text), `[[name]]`
 becomes a link to that memory, then the HTML is cleaned by nh3 with an
-allow-list (http, https and mailto links only). Snippets arrive from the
-engine escaped with `<mark>` around matches; they pass nh3 again keeping
-only `<mark>`, so a regression upstream cannot reach the page.
+allow-list (http, https and mailto links only). Result snippets are cut
+from plain text and escaped piece by piece (console/views/text.py).
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ from urllib.parse import quote
 import nh3
 from django import template
 from django.urls import get_script_prefix, reverse
+from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
@@ -88,17 +88,6 @@ def markdown(text: str, links: Mapping[str, str] | None = None, fallback: str = 
     return render_markdown(text, resolve=resolve)
 
 
-@register.filter
-def snippet(hit: Any) -> SafeString:
-    """The hit's highlighted snippet, re-cleaned to `<mark>` only (else its description)."""
-    html = getattr(hit, "snippet_html", None)
-    if not html:
-        return mark_safe(
-            nh3.clean_text((getattr(hit, "description", "") or "").translate(SENTINELS))
-        )  # noqa: S308
-    return mark_safe(nh3.clean(html, tags={"mark"}, attributes={}))  # noqa: S308
-
-
 _ITEM_URLS: dict[tuple[str, str], str] = {}
 
 
@@ -123,17 +112,25 @@ def nosentinel(text: Any) -> str:
 
 
 @register.filter
-def step10(value: Any) -> int:
-    """A 0..1 value as one of 0..10 steps (a CSS class per 10%, no inline style)."""
-    try:
-        return max(0, min(10, round(float(value) * 10)))
-    except (TypeError, ValueError):
-        return 0
-
-
-@register.filter
 def get(mapping: Any, key: Any) -> Any:
     try:
         return mapping.get(key)
     except AttributeError:
         return None
+
+
+@register.filter
+def when(value: Any) -> str:
+    """A date as a person says it: "today", "yesterday", "3 days ago", else "8 May 2023"."""
+    if not value:
+        return ""
+    now = timezone.localtime()
+    local = timezone.localtime(value) if timezone.is_aware(value) else value
+    days = (now.date() - local.date()).days
+    if days == 0:
+        return "today"
+    if days == 1:
+        return "yesterday"
+    if 1 < days < 7:
+        return f"{days} days ago"
+    return f"{local.day} {local:%b %Y}"

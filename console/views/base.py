@@ -20,6 +20,7 @@ from django.forms import Form
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.cache import add_never_cache_headers
 from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
@@ -39,11 +40,16 @@ View = Callable[Concatenate[HtmxHttpRequest, P], HttpResponse]
 
 def login_required(view: View[P]) -> View[P]:
     """Anonymous pages redirect to the login; anonymous htmx requests get a 403
-    whose HX-Redirect sends the whole window to the login page."""
+    whose HX-Redirect sends the whole window to the login page. Every answer
+    to a logged-in person is `Cache-Control: no-store`."""
 
     def wrapped(request: HtmxHttpRequest, /, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
         if request.user.is_authenticated:
-            return view(request, *args, **kwargs)
+            response = view(request, *args, **kwargs)
+            # Console pages change under the person (a star, a delete): never
+            # keep a copy, so Back shows the page as it is now.
+            add_never_cache_headers(response)
+            return response
         if request.htmx:
             current = urlsplit(request.htmx.current_url or "/")
             response = HttpResponse("Log in to continue.", status=403)

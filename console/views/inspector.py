@@ -1,15 +1,64 @@
-"""The Recall inspector: run a Recall or a Briefing as an agent would, and see why."""
+"""The Recall inspector: run a Recall or a Briefing as an agent would, and see why.
+
+Each recalled item shows its text, its dates and why it came, in words (the
+channels' numbers sit behind a disclosure). Without a project the run is an
+agent bound to no project, which sees only global memories: the page says
+so. A briefing with a query is the briefing a subagent gets (constraints
+plus the memories that match its task), so the query is never ignored.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from console import selectors
+from console import browse, selectors
 from console.forms import InspectForm
+from console.views import present
 from console.views.base import HtmxHttpRequest, login_required, page
+from console.views.text import Matcher
 from recall import RecallError
+
+OMITTED_SHOWN = 10
+SUBAGENT = "subagent"  # the type a briefing with a query runs as when none is given
+
+
+def _recall(form: InspectForm) -> dict[str, Any]:
+    data = form.cleaned_data
+    pack = selectors.memory_recall(
+        query=data["query"],
+        project=data["project"] or None,
+        budget=data["budget"],
+        limit=data["limit"],
+        k=data["k"],
+        channel_weights=form.channel_weights(),
+        debug=True,
+    )
+    matcher = Matcher.for_query(data["query"])
+    texts = browse.texts(ids=[h.id for h in pack.items])
+    judged = present.rank(pack.items, matcher, texts, order=False)
+    rows = present.rows(judged, matcher, texts, chars=400)
+    ids = (pack.debug or {}).get("omitted_ids") or []
+    omitted = [str(i) for i in ids] if isinstance(ids, list) else []
+    omitted_items = browse.items_by_id(ids=omitted[:OMITTED_SHOWN])
+    more = max(0, pack.omitted - len(omitted_items))
+    return {"pack": pack, "rows": rows, "omitted_items": omitted_items, "omitted_more": more}
+
+
+def _briefing(form: InspectForm) -> dict[str, Any]:
+    data = form.cleaned_data
+    agent_type = data["agent_type"] or (SUBAGENT if data["query"].strip() else "")
+    briefing = selectors.briefing_render(
+        project=data["project"] or None,
+        agent_type=agent_type,
+        prompt=data["query"],
+        budget=data["budget"],
+    )
+    items = browse.items_by_id(ids=list(briefing.ids))
+    return {"briefing": briefing, "briefing_items": items, "as_subagent": bool(agent_type)}
 
 
 @login_required
@@ -23,29 +72,14 @@ def inspect(request: HtmxHttpRequest) -> HttpResponse:
         channels=selectors.channel_names(),
         initial={"mode": "recall"},
     )
-    pack = briefing = None
-    error = ""
+    context: dict[str, Any] = {"form": form, "pack": None, "briefing": None, "error": ""}
     if form.is_bound and form.is_valid():
-        data = form.cleaned_data
+        context["no_project"] = not form.cleaned_data["project"]
         try:
-            if data["mode"] == "briefing":
-                briefing = selectors.briefing_render(
-                    project=data["project"] or None,
-                    agent_type=data["agent_type"],
-                    prompt=data["query"],
-                    budget=data["budget"],
-                )
+            if form.cleaned_data["mode"] == "briefing":
+                context.update(_briefing(form))
             else:
-                pack = selectors.memory_recall(
-                    query=data["query"],
-                    project=data["project"] or None,
-                    budget=data["budget"],
-                    limit=data["limit"],
-                    k=data["k"],
-                    channel_weights=form.channel_weights(),
-                    debug=True,
-                )
+                context.update(_recall(form))
         except RecallError as exc:
-            error = str(exc)
-    context = {"form": form, "pack": pack, "briefing": briefing, "error": error}
+            context["error"] = str(exc)
     return page(request, "console/inspect.html", context, "inspect-result")

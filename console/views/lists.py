@@ -1,13 +1,18 @@
-"""Favorites and projects."""
+"""Favorites, projects and a project's page (browse its memories)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpResponse
+from django.urls import reverse
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from console import selectors
-from console.views.base import HtmxHttpRequest, login_required, page
+from console import browse, selectors
+from console.forms import BrowseForm
+from console.models import Project
+from console.views.base import HtmxHttpRequest, login_required, or_404, page, partial
 
 
 @login_required
@@ -23,5 +28,43 @@ def favorites(request: HtmxHttpRequest) -> HttpResponse:
 @require_GET
 @vary_on_headers("HX-Request")
 def projects(request: HtmxHttpRequest) -> HttpResponse:
-    context = {"projects": selectors.project_list()}
+    context = {"projects": selectors.project_list(), "global_key": browse.GLOBAL}
     return page(request, "console/projects.html", context, "projects")
+
+
+def _page_url(request: HtmxHttpRequest, number: int) -> str:
+    query = request.GET.copy()
+    query.pop("page", None)
+    if number > 1:
+        query["page"] = str(number)
+    return f"{request.path}?{query.urlencode()}" if query else request.path
+
+
+@login_required
+@require_GET
+@vary_on_headers("HX-Request")
+def project_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
+    """A project's memories, sorted, filtered (with counts) and paged, and its notes."""
+    project: Project | None = or_404(browse.project_for, key=key)
+    form = BrowseForm(request.GET)
+    filters = form.filters()
+    listing = browse.project_memories(project=project, **filters)
+    form.facets(
+        kinds={f.value: f.count for f in listing.kinds},
+        tags={f.value: f.count for f in listing.tags},
+    )
+    notes, note_count = browse.project_notes(project=project)
+    context: dict[str, Any] = {
+        "project": project,
+        "key": key,
+        "form": form,
+        "listing": listing,
+        "filters": filters,
+        "notes": notes,
+        "note_count": note_count,
+        "prev_url": _page_url(request, listing.page - 1) if listing.page > 1 else "",
+        "next_url": _page_url(request, listing.page + 1) if listing.page < listing.pages else "",
+        "search_url": reverse("search") + (f"?project={project.slug}" if project else ""),
+        "oob": partial(request),  # the facet counts follow the filters
+    }
+    return page(request, "console/project.html", context, "browse")

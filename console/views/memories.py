@@ -14,8 +14,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from console import selectors, services
-from console.forms import MemoryForm
+from console import browse, selectors, services
+from console.forms import MemoryForm, NewMemoryForm
 from console.models import Memory, Note
 from console.views.base import (
     HtmxHttpRequest,
@@ -86,6 +86,33 @@ def _memory_form(request: HtmxHttpRequest, memory: Memory, *, supersede: bool) -
 @login_required
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
+def memory_new(request: HtmxHttpRequest) -> HttpResponse:
+    """Write a memory by hand (the palette's "New memory")."""
+    projects = selectors.project_slugs()
+    if request.method == "POST":
+        form = NewMemoryForm(request.POST, projects=projects)
+        if form.is_valid():
+            data = dict(form.cleaned_data)
+            project = browse.project_for(key=data.pop("project") or browse.GLOBAL)
+            try:
+                saved = services.memory_create(project=project, source="user_stated", **data)
+            except ValidationError as exc:
+                add_errors(form, exc)
+            else:
+                messages.success(request, f"Created {saved.name}.")
+                return done(request, reverse("memory_detail", args=[saved.pk]))
+    else:
+        wanted = request.GET.get("project", "")
+        form = NewMemoryForm(
+            projects=projects,
+            initial={"project": wanted if wanted in projects else "", "kind": "fact"},
+        )
+    return page(request, "console/memory_new.html", {"form": form}, "memory-form")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@vary_on_headers("HX-Request")
 def memory_edit(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
     return _memory_form(request, _memory(memory_id), supersede=False)
 
@@ -97,18 +124,22 @@ def memory_supersede(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
     return _memory_form(request, _memory(memory_id), supersede=True)
 
 
-def _curate(request: HtmxHttpRequest, memory: Memory, action: Callable[..., Any]) -> HttpResponse:
-    error = ""
+def _curate(
+    request: HtmxHttpRequest, memory: Memory, action: Callable[..., Any], *, verb: str
+) -> HttpResponse:
+    error = done_text = ""
     try:
         action(memory=memory)
     except ValidationError as exc:
         error = " ".join(exc.messages)
+    else:
+        done_text = f"{verb} {memory.name}."
     url = reverse("memory_detail", args=[memory.pk])
     if not partial(request):
         if error:
             messages.error(request, error)
         return redirect(url)
-    context = {**_detail_context(memory.pk), "error": error}
+    context = {**_detail_context(memory.pk), "error": error, "done": done_text}
     return render(request, "console/memory.html#memory-head", context)
 
 
@@ -116,14 +147,14 @@ def _curate(request: HtmxHttpRequest, memory: Memory, action: Callable[..., Any]
 @require_POST
 @vary_on_headers("HX-Request")
 def memory_archive(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
-    return _curate(request, _memory(memory_id), services.memory_archive)
+    return _curate(request, _memory(memory_id), services.memory_archive, verb="Archived")
 
 
 @login_required
 @require_POST
 @vary_on_headers("HX-Request")
 def memory_restore(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
-    return _curate(request, _memory(memory_id), services.memory_restore)
+    return _curate(request, _memory(memory_id), services.memory_restore, verb="Restored")
 
 
 @login_required

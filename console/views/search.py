@@ -1,16 +1,109 @@
-"""Search and the keystroke palette."""
+"""Search and the keystroke palette.
+
+Both read the last word as a prefix (the word being typed). Search reads a
+window of the engine's best hits once, drops meaning-only noise below the
+calibrated floor (console/views/present.py), orders them by the relevance
+label and pages through the window; it also counts the archived matches a
+search hides, so it can offer them. The palette stays on the full-text fast
+path (it never embeds) and, empty, offers recent items and commands.
+"""
 
 from __future__ import annotations
 
-from django.http import HttpResponse
+import re
+from typing import Any
+from urllib.parse import urlencode
+
+from django.http import HttpResponse, QueryDict
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from console import selectors
+from console import browse, selectors
 from console.forms import SearchForm
+from console.views import present
 from console.views.base import HtmxHttpRequest, login_required, page
+from console.views.text import Matcher
 from recall import RecallError
+
+WINDOW = 100  # hits read per search; the pages walk through them
+PER_PAGE = 20
+PALETTE_HITS = 8
+RECENT_MAX = 8
+_ID = re.compile(r"^[0-9A-Za-z]{10,26}$")
+
+
+def _url(params: QueryDict, **changes: Any) -> str:
+    query = params.copy()
+    if "page" not in changes:
+        query.pop("page", None)  # a changed filter starts again at the first page
+    for key, value in changes.items():
+        query.pop(key, None)
+        if value and not (key == "page" and value == 1):
+            query[key] = str(value)
+    return f"{reverse('search')}?{query.urlencode()}"
+
+
+def _hidden(params: dict[str, Any]) -> int:
+    """How many archived or superseded memories match the words (the fast path)."""
+    if params["include_inactive"]:
+        return 0
+    try:
+        found = selectors.memory_search(
+            **{**params, "semantic": False, "include_inactive": True}, prefix=True, limit=WINDOW
+        )
+    except RecallError:
+        return 0
+    return sum(1 for h in found.hits if not h.active)
+
+
+def _suggestions(data: QueryDict, params: dict[str, Any], hidden: int) -> list[tuple[str, str]]:
+    """Ways out of an empty result: each drops a filter or widens the search."""
+    out = []
+    if params["projects"]:
+        out.append(("Search all projects", _url(data, project="")))
+    if params["since"] is not None:
+        out.append(("Search any time", _url(data, since="")))
+    if not params["semantic"]:
+        out.append(("Also match by meaning", _url(data, semantic="on")))
+    if hidden:
+        out.append((f"Include archived ({hidden})", _url(data, archived="on")))
+    return out
+
+
+def _results(form: SearchForm, data: QueryDict) -> dict[str, Any]:
+    params = form.cleaned_query(now=timezone.now())
+    try:
+        result = selectors.memory_search(**params, prefix=True, limit=WINDOW)
+    except RecallError as exc:
+        return {"error": str(exc)}
+    hits = list(result.hits)  # the engine's semantic floor already applied
+    fragments = [h.snippet for h in hits]
+    matcher = Matcher.for_query(params["query"], prefix=True, fragments=fragments)
+    texts = browse.texts(ids=[h.id for h in hits])
+    judged = present.rank(hits, matcher, texts)
+    pages = max(1, -(-len(judged) // PER_PAGE))
+    number = min(form.cleaned_data.get("page") or 1, pages)
+    start = (number - 1) * PER_PAGE
+    hidden = _hidden(params)
+    capped = (getattr(result, "total", 0) or 0) > len(result.hits) or len(result.hits) >= WINDOW
+    return {
+        "rows": present.rows(judged[start : start + PER_PAGE], matcher, texts),
+        "total": len(judged),
+        "capped": capped,
+        "start": start + 1,
+        "end": min(len(judged), start + PER_PAGE),
+        "prev_url": _url(data, page=number - 1) if number > 1 else "",
+        "next_url": _url(data, page=number + 1) if number < pages else "",
+        "hidden": hidden,
+        "archived_url": _url(data, archived="on") if hidden else "",
+        "suggestions": _suggestions(data, params, hidden),
+        "result": result,
+        "browse_url": (
+            reverse("project_detail", args=[params["projects"][0]]) if params["projects"] else ""
+        ),
+    }
 
 
 @login_required
@@ -22,16 +115,35 @@ def search(request: HtmxHttpRequest) -> HttpResponse:
         form = SearchForm(request.GET, projects=projects)
     else:
         form = SearchForm(projects=projects, initial={"semantic": True})
-    result, error = None, ""
+    context: dict[str, Any] = {"form": form, "error": "", "q": ""}
     if form.is_bound and form.is_valid():
-        params = form.cleaned_query(now=timezone.now())
-        if params["query"].strip():
-            try:
-                result = selectors.memory_search(**params)
-            except RecallError as exc:
-                error = str(exc)
-    context = {"form": form, "result": result, "error": error}
+        context["q"] = form.cleaned_data["q"] or ""
+        if context["q"].strip():
+            context.update(_results(form, request.GET))
     return page(request, "console/search.html", context, "results")
+
+
+COMMANDS = [
+    ("Go to Search", "search", "search find home"),
+    ("Go to Favorites", "favorites", "starred favourites"),
+    ("Go to Projects", "projects", "browse"),
+    ("Go to Settings", "settings", "knobs configure preferences"),
+    ("Go to Inspector", "inspect", "recall briefing debug"),
+    ("New memory", "memory_new", "create add write"),
+    ("Toggle theme", "", "dark light mode colour color"),
+]
+
+
+def _commands(query: str) -> list[dict[str, str]]:
+    """The palette's commands whose words start with every word typed."""
+    wanted = query.lower().split()
+    out = []
+    for label, view, extra in COMMANDS:
+        words = f"{label} {extra}".lower().split()
+        if all(any(w.startswith(q) for w in words) for q in wanted):
+            url = reverse(view) if view else ""
+            out.append({"label": label, "url": url, "command": "" if view else "theme"})
+    return out
 
 
 @login_required
@@ -40,14 +152,32 @@ def search(request: HtmxHttpRequest) -> HttpResponse:
 def palette(request: HtmxHttpRequest) -> HttpResponse:
     """The keystroke palette: the FTS fast path (never embeds), last word a prefix."""
     query = request.GET.get("q", "")[:500]
-    result, error = None, ""
+    context: dict[str, Any] = {"q": query, "rows": [], "error": "", "result": None}
     if query.strip():
         try:
-            result = selectors.memory_search(query=query, semantic=False, prefix=True, limit=8)
+            result = selectors.memory_search(
+                query=query, semantic=False, prefix=True, limit=PALETTE_HITS
+            )
         except RecallError as exc:
-            error = str(exc)
-    context = {"q": query, "result": result, "error": error}
+            context["error"] = str(exc)
+        else:
+            matcher = Matcher.for_query(
+                query, prefix=True, fragments=[h.snippet for h in result.hits]
+            )
+            texts = browse.texts(ids=[h.id for h in result.hits])
+            judged = present.rank(result.hits, matcher, texts, order=False)
+            context["rows"] = present.rows(judged, matcher, texts, chars=140, lead=30)
+            context["result"] = result
+    else:
+        ids = [i for i in request.GET.get("recent", "").split(",") if _ID.match(i)][:RECENT_MAX]
+        context["recent"] = browse.items_by_id(ids=ids)
+        context["recent_label"] = "Recent" if context["recent"] else "Recently updated"
+        if not context["recent"]:
+            context["recent"] = browse.recently_updated(limit=5)
+    context["commands"] = _commands(query)
+    context["all_url"] = f"{reverse('search')}?{urlencode({'q': query})}"
     response = page(request, "console/palette.html", context, "palette-results")
+    result = context["result"]
     if result is not None and result.timings:
         response["Server-Timing"] = f"search;dur={result.timings.get('total', 0)}"
     return response

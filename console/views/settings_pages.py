@@ -13,6 +13,7 @@ from django_htmx.http import trigger_client_event
 
 from console import selectors, services
 from console.forms import ConfigForm
+from console.views import knobs
 from console.views.base import HtmxHttpRequest, login_required, page, partial
 from recall import RecallError
 
@@ -27,28 +28,38 @@ def _section(key: str) -> str:
     return section
 
 
-def _config_form(section: str, data: Any = None) -> ConfigForm:
-    base, override = selectors.config_base(section), selectors.config_override(section)
-    return ConfigForm(data, key=f"{section}_config", base=base, override=override)
+def _config_form(section: str, data: Any = None, *, override: Any = None) -> ConfigForm:
+    base = selectors.config_base(section)
+    if override is None:
+        override = selectors.config_override(section)
+    labels = knobs.labels(section, base)
+    return ConfigForm(data, key=f"{section}_config", base=base, override=override, labels=labels)
 
 
 def _briefing_preview(form: ConfigForm, project: str | None) -> dict[str, Any]:
-    """The briefing under the form's (unsaved) values decoded over the base."""
+    """The briefing under the form's (unsaved) values decoded over the base.
+
+    A value the engine would refuse is reported at its field (the preview's
+    out-of-band error slots); no preview renders until every field is valid.
+    """
     form.is_valid()
-    errors = [str(e) for errs in form.errors.values() for e in errs]
+    context: dict[str, Any] = {"preview_form": form, "briefing": None, "preview_errors": []}
+    if form.errors:
+        context["blocked"] = [str(form[name].label) for name in form.errors if name in form.fields]
+        context["preview_errors"] = [str(e) for e in form.non_field_errors()]
+        return context
     try:
-        briefing = selectors.briefing_render(project=project, config=form.config())
+        context["briefing"] = selectors.briefing_render(project=project, config=form.config())
     except RecallError as exc:
-        return {"briefing": None, "preview_errors": [*errors, str(exc)]}
-    return {"briefing": briefing, "preview_errors": errors}
+        context["preview_errors"] = [str(exc)]
+    return context
 
 
 def _settings_context(forms: dict[str, ConfigForm], project: str | None) -> dict[str, Any]:
     labels = selectors.config_labels()
-    preview_form = ConfigForm(
+    preview_form = _config_form(
+        BRIEFING,
         {f"{BRIEFING}_config-{k}": v for k, v in forms[BRIEFING].initial.items()},
-        key=f"{BRIEFING}_config",
-        base=selectors.config_base(BRIEFING),
         override={},
     )
     return {
@@ -118,8 +129,8 @@ def settings_save(request: HtmxHttpRequest, key: str) -> HttpResponse:
 @require_GET
 @vary_on_headers("HX-Request")
 def settings_preview(request: HtmxHttpRequest) -> HttpResponse:
-    base = selectors.config_base(BRIEFING)
-    form = ConfigForm(request.GET, key=f"{BRIEFING}_config", base=base, override={})
+    form = _config_form(BRIEFING, request.GET, override={})
     project = request.GET.get("preview_project") or None
     context = {"preview_project": project or "", **_briefing_preview(form, project)}
+    context["oob"] = partial(request)  # each field's error goes to its own slot
     return page(request, "console/settings_preview.html", context, "preview")

@@ -1,21 +1,71 @@
-// The console's own behaviour: the Ctrl/Cmd-K palette and keyboard navigation.
+// The console's own behaviour: the Ctrl/Cmd-K palette, keyboard navigation,
+// focus after every swap, scroll restoration, recents and the theme.
 // No inline scripts (the CSP allows only 'self'); htmx does the rest.
 (function () {
   "use strict";
 
-  // --- palette ---------------------------------------------------------------
+  const store = {
+    get(key, fallback) {
+      try {
+        const value = window.localStorage.getItem(key);
+        return value === null ? fallback : JSON.parse(value);
+      } catch (err) {
+        return fallback;
+      }
+    },
+    set(key, value) {
+      try {
+        window.localStorage.setItem(key, JSON.stringify(value));
+      } catch (err) {
+        // Storage off (private mode): nothing is remembered.
+      }
+    },
+  };
+
+  // --- theme ---------------------------------------------------------------------
+  // theme.js applied a stored choice before paint; this flips it.
+  function toggleTheme() {
+    const root = document.documentElement;
+    const dark = root.dataset.theme
+      ? root.dataset.theme === "dark"
+      : window.matchMedia("(prefers-color-scheme: dark)").matches;
+    root.dataset.theme = dark ? "light" : "dark";
+    try {
+      window.localStorage.setItem("recall-theme", root.dataset.theme);
+    } catch (err) {
+      // The choice lasts for this page only.
+    }
+  }
+
+  // --- recents -------------------------------------------------------------------
+  // A memory or note page names itself (data-recent); the palette offers the
+  // last ones opened when it opens empty. Only ids are kept: the server
+  // renders (and escapes) their current titles.
+  const RECENT_KEY = "recall-recent";
+  const here = document.querySelector("[data-recent]");
+  if (here) {
+    const id = here.getAttribute("data-recent");
+    const ids = store.get(RECENT_KEY, []).filter(function (x) {
+      return x !== id;
+    });
+    ids.unshift(id);
+    store.set(RECENT_KEY, ids.slice(0, 8));
+  }
+
+  // --- palette ---------------------------------------------------------------------
   // Each keystroke fetches the palette endpoint (the FTS fast path). Requests
   // carry a sequence number and the previous one is aborted, so a slow, stale
-  // response never overwrites a newer one.
+  // response never overwrites a newer one. Options are never focused: focus
+  // stays in the box and aria-activedescendant names the one highlighted row.
   const dialog = document.getElementById("palette");
   const input = document.getElementById("palette-q");
   const results = document.getElementById("palette-results");
+  const closeButton = document.getElementById("palette-close");
   let seq = 0;
   let controller = null;
-  let timer = null;
 
   function options() {
-    return results ? Array.from(results.querySelectorAll(".pal-item")) : [];
+    return results ? Array.from(results.querySelectorAll("[role=option]")) : [];
   }
 
   function select(index) {
@@ -24,6 +74,7 @@
       el.setAttribute("aria-selected", i === index ? "true" : "false");
       el.classList.toggle("selected", i === index);
     });
+    input.setAttribute("aria-expanded", items.length ? "true" : "false");
     if (items[index]) {
       input.setAttribute("aria-activedescendant", items[index].id);
       items[index].scrollIntoView({ block: "nearest" });
@@ -43,12 +94,9 @@
     const mine = ++seq;
     if (controller) controller.abort();
     controller = new AbortController();
-    if (!q.trim()) {
-      results.replaceChildren();
-      results.dataset.q = "";
-      return;
-    }
-    const url = input.dataset.url + "?" + new URLSearchParams({ q: q }).toString();
+    const params = q.trim() ? { q: q } : { q: "", recent: store.get(RECENT_KEY, []).join(",") };
+    const url = input.dataset.url + "?" + new URLSearchParams(params).toString();
+    results.setAttribute("aria-busy", "true");
     fetch(url, {
       headers: { "HX-Request": "true" },
       credentials: "same-origin",
@@ -65,6 +113,7 @@
         if (html === null || mine !== seq) return; // stale: a newer request owns the list
         results.innerHTML = html; // server-rendered, escaped; scripts never run from innerHTML
         results.dataset.q = q;
+        results.removeAttribute("aria-busy");
         select(options().length ? 0 : -1);
       })
       .catch(function (err) {
@@ -72,12 +121,22 @@
       });
   }
 
+  function choose(option) {
+    if (!option) return;
+    if (option.dataset.command === "theme") {
+      toggleTheme();
+      closePalette();
+    } else if (option.href) {
+      window.location.href = option.href;
+    }
+  }
+
   function openPalette() {
     if (!dialog || dialog.open) return;
     dialog.showModal();
     input.select();
     input.focus();
-    if (input.value.trim()) fetchPalette();
+    fetchPalette();
   }
 
   function closePalette() {
@@ -85,10 +144,7 @@
   }
 
   if (dialog && input && results) {
-    input.addEventListener("input", function () {
-      clearTimeout(timer);
-      timer = setTimeout(fetchPalette, 0);
-    });
+    input.addEventListener("input", fetchPalette);
     input.addEventListener("keydown", function (event) {
       const items = options();
       const current = selectedIndex();
@@ -98,10 +154,13 @@
       } else if (event.key === "ArrowUp") {
         event.preventDefault();
         select(items.length ? (current - 1 + items.length) % items.length : -1);
+      } else if (event.key === "Home" && items.length && !input.value) {
+        event.preventDefault();
+        select(0);
       } else if (event.key === "Enter") {
         event.preventDefault();
         const chosen = items[current >= 0 ? current : 0];
-        if (chosen) window.location.href = chosen.href;
+        if (chosen) choose(chosen);
         else if (input.value.trim()) input.form.submit();
       } else if (event.key === "Escape") {
         event.preventDefault();
@@ -109,9 +168,17 @@
       }
     });
     results.addEventListener("mousemove", function (event) {
-      const item = event.target.closest(".pal-item");
-      if (item) select(options().indexOf(item));
+      const item = event.target.closest("[role=option]");
+      if (item && item.getAttribute("aria-selected") !== "true") select(options().indexOf(item));
     });
+    results.addEventListener("click", function (event) {
+      const item = event.target.closest("[data-command]");
+      if (item) {
+        event.preventDefault();
+        choose(item);
+      }
+    });
+    if (closeButton) closeButton.addEventListener("click", closePalette);
     dialog.addEventListener("click", function (event) {
       if (event.target === dialog) closePalette(); // a click on the backdrop
     });
@@ -172,4 +239,126 @@
       }
     }
   });
+
+  // --- focus after a swap ------------------------------------------------------------
+  // A swap replaces the element that had focus (a star, Archive): focus goes to
+  // its successor, found by the same data-focus-key; a form coming back with
+  // errors focuses its first invalid field, scrolled clear of the header.
+  let focusKey = null;
+
+  function focusFirstInvalid(root) {
+    const field = root.querySelector("[aria-invalid=true]");
+    if (!field) return false;
+    field.focus({ preventScroll: true });
+    field.scrollIntoView({ block: "center" });
+    return true;
+  }
+
+  document.body.addEventListener("htmx:beforeSwap", function () {
+    const active = document.activeElement;
+    focusKey = active && active.dataset ? active.dataset.focusKey || null : null;
+  });
+
+  document.body.addEventListener("htmx:afterSettle", function (event) {
+    syncFieldErrors();
+    const swapped = event.target; // the new content (or the target, for innerHTML)
+    if (!(swapped instanceof Element) || swapped.closest("[data-no-focus]")) return;
+    const lost = !document.activeElement || document.activeElement === document.body;
+    const asked = swapped.matches("[data-autofocus]") ? swapped : swapped.querySelector("[data-autofocus]");
+    if (asked) {
+      asked.focus();
+    } else if (swapped.querySelector("[aria-invalid=true]") && lost) {
+      focusFirstInvalid(swapped);
+    } else if (focusKey && lost) {
+      const next = document.querySelector('[data-focus-key="' + CSS.escape(focusKey) + '"]');
+      if (next) next.focus();
+    }
+  });
+
+  // --- loading ----------------------------------------------------------------------
+  // htmx marks indicators with .htmx-request; aria-busy tells assistive tech too.
+  document.body.addEventListener("htmx:beforeRequest", function (event) {
+    const target = event.detail.target;
+    if (target && target.setAttribute) target.setAttribute("aria-busy", "true");
+  });
+  document.body.addEventListener("htmx:afterRequest", function (event) {
+    const target = event.detail.target;
+    if (target && target.removeAttribute) target.removeAttribute("aria-busy");
+  });
+
+  // --- field errors from the live preview --------------------------------------------
+  // The settings preview sends each field's error out of band; the field says so.
+  function syncFieldErrors() {
+    document.querySelectorAll(".field-error[id^='err-']").forEach(function (error) {
+      const field = document.querySelector('[aria-describedby~="' + CSS.escape(error.id) + '"]');
+      if (!field) return;
+      if (error.hidden || !error.textContent.trim()) field.removeAttribute("aria-invalid");
+      else field.setAttribute("aria-invalid", "true");
+    });
+  }
+
+  // --- scrollable boxes --------------------------------------------------------------
+  // A code block or table that scrolls sideways must be reachable by keyboard.
+  function scrollables(root) {
+    root.querySelectorAll("pre, .table-wrap, .verbatim").forEach(function (el) {
+      const scrolls = el.scrollWidth > el.clientWidth || el.scrollHeight > el.clientHeight;
+      if (!scrolls || el.hasAttribute("tabindex")) return;
+      el.setAttribute("tabindex", "0");
+      if (el.tagName !== "PRE" && !el.hasAttribute("role")) {
+        el.setAttribute("role", "region");
+        el.setAttribute("aria-label", el.dataset.label || "Scrollable table");
+      }
+    });
+  }
+  scrollables(document);
+  document.body.addEventListener("htmx:afterSettle", function (event) {
+    if (event.target instanceof Element) scrollables(event.target);
+  });
+
+  // --- history: scroll and focus come back with Back ----------------------------------
+  // Pages are never cached (Cache-Control: no-store), so Back reloads them;
+  // the result a person left from is focused again at the same scroll.
+  const SCROLL_KEY = "recall-scroll:";
+  if ("scrollRestoration" in history) history.scrollRestoration = "manual";
+
+  window.addEventListener("pagehide", function () {
+    const active = document.activeElement;
+    const state = {
+      y: window.scrollY,
+      focus: active && active.id && active.id !== "main" ? active.id : "",
+    };
+    try {
+      window.sessionStorage.setItem(SCROLL_KEY + location.href, JSON.stringify(state));
+    } catch (err) {
+      // Nothing to restore next time.
+    }
+  });
+
+  function restore() {
+    const nav = performance.getEntriesByType("navigation")[0];
+    if (!nav || nav.type !== "back_forward") return;
+    let state = null;
+    try {
+      state = JSON.parse(window.sessionStorage.getItem(SCROLL_KEY + location.href) || "null");
+    } catch (err) {
+      state = null;
+    }
+    if (!state) return;
+    const focus = state.focus ? document.getElementById(state.focus) : null;
+    if (focus) focus.focus({ preventScroll: true });
+    window.scrollTo(0, state.y);
+  }
+
+  window.addEventListener("pageshow", function (event) {
+    if (event.persisted) {
+      // A page kept in the back-forward cache may show what was since deleted.
+      window.location.reload();
+      return;
+    }
+    restore();
+  });
+
+  // A full page that came back with errors (a plain POST) starts at its first one.
+  const invalidForm = document.querySelector("form [aria-invalid=true]");
+  if (invalidForm) focusFirstInvalid(invalidForm.form || document.body);
 })();

@@ -22,8 +22,14 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
+# axe-core from the npm registry, pinned by package-lock.json and installed by
+# `make test`'s set-up (`make axe`); nothing is fetched while the tests run.
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 PASSWORD = "correct horse battery staple"
+DESKTOP = {"width": 1440, "height": 900}
+PHONE = {"width": 390, "height": 844}
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +69,11 @@ def page(browser: Any, live_server: Any, planes: Path, watch: Watch) -> Iterator
         dialog.dismiss()
 
     def on_console(message: Any) -> None:
+        document = message.text.startswith("Failed to load resource") and (
+            message.location.get("url") == tab.url
+        )
+        if document:
+            return  # the page's own status (a 404 page on purpose), not a broken resource
         if "Content Security Policy" in message.text:
             watch.csp.append(message.text)
         elif message.type == "error":
@@ -101,3 +112,32 @@ def shoot(page: Any, name: str, *, full_page: bool = True) -> None:
         page.emulate_media(color_scheme=scheme)
         page.screenshot(path=str(SCREENSHOTS / f"{name}-{scheme}.png"), full_page=full_page)
     page.emulate_media(color_scheme="light")
+
+
+def axe(page: Any) -> list[str]:
+    """axe-core's violations on the page as it is now, one readable line each.
+
+    The script is evaluated through the DevTools protocol, which the page's
+    Content-Security-Policy does not govern, so the page itself stays strict.
+    """
+    if not AXE.exists():
+        pytest.fail(f"axe-core is missing at {AXE}: run `make axe` (npm ci)")
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.evaluate(AXE.read_text(encoding="utf-8"))
+    found = page.evaluate(
+        """async () => {
+          const result = await axe.run(document, {resultTypes: ['violations']});
+          return result.violations.map(v => `${v.id} (${v.impact}): ${v.help} -> ` +
+            v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '));
+        }"""
+    )
+    return [str(line) for line in found]
+
+
+def overflow(page: Any) -> int:
+    """How many CSS pixels the page is wider than its viewport (0: no sideways scroll)."""
+    return int(
+        page.evaluate(
+            "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+    )

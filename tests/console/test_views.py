@@ -65,6 +65,9 @@ def pages(memory: Memory) -> dict[str, tuple[str, str]]:
         "/settings/": ("<html", 'id="sections"'),
         "/settings/preview/?briefing_config-budget=200": ("<html", "data-preview"),
         "/inspect/?mode=recall&query=chroma&project=billing-api": ("<html", "data-pack"),
+        "/projects/billing-api/": ("<html", 'id="browse"'),
+        "/projects/_global/": ("<html", 'id="browse"'),
+        "/memories/new/": ("<html", 'id="memory-form"'),
     }
 
 
@@ -189,32 +192,34 @@ def test_search_shows_highlighted_hits_with_badges(admin_client: Client, memory:
     assert "<mark>chroma</mark>" in html.lower() or "<mark>Chroma</mark>" in html
     assert "billing-api" in html
     assert "gotcha" in html
-    assert "src-fused" in html or "src-fts" in html or "src-identifier" in html
+    assert re.search(r'class="relevance rel-\w+">(Exact|Strong|Good|Weak) match<', html)
+    assert "Why this result" in html
     assert f'action="/memories/{memory.pk}/star/"' in html
 
 
 def test_search_with_semantic_off_is_fts_only(admin_client: Client, memory: Memory) -> None:
     html = admin_client.get("/?q=chroma&semantic=false", **HX).content.decode()
 
-    assert "src-fts" in html
-    assert "src-fused" not in html
-    assert "sim-fill" not in html
+    assert "Full text: rank 1" in html
+    assert "Meaning:" not in html
 
 
-def test_search_similarity_is_a_class_step_never_a_style(
+def test_search_shows_relevance_in_words_with_the_numbers_behind_a_disclosure(
     admin_client: Client, memory: Memory
 ) -> None:
     html = admin_client.get("/?q=chroma+start+before+api", **HX).content.decode()
 
-    assert "sim-fill w" in html
+    assert "Meaning: rank" in html and "similarity 0." in html
+    assert "sim-track" not in html
     assert "style=" not in html
 
 
 def test_search_says_so_when_nothing_matches(admin_client: Client, memory: Memory) -> None:
     html = admin_client.get("/?q=zzqxv&semantic=false", **HX).content.decode()
 
-    assert "No memory matches" in html
+    assert "No results for “zzqxv”" in html
     assert "hit-title" not in html
+    assert "Also match by meaning" in html  # a way out: turn meaning back on
 
 
 def test_search_filters_by_project(admin_client: Client, memory: Memory) -> None:
@@ -222,8 +227,9 @@ def test_search_filters_by_project(admin_client: Client, memory: Memory) -> None
     in_other = admin_client.get("/?q=chroma&project=other&semantic=false", **HX).content.decode()
     in_own = admin_client.get("/?q=chroma&project=billing-api", **HX).content.decode()
 
-    assert "No memory matches" in in_other
-    assert "chroma-boot-race" in in_own
+    assert "No results for" in in_other
+    assert "Search all projects" in in_other
+    assert "boot-race" in in_own
 
 
 def test_search_shows_a_bad_query_inline_with_200(admin_client: Client, memory: Memory) -> None:
@@ -239,10 +245,9 @@ def test_the_palette_is_the_fts_fast_path_with_a_prefix(
     response = admin_client.get("/palette/?q=chro", **HX)
     html = response.content.decode()
 
-    assert "chroma-boot-race" in html
-    assert "<mark>" in html
+    assert "<mark>chroma</mark>-boot-race" in html  # the title is highlighted
     assert f'href="/memories/{memory.pk}/"' in html
-    assert html.count('class="pal-item"') <= 8
+    assert html.count('role="option"') - html.count("pal-command") <= 8
     assert response["Server-Timing"].startswith("search;dur=")
 
 
@@ -442,7 +447,8 @@ def test_projects_show_counts_and_isolation(admin_client: Client, memory: Memory
     html = admin_client.get("/projects/", **HX).content.decode()
 
     assert "iso-sealed" in html
-    assert '<td class="num">2</td>' in html  # billing-api's two active memories
+    assert '<td class="num" data-label="Active">2</td>' in html  # billing-api's two active
+    assert 'href="/projects/billing-api/"' in html
 
 
 # --- settings ---------------------------------------------------------------------
@@ -485,19 +491,19 @@ def test_prompt_and_dedup_overrides_apply_to_the_next_call(
     admin_client: Client, memory: Memory
 ) -> None:
     prompt = "chroma must start before the api"
-    same = {"name": "chroma-boot-race", "description": memory.description}
+    same = {"name": "chroma-first", "description": "Start Chroma before the API, or boot fails"}
     assert selectors.prompt_recall(project="billing-api", prompt=prompt).ids
-    assert selectors.memory_dedup_hint(project="billing-api", **same) is not None
+    assert selectors.memory_dedup_hint(project="billing-api", **same) is None
 
     admin_client.post("/settings/prompt_config/", {"action": "save", "prompt_config-max_hits": "1",
                       "prompt_config-min_score": "99"}, **HX)  # fmt: skip
     admin_client.post(
-        "/settings/dedup_config/", {"action": "save", "dedup_config-threshold": "1.5"}, **HX
+        "/settings/dedup_config/", {"action": "save", "dedup_config-threshold": "0.5"}, **HX
     )
 
     assert Setting.objects.get(key="prompt_config").value == {"max_hits": 1, "min_score": 99.0}
     assert selectors.prompt_recall(project="billing-api", prompt=prompt).ids == ()
-    assert selectors.memory_dedup_hint(project="billing-api", **same) is None
+    assert selectors.memory_dedup_hint(project="billing-api", **same) is not None
 
 
 def test_a_bad_value_shows_the_engines_message_at_its_field(
@@ -569,7 +575,7 @@ def test_inspector_shows_channels_ranks_tokens_and_records_nothing(
         **HX,
     ).content.decode()
 
-    assert "chan-fts" in html
+    assert "Full text: rank" in html
     assert "omitted" in html
     assert "k 10" in html
     assert "total" in html
@@ -650,6 +656,237 @@ def test_project_counts_do_not_multiply_by_notes(admin_client: Client, memory: M
 
     html = admin_client.get("/projects/", **HX).content.decode()
 
-    assert re.search(
-        r'<td class="num">2</td>\s*<td class="num">0</td>\s*<td class="num">2</td>', html
+    cells = re.findall(r'<td class="num" data-label="\w+">(\d+)</td>', html)
+    assert cells == ["2", "0", "2"]
+
+
+# --- second pass (issue 18): server side of what tests/browser/test_second_pass.py drives
+
+
+def test_every_console_page_is_never_cached(admin_client: Client, memory: Memory) -> None:
+    for url in pages(memory):
+        cache = admin_client.get(url)["Cache-Control"]
+        assert "no-store" in cache, url
+
+
+def test_a_missing_page_is_the_styled_404_with_the_console_around_it(
+    admin_client: Client, planes: Path
+) -> None:
+    response = admin_client.get("/memories/01NOPE/")
+    html = response.content.decode()
+
+    assert response.status_code == 404
+    assert "<h1>Not found</h1>" in html
+    assert 'href="/static/console/app.css"' in html
+    assert 'class="nav"' in html
+
+
+def test_search_reads_the_last_word_as_a_prefix(admin_client: Client, memory: Memory) -> None:
+    html = admin_client.get("/?q=chrom&semantic=false", **HX).content.decode()
+
+    assert "boot-race" in html
+    assert "<mark>Chroma</mark>" in html or "<mark>chroma</mark>" in html
+
+
+def test_search_pages_through_its_results_with_a_total(
+    admin_client: Client, project: Project
+) -> None:
+    for n in range(23):
+        services.memory_create(
+            project=project, kind="fact", name=f"ledger-{n:02d}", description=f"Ledger rule {n}"
+        )
+    indexing.apply_pending()
+
+    first = admin_client.get("/?q=ledger&semantic=false", **HX).content.decode()
+    second = admin_client.get("/?q=ledger&semantic=false&page=2", **HX).content.decode()
+
+    assert "Showing 1–20 of 23" in first
+    assert 'rel="next"' in first and "page=2" in first
+    assert "Showing 21–23 of 23" in second
+    assert second.count('class="hit"') == 3
+
+
+def test_search_says_how_many_archived_matches_it_hides(
+    admin_client: Client, memory: Memory
+) -> None:
+    services.memory_archive(memory=memory)
+    indexing.apply_pending()
+
+    hidden = admin_client.get("/?q=chroma&semantic=false", **HX).content.decode()
+    shown = admin_client.get("/?q=chroma&semantic=false&archived=on", **HX).content.decode()
+
+    assert "No results for" in hidden
+    assert "Include archived (1)" in hidden
+    assert "boot-race" in shown and ">archived<" in shown
+
+
+def test_snippets_are_plain_text_cut_at_a_sentence(admin_client: Client, project: Project) -> None:
+    make_memory(
+        project,
+        name="fence-probe",
+        description="Probe",
+        body="# Title\n\nFirst part talks about nothing.\n\n```sh\nrm -rf /\n```\n\n"
+        "Later the **queue** drains, see [[retry-policy|the retry rules]] for details.",
     )
+
+    html = admin_client.get("/?q=queue+drains&semantic=false", **HX).content.decode()
+    snippet = html.split('class="snippet">', 1)[1].split("</p>", 1)[0]
+
+    assert snippet.startswith("Later the <mark>queue</mark> <mark>drains</mark>, see the retry")
+    assert "**" not in snippet and "[[" not in snippet and "```" not in snippet
+
+
+def test_the_palette_opened_empty_offers_recent_items_and_commands(
+    admin_client: Client, memory: Memory
+) -> None:
+    recent = admin_client.get(f"/palette/?q=&recent={memory.pk},01NOPE00000000", **HX)
+    updated = admin_client.get("/palette/?q=", **HX).content.decode()
+    themed = admin_client.get("/palette/?q=dark", **HX).content.decode()
+    html = recent.content.decode()
+
+    assert 'aria-label="Recent"' in html and "chroma-boot-race" in html
+    assert "Recently updated" in updated
+    for command in ("Go to Favorites", "New memory", "Toggle theme"):
+        assert command in html
+    assert 'data-command="theme"' in themed and "Go to Favorites" not in themed
+    assert html.count('role="listbox"') == 1
+
+
+def test_a_project_page_filters_counts_sorts_and_pages(
+    admin_client: Client, memory: Memory
+) -> None:
+    project = memory.project
+    for n in range(26):
+        services.memory_create(
+            project=project, kind="runbook", name=f"step-{n:02d}", tags=["ops"], importance=0.9
+        )
+    services.memory_archive(memory=memory)
+
+    first = admin_client.get("/projects/billing-api/").content.decode()
+    runbooks = admin_client.get("/projects/billing-api/?kind=runbook&page=2", **HX)
+    tagged = admin_client.get("/projects/billing-api/?tag=ops&sort=name", **HX).content.decode()
+    archived = admin_client.get("/projects/billing-api/?archived=on", **HX).content.decode()
+
+    assert "Showing 1–25 of 27 memories" in first
+    assert "runbook (26)" in first and "convention (1)" in first
+    assert "1 archived or superseded not shown" in first
+    assert "Showing 26–26 of 26" in runbooks.content.decode()
+    assert tagged.index("step-00") < tagged.index("step-01")
+    assert "of 28 memories" in archived
+
+
+def test_an_unknown_project_page_is_404(admin_client: Client, planes: Path) -> None:
+    assert admin_client.get("/projects/nope/").status_code == 404
+
+
+def test_a_person_writes_a_new_memory(admin_client: Client, project: Project) -> None:
+    data = {"project": "billing-api", "kind": "fact", "name": "hand-written", "importance": "0.5"}
+
+    bad = admin_client.post("/memories/new/", {**data, "name": "Bad Name"}, **HX)
+    good = admin_client.post("/memories/new/", data)
+    created = Memory.objects.get(name="hand-written")
+
+    assert "not a valid name" in bad.content.decode()
+    assert 'aria-invalid="true"' in bad.content.decode()
+    assert good["Location"] == f"/memories/{created.pk}/"
+    assert created.project == project
+
+
+def test_settings_name_each_knob_plainly_with_a_help_line(
+    admin_client: Client, memory: Memory
+) -> None:
+    html = admin_client.get("/settings/").content.decode()
+
+    assert ">Size (tokens)</label>" in html
+    assert "Minimum similarity for meaning-only results" in html
+    assert html.count('class="knob-help"') == html.count('<th scope="row">')
+
+
+def test_the_preview_reports_a_bad_value_at_its_field_and_renders_nothing(
+    admin_client: Client, memory: Memory
+) -> None:
+    response = admin_client.get("/settings/preview/", {"briefing_config-budget": "0"}, **HX)
+    html = response.content.decode()
+
+    slot = html.split('id="err-briefing_config-budget"', 1)[1].split("</p>", 1)[0]
+    assert 'hx-swap-oob="true"' in slot and "budget" in slot
+    assert "data-briefing" not in html
+    assert "No preview until the values are valid" in html
+
+
+def test_the_inspector_warns_without_a_project(admin_client: Client, memory: Memory) -> None:
+    html = admin_client.get("/inspect/", {"mode": "recall", "query": "chroma"}, **HX).content
+    scoped = admin_client.get(
+        "/inspect/", {"mode": "recall", "query": "chroma", "project": "billing-api"}, **HX
+    ).content
+
+    assert b"No project chosen" in html
+    assert b"No project chosen" not in scoped
+    assert b'class="why"' in scoped and b"item-dates" in scoped
+
+
+def test_a_briefing_with_a_query_is_a_subagents(admin_client: Client, memory: Memory) -> None:
+    html = admin_client.get(
+        "/inspect/",
+        {"mode": "briefing", "project": "billing-api", "query": "chroma must start before api"},
+        **HX,
+    ).content.decode()
+
+    assert "A subagent" in html
+    assert "RELEVANT" in html
+
+
+@pytest.mark.parametrize(
+    ("markdown", "blocks"),
+    [
+        ("Plain text.", ["Plain text."]),
+        ("one\ntwo", ["one two"]),
+        ("# Head\n\nBody **bold** and *em*.", ["Head", "Body bold and em."]),
+        ("See [[name]] and [[name|label]].", ["See name and label."]),
+        ("A [link](https://x.example) and ![alt](i.png).", ["A link and alt."]),
+        ("```py\nx = 1\n\ny = 2\n```", ["x = 1", "y = 2"]),
+        ("- one\n- two", ["one", "two"]),
+        ("| a | b |\n|---|---|\n| 1 | 2 |", ["a · b", "1 · 2"]),
+        ("snake_case_name stays", ["snake_case_name stays"]),
+        ("> quoted `code`", ["quoted code"]),
+    ],
+)
+def test_markdown_reads_as_plain_blocks(markdown: str, blocks: list[str]) -> None:
+    from console.views.text import plain_blocks
+
+    assert plain_blocks(markdown) == blocks
+
+
+def test_a_snippet_never_cuts_off_the_only_match() -> None:
+    from console.views.text import Matcher, snippet_text
+
+    long = "Word " * 80 + "the needle sits here at the end of a very long sentence"
+    text = snippet_text([long], Matcher.for_query("needle"), chars=120)
+
+    assert text is not None and "needle" in text
+    assert text.startswith("…") and len(text) <= 122
+
+
+def test_the_matcher_marks_stems_and_a_typed_prefix() -> None:
+    from console.views.text import Matcher
+
+    matcher = Matcher.for_query("webhook retries dep", prefix=True)
+
+    assert str(matcher.mark("Webhooks retry; deploy <b>")) == (
+        "<mark>Webhooks</mark> <mark>retry</mark>; <mark>deploy</mark> &lt;b&gt;"
+    )
+    assert matcher.found("stripe-webhook-race") == {"webhook"}
+
+
+def test_the_error_pages_are_styled_without_a_request_too(admin_user: User, planes: Path) -> None:
+    from django.template.loader import render_to_string
+
+    server_error = render_to_string("500.html")  # Django renders it with no context
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(admin_user)
+    refused = client.post("/settings/briefing_config/", {"action": "reset"})
+
+    assert "Something went wrong" in server_error and "app.css" in server_error
+    assert refused.status_code == 403
+    assert "Form expired" in refused.content.decode()
+    assert "app.css" in refused.content.decode()

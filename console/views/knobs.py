@@ -1,0 +1,102 @@
+"""What each setting is called on the Settings page, and one line saying what it does.
+
+Keyed by section, then by knob (a weight by `channel_weights.<channel>`). A
+knob missing here still shows, under its engine name, with a generic line.
+"""
+
+from __future__ import annotations
+
+WEIGHTS = {
+    "fts": ("Weight: word matches", "How much matching the words counts. 0 turns it off."),
+    "semantic": ("Weight: meaning", "How much similar meaning counts. 0 turns it off."),
+    "identifier": ("Weight: exact name or id", "Puts an exact name or id first. 0 turns it off."),
+    "link": ("Weight: linked memories", "How much a [[link]] from a top result counts. 0: none."),
+}
+FUSION = ("How rankings combine", "zscore keeps score gaps (measured better); rrf uses ranks only.")
+K = ("Rank smoothing (RRF k)", "Only for rrf: higher flattens the difference between ranks.")
+
+HELP: dict[str, dict[str, tuple[str, str]]] = {
+    "briefing": {
+        "budget": ("Size (tokens)", "How much text the session-start briefing may use."),
+        "hard_cap_factor": (
+            "Hard cap (x size)",
+            "Rules and starred memories may pass the size up to this multiple, never beyond.",
+        ),
+        "scan_limit": ("Newest memories read", "How many recent memories the index is built from."),
+        "description_chars": ("Line length (characters)", "Each memory's line is cut to this."),
+        "relevant_hits": (
+            "Matches for a subagent",
+            "How many memories matching a subagent's task it gets.",
+        ),
+        "tag": ("Wrapping tag", "The tag around the briefing, e.g. <memory-briefing>."),
+    },
+    "search": {
+        "limit": ("Results per search", "How many results a search returns when none is asked."),
+        "max_limit": ("Most results allowed", "The largest number of results anyone may ask for."),
+        "depth": ("Candidates per channel", "How deep each channel looks before ranking."),
+        "fusion": FUSION,
+        "k": K,
+        "semantic_floor": (
+            "Minimum similarity for meaning-only results",
+            "0 to 1. Results that share no word with the search must be at least this similar.",
+        ),
+        "since_depth_factor": (
+            "Extra depth with a date filter",
+            "Look this many times deeper when results must be recent.",
+        ),
+        "max_depth": ("Deepest look", "The most candidates any channel reads."),
+        "identifier_limit": ("Exact-name results", "How many exact name or id matches go first."),
+    },
+    "recall": {
+        "budget": ("Token budget", "How much text an agent receives when it names no budget."),
+        "max_budget": ("Largest budget", "The most tokens an agent may ask for."),
+        "limit": ("Items per recall", "How many memories at most when the agent names none."),
+        "max_limit": ("Most items allowed", "The largest number of items an agent may ask for."),
+        "item_tokens": (
+            "Longest item (tokens)",
+            "A longer memory is cut at a sentence. 0: no cut.",
+        ),
+        "depth": ("Candidates per channel", "How deep each channel looks before ranking."),
+        "fusion": FUSION,
+        "k": K,
+        "semantic": ("Match by meaning", "Use the meaning channel when an embedding model is set."),
+        "link_seeds": (
+            "Results whose links are followed",
+            "[[Links]] of this many top memories are added as related.",
+        ),
+        "favorite_boost": ("Starred boost", "Starred memories' scores are multiplied by this."),
+        "usage_boost": ("Usage boost", "How much being useful to agents before lifts a memory."),
+    },
+    "prompt": {
+        "min_shared_words": (
+            "Shared words needed",
+            "A memory must share at least this many words with the prompt.",
+        ),
+        "min_score": ("Minimum match score", "Higher shows fewer, surer matches."),
+        "max_hits": ("Most memories per prompt", "How many memories one prompt may bring."),
+        "min_word_chars": ("Shortest word counted", "Shorter words are ignored when matching."),
+        "ttl_seconds": ("Refresh after (seconds)", "How long the word list is reused."),
+        "corpus_limit": ("Memories considered", "How many active memories are matched against."),
+        "description_chars": ("Line length (characters)", "Each memory's line is cut to this."),
+        "tag": ("Wrapping tag", "The tag around the block, e.g. <memory-recall>."),
+        "budget": ("Size (tokens)", "How much text the block may use when none is asked."),
+    },
+    "dedup": {
+        "threshold": (
+            "Similarity for a duplicate",
+            "0 to 1. A new memory this similar to an old one gets a duplicate hint.",
+        ),
+        "candidates": ("Memories compared", "How many similar memories are checked."),
+    },
+}
+
+
+def labels(section: str, base: object) -> dict[str, tuple[str, str]]:
+    """Field name -> (label, help) for one section, weights expanded per channel."""
+    out = dict(HELP.get(section, {}))
+    weights = getattr(base, "channel_weights", None) or {}
+    for channel in weights:
+        out[f"channel_weights.{channel}"] = WEIGHTS.get(
+            channel, (f"Weight: {channel}", "How much this channel counts. 0 turns it off.")
+        )
+    return out

@@ -1,0 +1,255 @@
+"""Plain text for people: markdown stripped, snippets cut at sentences, matches marked.
+
+A result's snippet is cut from the stored text, not from the index's
+fragment: markdown is reduced to the words a reader sees (`[[name|label]]`
+to label, `[text](url)` to text, fences, emphasis and list marks dropped,
+code lines kept as lines), split into sentences, and the sentence holding
+the most query words starts the snippet, so it never starts mid-sentence
+and never cuts off the only match (a long sentence is windowed around its
+first match instead). The same matcher marks titles and counts which words
+a result holds, so what is highlighted is what the relevance label counted.
+
+Stopwords and two-letter words are left out (unless nothing else was
+typed). A query word matches a text word when both reduce to the same stem
+(a light English suffix strip: "retries" ~ "retry", "webhooks" ~ "webhook"),
+when the text word is one the index marked in its own fragment, or, for the
+last word typed, when the text word starts with it (a prefix, as in the
+palette). Every piece of text is HTML-escaped before `<mark>` is added.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+from recall.prompt import STOPWORDS
+from recall.query import words as query_words
+
+SENTINELS = str.maketrans({"\x01": "", "\x02": ""})
+_MARKED = re.compile(r"\x01([^\x01\x02]*)\x02")
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_RULE = re.compile(r"^\s*([-*_]\s*){3,}$")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_LINE_MARK = re.compile(r"^\s*(#{1,6}\s+|>\s?|[-*+]\s+(\[[ xX]\]\s+)?|\d{1,3}[.)]\s+)")
+_INLINE = [
+    (re.compile(r"!\[([^\]]*)\]\([^)]*\)"), r"\1"),  # images: their alt text
+    (re.compile(r"\[\[([^\]|]+)\|([^\]]+)\]\]"), r"\2"),  # [[name|label]]
+    (re.compile(r"\[\[([^\]]+)\]\]"), r"\1"),  # [[name]]
+    (re.compile(r"\[([^\]]+)\]\([^)]*\)"), r"\1"),  # [text](url)
+    (re.compile(r"<(https?://[^>\s]+)>"), r"\1"),  # autolinks
+    (re.compile(r"(\*\*|__|~~)(?=\S)(.+?)(?<=\S)\1"), r"\2"),  # strong, strike
+    (re.compile(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])"), r"\1"),  # *em*
+    (re.compile(r"`+([^`]*)`+"), r"\1"),  # inline code
+]
+# A sentence ends at . ! ? (or a closing quote after one) before a space.
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)]*\s+")
+_SUFFIXES = ("ies", "ing", "ed", "es", "s")
+
+SNIPPET_CHARS = 220
+LONG_SENTENCE = 280
+LEAD_CHARS = 60
+
+
+def plain_blocks(markdown: str) -> list[str]:
+    """Markdown as the blocks a reader sees: paragraphs joined, each code line alone."""
+    blocks: list[str] = []
+    paragraph: list[str] = []
+    in_code = False
+
+    def flush() -> None:
+        if paragraph:
+            blocks.append(" ".join(paragraph))
+            paragraph.clear()
+
+    for raw in (markdown or "").translate(SENTINELS).splitlines():
+        if _FENCE.match(raw):
+            flush()
+            in_code = not in_code
+            continue
+        if in_code:
+            if raw.strip():
+                blocks.append(raw.strip())
+            continue
+        line = raw.strip()
+        if not line or _RULE.match(line) or _TABLE_RULE.match(line):
+            flush()
+            continue
+        marked = _LINE_MARK.match(raw)
+        if marked or line.startswith("|"):
+            flush()  # a heading, quote, list item or table row is a block of its own
+        line = _LINE_MARK.sub("", raw).strip()
+        if line.startswith("|"):
+            line = " · ".join(cell.strip() for cell in line.strip("|").split("|") if cell.strip())
+        for pattern, repl in _INLINE:
+            line = pattern.sub(repl, line)
+        paragraph.append(line)
+        if marked:
+            flush()
+    flush()
+    return [b for b in blocks if b]
+
+
+def plain(markdown: str) -> str:
+    """Markdown as one line of plain text."""
+    return " ".join(plain_blocks(markdown))
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A light suffix strip, enough to match a plural or a tense."""
+    word = word.lower()
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            base = word[: -len(suffix)]
+            return base + "y" if suffix == "ies" else base
+    return word
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """Which text words a query matches (see the module docstring)."""
+
+    words: tuple[str, ...]
+    prefix: bool = False
+    marked: frozenset[str] = frozenset()
+    _stems: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for word in reversed(self.words):  # the first word wins a shared stem
+            self._stems[stem(word)] = word
+
+    @classmethod
+    def for_query(
+        cls, query: str, *, prefix: bool = False, fragments: Iterable[str | None] = ()
+    ) -> Matcher:
+        typed = query_words(query, keep_short_last=prefix)
+        # Stopwords and two-letter words neither count nor light up, unless
+        # nothing else was typed; the word being typed always does.
+        found = [
+            w
+            for i, w in enumerate(typed)
+            if (len(w) >= 3 and w not in STOPWORDS) or (prefix and i == len(typed) - 1)
+        ] or typed
+        marked = {
+            token.lower()
+            for fragment in fragments
+            if fragment
+            for term in _MARKED.findall(fragment)
+            for token in _TOKEN.findall(term)
+        }
+        return cls(tuple(found), prefix and bool(found), frozenset(marked))
+
+    def word_of(self, token: str) -> str | None:
+        """The query word this text word matches, or None."""
+        low = token.lower()
+        hit = self._stems.get(low) or self._stems.get(stem(low))
+        if hit is not None:
+            return hit
+        if self.prefix and low.startswith(self.words[-1]):
+            return self.words[-1]
+        if low in self.marked:  # a form the index matched that the stem strip missed
+            return next((w for w in self.words if low[:4] == w[:4]), None)
+        return None
+
+    def found(self, text: str) -> set[str]:
+        """The query words the text holds."""
+        out: set[str] = set()
+        if not self.words or not text:
+            return out
+        for token in {t.lower() for t in _TOKEN.findall(text)}:
+            word = self.word_of(token)
+            if word is not None:
+                out.add(word)
+                if len(out) == len(self.words):
+                    break
+        return out
+
+    def mark(self, text: str) -> SafeString:
+        """The text, escaped, with each matching word in `<mark>`."""
+        text = (text or "").translate(SENTINELS)
+        if not self.words:
+            return mark_safe(escape(text))  # noqa: S308 - escaped
+        out: list[str] = []
+        at = 0
+        for match in _TOKEN.finditer(text):
+            if self.word_of(match.group()) is None:
+                continue
+            out.append(escape(text[at : match.start()]))
+            out.append(f"<mark>{escape(match.group())}</mark>")
+            at = match.end()
+        out.append(escape(text[at:]))
+        return mark_safe("".join(out))  # noqa: S308 - every piece escaped
+
+
+def sentences(block: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(block) if s.strip()]
+
+
+def _window(sentence: str, matcher: Matcher, chars: int, lead: int) -> str:
+    """A long sentence cut around its first match, at word boundaries."""
+    first = next((m.start() for m in _TOKEN.finditer(sentence) if matcher.word_of(m.group())), 0)
+    start = 0 if first <= lead else sentence.rfind(" ", 0, first - lead // 2) + 1
+    end = start + chars
+    if end < len(sentence):
+        cut = sentence.rfind(" ", start, end)
+        end = cut if cut > first else end
+    head = "…" if start > 0 else ""
+    tail = "…" if end < len(sentence) else ""
+    return head + sentence[start:end].strip() + tail
+
+
+def snippet_text(
+    blocks: Sequence[str], matcher: Matcher, *, chars: int = SNIPPET_CHARS, lead: int = LEAD_CHARS
+) -> str | None:
+    """The plain-text passage that best shows the matches, or None when nothing matches.
+
+    The sentence holding the most query words (the first of equals) starts
+    it; following sentences of its block are added while they fit `chars`.
+    A sentence that alone runs past the room is windowed around its first match.
+    """
+    best: tuple[int, int, int] | None = None  # (-words, block, sentence)
+    split = [sentences(b) for b in blocks]
+    for b, parts in enumerate(split):
+        for s, sentence in enumerate(parts):
+            hits = len(matcher.found(sentence))
+            if hits and (best is None or (-hits, b, s) < best):
+                best = (-hits, b, s)
+    if best is None:
+        return None
+    _, b, s = best
+    first = split[b][s]
+    if len(first) > max(chars, LONG_SENTENCE) or matcher_offset(first, matcher) > chars - 20:
+        return _window(first, matcher, chars, lead)
+    text = first
+    for following in split[b][s + 1 :]:
+        if len(text) + 1 + len(following) > chars:
+            break
+        text += " " + following
+    return text
+
+
+def matcher_offset(sentence: str, matcher: Matcher) -> int:
+    """Where the first matching word starts (0 when none does)."""
+    for match in _TOKEN.finditer(sentence):
+        if matcher.word_of(match.group()):
+            return match.start()
+    return 0
+
+
+def lead_text(blocks: Sequence[str], *, chars: int = SNIPPET_CHARS) -> str:
+    """The opening sentences, up to `chars` (for a hit no word matched)."""
+    out = ""
+    for sentence in (s for b in blocks for s in sentences(b)):
+        if out and len(out) + 1 + len(sentence) > chars:
+            break
+        out = f"{out} {sentence}".strip()
+        if len(out) > chars:
+            cut = out.rfind(" ", 0, chars)
+            return out[: cut if cut > 0 else chars] + "…"
+    return out
