@@ -212,6 +212,9 @@ RECALL: dict[str, Any] = {
             "OPTIONS": {
                 # Threads per query (1 is fastest per query on small machines).
                 "threads": int(env("RECALL_EMBEDDER_THREADS", "1")),
+                # Texts embedded at once when a batch is indexed (one per core): a
+                # write of many memories embeds on every core; a query is one text.
+                "parallel": int(env("RECALL_EMBEDDER_PARALLEL", str(os.cpu_count() or 1))),
                 # The derived dynamic-int8 copy (about 2x faster; False = the packaged
                 # fp32-compute model). Switching changes the vectors: `reindex`.
                 "quantized": env("RECALL_EMBEDDER_QUANTIZED", "1") != "0",

@@ -103,6 +103,9 @@ def missing(body: Mapping[str, Any]) -> list[str]:
                 problems.append(f"speed {backend} {key}")
         if not _number(b.get("recall_over_raw", {}).get("mean")):
             problems.append(f"speed {backend} recall_over_raw")
+    first = timing.get("backends", {}).get("tantivy", {})
+    if not _number(first.get("api_batch", {}).get("per_s")):
+        problems.append("speed tantivy api_batch per_s")
     if not _number(timing.get("backends", {}).get("whoosh", {}).get("text_reindex_s")):
         problems.append("speed whoosh text_reindex_s")
     return problems

@@ -64,7 +64,8 @@ def run(*, size: int, backends: Sequence[str], queries: int = 200) -> dict[str, 
         }
         for name in backends:
             env = {"RECALL_TEXT_INDEX": BACKENDS[name]}
-            spec_b = spec | {"build_text": name != backends[0]}
+            first = name == backends[0]
+            spec_b = spec | {"build_text": not first, "api_ingest": min(size, 2000) if first else 0}
             body["backends"][name] = run_worker("speed-serve", spec_b, env=env, data_dir=root)
         return body
     finally:
@@ -220,8 +221,48 @@ def _serve(spec: Mapping[str, Any]) -> dict[str, Any]:
     out["ops"] = ops
     out["peak_rss_mb"] = vm("VmHWM")
     out["rss_mb"] = vm("VmRSS")
+    if spec.get("api_ingest"):
+        out["api_batch"] = _api_batch_ingest(int(spec["api_ingest"]))
     out["loadavg_end"] = loadavg()
     return out
+
+
+def _api_batch_ingest(total: int, batch: int = 500) -> dict[str, float]:
+    """POST /api/v1/memories/batch as an agent would, embedding included.
+
+    In the serving process (its one-thread query embedder, as a web worker
+    has), through the test Client: each request commits its batch, then the
+    outbox applies it to both planes (embedding every memory) before the next.
+    """
+    from django.test import Client
+
+    from console import indexing, services, tokens
+
+    project = services.project_get_or_create(slug="bench-api")
+    _, secret = tokens.token_create(agent="bench", projects=[project.slug], may_write=True)
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    rows = generate(total, projects=1, seed=11).memories[:total]
+    started = time.perf_counter()
+    for start in range(0, len(rows), batch):
+        items = [
+            {"name": f"api-{start + i}-{r['name']}"[:120], "description": r["description"][:150],
+             "body": r.get("body") or "", "kind": "fact"}
+            for i, r in enumerate(rows[start : start + batch])
+        ]  # fmt: skip
+        reply = client.post(
+            "/api/v1/memories/batch",
+            json.dumps({"memories": items, "force": True}),
+            content_type="application/json",
+        )
+        if reply.status_code != 201:
+            raise RuntimeError(f"batch write answered {reply.status_code}: {reply.content[:300]!r}")
+        indexing.apply_pending()
+    seconds = time.perf_counter() - started
+    return {
+        "memories": len(rows),
+        "seconds": round(seconds, 2),
+        "per_s": round(len(rows) / seconds, 1),
+    }
 
 
 def _palette_caller() -> tuple[str, Callable[[str], Any]]:
@@ -307,4 +348,10 @@ def tables(body: Mapping[str, Any]) -> str:
             f"end-to-end / raw parts = {b['recall_over_raw']}; palette: {b['palette_path']}; "
             f"load {b['loadavg_start']}->{b['loadavg_end']} {extra or ''}"
         )
+        if b.get("api_batch"):
+            a = b["api_batch"]
+            lines.append(
+                f"{name}: POST /memories/batch (500 a request, embedding included, the web "
+                f"process embedder: one text per core at once): {a['memories']} memories in {a['seconds']} s = {a['per_s']}/s"
+            )
     return "\n".join(lines)
