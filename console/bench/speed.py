@@ -351,7 +351,8 @@ def tables(body: Mapping[str, Any]) -> str:
         if b.get("api_batch"):
             a = b["api_batch"]
             lines.append(
-                f"{name}: POST /memories/batch (500 a request, embedding included, the web "
-                f"process embedder: one text per core at once): {a['memories']} memories in {a['seconds']} s = {a['per_s']}/s"
+                f"{name}: POST /memories/batch (500 a request, embedding included, one text "
+                f"per core at once): {a['memories']} memories in {a['seconds']} s "
+                f"= {a['per_s']}/s"
             )
     return "\n".join(lines)
