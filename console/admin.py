@@ -1,7 +1,24 @@
+"""The Django admin (staff only, as the admin always is).
+
+Memories, notes and projects are saved and deleted through the services
+(console/services/admin_writes.py), so every admin change queues its index
+jobs like any other write: moving a memory to another project, or renaming a
+project, re-indexes what moved.
+"""
+
 from __future__ import annotations
 
-from django.contrib import admin
+import copy
+from typing import Any
 
+from django import forms
+from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from django.forms.models import construct_instance
+from django.http import HttpRequest
+
+from console import services
 from console.admin_tokens import TokenAdmin
 from console.models import (
     AgentToken,
@@ -21,19 +38,65 @@ class ProjectAdmin(admin.ModelAdmin[Project]):
     search_fields = ["slug", "name"]
     list_filter = ["isolation"]
 
+    def save_model(self, request: HttpRequest, obj: Project, form: Any, change: bool) -> None:
+        previous = form.initial.get("slug") if change else None
+        services.project_admin_save(project=obj, previous_slug=previous)
+
+    def delete_model(self, request: HttpRequest, obj: Project) -> None:
+        services.projects_delete([obj])
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Project]) -> None:
+        services.projects_delete(list(queryset))
+
+
+class MemoryForm(forms.ModelForm[Memory]):
+    """The model's validation plus the services' (body length, importance, tags)."""
+
+    class Meta:
+        model = Memory
+        fields = "__all__"
+
+    def clean(self) -> dict[str, Any] | None:
+        cleaned = super().clean()
+        probe = construct_instance(self, copy.copy(self.instance))
+        try:
+            services.memory_validate(memory=probe)
+        except ValidationError as exc:
+            self.add_error(None, exc)  # field errors land on their fields
+        return cleaned
+
 
 @admin.register(Memory)
 class MemoryAdmin(admin.ModelAdmin[Memory]):
+    form = MemoryForm
     list_display = ["name", "project", "kind", "favorite", "updated", "invalid_at"]
     list_filter = ["kind", "project", "favorite"]
     search_fields = ["id", "name", "description"]
     readonly_fields = ["id", "content_hash", "created", "updated", "superseded_by"]
+
+    def save_model(self, request: HttpRequest, obj: Memory, form: Any, change: bool) -> None:
+        services.memory_admin_save(memory=obj, created=not change)
+
+    def delete_model(self, request: HttpRequest, obj: Memory) -> None:
+        services.memories_delete([obj])
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        services.memories_delete(list(queryset))
 
 
 @admin.register(Note)
 class NoteAdmin(admin.ModelAdmin[Note]):
     list_display = ["title", "project", "favorite", "updated"]
     search_fields = ["id", "title", "slug"]
+
+    def save_model(self, request: HttpRequest, obj: Note, form: Any, change: bool) -> None:
+        services.note_admin_save(note=obj, created=not change)
+
+    def delete_model(self, request: HttpRequest, obj: Note) -> None:
+        services.notes_delete([obj])
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Note]) -> None:
+        services.notes_delete(list(queryset))
 
 
 @admin.register(Edge)

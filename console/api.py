@@ -8,7 +8,9 @@ session auth, so no CSRF). Every error is `{"detail", "field", "code"}`
 project the token may not name or a write without a write token, 404 an item
 that does not exist in the token's scope (the same reply as for an id that
 exists in another project, so ids are never confirmed across projects), 405,
-409 an Idempotency-Key reused for another request, 413 a body over 2 MB, 422
+409 an Idempotency-Key reused for another request or a state the request
+cannot apply to (superseding an inactive memory, restoring a superseded
+one), 413 a body over 2 MB, 422
 a schema error (unknown fields included), 503 a plane unavailable.
 """
 
@@ -79,13 +81,16 @@ class TokenAuth(HttpBearer):
 
 
 class ObjectParser(Parser):
-    """JSON bodies must be objects: a list, string or number is bad input, not `{}`."""
+    """JSON bodies must be objects: a list, string, number or null is bad input, not `{}`."""
 
     def parse_body(self, request: HttpRequest) -> dict[str, Any]:
         data = json.loads(request.body)
         if not isinstance(data, dict):
             raise ValueError("the body must be a JSON object")
         return data
+
+
+NO_FAVORITE = FavoriteIn(favorite=None)  # no body: toggle
 
 
 class CompactJSON(BaseRenderer):
@@ -325,7 +330,7 @@ def memory_restore(request: HttpRequest, memory_id: str) -> HttpResponse:
     "post", "/memories/{memory_id}/favorite", "memory_favorite", {200: FavoriteOut}, ["memories"]
 )
 def memory_favorite(
-    request: HttpRequest, memory_id: str, payload: FavoriteIn | None = None
+    request: HttpRequest, memory_id: str, payload: FavoriteIn = NO_FAVORITE
 ) -> HttpResponse:
     """Star (`{"favorite": true}`), unstar (`false`) or toggle (no body)."""
     return _answer(operations.memory_favorite(_auth(request), memory_id, payload))
@@ -362,7 +367,7 @@ def note_update(request: HttpRequest, note_id: str, payload: NoteFields) -> Http
 
 @endpoint("post", "/notes/{note_id}/favorite", "note_favorite", {200: FavoriteOut}, ["notes"])
 def note_favorite(
-    request: HttpRequest, note_id: str, payload: FavoriteIn | None = None
+    request: HttpRequest, note_id: str, payload: FavoriteIn = NO_FAVORITE
 ) -> HttpResponse:
     """Star (`{"favorite": true}`), unstar (`false`) or toggle (no body)."""
     return _answer(operations.note_favorite(_auth(request), note_id, payload))

@@ -18,7 +18,7 @@ from django.http import HttpRequest, HttpResponse
 from pydantic import ValidationError as PydanticValidationError
 
 from console.access import AccessDenied, NotVisible
-from console.services import BatchError, IdempotencyConflict
+from console.services import BatchError, IdempotencyConflict, StateConflict
 from recall.agent import dumps
 from recall.errors import BudgetError, ConfigError, IndexUnavailable, QueryError
 
@@ -70,7 +70,8 @@ def from_pydantic(errors: Sequence[Mapping[str, Any]], *, skip: int = 0) -> Erro
     """A 422 from pydantic/ninja error dicts (`skip` leading loc parts such as "body")."""
     listed: list[dict[str, Any]] = []
     for error in errors:
-        loc = [str(part) for part in error.get("loc", ())][skip:]
+        # "[key]" marks a mapping's key, not its value: the key names the field anyway.
+        loc = [str(part) for part in error.get("loc", ()) if part != "[key]"][skip:]
         if loc[:1] == ["payload"]:  # the views' body parameter: not a field the caller wrote
             loc = loc[1:]
         field = ".".join(loc) or None
@@ -106,6 +107,8 @@ def describe(exc: BaseException) -> ErrorReply | None:
         )
         first = listed[0]
         return ErrorReply(400, str(exc), "invalid", first["field"], listed)
+    if isinstance(exc, StateConflict):
+        return ErrorReply(409, " ".join(exc.messages), "conflict", None)
     if isinstance(exc, DjangoValidationError):
         detail, field = _validation_text(exc)
         return ErrorReply(400, detail, "invalid", field)

@@ -7,26 +7,47 @@ be retried on the next apply (or by `manage.py sync_indexes`). If the process
 dies between the commit and the index write, the job survives in the database
 and the planes reconverge on the next apply; `rebuild` (manage.py reindex)
 recreates both planes from the database alone.
+
+Several processes (gunicorn workers, `manage.py` commands) apply jobs at
+once. Each first claims a batch in one UPDATE that only takes unclaimed or
+lapsed jobs, so no job is applied by two processes; it then reads the rows
+and writes the planes while holding one machine-wide file lock
+(`RECALL["INDEX_LOCK_FILE"]`), so two batches touching one item cannot
+interleave and leave the older state in a plane. A claim lapses after
+`RECALL["JOB_CLAIM_SECONDS"]`, at once when its holder's process on this
+host is gone (a SIGKILLed worker), and when the holder fails.
+
+`status` compares every plane row with the database by fingerprint (a
+digest of the indexed fields, `Doc.fingerprint`), counts rows rather than
+distinct ids, and `repair` rewrites whatever it finds stale, missing,
+duplicated or extra.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
+import os
+import socket
+import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from datetime import timedelta
+from functools import cache
 from typing import TypeVar
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from console import store, wiring
 from console.models import IndexJob, Memory, Note
+from recall.locks import FileLock
+from recall.ports import TextIndex, VectorIndex
 from recall.types import MEMORY, NOTE, Doc, Record, VectorRow, to_doc, unless_repeated
 
 log = logging.getLogger(__name__)
-_apply_lock = threading.Lock()
 BATCH = 256
 T = TypeVar("T")
 CONTEXT_TURNS = 2
@@ -39,15 +60,18 @@ def enqueue(item: str, item_id: str, op: str) -> None:
         transaction.on_commit(apply_pending_quietly)
 
 
-def enqueue_many(jobs: Iterable[tuple[str, str, str]]) -> None:
-    """Record `(item, item_id, op)` jobs at once, without an apply on commit.
+def enqueue_many(jobs: Iterable[tuple[str, str, str]], *, apply_on_commit: bool = False) -> None:
+    """Record `(item, item_id, op)` jobs at once.
 
-    For batch writers that apply the queue themselves once a batch commits
-    (the importer), so the embedder sees a whole batch instead of one row.
+    Without `apply_on_commit`, for batch writers that apply the queue
+    themselves once a batch commits (the importer), so the embedder sees a
+    whole batch instead of one row.
     """
     IndexJob.objects.bulk_create(
         [IndexJob(item=item, item_id=item_id, op=op) for item, item_id, op in jobs]
     )
+    if apply_on_commit and settings.RECALL["SYNC_ON_COMMIT"]:
+        transaction.on_commit(apply_pending_quietly)
 
 
 def apply_pending_quietly() -> None:
@@ -64,25 +88,106 @@ class ApplyReport:
 
 
 def apply_pending(*, limit: int | None = None) -> ApplyReport:
-    """Apply queued jobs in order; failures stay queued with their error."""
+    """Apply queued jobs, a claimed batch at a time; failures stay queued with their error.
+
+    Returns when no unclaimed job is left (jobs other processes hold are
+    theirs to apply) or after `limit` jobs.
+    """
     report = ApplyReport()
-    with _apply_lock:
-        max_attempts = settings.RECALL["MAX_JOB_ATTEMPTS"]
-        jobs = list(IndexJob.objects.filter(attempts__lt=max_attempts).order_by("id")[:limit])
-        for chunk in _chunks(jobs, BATCH):
-            try:
+    release_dead_claims()
+    failed: set[int] = set()  # tried once per call, like every other job
+    while limit is None or report.applied + report.failed < limit:
+        size = BATCH if limit is None else min(BATCH, limit - report.applied - report.failed)
+        chunk = claim(size, skip=failed)
+        if not chunk:
+            break
+        try:
+            with plane_lock().held():
                 _apply(chunk)
-            except Exception as exc:
-                report.failed += len(chunk)
-                for job in chunk:
-                    IndexJob.objects.filter(pk=job.pk).update(
-                        attempts=job.attempts + 1, last_error=f"{type(exc).__name__}: {exc}"[:2000]
-                    )
-                log.warning("index jobs %s failed: %s", [j.pk for j in chunk], exc)
-                continue
-            IndexJob.objects.filter(pk__in=[j.pk for j in chunk]).delete()
-            report.applied += len(chunk)
+        except Exception as exc:
+            report.failed += len(chunk)
+            failed.update(j.pk for j in chunk)
+            error = f"{type(exc).__name__}: {exc}"[:2000]
+            for job in chunk:
+                IndexJob.objects.filter(pk=job.pk, claimed_by=job.claimed_by).update(
+                    attempts=job.attempts + 1, last_error=error, claimed_by="", claimed_until=None
+                )
+            log.warning("index jobs %s failed: %s", [j.pk for j in chunk], exc)
+            continue
+        IndexJob.objects.filter(pk__in=[j.pk for j in chunk], claimed_by=_me()).delete()
+        report.applied += len(chunk)
     return report
+
+
+def claim(size: int, *, skip: Iterable[int] = ()) -> list[IndexJob]:
+    """Claim up to `size` of the oldest unclaimed jobs (but `skip`) in one UPDATE.
+
+    The UPDATE repeats the "unclaimed" condition, so when two processes pick
+    the same candidates each row goes to whichever updates it first (the
+    database re-checks the condition under the row's write lock).
+    """
+    now = timezone.now()
+    max_attempts = settings.RECALL["MAX_JOB_ATTEMPTS"]
+    free = Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
+    waiting = IndexJob.objects.filter(free, attempts__lt=max_attempts).exclude(pk__in=skip)
+    candidates = list(waiting.order_by("id").values_list("pk", flat=True)[:size])
+    if not candidates:
+        return []
+    until = now + timedelta(seconds=settings.RECALL["JOB_CLAIM_SECONDS"])
+    waiting.filter(pk__in=candidates).update(claimed_by=_me(), claimed_until=until)
+    return list(IndexJob.objects.filter(pk__in=candidates, claimed_by=_me()).order_by("id"))
+
+
+def release_dead_claims() -> int:
+    """Free the claims of processes on this host that are gone; the number freed."""
+    host = socket.gethostname()
+    holders = (
+        IndexJob.objects.filter(claimed_until__gte=timezone.now())
+        .exclude(claimed_by="")
+        .values_list("claimed_by", flat=True)
+        .distinct()
+    )
+    dead = [h for h in holders if _host_pid(h)[0] == host and not _alive(_host_pid(h)[1])]
+    if not dead:
+        return 0
+    return IndexJob.objects.filter(claimed_by__in=dead).update(claimed_by="", claimed_until=None)
+
+
+@cache
+def _claimer(pid: int) -> str:
+    return f"{socket.gethostname()}:{pid}:{uuid.uuid4().hex[:8]}"
+
+
+def _me() -> str:
+    """This process's claim name: host, pid and a nonce (a forked child gets its own)."""
+    return _claimer(os.getpid())
+
+
+def _host_pid(claimer: str) -> tuple[str, int]:
+    parts = claimer.rsplit(":", 2)
+    if len(parts) != 3 or not parts[1].isdigit():
+        return ("", 0)
+    return (parts[0], int(parts[1]))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+def plane_lock() -> FileLock:
+    """The machine-wide lock held while a batch reads rows and writes the planes."""
+    return _plane_lock(str(settings.RECALL["INDEX_LOCK_FILE"]))
+
+
+@cache
+def _plane_lock(path: str) -> FileLock:
+    return FileLock(path)
 
 
 def _apply(jobs: list[IndexJob]) -> None:
@@ -120,6 +225,7 @@ def write_docs(docs: list[Doc]) -> None:
             vector=tuple(float(x) for x in matrix[i]),
             model=embedder.model,
             updated=d.updated,
+            fingerprint=d.vector_fingerprint(embedder.model),
         )
         for i, d in enumerate(docs)
     ]
@@ -173,15 +279,16 @@ def rebuild(*, progress: Callable[[int], None] | None = None) -> int:
     """Recreate both planes from the database; returns the number of items."""
     text, vectors = wiring.text_index(), wiring.vector_index()
     last_job = IndexJob.objects.order_by("-id").values_list("id", flat=True).first() or 0
-    text.clear()
-    if vectors is not None:
-        vectors.clear()
     done = 0
-    for docs in _all_docs():
-        write_docs(docs)
-        done += len(docs)
-        if progress:
-            progress(len(docs))
+    with plane_lock().held(timeout_s=3600):
+        text.clear()
+        if vectors is not None:
+            vectors.clear()
+        for docs in _all_docs():
+            write_docs(docs)
+            done += len(docs)
+            if progress:
+                progress(len(docs))
     # Jobs queued before the rebuild began are covered by it; later ones stay.
     IndexJob.objects.filter(id__lte=last_job).delete()
     maintain()
@@ -206,16 +313,46 @@ def _all_docs() -> Iterator[list[Doc]]:
 
 
 @dataclass
+class PlaneDrift:
+    """How one plane differs from the database, as ids `repair` can act on."""
+
+    rows: int  # rows in the plane, duplicates included
+    missing: set[str]
+    extra: set[str]
+    stale: set[str]  # present, but written from other content than the row holds now
+    duplicated: dict[str, int]  # id -> its rows, for ids with more than one
+
+    @property
+    def duplicates(self) -> int:
+        """Rows beyond one per id."""
+        return sum(n - 1 for n in self.duplicated.values())
+
+    @property
+    def drift(self) -> int:
+        return len(self.missing) + len(self.extra) + len(self.stale) + self.duplicates
+
+    @classmethod
+    def compare(cls, expected: dict[str, str], stored: list[tuple[str, str]]) -> PlaneDrift:
+        """`expected` id -> fingerprint from the database; `stored` one pair per plane row."""
+        counts = Counter(i for i, _ in stored)
+        fingerprints = dict(stored)
+        present = expected.keys() & fingerprints.keys()
+        return cls(
+            rows=len(stored),
+            missing=set(expected.keys() - fingerprints.keys()),
+            extra=set(fingerprints.keys() - expected.keys()),
+            stale={i for i in present if fingerprints[i] != expected[i]},
+            duplicated={i: n for i, n in counts.items() if n > 1},
+        )
+
+
+@dataclass
 class Status:
     rows: int
-    text_rows: int
-    vector_rows: int | None
+    text: PlaneDrift
+    vectors: PlaneDrift | None  # None: no semantic plane configured
     pending: int
     failing: int
-    missing_text: int
-    extra_text: int
-    missing_vectors: int
-    extra_vectors: int
     vector_model: str | None = None  # what the stored vectors were embedded with
     embedder_model: str | None = None  # what the configured embedder makes now
     text_backend: str = ""  # dotted paths of the configured adapters
@@ -230,43 +367,81 @@ class Status:
 
     @property
     def drift(self) -> int:
-        stale = (self.vector_rows or 0) if self.stale_model else 0
-        return (
-            self.missing_text + self.extra_text + self.missing_vectors + self.extra_vectors + stale
-        )
+        """Plane rows that differ from the database: missing, extra, stale or duplicated."""
+        if self.vectors is None:
+            return self.text.drift
+        if self.stale_model:  # every stored vector is stale, whatever its fingerprint
+            return self.text.drift + self.vectors.rows + len(self.vectors.missing)
+        return self.text.drift + self.vectors.drift
 
 
 def status() -> Status:
-    db_ids = set(Memory.objects.values_list("pk", flat=True)) | set(
-        Note.objects.values_list("pk", flat=True)
-    )
-    text_ids = wiring.text_index().ids()
-    vectors = wiring.vector_index()
-    vector_ids = vectors.ids() if vectors is not None else None
+    """Compare every plane row with the database: ids, fingerprints, rows per id."""
+    text, vectors, embedder = wiring.text_index(), wiring.vector_index(), wiring.embedder()
+    model = embedder.model if embedder is not None else None
+    text_expected: dict[str, str] = {}
+    vector_expected: dict[str, str] = {}
+    for docs in _all_docs():
+        for d in docs:
+            text_expected[d.id] = d.fingerprint()
+            if model is not None:
+                vector_expected[d.id] = d.vector_fingerprint(model)
     return Status(
-        rows=len(db_ids),
-        text_rows=len(text_ids),
-        vector_rows=len(vector_ids) if vector_ids is not None else None,
+        rows=len(text_expected),
+        text=PlaneDrift.compare(text_expected, text.fingerprints()),
+        vectors=(
+            PlaneDrift.compare(vector_expected, vectors.fingerprints())
+            if vectors is not None
+            else None
+        ),
         pending=IndexJob.objects.count(),
         failing=IndexJob.objects.filter(attempts__gt=0).count(),
-        missing_text=len(db_ids - text_ids),
-        extra_text=len(text_ids - db_ids),
-        missing_vectors=len(db_ids - vector_ids) if vector_ids is not None else 0,
-        extra_vectors=len(vector_ids - db_ids) if vector_ids is not None else 0,
         vector_model=vectors.stored_model() if vectors is not None else None,
-        embedder_model=embedder.model if (embedder := wiring.embedder()) is not None else None,
+        embedder_model=model,
         text_backend=wiring.backend("TEXT_INDEX")[0],
         vector_backend=wiring.backend("VECTOR_INDEX")[0] if vectors is not None else "",
     )
 
 
+@dataclass
+class RepairReport:
+    deleted: int  # extra rows removed
+    rewritten: int  # items written again from the database
+
+
+def repair() -> RepairReport:
+    """Make the planes match the database again, touching only what `status` finds.
+
+    Extra rows are deleted; missing and stale items are written again; an id
+    with several rows loses them all and is written once. Vectors of another
+    model mean the whole vector plane is re-embedded (as `reindex` does).
+    """
+    found = status()
+    text, vectors = wiring.text_index(), wiring.vector_index()
+    planes: list[tuple[TextIndex | VectorIndex, PlaneDrift]] = [(text, found.text)]
+    if vectors is not None and found.vectors is not None:
+        planes.append((vectors, found.vectors))
+    deleted = 0
+    rewrite: set[str] = set()
+    with plane_lock().held():
+        if vectors is not None and found.stale_model:
+            vectors.clear()
+            rewrite |= set(Memory.objects.values_list("pk", flat=True))
+            rewrite |= set(Note.objects.values_list("pk", flat=True))
+        for plane, drift in planes:
+            doomed = drift.extra | drift.duplicated.keys()
+            if doomed:
+                plane.delete(sorted(doomed))
+                deleted += len(drift.extra)
+            rewrite |= drift.missing | drift.stale | (drift.duplicated.keys() - drift.extra)
+        for chunk in _chunks(sorted(rewrite), BATCH):
+            write_docs(
+                memory_docs(Memory.objects.filter(pk__in=chunk))
+                + note_docs(Note.objects.filter(pk__in=chunk))
+            )
+    return RepairReport(deleted=deleted, rewritten=len(rewrite))
+
+
 def _chunks(items: list[T], size: int) -> Iterator[list[T]]:
     for start in range(0, len(items), size):
         yield list(items[start : start + size])
-
-
-def reconcile(ids: Iterable[str]) -> None:
-    """Re-enqueue specific items (used when drift is found)."""
-    for item_id in ids:
-        kind = MEMORY if Memory.objects.filter(pk=item_id).exists() else NOTE
-        IndexJob.objects.create(item=kind, item_id=item_id, op="upsert")

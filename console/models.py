@@ -16,6 +16,11 @@ from recall.types import ISOLATIONS, MEMORY_KINDS
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,119}$")
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+# A note's source: http(s):// and no ASCII space, control character, quote,
+# angle bracket or backslash. The API schema publishes this same pattern
+# (written without \s, whose meaning differs between regex engines), so what
+# the schema allows is what is stored.
+SOURCE_URL_RE = re.compile(r"^https?://[^\x00-\x20\x7f<>\"'\\]+$")
 
 
 def new_id() -> str:
@@ -29,6 +34,13 @@ def validate_name(value: str) -> None:
             f"{value!r} is not a valid name: use 1-120 lower-case letters, digits, "
             "'-', '_' or '.', starting with a letter or digit (for example 'chroma-boot-race').",
             code="invalid_name",
+        )
+
+
+def validate_source_url(value: str) -> None:
+    if value and not SOURCE_URL_RE.fullmatch(value):
+        raise ValidationError(
+            {"source_url": f"{value[:80]!r} is not an http(s) URL (e.g. https://example.org/page)."}
         )
 
 
@@ -224,6 +236,11 @@ class IndexJob(models.Model):
     attempts = models.IntegerField(default=0)
     last_error = models.TextField(blank=True, default="")
     created = models.DateTimeField(default=timezone.now)
+    # Who is applying it, until when (console/indexing.py claims jobs in one
+    # statement, so two processes never apply the same job; a dead claimer's
+    # claim lapses and another process takes the job over).
+    claimed_by = models.CharField(max_length=64, blank=True, default="")
+    claimed_until = models.DateTimeField(null=True, blank=True, db_index=True)
 
     class Meta:
         ordering = ["id"]

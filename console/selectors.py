@@ -9,10 +9,10 @@ layers here.
 
 from __future__ import annotations
 
-import base64
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db.models import Count, Q, QuerySet
@@ -111,7 +111,7 @@ def memory_search(
     request = SearchRequest(
         offset=offset,
         query=query,
-        projects=tuple(projects) if projects else None,
+        projects=tuple(projects) if projects is not None else None,  # (): global only
         limit=limit,
         semantic=semantic,
         since=since,
@@ -160,6 +160,9 @@ def memory_dedup_hint(
         exclude_id=exclude_id,
         kind=kind,
     )
+
+
+PlaneDrift = indexing.PlaneDrift  # what index_status reports per plane
 
 
 def index_status() -> indexing.Status:
@@ -303,16 +306,21 @@ class MemoryPage:
 ARCHIVED = ("exclude", "include", "only")
 
 
+CURSOR_PATTERN = r"^[0-9]{1,16}-[0-9A-Z]{26}$"  # published in the API schema
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def _cursor_decode(cursor: str) -> tuple[datetime, str]:
-    try:
-        updated, _, pk = base64.urlsafe_b64decode(cursor.encode()).decode().partition("|")
-        return datetime.fromisoformat(updated), pk
-    except (ValueError, UnicodeDecodeError):
-        raise QueryError("cursor is not one this API gave out; start again without it") from None
+    """A keyset position, `<updated, microseconds since 1970>-<id>`: any value of the
+    published pattern is a position (the page after it), so none is refused."""
+    if not re.fullmatch(CURSOR_PATTERN, cursor):
+        raise QueryError("cursor is not one this API gave out; start again without it")
+    micros, _, pk = cursor.partition("-")
+    return _EPOCH + timedelta(microseconds=int(micros)), pk
 
 
 def _cursor_encode(memory: Memory) -> str:
-    return base64.urlsafe_b64encode(f"{memory.updated.isoformat()}|{memory.pk}".encode()).decode()
+    return f"{(memory.updated - _EPOCH) // timedelta(microseconds=1)}-{memory.pk}"
 
 
 def memory_list(

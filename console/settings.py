@@ -244,6 +244,10 @@ RECALL: dict[str, Any] = {
     "SYNC_ON_COMMIT": env_bool("RECALL_SYNC_ON_COMMIT", True),
     # Give up retrying an index job after this many attempts (it stays visible).
     "MAX_JOB_ATTEMPTS": int(env("RECALL_MAX_JOB_ATTEMPTS", "20")),
+    # A process's claim on a batch of index jobs lapses after this long (sooner
+    # when the process is gone); the lock file serialises plane writes machine-wide.
+    "JOB_CLAIM_SECONDS": int(env("RECALL_JOB_CLAIM_SECONDS", "120")),
+    "INDEX_LOCK_FILE": DATA_DIR / "index.lock",
     # Retrieval knobs per section (recall/config.py has every knob and its default);
     # RECALL_<SECTION>_<KNOB> environment variables and the console's override
     # rows sit on top (console/configuration.py).

@@ -49,6 +49,7 @@ DEFAULT_RECALL_LIMIT = MAX_RECALL_LIMIT  # as many as fit the budget, up to the 
 DEFAULT_ITEM_TOKENS = 500
 DEFAULT_SEARCH_LIMIT = 20
 MAX_SEARCH_LIMIT = 200
+MAX_SEARCH_DEPTH = 500  # the deepest page a search reaches (offset bound)
 MAX_K = 10_000
 MAX_WEIGHT = 1000.0
 
@@ -129,7 +130,7 @@ class SearchConfig:
     # With `since`, legs run this many times deeper (capped) before the date
     # post-filter, so old items cannot starve recent ones.
     since_depth_factor: int = 5
-    max_depth: int = 500
+    max_depth: int = MAX_SEARCH_DEPTH
     identifier_limit: int = 5
 
     def __post_init__(self) -> None:

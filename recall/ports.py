@@ -41,9 +41,11 @@ class TextIndex(Protocol):
     `snippets=True` each candidate carries the best fragment with matched
     terms wrapped in \\x01 ... \\x02.
 
-    `upsert` replaces documents by id; `delete` ignores unknown ids. Writes
-    are durable when the call returns. Raises IndexUnavailable when the
-    backing store cannot be read or written.
+    `upsert` replaces documents by id (one row per id, whoever writes);
+    `delete` ignores unknown ids. Writes are durable when the call returns.
+    `fingerprints` lists one (id, `Doc.fingerprint`) pair per stored row,
+    so a duplicate row shows as a repeated id. Raises
+    IndexUnavailable when the backing store cannot be read or written.
     """
 
     def upsert(self, docs: Sequence[Doc]) -> None: ...
@@ -62,6 +64,8 @@ class TextIndex(Protocol):
 
     def ids(self) -> set[str]: ...
 
+    def fingerprints(self) -> list[tuple[str, str]]: ...
+
     def count(self) -> int: ...
 
     def clear(self) -> None: ...
@@ -74,7 +78,9 @@ class VectorIndex(Protocol):
     `search` returns at most `limit` candidates, best first, `score` the
     cosine similarity in [-1, 1], ranks 1-based and contiguous, ties broken by
     id ascending. Scope and validity apply as a prefilter, before the limit.
-    `upsert` replaces rows by id; `delete` ignores unknown ids. Raises
+    `upsert` replaces rows by id, one row per id even when several processes
+    write at once; `delete` ignores unknown ids. `fingerprints` lists one
+    (id, `VectorRow.fingerprint`) pair per stored row. Raises
     IndexUnavailable when the backing store cannot be read or written.
     """
 
@@ -87,6 +93,8 @@ class VectorIndex(Protocol):
     ) -> list[Candidate]: ...
 
     def ids(self) -> set[str]: ...
+
+    def fingerprints(self) -> list[tuple[str, str]]: ...
 
     def count(self) -> int: ...
 

@@ -3,10 +3,10 @@
 The pipeline (ARCHITECTURE section 4), one named stage each:
 validate -> filter -> candidates (each rank channel) -> fuse -> hydrate ->
 guard -> expand (each expand channel, from the best memories) -> boost ->
-rank -> pack. An empty query with a kind browses that kind; an empty query
-without one is a QueryError (an agent asking for nothing is a bug worth
-surfacing). A query with no searchable words returns an empty pack with a
-warning, never an error.
+rank -> pack. An empty query with a kind browses that kind. An empty query
+without one, or a query with no searchable words, returns an empty pack whose
+warning says why (the request is well-formed, so the API answers 200 as its
+schema promises; the warning surfaces the agent's bug).
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ from recall.scoring import Scored, admits, boost, guard, hydrate, rank
 from recall.types import MEMORY_KINDS, ChannelQuery, Filter, Record
 
 NO_WORDS = "the query has no searchable words"
+EMPTY_QUERY = "the query is empty: give a query, or a kind to browse"
+KIND_OF_NOTES = "a kind filter selects memories, and scope 'notes' has none: nothing to recall"
 
 
 def with_defaults(req: RecallRequest, config: RecallConfig) -> RecallRequest:
@@ -81,12 +83,12 @@ def run(
     where = recall_filter(planes.store, project=req.project, scope=req.scope, kind=req.kind)
     k = req.k or config.k
     query = clean(req.query)
-    if not query:
-        if req.kind is None:
-            raise QueryError("the query is empty: give a query, or a kind to browse")
+    if not query and req.kind is not None and req.scope != "notes":
         return browse(req, planes=planes, where=where, k=k, started=started)
-    if not words(query):
-        empty = pack([], budget=budget, counter=planes.tokens, warnings=(NO_WORDS,))
+    nothing = KIND_OF_NOTES if req.kind is not None and req.scope == "notes" else None
+    if nothing or not words(query):  # nothing to look for: an empty pack that says why
+        why = nothing or (NO_WORDS if query else EMPTY_QUERY)
+        empty = pack([], budget=budget, counter=planes.tokens, warnings=(why,))
         return ContextPack((), 0, empty.tokens, budget, empty.warnings, None, req.detail)
 
     weights = {**config.channel_weights, **(req.channel_weights or {})}

@@ -22,10 +22,8 @@ def recall_filter(
         raise QueryError(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
     items = {"all": None, "memories": (MEMORY,), "notes": (NOTE,)}[scope]
     kinds = None if kind is None else (kind,)
-    if kind is not None:
-        if scope == "notes":
-            raise QueryError("a kind filter selects memories; it contradicts scope 'notes'")
-        items = (MEMORY,)
+    if kind is not None:  # kinds are memories' own: with scope "notes" nothing is admitted
+        items = (MEMORY,) if scope != "notes" else (NOTE,)
     if project is None:
         return Filter(projects=(), include_global=True, items=items, kinds=kinds)
     sealed = store.isolation(project) == ISOLATION_SEALED

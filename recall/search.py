@@ -39,7 +39,8 @@ from recall.requests import SearchRequest
 from recall.results import Hit, Provenance, SearchResult, to_hit
 from recall.sanitize import snippet_html
 from recall.scope import search_filter
-from recall.types import ITEM_KINDS, MEMORY_KINDS, Candidate, ChannelQuery, Record
+from recall.scoring import admits
+from recall.types import ITEM_KINDS, MEMORY_KINDS, Candidate, ChannelQuery, Filter, Record
 
 
 def validate(req: SearchRequest, config: SearchConfig) -> int:
@@ -126,7 +127,7 @@ def run(
     timings["fusion"] = _ms(start)
 
     start = time.perf_counter()
-    hits = hydrate_hits(planes, pins.lists, pinned, fused, text)
+    hits = hydrate_hits(planes, pins.lists, pinned, fused, where)
     if req.since is not None:
         hits = since(hits, req.since)
     hits.sort(key=lambda h: not h.favorite)
@@ -142,9 +143,14 @@ def hydrate_hits(
     pin_lists: dict[str, list[Candidate]],
     pinned: Sequence[Candidate],
     fused: Sequence[Fused],
-    text: str,
+    where: Filter,
 ) -> list[Hit]:
-    """Pinned hits first (score 1 / (1 + lane)), then the fused ones, as Hits."""
+    """Pinned hits first (score 1 / (1 + lane)), then the fused ones, as Hits.
+
+    Only hits whose hydrated row `where` admits survive: the planes are a
+    derived copy, and a stale row (written before its item moved project or
+    was archived) must never reach someone outside the item's scope now.
+    """
     channel_of = {c.id: name for name, found in pin_lists.items() for c in found}
     records = planes.store.hydrate([c.id for c in pinned] + [f.id for f in fused])
     now = planes.clock()
@@ -153,7 +159,7 @@ def hydrate_hits(
     taken: set[str] = set()
     for cand in pinned:
         record = records.get(cand.id)
-        if record is None or cand.id in taken:
+        if record is None or cand.id in taken or not admits(where, record):
             continue
         taken.add(cand.id)
         prov = Provenance(channel_of[cand.id], cand.rank, cand.score)
@@ -162,7 +168,7 @@ def hydrate_hits(
         hits.append(_with(hit, also.snippet, also.raw(SEMANTIC)) if also else hit)
     for f in fused:
         record = records.get(f.id)
-        if record is None or f.id in taken:
+        if record is None or f.id in taken or not admits(where, record):
             continue
         hit = _hit(record, now, f.source, f.score, f.sources)
         hits.append(_with(hit, f.snippet if FTS in f.channels else None, f.raw(SEMANTIC)))

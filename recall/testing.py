@@ -137,6 +137,9 @@ class InMemoryTextIndex:
     def ids(self) -> set[str]:
         return set(self._docs)
 
+    def fingerprints(self) -> list[tuple[str, str]]:
+        return [(i, doc.fingerprint()) for i, doc in self._docs.items()]
+
     def count(self) -> int:
         return len(self._docs)
 
@@ -174,6 +177,9 @@ class InMemoryVectorIndex:
 
     def ids(self) -> set[str]:
         return set(self._rows)
+
+    def fingerprints(self) -> list[tuple[str, str]]:
+        return [(i, row.fingerprint) for i, row in self._rows.items()]
 
     def count(self) -> int:
         return len(self._rows)

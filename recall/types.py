@@ -7,6 +7,7 @@ deterministic tie-break (by id).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -39,6 +40,15 @@ ISOLATION_SEALED = "sealed"
 ISOLATIONS = (ISOLATION_OPEN, ISOLATION_CONFIDENTIAL, ISOLATION_SEALED)
 
 
+def fingerprint(*parts: object) -> str:
+    """A short, stable digest of the parts (16 hex characters of sha256)."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(str(part).encode("utf-8", errors="surrogatepass"))
+        digest.update(b"\x1f")
+    return digest.hexdigest()[:16]
+
+
 @dataclass(frozen=True, slots=True)
 class Doc:
     """One memory or note as the derived planes index it.
@@ -61,6 +71,24 @@ class Doc:
     tags: tuple[str, ...] = ()
     updated: datetime | None = None
     context: str = ""
+
+    def fingerprint(self) -> str:
+        """A digest of the item's own fields as the text plane indexes them: a
+        row whose stored fingerprint differs from its database row's has
+        drifted. `context` is left out: it is borrowed from earlier turns and
+        deliberately not refreshed when they change."""
+        return fingerprint(
+            self.item, self.project, self.active, self.kind, self.name, self.title,
+            self.description, self.body, "\x1e".join(self.tags),
+            self.updated.isoformat() if self.updated else "",
+        )  # fmt: skip
+
+    def vector_fingerprint(self, model: str) -> str:
+        """A digest of what the vector plane stores for this doc under `model`."""
+        return fingerprint(
+            self.item, self.project, self.active, self.kind, model, self.embedding_text(),
+            self.updated.isoformat() if self.updated else "",
+        )  # fmt: skip
 
     def embedding_text(self) -> str:
         """The text the semantic plane embeds: title, description, body head."""
@@ -136,6 +164,7 @@ class VectorRow:
     vector: tuple[float, ...]
     model: str
     updated: datetime | None = None
+    fingerprint: str = ""  # Doc.vector_fingerprint(model)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,8 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+from django.conf import settings
+from django.utils.module_loading import import_string
 from ninja import Field, Schema
 from pydantic import BeforeValidator, ConfigDict, Strict
 
@@ -35,6 +37,10 @@ Source = Literal[SOURCES]  # type: ignore[valid-type]
 ItemKind = Literal[ITEM_KINDS]  # type: ignore[valid-type]
 Detail = Literal[DETAILS]  # type: ignore[valid-type]
 Isolation = Literal[ISOLATIONS]  # type: ignore[valid-type]
+# The registered channels' names (settings.RECALL["CHANNELS"]), so a weight for
+# a channel that does not exist is a schema error naming the known ones.
+CHANNEL_NAMES = tuple(import_string(path).name for path in settings.RECALL["CHANNELS"])
+ChannelName = Literal[CHANNEL_NAMES]  # type: ignore[valid-type]
 NAME_PATTERN = NAME_RE.pattern
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
 

@@ -6,13 +6,16 @@ arguments, so one rule gives one answer on both surfaces.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from ninja import Field
+from pydantic import StringConstraints
 
+from console.models import SOURCE_URL_RE
 from console.schemas.common import (
     Body,
     Budget,
+    ChannelName,
     DateTime,
     Detail,
     Isolation,
@@ -29,13 +32,20 @@ from console.schemas.common import (
     Unit,
     Weight,
 )
+from console.selectors import CURSOR_PATTERN
 from recall.config import (
     DEFAULT_BUDGET,
     DEFAULT_RECALL_LIMIT,
     DEFAULT_SEARCH_LIMIT,
+    MAX_SEARCH_DEPTH,
     MAX_SEARCH_LIMIT,
 )
 
+# Stripped first: Python's `$` (schemathesis's generator) admits a final newline.
+SourceUrl = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, max_length=200, pattern=f"^$|{SOURCE_URL_RE.pattern}"),
+]
 PROJECT = "one of the token's projects (default: its only one)"
 RECORD = "record what was returned (feeds usage ranking and history); false for evaluations"
 
@@ -58,7 +68,7 @@ class RecallIn(Body):
     scope: Scope = Field("all", description="memories, notes, or both")
     kind: MemoryKind | None = Field(None, description="only this memory kind (browse if no query)")
     k: RrfK | None = Field(None, description="RRF constant (when fusion is rrf)")
-    channel_weights: dict[str, Weight] | None = Field(
+    channel_weights: dict[ChannelName, Weight] | None = Field(
         None,
         description="weights by channel over the configured ones; 0 turns a channel off, "
         'e.g. {"fts": 1, "semantic": 1, "link": 0}',
@@ -73,7 +83,7 @@ class SearchIn(Params):
         None, description="repeatable; default: the token's projects"
     )
     limit: int = Field(DEFAULT_SEARCH_LIMIT, ge=1, le=MAX_SEARCH_LIMIT, description="hits per page")
-    offset: int = Field(0, ge=0, le=1000, description="hits to skip (paging)")
+    offset: int = Field(0, ge=0, le=MAX_SEARCH_DEPTH, description="hits to skip (paging)")
     semantic: bool = Field(True, description="false = full-text only (fastest)")
     since: DateTime | None = Field(None, description="only items updated at or after this")
     record: bool = Field(True, description=RECORD)
@@ -174,7 +184,9 @@ class MemoryListIn(Params):
         "exclude", description="archived and superseded memories"
     )
     limit: int = Field(50, ge=1, le=200, description="memories per page")
-    cursor: str | None = Field(None, max_length=200, description="next_cursor of the last page")
+    cursor: str | None = Field(
+        None, pattern=CURSOR_PATTERN, description="next_cursor of the last page"
+    )
 
 
 class NoteFields(Body):
@@ -183,7 +195,7 @@ class NoteFields(Body):
     description: str | None = Field(None, max_length=150, description="one line")
     body: str | None = Field(None, max_length=200_000, description="markdown")
     tags: list[Tag] | None = Field(None, max_length=32, description="labels, lower-cased")
-    source_url: str | None = Field(None, max_length=200, description="an http(s) URL")
+    source_url: SourceUrl | None = Field(None, description="an http(s) URL (empty clears it)")
 
 
 class NoteIn(NoteFields):

@@ -6,12 +6,21 @@ Validation errors are Django `ValidationError`s with messages a person can
 act on; nothing is half-written.
 """
 
+from console.services.admin_writes import (
+    memories_delete,
+    memory_admin_save,
+    note_admin_save,
+    notes_delete,
+    project_admin_save,
+    projects_delete,
+)
 from console.services.curation import favorite_toggle, setting_reset, setting_save
 from console.services.events import memory_read_record, retrieval_record
 from console.services.memories import (
     MAX_BODY_CHARS,
     MAX_TAGS,
     MEMORY_FIELDS,
+    StateConflict,
     content_hash,
     memory_archive,
     memory_create,
@@ -27,7 +36,13 @@ from console.services.memories import (
     tags_clean,
 )
 from console.services.notes import NOTE_FIELDS, note_create, note_delete, note_update, slugify_name
-from console.services.planes import bulk_mode, index_maintain, index_rebuild, index_sync
+from console.services.planes import (
+    bulk_mode,
+    index_maintain,
+    index_rebuild,
+    index_repair,
+    index_sync,
+)
 from console.services.projects import (
     project_create,
     project_create_for_token,
@@ -50,6 +65,7 @@ __all__ = [
     "MEMORY_FIELDS",
     "NOTE_FIELDS",
     "BatchError",
+    "StateConflict",
     "IdempotencyConflict",
     "Outcome",
     "bulk_mode",
@@ -58,7 +74,14 @@ __all__ = [
     "idempotent",
     "index_maintain",
     "index_rebuild",
+    "index_repair",
     "index_sync",
+    "memories_delete",
+    "memory_admin_save",
+    "note_admin_save",
+    "notes_delete",
+    "project_admin_save",
+    "projects_delete",
     "memory_archive",
     "memory_create",
     "memory_delete",

@@ -22,6 +22,11 @@ from console import indexing, selectors
 from console.models import Edge, Memory, Project
 from recall import links
 
+
+class StateConflict(ValidationError):
+    """A well-formed request the item's current state forbids (the API answers 409)."""
+
+
 MAX_BODY_CHARS = 200_000
 MAX_TAGS = 32
 
@@ -175,7 +180,7 @@ def memory_supersede(*, memory: Memory, **fields: Any) -> Memory:
     """Create the replacement and stamp the old one, atomically."""
     old = Memory.objects.select_for_update().get(pk=memory.pk)
     if old.invalid_at is not None:
-        raise ValidationError("This memory is no longer active; supersede its replacement instead.")
+        raise StateConflict("This memory is no longer active; supersede its replacement instead.")
     carried = {f: getattr(old, f) for f in MEMORY_FIELDS if f not in fields}
     carried.pop("external_id", None)
     new = memory_create(project=old.project, **{**carried, **fields})
@@ -200,7 +205,7 @@ def memory_archive(*, memory: Memory) -> Memory:
 def memory_restore(*, memory: Memory) -> Memory:
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     if memory.superseded_by_id:
-        raise ValidationError("A superseded memory cannot be restored; edit its replacement.")
+        raise StateConflict("A superseded memory cannot be restored; edit its replacement.")
     if memory.invalid_at is not None:
         memory.invalid_at = None
         memory.save(update_fields=["invalid_at"])

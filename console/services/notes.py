@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from console import indexing
-from console.models import Note, Project
+from console.models import Note, Project, validate_source_url
 from console.services.memories import MAX_BODY_CHARS, tags_clean
 
 NOTE_FIELDS = ("title", "slug", "description", "body", "tags", "source_url")
@@ -27,7 +27,8 @@ def note_create(*, project: Project | None, **fields: Any) -> Note:
     note.tags = tags_clean(tags=note.tags)
     if len(note.body) > MAX_BODY_CHARS:
         raise ValidationError({"body": f"The body is over {MAX_BODY_CHARS:,} characters."})
-    note.full_clean(exclude=["project"])
+    note.full_clean(exclude=["project", "source_url"])  # the API's pattern, not URLValidator
+    validate_source_url(note.source_url)
     note.save(force_insert=True)
     indexing.enqueue("note", note.pk, "upsert")
     return note
@@ -43,7 +44,8 @@ def note_update(*, note: Note, **fields: Any) -> Note:
     note.tags = tags_clean(tags=note.tags)
     if len(note.body) > MAX_BODY_CHARS:
         raise ValidationError({"body": f"The body is over {MAX_BODY_CHARS:,} characters."})
-    note.full_clean(exclude=["project"])
+    note.full_clean(exclude=["project", "source_url"])  # the API's pattern, not URLValidator
+    validate_source_url(note.source_url)
     note.updated = timezone.now()
     note.save()
     indexing.enqueue("note", note.pk, "upsert")

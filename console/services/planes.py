@@ -12,6 +12,11 @@ def index_sync(*, limit: int | None = None) -> indexing.ApplyReport:
     return indexing.apply_pending(limit=limit)
 
 
+def index_repair() -> indexing.RepairReport:
+    """Rewrite plane rows that differ from the database (missing, extra, stale, duplicated)."""
+    return indexing.repair()
+
+
 def index_rebuild(*, progress: Callable[[int], None] | None = None) -> int:
     """Recreate both planes from the database; the number of items indexed."""
     return indexing.rebuild(progress=progress)

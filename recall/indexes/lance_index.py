@@ -1,10 +1,11 @@
 """The vector plane on LanceDB: cosine search with a SQL prefilter.
 
-One table of rows (id, item, project, active, kind, updated, model, vector);
-a global item has a null project. Scope and validity become a SQL `where`
-applied as a prefilter, so they act before the limit. Small tables are
-scanned exactly; once a table holds more than `index_threshold` rows an
-IVF_HNSW_SQ index (Malkov and Yashunin 2018, "Efficient and robust
+One table of rows (id, item, project, active, kind, updated, model, fp,
+vector); a global item has a null project and `fp` is the row's
+`VectorRow.fingerprint`, which `index_status` compares with the database.
+Scope and validity become a SQL `where` applied as a prefilter, so they act
+before the limit. Small tables are scanned exactly; once a table holds more
+than `index_threshold` rows an IVF_HNSW_SQ index (Malkov and Yashunin 2018, "Efficient and robust
 approximate nearest neighbor search using Hierarchical Navigable Small World
 graphs", IEEE TPAMI; inverted-file partitions, scalar-quantised vectors) is
 built, and LanceDB still scans rows written after it exactly until
@@ -16,6 +17,12 @@ once and kept.
 
 One table holds one embedding model's vectors: upserting rows of another
 model raises ConfigError (a model change means `clear()` and re-embedding).
+
+Writes (`upsert`, `delete`, `clear`, `build_index`, `optimize`) hold an OS
+file lock on `<path>/.write.lock`: LanceDB's merge-insert is not atomic
+across processes, and two gunicorn workers upserting the same id at once left
+two rows for it. A directory written in an older layout (see
+`recall.indexes.layout`) is cleared on open, to be rebuilt from the database.
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ import numpy as np
 import numpy.typing as npt
 
 from recall.errors import ConfigError, IndexUnavailable, RecallError
+from recall.indexes import layout
+from recall.locks import FileLock
 from recall.ports import Vectors
 from recall.types import Candidate, Filter, VectorRow
 
@@ -89,6 +98,7 @@ def _schema(dims: int) -> Any:
             pa.field("kind", pa.string(), nullable=False),
             pa.field("updated", pa.timestamp("us", tz="UTC"), nullable=True),
             pa.field("model", pa.string(), nullable=False),
+            pa.field("fp", pa.string(), nullable=False),
             pa.field("vector", pa.list_(pa.float32(), dims), nullable=False),
         ]
     )
@@ -134,6 +144,7 @@ class LanceIndex:
         self._table: Any = None
         self._ann: bool | None = None
         self._model: str | None = None
+        self._writes = FileLock(self.path / ".write.lock")
 
     # -- the VectorIndex port -------------------------------------------------
 
@@ -145,26 +156,30 @@ class LanceIndex:
         model = self._check_model(latest)
         data = self._arrow(latest)
         table = self._handle()
-        try:
-            (
-                table.merge_insert("id")
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .execute(data)
-            )
-        except Exception as exc:
-            raise IndexUnavailable(f"cannot write vectors to {self.path}: {exc}") from exc
-        self._model = model
-        if self.auto_index:
-            self._index_if_large()
+        with self._writes.held():
+            self._latest(table)
+            try:
+                (
+                    table.merge_insert("id")
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .execute(data)
+                )
+            except Exception as exc:
+                raise IndexUnavailable(f"cannot write vectors to {self.path}: {exc}") from exc
+            self._model = model
+            if self.auto_index:
+                self._index_if_large()
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove rows by id; unknown ids are ignored."""
         unique = sorted(set(ids))
         table = self._handle()
-        for start in range(0, len(unique), _DELETE_CHUNK):
-            chunk = unique[start : start + _DELETE_CHUNK]
-            self._call(table.delete, _in_list("id", chunk), doing="delete vectors from")
+        with self._writes.held():
+            self._latest(table)
+            for start in range(0, len(unique), _DELETE_CHUNK):
+                chunk = unique[start : start + _DELETE_CHUNK]
+                self._call(table.delete, _in_list("id", chunk), doing="delete vectors from")
 
     def search(
         self, vector: Sequence[float] | Vectors, *, where: Filter, limit: int
@@ -192,6 +207,15 @@ class LanceIndex:
         )
         return {str(v) for v in data.column("id").to_pylist()}
 
+    def fingerprints(self) -> list[tuple[str, str]]:
+        """One (id, fingerprint) pair per row."""
+        table = self._handle()
+        data = self._call(
+            lambda: table.search().select(["id", "fp"]).limit(None).to_arrow(), doing="read"
+        )
+        ids, fps = data.column("id").to_pylist(), data.column("fp").to_pylist()
+        return [(str(i), str(f)) for i, f in zip(ids, fps, strict=True)]
+
     def count(self) -> int:
         """Number of rows."""
         table = self._handle()
@@ -199,7 +223,7 @@ class LanceIndex:
 
     def clear(self) -> None:
         """Drop every row and index (the table is recreated empty)."""
-        with self._lock:
+        with self._lock, self._writes.held():
             db = self._connect()
             self._call(lambda: db.drop_table(self.table_name, ignore_missing=True), doing="drop")
             self._table = None
@@ -224,7 +248,8 @@ class LanceIndex:
             for column in ("project", "active"):
                 table.create_index(column, config=Bitmap(), replace=True)
 
-        self._call(build, doing="index")
+        with self._writes.held():
+            self._call(build, doing="index")
         self._ann = True
 
     def optimize(self, *, keep_versions: timedelta = timedelta(hours=1)) -> None:
@@ -233,8 +258,18 @@ class LanceIndex:
         Builds the ANN index first if the table has outgrown `index_threshold`.
         """
         table = self._handle()
-        self._index_if_large()
-        self._call(lambda: table.optimize(cleanup_older_than=keep_versions), doing="optimize")
+        with self._writes.held():
+            self._index_if_large()
+            self._call(lambda: table.optimize(cleanup_older_than=keep_versions), doing="optimize")
+
+    def _latest(self, table: Any) -> None:
+        """Move this handle to the table's newest version (under the write lock).
+
+        A merge-insert decides "insert" from the version the handle reads; on a
+        handle that has not yet seen another process's insert of the same id,
+        it appends a second row, and Lance commits the append without conflict.
+        """
+        self._call(table.checkout_latest, doing="refresh")
 
     def _index_if_large(self) -> None:
         if not self._ann and self.count() > self.index_threshold:
@@ -287,6 +322,7 @@ class LanceIndex:
             "kind": [r.kind for r in rows],
             "updated": [r.updated for r in rows],
             "model": [r.model for r in rows],
+            "fp": [r.fingerprint for r in rows],
         }
         schema = _schema(self.dims)
         arrays = [pa.array(columns[f.name], type=f.type) for f in schema if f.name != "vector"]
@@ -365,10 +401,11 @@ class LanceIndex:
             os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
             import lancedb
 
-            self._db = self._call(
-                lambda: lancedb.connect(self.path, read_consistency_interval=self._consistency),
-                doing="connect to",
-            )
+            def connect() -> Any:
+                layout.prepare(self.path, "vector plane")
+                return lancedb.connect(self.path, read_consistency_interval=self._consistency)
+
+            self._db = self._call(connect, doing="connect to")
         return self._db
 
     def _call(self, action: Any, *args: Any, doing: str) -> Any:

@@ -39,6 +39,7 @@ from typing import Any
 import tantivy
 
 from recall.errors import IndexUnavailable
+from recall.indexes import layout
 from recall.query import words
 from recall.types import Candidate, Doc, Filter
 
@@ -80,6 +81,7 @@ def build_schema() -> tantivy.Schema:
     """The index schema; changing it needs a reindex."""
     sb = tantivy.SchemaBuilder()
     sb.add_text_field("id", stored=True, tokenizer_name="raw")
+    sb.add_text_field("fp", stored=True, tokenizer_name="raw", index_option="basic")
     for name in ("item", "project", "active", "kind"):
         sb.add_text_field(name, tokenizer_name="raw", index_option="basic")
     for name in TEXT_FIELDS:
@@ -114,6 +116,7 @@ def to_document(doc: Doc) -> tantivy.Document:
     """A `Doc` as a tantivy document."""
     out = tantivy.Document()
     out.add_text("id", doc.id)
+    out.add_text("fp", doc.fingerprint())
     out.add_text("item", doc.item)
     out.add_text("project", doc.project if doc.project is not None else GLOBAL)
     out.add_text("active", "1" if doc.active else "0")
@@ -216,7 +219,7 @@ class TantivyIndex:
 
     def _open(self) -> tantivy.Index:
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
+            layout.prepare(self.path, "the tantivy text index")
             if tantivy.Index.exists(str(self.path)):
                 index = tantivy.Index.open(str(self.path))
             else:
@@ -459,6 +462,19 @@ class TantivyIndex:
             return set()
         hits = searcher.search(tantivy.Query.all_query(), limit=total, count=False).hits
         return set(self._ids_of(searcher, hits))
+
+    def fingerprints(self) -> list[tuple[str, str]]:
+        """One (id, fingerprint) pair per live document."""
+        searcher = self._searcher()
+        total = searcher.num_docs
+        if total == 0:
+            return []
+        hits = searcher.search(tantivy.Query.all_query(), limit=total, count=False).hits
+        pairs = []
+        for _, address in hits:
+            stored = searcher.doc(address)
+            pairs.append((_first(stored, "id"), _first(stored, "fp")))
+        return pairs
 
     def count(self) -> int:
         """The number of live documents."""

@@ -32,13 +32,14 @@ from typing import Any
 
 from whoosh import highlight, index
 from whoosh.analysis import LowercaseFilter, RegexTokenizer, StemmingAnalyzer
-from whoosh.fields import DATETIME, ID, TEXT, Schema
+from whoosh.fields import DATETIME, ID, STORED, TEXT, Schema
 from whoosh.lang import stemmer_for_language
 from whoosh.query import And, Or, Query, Term
 from whoosh.searching import Searcher
 from whoosh.writing import CLEAR, IndexWriter
 
 from recall.errors import IndexUnavailable
+from recall.indexes import layout
 from recall.query import words
 from recall.types import Candidate, Doc, Filter
 
@@ -78,6 +79,7 @@ def build_schema() -> Schema:
     exact = {name: ID() for name in ("item", "project", "active", "kind")}
     return Schema(
         id=ID(stored=True, unique=True),
+        fp=STORED(),
         updated=DATETIME(),
         **exact,
         **text,
@@ -90,6 +92,7 @@ def to_fields(doc: Doc) -> dict[str, Any]:
     tags = " ".join(doc.tags)
     fields: dict[str, Any] = {
         "id": doc.id,
+        "fp": doc.fingerprint(),
         "item": doc.item,
         "project": doc.project if doc.project is not None else GLOBAL,
         "active": "1" if doc.active else "0",
@@ -160,7 +163,7 @@ class WhooshIndex:
         # Whoosh reports a damaged directory with many unrelated exception
         # types (pickle, struct, EOF, its own), hence the broad catch.
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
+            layout.prepare(self.path, "the Whoosh text index")
             if index.exists_in(str(self.path)):
                 return index.open_dir(str(self.path))
             return index.create_in(str(self.path), build_schema())
@@ -329,6 +332,11 @@ class WhooshIndex:
     def ids(self) -> set[str]:
         """Every indexed id."""
         return {fields["id"] for fields in self._current().all_stored_fields()}
+
+    def fingerprints(self) -> list[tuple[str, str]]:
+        """One (id, fingerprint) pair per live document."""
+        stored = self._current().all_stored_fields()
+        return [(fields["id"], str(fields.get("fp", ""))) for fields in stored]
 
     def count(self) -> int:
         """The number of live documents."""

@@ -58,6 +58,20 @@ def gunicorn(
     data_dir: Path, *, workers: int = 2, threads: int = 4, log: Path | None = None
 ) -> Iterator[str]:
     """`make serve`'s command on a free loopback port; yields the base URL."""
+    with gunicorn_process(data_dir, workers=workers, threads=threads, log=log) as (base, _):
+        yield base
+
+
+@contextmanager
+def gunicorn_process(
+    data_dir: Path,
+    *,
+    workers: int = 2,
+    threads: int = 4,
+    log: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """As `gunicorn`, yielding the master process too (its children are the workers)."""
     port = free_port()
     command = [
         str(GUNICORN), "console.wsgi:application", "--bind", f"127.0.0.1:{port}",
@@ -65,11 +79,12 @@ def gunicorn(
         "--config", "console/gunicorn.conf.py",
     ]  # fmt: skip
     out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115
-    server = subprocess.Popen(command, cwd=ROOT, env=environment(data_dir), stdout=out, stderr=out)
+    environ = environment(data_dir, **(env or {}))
+    server = subprocess.Popen(command, cwd=ROOT, env=environ, stdout=out, stderr=out)
     base = f"http://127.0.0.1:{port}"
     try:
         _wait(base, server)
-        yield base
+        yield base, server
     finally:
         server.terminate()
         try:

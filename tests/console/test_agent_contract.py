@@ -173,7 +173,10 @@ def test_list_filters_and_pages_with_a_stable_cursor(world: World) -> None:
     assert seen == [f"note-{i}" for i in range(6, -1, -1)]
     archived = call(client, "get", "/memories", {"archived": "only"}).json()["memories"]
     assert archived == []
-    assert call(client, "get", "/memories", {"cursor": "junk"}).status_code == 400
+    assert call(client, "get", "/memories", {"cursor": "junk"}).status_code == 422  # the pattern
+    # Any cursor of the published pattern is a position: the page after it.
+    far_past = call(client, "get", "/memories", {"cursor": "1-" + "0" * 26}).json()
+    assert far_past["memories"] == [] and far_past["next_cursor"] is None
 
 
 def test_delete_removes_the_memory_and_its_index_rows(world: World) -> None:

@@ -42,6 +42,32 @@ WRITER = textwrap.dedent(
     """
 )
 
+MID_APPLY = textwrap.dedent(
+    """
+    import os, signal
+    import django
+    django.setup()
+    from django.core.management import call_command
+    from console import indexing, services
+    from console.models import IndexJob
+
+    call_command("migrate", verbosity=0)
+    project = services.project_create(slug="ops")
+
+    def die_mid_batch(docs):
+        assert IndexJob.objects.exclude(claimed_by="").count() == 1  # claimed, then killed
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    indexing.write_docs = die_mid_batch
+    services.memory_create(
+        project=project, kind="gotcha", name="kraken-restart",
+        description="The kraken queue must drain before a restart",
+        body="Drain the kraken queue, then restart.",
+    )
+    print("unreachable: the apply should have killed us")
+    """
+)
+
 SEARCH = textwrap.dedent(
     """
     import django
@@ -95,6 +121,18 @@ def test_sigkill_after_commit_then_reindex_reconverges(tmp_path: Path) -> None:
     rebuilt = run(tmp_path, "manage.py", "reindex")
     assert "reindexed 1 items" in rebuilt.stdout, rebuilt.stderr
 
+    after = run(tmp_path, "manage.py", "index_status")
+    assert "no drift" in after.stdout and "pending jobs  0" in after.stdout, after.stdout
+    assert run(tmp_path, "-c", SEARCH).stdout.split() == ["1", "1"]
+
+
+@pytest.mark.slow
+def test_sigkill_mid_batch_frees_the_claim_and_the_next_apply_reconverges(tmp_path: Path) -> None:
+    writer = run(tmp_path, "-c", MID_APPLY)
+    assert writer.returncode == -signal.SIGKILL, writer.stderr
+
+    synced = run(tmp_path, "manage.py", "sync_indexes")  # the dead claimer's job is free again
+    assert "applied 1 jobs, 0 failed" in synced.stdout, synced.stderr
     after = run(tmp_path, "manage.py", "index_status")
     assert "no drift" in after.stdout and "pending jobs  0" in after.stdout, after.stdout
     assert run(tmp_path, "-c", SEARCH).stdout.split() == ["1", "1"]

@@ -198,10 +198,10 @@ def test_rebuild_recreates_both_planes_from_the_database(project: Project) -> No
     indexing.apply_pending()
     wiring.text_index().clear()
 
-    assert indexing.status().missing_text == 6
+    assert len(indexing.status().text.missing) == 6
     assert indexing.rebuild() == 6
     status = indexing.status()
-    assert (status.drift, status.pending, status.text_rows) == (0, 0, 6)
+    assert (status.drift, status.pending, status.text.rows) == (0, 0, 6)
     assert len(fts_ids("chroma")) == 6
     assert {m.pk for m in memories} <= vector_ids()
 

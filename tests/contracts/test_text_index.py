@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from recall.errors import IndexUnavailable
+from recall.indexes import layout
 from recall.indexes.tantivy_index import TantivyIndex
 from recall.indexes.whoosh_index import WhooshIndex
 from recall.ports import TextIndex
@@ -470,7 +471,8 @@ def test_a_corrupt_index_is_unavailable(real: Any, tmp_path: Path) -> None:
     path = tmp_path / "fts"
     real(path).upsert([make_doc(body="damage")])
     for f in path.iterdir():
-        if f.is_file() and not f.name.endswith(".lock") and "LOCK" not in f.name:
+        lock = f.name.endswith(".lock") or "LOCK" in f.name
+        if f.is_file() and not lock and f.name != layout.MARKER:
             f.write_bytes(b"\x00garbage")
 
     with pytest.raises(IndexUnavailable):
@@ -687,3 +689,32 @@ def test_updating_a_corpus_doc_changes_its_rank(tmp_path: Path) -> None:
         assert search(ix, "zebra") == ["b", "a"], kind
         ix.upsert([replace(b, body="horse")])
         assert search(ix, "zebra") == ["a"], kind
+
+
+# -- fingerprints and layout ----------------------------------------------------
+
+
+def test_fingerprints_list_one_pair_per_row_as_written(index: Any) -> None:
+    first, other = make_doc(id="a", body="one"), make_doc(id="b", body="two")
+    index.upsert([first, other])
+    assert sorted(index.fingerprints()) == sorted(
+        [("a", first.fingerprint()), ("b", other.fingerprint())]
+    )
+
+    moved = make_doc(id="a", body="one", project="beta")
+    index.upsert([moved])
+    assert sorted(index.fingerprints()) == sorted(
+        [("a", moved.fingerprint()), ("b", other.fingerprint())]
+    )
+    assert moved.fingerprint() != first.fingerprint()
+
+
+def test_an_index_in_an_older_layout_is_cleared_on_open(real: Any, tmp_path: Path) -> None:
+    path = tmp_path / "fts"
+    real(path).upsert([make_doc(body="layout")])
+    (path / layout.MARKER).write_text("1\n", encoding="ascii")
+
+    reopened = real(path)
+    assert reopened.ids() == set()
+    reopened.upsert([make_doc(body="layout")])
+    assert real(path).ids() == {"m1"}

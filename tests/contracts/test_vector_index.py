@@ -19,11 +19,13 @@ import numpy as np
 import pytest
 
 from recall.errors import ConfigError, IndexUnavailable
+from recall.indexes import layout
 from recall.indexes.lance_index import LanceIndex, sql_string, where_sql
 from recall.ports import VectorIndex
 from recall.testing import InMemoryVectorIndex
 from recall.types import Filter, VectorRow
 
+ROOT = Path(__file__).resolve().parents[2]
 DIMS = 8
 Factory = Callable[[], VectorIndex]
 
@@ -487,3 +489,45 @@ def test_where_sql(where: Filter, sql: str | None) -> None:
 def test_sql_string_refuses_nul() -> None:
     with pytest.raises(ValueError):
         sql_string("a\x00b")
+
+
+def test_fingerprints_list_one_pair_per_row_as_written(index: VectorIndex) -> None:
+    index.upsert([row("a", X, fingerprint="f1"), row("b", X, fingerprint="f2")])
+    index.upsert([row("a", X, fingerprint="f3")])
+    assert sorted(index.fingerprints()) == [("a", "f3"), ("b", "f2")]
+
+
+def test_a_table_in_an_older_layout_is_cleared_on_open(tmp_path: Path) -> None:
+    LanceIndex(tmp_path / "v", dims=DIMS).upsert([row("a", X)])
+    (tmp_path / "v" / layout.MARKER).unlink()
+
+    assert LanceIndex(tmp_path / "v", dims=DIMS).ids() == set()
+
+
+UPSERT_SAME_IDS = """
+import sys
+from recall.indexes.lance_index import LanceIndex
+from recall.types import VectorRow
+index = LanceIndex(sys.argv[1], dims=8)
+vector = (1.0,) + (0.0,) * 7
+for round in range(20):  # each round inserts ids no process has written yet
+    index.upsert([
+        VectorRow(id=f"m{round}-{i}", item="memory", project="a", active=True, kind="fact",
+                  vector=vector, model="test-model", fingerprint=sys.argv[2])
+        for i in range(3)
+    ])
+"""
+
+
+def test_processes_upserting_the_same_ids_leave_one_row_per_id(tmp_path: Path) -> None:
+    """Two writers racing on merge-insert left duplicate rows before the write lock."""
+    path = str(tmp_path / "v")
+    LanceIndex(path, dims=DIMS).upsert([row("m0", X)])
+    writers = [
+        subprocess.Popen([sys.executable, "-c", UPSERT_SAME_IDS, path, name], cwd=ROOT)
+        for name in ("one", "two", "three")
+    ]
+    assert [w.wait(timeout=300) for w in writers] == [0, 0, 0]
+
+    index = LanceIndex(path, dims=DIMS)
+    assert index.count() == len(index.ids()) == 61

@@ -258,9 +258,25 @@ def test_kind_filter_restricts_search(make_engine: MakeEngine):
     assert ids(engine.recall(ask("chroma", kind="gotcha")).items) == [uid(1)]
 
 
-def test_empty_query_without_kind_is_a_query_error(make_engine: MakeEngine):
-    with pytest.raises(QueryError, match="empty"):
-        make_engine().recall(ask(""))
+@pytest.mark.parametrize(
+    ("query", "overrides", "warning"),
+    [
+        ("", {}, "query is empty"),
+        ("?!", {}, "no searchable"),
+        ("chroma", {"kind": "fact", "scope": "notes"}, "scope 'notes' has none"),
+        ("", {"kind": "fact", "scope": "notes"}, "scope 'notes' has none"),
+    ],
+)
+def test_a_request_with_nothing_to_look_for_is_an_empty_pack_saying_why(
+    make_engine: MakeEngine, query: str, overrides: dict[str, str], warning: str
+):
+    engine = make_engine(
+        [make_memory(1, description="chroma"), make_note(2, "Chroma", body="chroma")]
+    )
+    pack = engine.recall(ask(query, **overrides))
+
+    assert pack.items == () and warning in pack.warnings[0]
+    assert pack.tokens <= pack.budget
 
 
 @pytest.mark.parametrize(
@@ -274,7 +290,6 @@ def test_empty_query_without_kind_is_a_query_error(make_engine: MakeEngine):
         ({"kind": "gossip"}, "kind"),
         ({"k": 0}, "k must be"),
         ({"channel_weights": {"fts": -1.0}}, "weight"),
-        ({"kind": "fact", "scope": "notes"}, "contradicts"),
     ],
 )
 def test_bad_requests_raise_query_error(

@@ -133,6 +133,20 @@ def test_every_project_or_the_chosen_list(make_engine: MakeEngine):
     }
 
 
+@pytest.mark.parametrize("name", ["", "chroma-notes"])
+def test_a_stale_index_row_never_leaks_a_moved_item(make_engine: MakeEngine, name: str):
+    """The planes still say alpha; the database row now says beta (moved, index lagging)."""
+    moved = make_memory(1, description="chroma", project="alpha", name=name)
+    engine = make_engine([moved, make_memory(2, description="chroma", project="alpha")])
+    engine.planes.store.add(replace(moved, project="beta"))  # type: ignore[attr-defined]
+
+    for query in ("chroma", "chroma-notes", uid(1)):
+        alpha = engine.search(SearchRequest(query, projects=("alpha",), include_global=False))
+        assert uid(1) not in ids(alpha.hits)
+    beta = engine.search(SearchRequest(uid(1), projects=("beta",), include_global=False))
+    assert ids(beta.hits) == [uid(1)]  # found by its id, from the database
+
+
 def test_since_keeps_recent_items_without_starving_them(make_engine: MakeEngine):
     old = [make_memory(1000 + i, description="chroma chroma chroma") for i in range(80)]
     recent = make_memory(1, description="chroma and more words here")

@@ -7,10 +7,21 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from console import selectors
+from console.selectors import PlaneDrift
+
+
+def describe(drift: PlaneDrift) -> str:
+    return (
+        f"{len(drift.missing)} missing, {len(drift.extra)} extra, {len(drift.stale)} stale, "
+        f"{drift.duplicates} duplicate rows"
+    )
 
 
 class Command(BaseCommand):
-    help = "Report rows per plane, pending index jobs and drift against the database."
+    help = (
+        "Report rows per plane, pending index jobs and drift against the database "
+        "(missing, extra, stale content and duplicate rows, by fingerprint)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--fail-on-drift", action="store_true", help="exit 1 on any drift")
@@ -18,21 +29,23 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         s = selectors.index_status()
         self.stdout.write(f"database      {s.rows} items (memories + notes)")
-        self.stdout.write(f"full text     {s.text_rows} rows  [{s.text_backend}]")
-        vectors = "off" if s.vector_rows is None else f"{s.vector_rows} rows"
+        self.stdout.write(f"full text     {s.text.rows} rows  [{s.text_backend}]")
+        vectors = "off" if s.vectors is None else f"{s.vectors.rows} rows"
         self.stdout.write(f"vectors       {vectors}  [{s.vector_backend or 'none'}]")
         if s.vector_model:
             stale = "  STALE: the embedder now makes " + str(s.embedder_model)
             self.stdout.write(f"vector model  {s.vector_model}{stale if s.stale_model else ''}")
         self.stdout.write(f"pending jobs  {s.pending} ({s.failing} with errors)")
-        self.stdout.write(
-            f"drift         {s.drift} (text: {s.missing_text} missing, {s.extra_text} extra; "
-            f"vectors: {s.missing_vectors} missing, {s.extra_vectors} extra"
-            f"{', all stale' if s.stale_model else ''})"
-        )
+        self.stdout.write(f"drift         {s.drift}")
+        self.stdout.write(f"  text        {describe(s.text)}")
+        if s.vectors is not None:
+            every = ", every row from another model" if s.stale_model else ""
+            self.stdout.write(f"  vectors     {describe(s.vectors)}{every}")
         if s.drift == 0:
             self.stdout.write(self.style.SUCCESS("no drift"))
         else:
-            self.stdout.write(self.style.WARNING("drift found: run `manage.py reindex`"))
+            self.stdout.write(
+                self.style.WARNING("drift found: run `manage.py sync_indexes --repair`")
+            )
             if options["fail_on_drift"]:
                 raise SystemExit(1)

@@ -1,4 +1,4 @@
-"""Apply (retry) pending index jobs now."""
+"""Apply (retry) pending index jobs now; --repair also fixes the drift index_status finds."""
 
 from __future__ import annotations
 
@@ -10,9 +10,17 @@ from console import services
 
 
 class Command(BaseCommand):
-    help = "Apply pending index jobs (failed ones are retried); --optimize also compacts."
+    help = (
+        "Apply pending index jobs (failed ones are retried); --repair rewrites plane rows "
+        "that are missing, extra, stale or duplicated; --optimize compacts the vector table."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--repair",
+            action="store_true",
+            help="compare every plane row with the database and rewrite what differs",
+        )
         parser.add_argument(
             "--optimize", action="store_true", help="compact the vector table, build its ANN index"
         )
@@ -20,6 +28,11 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         report = services.index_sync()
         self.stdout.write(f"applied {report.applied} jobs, {report.failed} failed (still queued)")
+        if options["repair"]:
+            fixed = services.index_repair()
+            self.stdout.write(
+                f"repaired: {fixed.deleted} extra rows deleted, {fixed.rewritten} items rewritten"
+            )
         if options["optimize"]:
             services.index_maintain()
             self.stdout.write("vector plane optimized")
