@@ -1,5 +1,10 @@
 """The Django admin (staff only, as the admin always is).
 
+Console roles (console/roles.py) make staff the ones who manage agent tokens
+and grant people their projects, so those two admins answer to the staff
+flag itself rather than to per-model permissions a superuser must hand out
+first; the rest keep Django's permissions.
+
 Memories, notes and projects are saved and deleted through the services
 (console/services/admin_writes.py), so every admin change queues its index
 jobs like any other write: moving a memory to another project, or renaming a
@@ -18,7 +23,7 @@ from django.db.models import QuerySet
 from django.forms.models import construct_instance
 from django.http import HttpRequest
 
-from console import services
+from console import roles, services
 from console.admin_tokens import TokenAdmin
 from console.models import (
     AgentToken,
@@ -27,9 +32,36 @@ from console.models import (
     Memory,
     Note,
     Project,
+    ProjectMember,
     RetrievalEvent,
     Setting,
 )
+
+
+class StaffManaged:
+    """Every staff login may view, add, change and delete these."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return roles.is_staff(request.user)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return roles.is_staff(request.user)
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return roles.is_staff(request.user)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return roles.is_staff(request.user)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return roles.is_staff(request.user)
+
+
+class MemberInline(StaffManaged, admin.TabularInline[ProjectMember, Project]):
+    model = ProjectMember
+    extra = 1
+    fields = ["user", "created"]
+    readonly_fields = ["created"]
 
 
 @admin.register(Project)
@@ -37,6 +69,7 @@ class ProjectAdmin(admin.ModelAdmin[Project]):
     list_display = ["slug", "name", "isolation", "favorite", "retired_at"]
     search_fields = ["slug", "name"]
     list_filter = ["isolation"]
+    inlines = [MemberInline]
 
     def save_model(self, request: HttpRequest, obj: Project, form: Any, change: bool) -> None:
         previous = form.initial.get("slug") if change else None
@@ -47,6 +80,17 @@ class ProjectAdmin(admin.ModelAdmin[Project]):
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Project]) -> None:
         services.projects_delete(list(queryset))
+
+
+@admin.register(ProjectMember)
+class ProjectMemberAdmin(StaffManaged, admin.ModelAdmin[ProjectMember]):
+    """Who sees which project in the console (staff see all without a row)."""
+
+    list_display = ["user", "project", "created"]
+    list_filter = ["project"]
+    search_fields = ["user__username", "project__slug"]
+    fields = ["user", "project", "created"]
+    readonly_fields = ["created"]
 
 
 class MemoryForm(forms.ModelForm[Memory]):
@@ -111,7 +155,7 @@ class SettingAdmin(admin.ModelAdmin[Setting]):
 
 
 @admin.register(AgentToken)
-class AgentTokenAdmin(TokenAdmin):
+class AgentTokenAdmin(StaffManaged, TokenAdmin):
     list_display = ["agent", "prefix", "may_write", "created", "last_used", "revoked"]
     filter_horizontal = ["projects"]
 

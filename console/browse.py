@@ -8,6 +8,10 @@ reads one narrow row per memory of the project (id, kind, tags, flags,
 dates, name) and filters, counts and sorts those in Python: tags are JSON
 lists, which SQLite cannot filter portably, and one pass gives every facet's
 count at once. Only the page's rows are then read in full.
+
+Lists that span projects take `projects`, the slugs a person sees
+(`console.roles.visible_projects`; None: every project): global items are
+always in, since every logged-in person sees them.
 """
 
 from __future__ import annotations
@@ -73,6 +77,13 @@ class _Row:
     created: datetime
     importance: float
     name: str
+
+
+def _seen(projects: Sequence[str] | None) -> Q:
+    """Items of these projects plus the global ones (None: every item)."""
+    if projects is None:
+        return Q()
+    return Q(project__isnull=True) | Q(project__slug__in=list(projects))
 
 
 def project_for(*, key: str) -> Project | None:
@@ -187,25 +198,36 @@ def _note_item(n: Note) -> Item:
     return Item("note", n.pk, n.title, n.description, project, "", True, n.updated)
 
 
-def items_by_id(*, ids: Sequence[str]) -> list[Item]:
-    """Memories and notes with these ids, in the order given; unknown ids are skipped."""
+def items_by_id(*, ids: Sequence[str], projects: Sequence[str] | None = None) -> list[Item]:
+    """Memories and notes with these ids, in the order given; unknown ids, and
+    items outside `projects`, are skipped."""
     wanted = list(dict.fromkeys(ids))
     found: dict[str, Item] = {}
-    for m in Memory.objects.filter(pk__in=wanted).select_related("project"):
+    seen = _seen(projects)
+    for m in Memory.objects.filter(seen, pk__in=wanted).select_related("project"):
         found[m.pk] = _memory_item(m)
-    for n in Note.objects.filter(pk__in=wanted).select_related("project"):
+    for n in Note.objects.filter(seen, pk__in=wanted).select_related("project"):
         found[n.pk] = _note_item(n)
     return [found[i] for i in wanted if i in found]
 
 
-def recently_updated(*, limit: int = 5) -> list[Item]:
-    """The newest active memories and notes, newest first."""
-    memories = Memory.objects.filter(invalid_at__isnull=True).select_related("project")
-    notes = Note.objects.select_related("project")
+def recently_updated(*, limit: int = 5, projects: Sequence[str] | None = None) -> list[Item]:
+    """The newest active memories and notes in `projects`, newest first."""
+    seen = _seen(projects)
+    memories = Memory.objects.filter(seen, invalid_at__isnull=True).select_related("project")
+    notes = Note.objects.filter(seen).select_related("project")
     items = [_memory_item(m) for m in memories.order_by("-updated", "-id")[:limit]]
     items += [_note_item(n) for n in notes.order_by("-updated", "-id")[:limit]]
     items.sort(key=lambda i: (i.updated is not None, i.updated, i.id), reverse=True)
     return items[:limit]
+
+
+def favorites(*, projects: Sequence[str] | None) -> tuple[list[Memory], list[Note]]:
+    """Starred memories and notes in `projects` (and global), newest first."""
+    seen = _seen(projects)
+    memories = Memory.objects.filter(seen, favorite=True).select_related("project")
+    notes = Note.objects.filter(seen, favorite=True).select_related("project")
+    return list(memories), list(notes)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
@@ -70,6 +71,29 @@ class Project(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+
+class ProjectMember(models.Model):
+    """A person granted a project in the console (console/roles.py reads these).
+
+    Staff see every project without a row; everyone else sees the global
+    items and the projects granted here, sealed ones included only when granted.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="project_memberships"
+    )
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="members")
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["project__slug", "user_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "project"], name="project_member_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.project}"
 
 
 class Memory(models.Model):

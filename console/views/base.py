@@ -1,10 +1,11 @@
-"""What every console view shares: the login guard, partial rendering, redirects.
+"""What every console view shares: the login and staff guards, partial rendering, redirects.
 
-Every view checks the login itself (`login_required`), so a partial request
-cannot bypass it. One template per page; an htmx request gets the page's
-inline partial (`page`, with `Vary: HX-Request` on the view). Every POST
-also works as a plain form: it redirects, while the htmx one gets the
-fragment back (`done`).
+Every view checks the login itself (`login_required`), and a staff-only one
+its flag (`staff_required`, a 403 page), so a partial request cannot bypass
+either; which projects a person sees is `console.roles`. One template per
+page; an htmx request gets the page's inline partial (`page`, with
+`Vary: HX-Request` on the view). Every POST also works as a plain form: it
+redirects, while the htmx one gets the fragment back (`done`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from urllib.parse import urlencode, urlsplit
 
 from django.contrib.auth.views import redirect_to_login
-from django.core.exceptions import ObjectDoesNotExist, ValidationError
+from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, ValidationError
 from django.forms import Form
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -24,6 +25,8 @@ from django.utils.cache import add_never_cache_headers
 from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
+
+from console import roles
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -60,6 +63,29 @@ def login_required(view: View[P]) -> View[P]:
 
     update_wrapper(wrapped, view)
     return wrapped
+
+
+def staff_required(view: View[P]) -> View[P]:
+    """Refuse a person without the staff flag with the 403 page (the settings pages).
+
+    Put under `login_required`, so an anonymous request still goes to the login.
+    """
+
+    def wrapped(request: HtmxHttpRequest, /, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
+        if not roles.is_staff(request.user):
+            raise PermissionDenied(
+                "Only staff may open this page: ask a staff member if you need it."
+            )
+        return view(request, *args, **kwargs)
+
+    update_wrapper(wrapped, view)
+    return wrapped
+
+
+def visible_or_404(request: HttpRequest, project: str | None) -> None:
+    """A 404 (as for an unknown id) when the item's project is not one the person sees."""
+    if not roles.can_see(request.user, project):
+        raise Http404("No such item.")
 
 
 def partial(request: HtmxHttpRequest) -> bool:

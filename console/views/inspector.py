@@ -4,7 +4,9 @@ Each recalled item shows its text, its dates and why it came, in words (the
 channels' numbers sit behind a disclosure). Without a project the run is an
 agent bound to no project, which sees only global memories: the page says
 so. A briefing with a query is the briefing a subagent gets (constraints
-plus the memories that match its task), so the query is never ignored.
+plus the memories that match its task), so the query is never ignored. The
+project choices are the person's own (console/roles.py), so a run for a
+project they do not see is refused at the field.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from console import browse, selectors
+from console import browse, roles, selectors
 from console.forms import InspectForm
 from console.views import present
 from console.views.base import HtmxHttpRequest, login_required, page
@@ -68,7 +70,7 @@ def inspect(request: HtmxHttpRequest) -> HttpResponse:
     """Run a Recall (or a Briefing) as an agent would, without recording it."""
     form = InspectForm(
         request.GET or None,
-        projects=selectors.project_slugs(),
+        projects=roles.project_slugs(request.user),
         channels=selectors.channel_names(),
         initial={"mode": "recall"},
     )

@@ -1,4 +1,8 @@
-"""Favorites, projects and a project's page (browse its memories)."""
+"""Favorites, projects and a project's page (browse its memories).
+
+Each lists only what the person sees (console/roles.py): their projects and
+the global items; a project page outside them is a 404, as for an unknown slug.
+"""
 
 from __future__ import annotations
 
@@ -9,17 +13,24 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from console import browse, selectors
+from console import browse, roles, selectors
 from console.forms import BrowseForm
 from console.models import Project
-from console.views.base import HtmxHttpRequest, login_required, or_404, page, partial
+from console.views.base import (
+    HtmxHttpRequest,
+    login_required,
+    or_404,
+    page,
+    partial,
+    visible_or_404,
+)
 
 
 @login_required
 @require_GET
 @vary_on_headers("HX-Request")
 def favorites(request: HtmxHttpRequest) -> HttpResponse:
-    memories, notes = selectors.favorites_list()
+    memories, notes = browse.favorites(projects=roles.visible_projects(request.user))
     context = {"memories": memories, "notes": notes}
     return page(request, "console/favorites.html", context, "favorites")
 
@@ -28,7 +39,11 @@ def favorites(request: HtmxHttpRequest) -> HttpResponse:
 @require_GET
 @vary_on_headers("HX-Request")
 def projects(request: HtmxHttpRequest) -> HttpResponse:
-    context = {"projects": selectors.project_list(), "global_key": browse.GLOBAL}
+    rows = selectors.project_list()
+    visible = roles.visible_projects(request.user)
+    if visible is not None:
+        rows = rows.filter(slug__in=visible)
+    context = {"projects": rows, "global_key": browse.GLOBAL, "staff": visible is None}
     return page(request, "console/projects.html", context, "projects")
 
 
@@ -46,6 +61,7 @@ def _page_url(request: HtmxHttpRequest, number: int) -> str:
 def project_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
     """A project's memories, sorted, filtered (with counts) and paged, and its notes."""
     project: Project | None = or_404(browse.project_for, key=key)
+    visible_or_404(request, project.slug if project else None)
     form = BrowseForm(request.GET)
     filters = form.filters()
     listing = browse.project_memories(project=project, **filters)

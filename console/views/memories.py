@@ -1,8 +1,15 @@
-"""Memory and note pages: read, edit, supersede, archive, restore, delete, star."""
+"""Memory and note pages: read, edit, supersede, archive, restore, delete, star.
+
+Every view fetches its item through `_memory` / `_note`, which answer 404 for
+an item outside the person's projects (console/roles.py) exactly as for an
+unknown id; the memory page also drops links, backlinks, versions and agent
+history that belong to projects the person does not see.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode
 
@@ -14,7 +21,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from console import browse, selectors, services
+from console import browse, roles, selectors, services
 from console.forms import MemoryForm, NewMemoryForm
 from console.models import Memory, Note
 from console.views.base import (
@@ -26,15 +33,47 @@ from console.views.base import (
     or_404,
     page,
     partial,
+    visible_or_404,
 )
 
 
-def _memory(memory_id: str) -> Memory:
-    return or_404(selectors.memory_get, memory_id=memory_id)
+def _memory(request: HtmxHttpRequest, memory_id: str) -> Memory:
+    memory: Memory = or_404(selectors.memory_get, memory_id=memory_id)
+    visible_or_404(request, roles.project_of(memory))
+    return memory
 
 
-def _detail_context(memory_id: str) -> dict[str, Any]:
+def _note(request: HtmxHttpRequest, note_id: str) -> Note:
+    note: Note = or_404(selectors.note_get, note_id=note_id)
+    visible_or_404(request, roles.project_of(note))
+    return note
+
+
+def _visible(request: HtmxHttpRequest, detail: selectors.MemoryDetail) -> selectors.MemoryDetail:
+    """The detail without what belongs to projects the person does not see (a
+    global memory is linked from, and read by agents of, every project)."""
+    visible = roles.visible_projects(request.user)
+    if visible is None:
+        return detail
+
+    def shown(items: list[Memory]) -> list[Memory]:
+        return [m for m in items if roles.project_of(m) in (None, *visible)]
+
+    return replace(
+        detail,
+        links=shown(detail.links),
+        backlinks=shown(detail.backlinks),
+        chain_back=shown(detail.chain_back),
+        chain_forward=shown(detail.chain_forward),
+        # An event without a project came from a search over several: not theirs to read.
+        history=[e for e in detail.history if e.project in visible],
+    )
+
+
+def _detail_context(request: HtmxHttpRequest, memory_id: str) -> dict[str, Any]:
     detail = or_404(selectors.memory_detail, memory_id=memory_id)
+    visible_or_404(request, roles.project_of(detail.memory))
+    detail = _visible(request, detail)
     memory = detail.memory
     links = {m.name: reverse("memory_detail", args=[m.pk]) for m in detail.links}
     return {"d": detail, "m": memory, "links": links, "by_name": _by_name(memory.project)}
@@ -50,16 +89,21 @@ def _by_name(project: Any) -> str:
 @require_GET
 @vary_on_headers("HX-Request")
 def memory_detail(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
-    return page(request, "console/memory.html", _detail_context(memory_id), "memory-main")
+    context = _detail_context(request, memory_id)
+    return page(request, "console/memory.html", context, "memory-main")
 
 
 @login_required
 @require_GET
 def memory_by_name(request: HtmxHttpRequest, name: str) -> HttpResponse:
     """Where a `[[name]]` link lands: the active memory of that name (the
-    linking project's first, then global), else a search for the name."""
-    found = selectors.memory_named(name=name, project=request.GET.get("project") or None)
-    if found is not None:
+    linking project's first, then global), else a search for the name. A
+    project the person does not see is treated as unknown: a search."""
+    project = request.GET.get("project") or None
+    found = None
+    if roles.can_see(request.user, project):
+        found = selectors.memory_named(name=name, project=project)
+    if found is not None and roles.can_see(request.user, roles.project_of(found)):
         return redirect("memory_detail", memory_id=found.pk)
     return redirect(f"{reverse('search')}?{urlencode({'q': name})}")
 
@@ -88,7 +132,7 @@ def _memory_form(request: HtmxHttpRequest, memory: Memory, *, supersede: bool) -
 @vary_on_headers("HX-Request")
 def memory_new(request: HtmxHttpRequest) -> HttpResponse:
     """Write a memory by hand (the palette's "New memory")."""
-    projects = selectors.project_slugs()
+    projects = roles.project_slugs(request.user)  # a hidden project is an invalid choice
     if request.method == "POST":
         form = NewMemoryForm(request.POST, projects=projects)
         if form.is_valid():
@@ -114,14 +158,14 @@ def memory_new(request: HtmxHttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
 def memory_edit(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
-    return _memory_form(request, _memory(memory_id), supersede=False)
+    return _memory_form(request, _memory(request, memory_id), supersede=False)
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
 def memory_supersede(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
-    return _memory_form(request, _memory(memory_id), supersede=True)
+    return _memory_form(request, _memory(request, memory_id), supersede=True)
 
 
 def _curate(
@@ -139,7 +183,7 @@ def _curate(
         if error:
             messages.error(request, error)
         return redirect(url)
-    context = {**_detail_context(memory.pk), "error": error, "done": done_text}
+    context = {**_detail_context(request, memory.pk), "error": error, "done": done_text}
     return render(request, "console/memory.html#memory-head", context)
 
 
@@ -147,14 +191,16 @@ def _curate(
 @require_POST
 @vary_on_headers("HX-Request")
 def memory_archive(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
-    return _curate(request, _memory(memory_id), services.memory_archive, verb="Archived")
+    memory = _memory(request, memory_id)
+    return _curate(request, memory, services.memory_archive, verb="Archived")
 
 
 @login_required
 @require_POST
 @vary_on_headers("HX-Request")
 def memory_restore(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
-    return _curate(request, _memory(memory_id), services.memory_restore, verb="Restored")
+    memory = _memory(request, memory_id)
+    return _curate(request, memory, services.memory_restore, verb="Restored")
 
 
 @login_required
@@ -162,7 +208,7 @@ def memory_restore(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def memory_delete(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
     """GET asks for confirmation (inline for htmx); POST deletes."""
-    memory = _memory(memory_id)
+    memory = _memory(request, memory_id)
     if request.method == "POST":
         services.memory_delete(memory=memory)
         messages.success(request, f"Deleted {memory.name}.")
@@ -184,7 +230,7 @@ def _star(request: HtmxHttpRequest, item: Memory | Note, *, kind: str, url: str)
 @require_POST
 @vary_on_headers("HX-Request")
 def memory_star(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
-    memory = _memory(memory_id)
+    memory = _memory(request, memory_id)
     url = reverse("memory_detail", args=[memory.pk])
     return _star(request, memory, kind="memory", url=url)
 
@@ -193,7 +239,7 @@ def memory_star(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
 @require_POST
 @vary_on_headers("HX-Request")
 def note_star(request: HtmxHttpRequest, note_id: str) -> HttpResponse:
-    note = or_404(selectors.note_get, note_id=note_id)
+    note = _note(request, note_id)
     return _star(request, note, kind="note", url=reverse("note_detail", args=[note.pk]))
 
 
@@ -201,5 +247,5 @@ def note_star(request: HtmxHttpRequest, note_id: str) -> HttpResponse:
 @require_GET
 @vary_on_headers("HX-Request")
 def note_detail(request: HtmxHttpRequest, note_id: str) -> HttpResponse:
-    note = or_404(selectors.note_get, note_id=note_id)
+    note = _note(request, note_id)
     return page(request, "console/note.html", {"n": note}, "note-main")

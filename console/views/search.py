@@ -6,6 +6,10 @@ calibrated floor (console/views/present.py), orders them by the relevance
 label and pages through the window; it also counts the archived matches a
 search hides, so it can offer them. The palette stays on the full-text fast
 path (it never embeds) and, empty, offers recent items and commands.
+
+Both run over the person's projects only (console/roles.py: staff every
+project, others their grants, global items for all); the project filter
+offers those and nothing else, and the Settings command is for staff.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from console import browse, selectors
+from console import browse, roles, selectors
 from console.forms import SearchForm
 from console.views import present
 from console.views.base import HtmxHttpRequest, login_required, page
@@ -72,10 +76,12 @@ def _suggestions(data: QueryDict, params: dict[str, Any], hidden: int) -> list[t
     return out
 
 
-def _results(form: SearchForm, data: QueryDict) -> dict[str, Any]:
+def _results(form: SearchForm, data: QueryDict, scope: list[str] | None) -> dict[str, Any]:
+    """The page of results; `scope` is the projects searched (roles.search_scope)."""
     params = form.cleaned_query(now=timezone.now())
+    scoped = {**params, "projects": scope}
     try:
-        result = selectors.memory_search(**params, prefix=True, limit=WINDOW)
+        result = selectors.memory_search(**scoped, prefix=True, limit=WINDOW)
     except RecallError as exc:
         return {"error": str(exc)}
     hits = list(result.hits)  # the engine's semantic floor already applied
@@ -86,7 +92,7 @@ def _results(form: SearchForm, data: QueryDict) -> dict[str, Any]:
     pages = max(1, -(-len(judged) // PER_PAGE))
     number = min(form.cleaned_data.get("page") or 1, pages)
     start = (number - 1) * PER_PAGE
-    hidden = _hidden(params)
+    hidden = _hidden(scoped)
     capped = (getattr(result, "total", 0) or 0) > len(result.hits) or len(result.hits) >= WINDOW
     return {
         "rows": present.rows(judged[start : start + PER_PAGE], matcher, texts),
@@ -110,7 +116,7 @@ def _results(form: SearchForm, data: QueryDict) -> dict[str, Any]:
 @require_GET
 @vary_on_headers("HX-Request")
 def search(request: HtmxHttpRequest) -> HttpResponse:
-    projects = selectors.project_slugs()
+    projects = roles.project_slugs(request.user)  # a hidden project is an invalid choice
     if request.GET:
         form = SearchForm(request.GET, projects=projects)
     else:
@@ -119,7 +125,9 @@ def search(request: HtmxHttpRequest) -> HttpResponse:
     if form.is_bound and form.is_valid():
         context["q"] = form.cleaned_data["q"] or ""
         if context["q"].strip():
-            context.update(_results(form, request.GET))
+            chosen = [form.cleaned_data["project"]] if form.cleaned_data.get("project") else None
+            scope = roles.search_scope(request.user, chosen)
+            context.update(_results(form, request.GET, scope))
     return page(request, "console/search.html", context, "results")
 
 
@@ -132,13 +140,16 @@ COMMANDS = [
     ("New memory", "memory_new", "create add write"),
     ("Toggle theme", "", "dark light mode colour color"),
 ]
+STAFF_ONLY = {"settings"}
 
 
-def _commands(query: str) -> list[dict[str, str]]:
+def _commands(query: str, *, staff: bool) -> list[dict[str, str]]:
     """The palette's commands whose words start with every word typed."""
     wanted = query.lower().split()
     out = []
     for label, view, extra in COMMANDS:
+        if view in STAFF_ONLY and not staff:
+            continue
         words = f"{label} {extra}".lower().split()
         if all(any(w.startswith(q) for w in words) for q in wanted):
             url = reverse(view) if view else ""
@@ -153,10 +164,15 @@ def palette(request: HtmxHttpRequest) -> HttpResponse:
     """The keystroke palette: the FTS fast path (never embeds), last word a prefix."""
     query = request.GET.get("q", "")[:500]
     context: dict[str, Any] = {"q": query, "rows": [], "error": "", "result": None}
+    visible = roles.visible_projects(request.user)
     if query.strip():
         try:
             result = selectors.memory_search(
-                query=query, semantic=False, prefix=True, limit=PALETTE_HITS
+                query=query,
+                projects=roles.search_scope(request.user, None),
+                semantic=False,
+                prefix=True,
+                limit=PALETTE_HITS,
             )
         except RecallError as exc:
             context["error"] = str(exc)
@@ -170,11 +186,11 @@ def palette(request: HtmxHttpRequest) -> HttpResponse:
             context["result"] = result
     else:
         ids = [i for i in request.GET.get("recent", "").split(",") if _ID.match(i)][:RECENT_MAX]
-        context["recent"] = browse.items_by_id(ids=ids)
+        context["recent"] = browse.items_by_id(ids=ids, projects=visible)
         context["recent_label"] = "Recent" if context["recent"] else "Recently updated"
         if not context["recent"]:
-            context["recent"] = browse.recently_updated(limit=5)
-    context["commands"] = _commands(query)
+            context["recent"] = browse.recently_updated(limit=5, projects=visible)
+    context["commands"] = _commands(query, staff=roles.is_staff(request.user))
     context["all_url"] = f"{reverse('search')}?{urlencode({'q': query})}"
     response = page(request, "console/palette.html", context, "palette-results")
     result = context["result"]

@@ -1,4 +1,9 @@
-"""Settings: every section's knobs over their base values, with a live briefing preview."""
+"""Settings: every section's knobs over their base values, with a live briefing preview.
+
+Staff only (`staff_required`: the 403 page for anyone else), on every view,
+the preview and the save included, since a saved knob changes what every
+agent and person gets.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from django_htmx.http import trigger_client_event
 from console import selectors, services
 from console.forms import ConfigForm
 from console.views import knobs
-from console.views.base import HtmxHttpRequest, login_required, page, partial
+from console.views.base import HtmxHttpRequest, login_required, page, partial, staff_required
 from recall import RecallError
 
 BRIEFING = "briefing"
@@ -73,6 +78,7 @@ def _settings_context(forms: dict[str, ConfigForm], project: str | None) -> dict
 
 
 @login_required
+@staff_required
 @require_GET
 @vary_on_headers("HX-Request")
 def settings_page(request: HtmxHttpRequest) -> HttpResponse:
@@ -82,6 +88,7 @@ def settings_page(request: HtmxHttpRequest) -> HttpResponse:
 
 
 @login_required
+@staff_required
 @require_POST
 @vary_on_headers("HX-Request")
 def settings_save(request: HtmxHttpRequest, key: str) -> HttpResponse:
@@ -126,6 +133,7 @@ def settings_save(request: HtmxHttpRequest, key: str) -> HttpResponse:
 
 
 @login_required
+@staff_required
 @require_GET
 @vary_on_headers("HX-Request")
 def settings_preview(request: HtmxHttpRequest) -> HttpResponse:

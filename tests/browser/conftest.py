@@ -93,7 +93,8 @@ def page(browser: Any, live_server: Any, planes: Path, watch: Watch) -> Iterator
 def user(transactional_db: None, settings: Any) -> User:
     # A fast hasher: the suite logs in once per test; PBKDF2 would cost a second each.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    return User.objects.create_user("ada", password=PASSWORD)
+    # The operator's login: staff see every project and open Settings (console/roles.py).
+    return User.objects.create_user("ada", password=PASSWORD, is_staff=True)
 
 
 def log_in(page: Any, user: User) -> None:

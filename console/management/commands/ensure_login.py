@@ -37,3 +37,12 @@ class Command(BaseCommand):
             secret_file.chmod(0o600)  # a file made before keeps its mode otherwise
         username, password = secret_file.read_text().split()
         self.stdout.write(f"Console login: {username} / {password}  (stored in {secret_file})")
+        if not (user.is_staff and user.is_superuser):
+            # The operator's login is made a superuser; one that lost the flags
+            # sees only its granted projects and no settings. Say so rather than
+            # quietly raise a login someone lowered on purpose.
+            self.stdout.write(
+                f"Warning: {user.get_username()} is not staff and superuser, so it sees only "
+                "the projects granted to it and cannot open Settings. Give it the flags in "
+                "the admin, or use `createsuperuser` for an operator's login."
+            )
