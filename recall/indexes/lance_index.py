@@ -114,7 +114,9 @@ class LanceIndex:
     at 100k rows on two cores), else by the next `optimize()`. `nprobes` and `ef` tune ANN searches
     (ignored while the table is scanned exactly). `read_consistency` is how
     stale this handle may be with respect to writes by other processes
-    (None: only this handle's own writes are seen).
+    (None: only this handle's own writes are seen). `compact_every` writes of
+    a handle merge the small files they added (0: never; see
+    `_compact_now_and_then`).
     """
 
     def __init__(
@@ -127,6 +129,7 @@ class LanceIndex:
         auto_index: bool = True,
         nprobes: int = 20,
         ef: int = 100,
+        compact_every: int = 20,
         read_consistency: timedelta | None = timedelta(seconds=1),
     ) -> None:
         if dims < 1:
@@ -145,6 +148,8 @@ class LanceIndex:
         self._ann: bool | None = None
         self._model: str | None = None
         self._writes = FileLock(self.path / ".write.lock")
+        self.compact_every = compact_every
+        self._since_compaction = 0
 
     # -- the VectorIndex port -------------------------------------------------
 
@@ -170,6 +175,7 @@ class LanceIndex:
             self._model = model
             if self.auto_index:
                 self._index_if_large()
+            self._compact_now_and_then(table)
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove rows by id; unknown ids are ignored."""
@@ -180,6 +186,7 @@ class LanceIndex:
             for start in range(0, len(unique), _DELETE_CHUNK):
                 chunk = unique[start : start + _DELETE_CHUNK]
                 self._call(table.delete, _in_list("id", chunk), doing="delete vectors from")
+            self._compact_now_and_then(table)
 
     def search(
         self, vector: Sequence[float] | Vectors, *, where: Filter, limit: int
@@ -261,6 +268,23 @@ class LanceIndex:
         with self._writes.held():
             self._index_if_large()
             self._call(lambda: table.optimize(cleanup_older_than=keep_versions), doing="optimize")
+
+    def _compact_now_and_then(self, table: Any) -> None:
+        """Every `compact_every` writes of this handle, merge the small files they left.
+
+        Each upsert or delete adds a fragment, and a search scans every one:
+        after 1,000 single-row upserts on 5,000 rows a search took 107 ms
+        instead of 6, an upsert 61 ms instead of 7. Compacting 50 small
+        fragments takes 20-40 ms (100k rows); building the ANN index is left
+        to `optimize` and `auto_index`. Old versions are kept for an hour, so a
+        reader on another process's older handle still finds its files.
+        """
+        self._since_compaction += 1
+        if self.compact_every <= 0 or self._since_compaction < self.compact_every:
+            return
+        self._since_compaction = 0
+        keep = timedelta(hours=1)
+        self._call(lambda: table.optimize(cleanup_older_than=keep), doing="compact")
 
     def _latest(self, table: Any) -> None:
         """Move this handle to the table's newest version (under the write lock).

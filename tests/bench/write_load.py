@@ -148,7 +148,7 @@ def kill_workers(master: subprocess.Popen[bytes], kills: int, done: threading.Ev
     rng = random.Random(5)
     made = 0
     while made < kills and not done.is_set():
-        time.sleep(rng.uniform(0.2, 0.6))
+        time.sleep(rng.uniform(2.0, 6.0))  # spread over the run, not its first seconds
         pids = workers_of(master)
         if not pids:
             continue

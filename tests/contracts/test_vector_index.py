@@ -531,3 +531,16 @@ def test_processes_upserting_the_same_ids_leave_one_row_per_id(tmp_path: Path) -
 
     index = LanceIndex(path, dims=DIMS)
     assert index.count() == len(index.ids()) == 61
+
+
+def test_single_row_writes_are_compacted_every_few_writes(tmp_path: Path) -> None:
+    """Every write adds a fragment and searches scan them all: the handle merges them."""
+    index = LanceIndex(tmp_path / "v", dims=DIMS, compact_every=5)
+    for i in range(12):
+        index.upsert([row(f"m{i}", X)])
+    index.delete(["m0"])
+
+    fragments = index._handle().stats()["fragment_stats"]["num_fragments"]
+    assert fragments <= 4  # without compaction: one per write, 13
+    assert index.count() == 11
+    assert ids(index.search(X, where=EVERYTHING, limit=3)) == ["m1", "m10", "m11"]
