@@ -242,6 +242,10 @@ RECALL: dict[str, Any] = {
     "EMBEDDER_BATCH_THREADS": int(env("RECALL_EMBEDDER_BATCH_THREADS", str(os.cpu_count() or 1))),
     # Apply pending index jobs on commit (off = only `manage.py sync_indexes`).
     "SYNC_ON_COMMIT": env_bool("RECALL_SYNC_ON_COMMIT", True),
+    # Answer vector searches (Recall, Search, dedup hints) from an in-process HNSW
+    # copy of the vector plane, loaded on a process's first search and kept
+    # current from the plane (recall/indexes/hot_vectors.py); off: ask LanceDB.
+    "VECTOR_CACHE": env_bool("RECALL_VECTOR_CACHE", True),
     # Give up retrying an index job after this many attempts (it stays visible).
     "MAX_JOB_ATTEMPTS": int(env("RECALL_MAX_JOB_ATTEMPTS", "20")),
     # A process's claim on a batch of index jobs lapses after this long (sooner

@@ -26,6 +26,7 @@ from django.conf import settings
 from console import configuration
 from recall.engine import Engine
 from recall.errors import ConfigError
+from recall.indexes.hot_vectors import HotVectorIndex, Replicable
 from recall.planes import Planes
 from recall.ports import Channel, Embedder, MemoryStore, TextIndex, VectorIndex
 
@@ -111,9 +112,20 @@ def vector_index() -> VectorIndex | None:
 
     def make() -> VectorIndex:
         emb = embedder()
-        return build("VECTOR_INDEX", **({"dims": emb.dims} if emb is not None else {}))  # type: ignore[no-any-return]
+        plane: VectorIndex = build(
+            "VECTOR_INDEX", **({"dims": emb.dims} if emb is not None else {})
+        )
+        if settings.RECALL["VECTOR_CACHE"] and isinstance(plane, Replicable):
+            return HotVectorIndex(plane)
+        return plane
 
     return _once("vectors", make)
+
+
+def vector_plane() -> VectorIndex | None:
+    """The durable vector plane itself, under the in-process copy when there is one."""
+    vectors = vector_index()
+    return vectors.inner if isinstance(vectors, HotVectorIndex) else vectors
 
 
 def planes() -> Planes:

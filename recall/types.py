@@ -90,6 +90,11 @@ class Doc:
             self.updated.isoformat() if self.updated else "",
         )  # fmt: skip
 
+    def embedding_hash(self, model: str) -> str:
+        """What the vector depends on: the embedded text and the model (a reindex
+        copies a stored vector whose hash matches instead of embedding again)."""
+        return fingerprint(model, self.embedding_text())
+
     def embedding_text(self) -> str:
         """The text the semantic plane embeds: title, description, body head."""
         head = self.body[:1000]
@@ -165,6 +170,22 @@ class VectorRow:
     model: str
     updated: datetime | None = None
     fingerprint: str = ""  # Doc.vector_fingerprint(model)
+    text_hash: str = ""  # Doc.embedding_hash(model): equal hashes, equal vectors
+
+
+@dataclass(frozen=True, slots=True)
+class VectorBlock:
+    """Rows of the vector plane as columns (row i of each list is row i of `vectors`)."""
+
+    ids: list[str]
+    items: list[str]
+    projects: list[str | None]
+    active: list[bool]
+    kinds: list[str]
+    fingerprints: list[str]
+    vectors: npt.NDArray[np.float32]  # shape (len(ids), dims)
+    high_water: int = 0  # the highest write sequence number among the rows (0: none)
+    text_hashes: list[str] | None = None  # VectorRow.text_hash per row, where stored
 
 
 @dataclass(frozen=True, slots=True)

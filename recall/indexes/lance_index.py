@@ -1,8 +1,12 @@
 """The vector plane on LanceDB: cosine search with a SQL prefilter.
 
-One table of rows (id, item, project, active, kind, updated, model, fp,
-vector); a global item has a null project and `fp` is the row's
-`VectorRow.fingerprint`, which `index_status` compares with the database.
+One table of rows (id, item, project, active, kind, updated, model, fp, seq,
+th, vector); a global item has a null project, `fp` is the row's
+`VectorRow.fingerprint`, which `index_status` compares with the database,
+and `th` its `VectorRow.text_hash` (a reindex reuses vectors by it).
+`seq` orders writes: every upsert stamps its rows, under the write lock, with
+a number above every earlier one, so a reader that has seen up to `seq` s
+reads what changed since with `changes(s)` (the in-process copy does).
 Scope and validity become a SQL `where` applied as a prefilter, so they act
 before the limit. Small tables are scanned exactly; once a table holds more
 than `index_threshold` rows an IVF_HNSW_SQ index (Malkov and Yashunin 2018, "Efficient and robust
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -41,12 +46,13 @@ from recall.errors import ConfigError, IndexUnavailable, RecallError
 from recall.indexes import layout
 from recall.locks import FileLock
 from recall.ports import Vectors
-from recall.types import Candidate, Filter, VectorRow
+from recall.types import Candidate, Filter, VectorBlock, VectorRow
 
 _DELETE_CHUNK = 500
 _TIE_PAD = 8
 _EF_BUILD = 150
 _PARTITION_ROWS = 25_000
+LAYOUT = 3  # layout.VERSION 2 plus the `seq` and `th` columns
 
 
 def sql_string(value: str) -> str:
@@ -99,6 +105,8 @@ def _schema(dims: int) -> Any:
             pa.field("updated", pa.timestamp("us", tz="UTC"), nullable=True),
             pa.field("model", pa.string(), nullable=False),
             pa.field("fp", pa.string(), nullable=False),
+            pa.field("seq", pa.int64(), nullable=False),
+            pa.field("th", pa.string(), nullable=False),
             pa.field("vector", pa.list_(pa.float32(), dims), nullable=False),
         ]
     )
@@ -159,10 +167,11 @@ class LanceIndex:
             return
         latest = list({row.id: row for row in rows}.values())
         model = self._check_model(latest)
-        data = self._arrow(latest)
+        matrix = self._matrix(latest)
         table = self._handle()
         with self._writes.held():
             self._latest(table)
+            data = self._arrow(latest, matrix, seq=time.time_ns())
             try:
                 (
                     table.merge_insert("id")
@@ -236,6 +245,51 @@ class LanceIndex:
             self._table = None
             self._ann = None
             self._model = None
+
+    # -- what an in-process copy reads (recall.indexes.hot_vectors) ------------
+
+    def version(self) -> int:
+        """The table's version: it moves on every write, by any process."""
+        table = self._handle()
+        self._call(table.checkout_latest, doing="refresh")
+        return int(self._call(lambda: table.version, doing="read the version of"))
+
+    def block(self, ids: Sequence[str] | None = None) -> VectorBlock:
+        """Every row, or the rows with these ids, as columns."""
+        if ids is None:
+            return self._read_block([None])
+        chunks = [ids[start : start + _DELETE_CHUNK] for start in range(0, len(ids), _DELETE_CHUNK)]
+        return self._read_block([_in_list("id", chunk) for chunk in chunks])
+
+    def changes(self, after: int) -> VectorBlock:
+        """The rows written after sequence number `after` (see the module docstring)."""
+        return self._read_block([f"seq > {int(after)}"])
+
+    def _read_block(self, predicates: Sequence[str | None]) -> VectorBlock:
+        import pyarrow as pa
+
+        table = self._handle()
+        columns = ["id", "item", "project", "active", "kind", "fp", "seq", "th", "vector"]
+        parts: list[Any] = []
+        for predicate in predicates:
+            query = table.search().select(columns).limit(None)
+            if predicate is not None:
+                query = query.where(predicate)
+            parts.append(self._call(query.to_arrow, doing="read"))
+        data = pa.concat_tables(parts)
+        flat = data.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        seqs = data.column("seq").to_numpy()
+        return VectorBlock(
+            ids=[str(v) for v in data.column("id").to_pylist()],
+            items=[str(v) for v in data.column("item").to_pylist()],
+            projects=data.column("project").to_pylist(),
+            active=[bool(v) for v in data.column("active").to_pylist()],
+            kinds=[str(v) for v in data.column("kind").to_pylist()],
+            fingerprints=[str(v) for v in data.column("fp").to_pylist()],
+            vectors=np.asarray(flat, dtype=np.float32).reshape(len(data), self.dims),
+            high_water=int(seqs.max()) if len(seqs) else 0,
+            text_hashes=[str(v) for v in data.column("th").to_pylist()],
+        )
 
     # -- maintenance ------------------------------------------------------------
 
@@ -333,10 +387,11 @@ class LanceIndex:
             raise ValueError(f"query vector has {query.shape[0]} dims, index has {self.dims}")
         return query
 
-    def _arrow(self, rows: Sequence[VectorRow]) -> Any:
+    def _arrow(
+        self, rows: Sequence[VectorRow], matrix: npt.NDArray[np.float32], *, seq: int
+    ) -> Any:
         import pyarrow as pa
 
-        matrix = self._matrix(rows)
         vectors = pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), self.dims)
         columns = {
             "id": [r.id for r in rows],
@@ -347,6 +402,8 @@ class LanceIndex:
             "updated": [r.updated for r in rows],
             "model": [r.model for r in rows],
             "fp": [r.fingerprint for r in rows],
+            "seq": [seq] * len(rows),
+            "th": [r.text_hash for r in rows],
         }
         schema = _schema(self.dims)
         arrays = [pa.array(columns[f.name], type=f.type) for f in schema if f.name != "vector"]
@@ -426,7 +483,7 @@ class LanceIndex:
             import lancedb
 
             def connect() -> Any:
-                layout.prepare(self.path, "vector plane")
+                layout.prepare(self.path, "vector plane", LAYOUT)
                 return lancedb.connect(self.path, read_consistency_interval=self._consistency)
 
             self._db = self._call(connect, doing="connect to")

@@ -7,7 +7,8 @@ logs why; `manage.py index_status` then reports every row missing and
 `manage.py reindex` (which `make run` runs on drift) rebuilds it.
 
 Versions: 1 had no per-row fingerprint; 2 stores one (`Doc.fingerprint`),
-so `index_status` can see content drift, not only missing ids.
+so `index_status` can see content drift, not only missing ids. A plane may
+pass its own version (the vector plane is at 3: a write sequence per row).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ VERSION = 2
 MARKER = "recall-layout"
 
 
-def current(path: Path) -> bool:
+def current(path: Path, version: int = VERSION) -> bool:
     """Whether `path` holds a plane in this layout.
 
     A directory with no marker is current while it holds nothing but dot files
@@ -31,11 +32,11 @@ def current(path: Path) -> bool:
     """
     marker = path / MARKER
     if marker.exists():
-        return marker.read_text(encoding="ascii").strip() == str(VERSION)
+        return marker.read_text(encoding="ascii").strip() == str(version)
     return not path.exists() or not any(not p.name.startswith(".") for p in path.iterdir())
 
 
-def prepare(path: Path, plane: str) -> None:
+def prepare(path: Path, plane: str, version: int = VERSION) -> None:
     """Make `path` a directory in this layout, clearing a stale plane first.
 
     The marker is written only when it is missing or stale, and atomically
@@ -43,9 +44,9 @@ def prepare(path: Path, plane: str) -> None:
     the same moment must never read a half-written marker and clear a good plane.
     """
     path.mkdir(parents=True, exist_ok=True)
-    if current(path) and (path / MARKER).exists():
+    if current(path, version) and (path / MARKER).exists():
         return
-    if not current(path):
+    if not current(path, version):
         log.warning(
             "%s at %s was written in an older layout: cleared; run manage.py reindex", plane, path
         )
@@ -56,5 +57,5 @@ def prepare(path: Path, plane: str) -> None:
                 child.unlink(missing_ok=True)
     fd, temporary = tempfile.mkstemp(dir=path, prefix=f".{MARKER}.")
     with os.fdopen(fd, "w", encoding="ascii") as out:
-        out.write(f"{VERSION}\n")
+        out.write(f"{version}\n")
     os.replace(temporary, path / MARKER)

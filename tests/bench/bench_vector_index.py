@@ -6,7 +6,10 @@ For each size: ingest random unit vectors (rows/s), then search with a
 project + active prefilter at limit 24 and 60 (p50/p95 ms) with an exact
 scan, build the IVF_HNSW_SQ index, and search again, reporting the ANN
 results' recall against the exact ones and whether a row upserted after the
-index was built is found at once.
+index was built is found at once. Then the in-process copy the server
+searches (recall/indexes/hot_vectors.py): its load time and memory, its
+searches and recall against the exact scan, and the time it takes to pick
+up one row written through another handle.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from recall.indexes.hot_vectors import HotVectorIndex  # noqa: E402
 from recall.indexes.lance_index import LanceIndex  # noqa: E402
 from recall.types import Filter, VectorRow  # noqa: E402
 
@@ -64,8 +68,15 @@ def percentiles(samples: list[float]) -> str:
     return f"p50 {statistics.median(ordered) * 1000:6.2f} ms  p95 {p95 * 1000:6.2f} ms"
 
 
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def searches(
-    index: LanceIndex, queries: np.ndarray, limit: int
+    index: LanceIndex | HotVectorIndex, queries: np.ndarray, limit: int
 ) -> tuple[list[float], list[list[str]]]:
     """Timed searches with a one-project + global + active prefilter."""
     times, results = [], []
@@ -101,9 +112,10 @@ def run(size: int, rng: np.random.Generator, directory: Path) -> None:
     queries = picks + 0.5 * unit(rng, QUERIES) / np.sqrt(DIMS) * 4
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     exact = {}
-    for limit in (24, 60):
+    for limit in (10, 24, 60):
         times, exact[limit] = searches(index, queries, limit)
         print(f"exact scan   limit {limit}: {percentiles(times)}")
+    hot_copy(index, queries, exact, directory / f"v{size}", rng, size)
     start = time.perf_counter()
     index.build_index()
     print(f"IVF_HNSW_SQ + bitmap indexes built in {time.perf_counter() - start:.1f} s")
@@ -119,6 +131,34 @@ def run(size: int, rng: np.random.Generator, directory: Path) -> None:
     print(f"row upserted after the index is found at once: {found[0].id == f'm{size:08d}'}")
     times, _ = searches(index, queries, 24)
     print(f"ANN + 1 unindexed row limit 24: {percentiles(times)}")
+
+
+def hot_copy(
+    index: LanceIndex,
+    queries: np.ndarray,
+    exact: dict[int, list[list[str]]],
+    path: Path,
+    rng: np.random.Generator,
+    size: int,
+) -> None:
+    """The in-process HNSW copy over the same table."""
+    before = rss_mb()
+    start = time.perf_counter()
+    hot = HotVectorIndex(LanceIndex(path, dims=DIMS), poll_seconds=0, warm=True)
+    print(
+        f"in-process copy loaded in {time.perf_counter() - start:.1f} s, "
+        f"+{rss_mb() - before:.0f} MB RSS"
+    )
+    for limit in (10, 24, 60):
+        times, approx = searches(hot, queries, limit)
+        print(
+            f"in-process   limit {limit}: {percentiles(times)}  "
+            f"recall@{limit} {recall(approx, exact[limit]):.3f}"
+        )
+    index.upsert(rows(unit(rng, 1), size + 10**6, rng))  # another handle's write
+    start = time.perf_counter()
+    changed = hot.refresh()
+    print(f"picking up {changed} row written elsewhere: {time.perf_counter() - start:.3f} s")
 
 
 def main() -> None:

@@ -111,7 +111,7 @@ def test_missing_and_extra_rows_are_repaired(alpha: Project) -> None:
 
 def test_duplicate_vector_rows_count_as_drift_and_are_repaired(alpha: Project) -> None:
     memory = remember(alpha)
-    vectors = wiring.vector_index()
+    vectors = wiring.vector_plane()
     assert isinstance(vectors, LanceIndex)
     table = vectors._handle()
     table.add(table.search().where(f"id = '{memory.pk}'").limit(1).to_arrow())  # a second row

@@ -20,6 +20,7 @@ import pytest
 
 from recall.errors import ConfigError, IndexUnavailable
 from recall.indexes import layout
+from recall.indexes.hot_vectors import HotVectorIndex
 from recall.indexes.lance_index import LanceIndex, sql_string, where_sql
 from recall.ports import VectorIndex
 from recall.testing import InMemoryVectorIndex
@@ -56,11 +57,16 @@ EVERYTHING = Filter(active_only=False)
 X = unit(1)
 
 
-@pytest.fixture(params=["lance", "memory"])
+@pytest.fixture(params=["lance", "hot", "memory"])
 def factory(request: pytest.FixtureRequest, tmp_path: Path) -> Factory:
     """Builds the adapter; calling it again reopens the same store."""
     if request.param == "lance":
         return lambda: LanceIndex(tmp_path / "vectors", dims=DIMS)
+    if request.param == "hot":  # HNSW on every partition, however small
+        plane = tmp_path / "vectors"
+        return lambda: HotVectorIndex(
+            LanceIndex(plane, dims=DIMS), exact_below=0, poll_seconds=0, warm=True
+        )
     only = InMemoryVectorIndex()
     return lambda: only
 

@@ -1,0 +1,370 @@
+"""An in-process ANN copy of the vector plane: the hot path for Recall, Search and dedup.
+
+`HotVectorIndex` wraps a durable vector plane (LanceDB) that stays the
+source of the vectors. On the first search of a process it loads every row
+from the plane in a background thread (searches meanwhile go to the plane),
+then answers from memory: one USearch HNSW graph (Malkov and Yashunin 2018)
+per (project, active) partition, vectors stored as `dtype` (f32 by default,
+so scores are the exact cosine; f16 halves the memory). A filter's scope and
+validity pick the partitions, so a scoped page is never short; `items` and
+`kinds` filter the partition's hits, fetching deeper until the page is full
+or the partition is exhausted. Partitions of at most `exact_below` rows are searched exactly.
+
+Writes go to the plane first, then to the copy (this process reads its own
+writes at once). Writes by other processes (the index worker, other
+gunicorn workers) are picked up by a poller thread: every `poll_seconds` it
+asks the plane for its version and, when it moved, reads the rows written
+since the last look (the plane's write sequence, `changes`); a deletion
+(the counts disagree) makes it compare every (id, fingerprint) pair. The lag
+this adds to the worker's is about `poll_seconds` plus that read.
+
+USearch keys are integers: each id gets the next key, and an id whose row
+moves partition is removed from the old graph and added to the new one.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from recall.ports import VectorIndex, Vectors
+from recall.types import Candidate, Filter, VectorBlock, VectorRow
+
+log = logging.getLogger(__name__)
+_TIE_PAD = 8
+Partition = tuple[str | None, bool]  # (project, active)
+_STOPPING = threading.Event()
+_THREADS: list[threading.Thread] = []
+
+
+@atexit.register
+def _stop_threads() -> None:
+    """Let pollers finish their step before the interpreter goes (a thread left
+    inside LanceDB's native code while Python finalises can crash the exit)."""
+    _STOPPING.set()
+    for thread in _THREADS:
+        thread.join(timeout=10)
+
+
+@runtime_checkable
+class Replicable(Protocol):
+    """What a plane offers to be copied: a version that moves on every write, rows by
+    id, and the rows written after a sequence number (`VectorBlock.high_water`)."""
+
+    def version(self) -> int: ...
+
+    def block(self, ids: Sequence[str] | None = None) -> VectorBlock: ...
+
+    def changes(self, after: int) -> VectorBlock: ...
+
+
+@dataclass(slots=True)
+class _Graph:
+    """One partition: its USearch index and, per key, the row's item and kind."""
+
+    index: Any
+    items: dict[int, tuple[str, str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    key: int
+    partition: Partition
+    fingerprint: str
+
+
+class HotVectorIndex:
+    """A VectorIndex answering searches from memory (see the module docstring).
+
+    `inner` is the durable plane (a VectorIndex that is also Replicable).
+    `dtype` is USearch's storage type ("f16", "f32" or "i8"), `connectivity`
+    and `expansion` the HNSW graph's degree and search breadth,
+    `exact_below` the partition size searched exactly, `poll_seconds` how
+    often other processes' writes are looked for (0: only on `refresh()`).
+    `warm` loads the copy in the constructor instead of on the first search.
+    """
+
+    def __init__(
+        self,
+        inner: VectorIndex,
+        *,
+        dtype: str = "f32",
+        connectivity: int = 16,
+        expansion: int = 128,
+        exact_below: int = 2048,
+        poll_seconds: float = 0.2,
+        warm: bool = False,
+    ) -> None:
+        if not isinstance(inner, Replicable):
+            raise TypeError(f"{type(inner).__name__} offers no version() and block()")
+        self.inner = inner
+        self._source: Replicable = inner
+        self.dtype = dtype
+        self.connectivity = connectivity
+        self.expansion = expansion
+        self.exact_below = exact_below
+        self.poll_seconds = poll_seconds
+        self._lock = threading.RLock()
+        self._entries: dict[str, _Entry] = {}
+        self._graphs: dict[Partition, _Graph] = {}
+        self._ids_by_key: dict[int, str] = {}
+        self._next_key = 0
+        self._version: int | None = None  # of the plane when the copy was last synced
+        self._mark = 0  # the highest write sequence number the copy holds
+        self._dims: int | None = None
+        self._ready = threading.Event()
+        self._started_in: int | None = None  # pid whose threads load and poll
+        if warm:
+            self.refresh()
+            self._ready.set()
+
+    # -- the VectorIndex port ---------------------------------------------------
+
+    def upsert(self, rows: Sequence[VectorRow]) -> None:
+        self.inner.upsert(rows)
+        if self._ready.is_set() and rows:
+            matrix = np.asarray([r.vector for r in rows], dtype=np.float32)
+            with self._lock:
+                self._put(
+                    VectorBlock(
+                        ids=[r.id for r in rows],
+                        items=[r.item for r in rows],
+                        projects=[r.project for r in rows],
+                        active=[r.active for r in rows],
+                        kinds=[r.kind for r in rows],
+                        fingerprints=[r.fingerprint for r in rows],
+                        vectors=matrix,
+                    )
+                )
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self.inner.delete(ids)
+        if self._ready.is_set():
+            with self._lock:
+                for id_ in ids:
+                    self._drop(id_)
+
+    def search(
+        self, vector: Sequence[float] | Vectors, *, where: Filter, limit: int
+    ) -> list[Candidate]:
+        """Top `limit` rows by cosine similarity among rows `where` admits."""
+        self._start()
+        if not self._ready.is_set():
+            return self.inner.search(vector, where=where, limit=limit)
+        if limit <= 0:
+            return []
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if self._dims is not None and query.shape[0] != self._dims:
+            raise ValueError(f"query vector has {query.shape[0]} dims, index has {self._dims}")
+        found: list[tuple[str, float]] = []
+        with self._lock:
+            for partition, graph in self._graphs.items():
+                if _admits_partition(where, partition):
+                    found.extend(self._search_graph(graph, query, where, limit))
+        found.sort(key=lambda pair: (-pair[1], pair[0]))
+        return [Candidate(id=i, rank=n, score=s) for n, (i, s) in enumerate(found[:limit], 1)]
+
+    def ids(self) -> set[str]:
+        return self.inner.ids()
+
+    def fingerprints(self) -> list[tuple[str, str]]:
+        return self.inner.fingerprints()
+
+    def count(self) -> int:
+        return self.inner.count()
+
+    def clear(self) -> None:
+        self.inner.clear()
+        with self._lock:
+            self._entries.clear()
+            self._graphs.clear()
+            self._ids_by_key.clear()
+            self._version = None
+
+    def stored_model(self) -> str | None:
+        return self.inner.stored_model()
+
+    def __getattr__(self, name: str) -> Any:
+        """The plane's maintenance (`optimize`, `build_index`, `path`) passes through."""
+        return getattr(self.inner, name)
+
+    # -- keeping the copy current ----------------------------------------------
+
+    def refresh(self) -> int:
+        """Bring the copy up to the plane's current rows; returns how many rows changed.
+
+        Reads the rows written since the last refresh (`changes`); only when
+        the row counts then disagree (a row was deleted) does it compare every
+        (id, fingerprint) pair.
+        """
+        version = self._source.version()
+        if version == self._version:
+            return 0
+        if self._version is None:
+            block = self._source.block()
+            with self._lock:
+                self._put(block)
+                self._version, self._mark = version, block.high_water
+            return len(block.ids)
+        delta = self._source.changes(self._mark)
+        with self._lock:
+            self._put(delta)
+            self._mark = max(self._mark, delta.high_water)
+            self._version = version
+            agree = len(self._entries) == self.inner.count()
+        return len(delta.ids) + (0 if agree else self._reconcile())
+
+    def _reconcile(self) -> int:
+        """Drop rows the plane no longer has and reload rows whose fingerprint differs."""
+        stored = dict(self.inner.fingerprints())
+        with self._lock:
+            gone = [i for i in self._entries if i not in stored]
+            changed = [i for i, fp in stored.items() if self._stale(i, fp)]
+        changes = self._source.block(changed) if changed else None
+        with self._lock:
+            for id_ in gone:
+                self._drop(id_)
+            if changes is not None:
+                self._put(changes)
+        return len(gone) + len(changed)
+
+    @property
+    def ready(self) -> bool:
+        """Whether searches are answered from memory (else by the plane)."""
+        return self._ready.is_set()
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        self._start()
+        return self._ready.wait(timeout)
+
+    def _start(self) -> None:
+        """Start the loader and poller once per process (threads do not survive a fork)."""
+        pid = os.getpid()
+        if self._started_in == pid or (self._ready.is_set() and not self.poll_seconds):
+            return
+        with self._lock:
+            if self._started_in == pid:
+                return
+            self._started_in = pid
+        me = weakref.ref(self)  # the thread ends once the index is dropped
+        thread = threading.Thread(target=_keep_current, args=(me,), name="hot-vectors", daemon=True)
+        _THREADS[:] = [t for t in _THREADS if t.is_alive()] + [thread]
+        thread.start()
+
+    def _stale(self, id_: str, fingerprint: str) -> bool:
+        entry = self._entries.get(id_)
+        return entry is None or entry.fingerprint != fingerprint
+
+    # -- the graphs -------------------------------------------------------------
+
+    def _put(self, block: VectorBlock) -> None:
+        if not block.ids:
+            return
+        vectors = np.asarray(block.vectors, dtype=np.float32)
+        self._dims = vectors.shape[1]
+        adds: dict[Partition, tuple[list[int], list[int]]] = {}
+        for row, id_ in enumerate(block.ids):
+            self._drop(id_)
+            partition = (block.projects[row], bool(block.active[row]))
+            key = self._next_key
+            self._next_key += 1
+            self._entries[id_] = _Entry(key, partition, block.fingerprints[row])
+            self._ids_by_key[key] = id_
+            graph = self._graph(partition)
+            graph.items[key] = (block.items[row], block.kinds[row])
+            keys, rows = adds.setdefault(partition, ([], []))
+            keys.append(key)
+            rows.append(row)
+        for partition, (keys, rows) in adds.items():
+            self._graphs[partition].index.add(
+                np.asarray(keys, dtype=np.uint64), vectors[rows], threads=0
+            )
+
+    def _drop(self, id_: str) -> None:
+        entry = self._entries.pop(id_, None)
+        if entry is None:
+            return
+        self._ids_by_key.pop(entry.key, None)
+        graph = self._graphs[entry.partition]
+        graph.items.pop(entry.key, None)
+        graph.index.remove(entry.key)
+        if not graph.items:
+            del self._graphs[entry.partition]
+
+    def _graph(self, partition: Partition) -> _Graph:
+        graph = self._graphs.get(partition)
+        if graph is None:
+            from usearch.index import Index
+
+            index = Index(
+                ndim=self._dims or 0,
+                metric="cos",
+                dtype=self.dtype,
+                connectivity=self.connectivity,
+                expansion_search=self.expansion,
+            )
+            graph = self._graphs[partition] = _Graph(index)
+        return graph
+
+    def _search_graph(
+        self, graph: _Graph, query: npt.NDArray[np.float32], where: Filter, limit: int
+    ) -> list[tuple[str, float]]:
+        size = len(graph.items)
+        filtered = where.items is not None or where.kinds is not None
+        fetch = min(size, limit + _TIE_PAD)
+        while True:
+            exact = size <= self.exact_below
+            matches = graph.index.search(query, fetch, exact=exact)
+            hits = [
+                (self._ids_by_key[int(k)], 1.0 - float(d))
+                for k, d in zip(matches.keys, matches.distances, strict=True)
+                if not filtered or _admits_row(where, graph.items[int(k)])
+            ]
+            if len(hits) >= limit + _TIE_PAD or fetch >= size:
+                return hits
+            fetch = min(size, fetch * 4)
+
+
+def _keep_current(ref: weakref.ref[HotVectorIndex]) -> None:
+    """The loader and poller: refresh, wait, repeat while the index lives."""
+    failing = False
+    while not _STOPPING.is_set():
+        index = ref()
+        if index is None:
+            return
+        try:
+            index.refresh()
+            index._ready.set()
+            failing = False
+        except Exception:  # the plane is down: searches keep the copy or fall back
+            if not failing:
+                log.exception("refreshing the in-process vector copy failed")
+            failing = True
+        poll, index = index.poll_seconds, None
+        if not poll or _STOPPING.wait(poll):
+            return
+
+
+def _admits_partition(where: Filter, partition: Partition) -> bool:
+    project, active = partition
+    if where.active_only and not active:
+        return False
+    if project is None:
+        return where.include_global
+    return where.projects is None or project in where.projects
+
+
+def _admits_row(where: Filter, row: tuple[str, str]) -> bool:
+    item, kind = row
+    if where.items is not None and item not in where.items:
+        return False
+    return where.kinds is None or kind in where.kinds
