@@ -30,7 +30,7 @@ import os
 import socket
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
@@ -43,8 +43,9 @@ from django.utils import timezone
 
 from console import store, wiring
 from console.models import IndexJob, Memory, Note
+from recall.indexes.hot_vectors import Replicable
 from recall.locks import FileLock
-from recall.ports import TextIndex, VectorIndex
+from recall.ports import TextIndex, VectorIndex, Vectors
 from recall.types import MEMORY, NOTE, Doc, Record, VectorRow, to_doc, unless_repeated
 
 log = logging.getLogger(__name__)
@@ -206,15 +207,24 @@ def _apply(jobs: list[IndexJob]) -> None:
             vectors.delete(gone)
 
 
-def write_docs(docs: list[Doc]) -> None:
-    """Upsert docs into both planes (vectors embedded in one batch)."""
+def write_docs(docs: list[Doc], *, known: Mapping[str, Vectors] | None = None) -> int:
+    """Upsert docs into both planes; returns how many texts were embedded.
+
+    Vectors are embedded in one batch, except those `known` already holds by
+    `Doc.embedding_hash` (a reindex passes the vectors stored before it).
+    """
     if not docs:
-        return
+        return 0
     wiring.text_index().upsert(docs)
     vectors, embedder = wiring.vector_index(), wiring.embedder()
     if vectors is None or embedder is None:
-        return
-    matrix = embedder.embed([d.embedding_text() for d in docs])
+        return 0
+    hashes = [d.embedding_hash(embedder.model) for d in docs]
+    reuse = dict(known or {})
+    missing = [i for i, h in enumerate(hashes) if h not in reuse]
+    if missing:
+        fresh = embedder.embed([docs[i].embedding_text() for i in missing])
+        reuse.update((hashes[i], fresh[n]) for n, i in enumerate(missing))
     rows = [
         VectorRow(
             id=d.id,
@@ -222,14 +232,27 @@ def write_docs(docs: list[Doc]) -> None:
             project=d.project,
             active=d.active,
             kind=d.kind,
-            vector=tuple(float(x) for x in matrix[i]),
+            vector=tuple(float(x) for x in reuse[hashes[i]]),
             model=embedder.model,
             updated=d.updated,
             fingerprint=d.vector_fingerprint(embedder.model),
+            text_hash=hashes[i],
         )
         for i, d in enumerate(docs)
     ]
     vectors.upsert(rows)
+    return len(missing)
+
+
+def stored_vectors() -> dict[str, Vectors]:
+    """The vector plane's vectors by text hash (empty when it cannot say)."""
+    plane = wiring.vector_plane()
+    if not isinstance(plane, Replicable):
+        return {}
+    block = plane.block()
+    if block.text_hashes is None:
+        return {}
+    return {h: block.vectors[i] for i, h in enumerate(block.text_hashes) if h}
 
 
 def memory_docs(rows: QuerySet[Memory]) -> list[Doc]:
@@ -276,16 +299,22 @@ def note_docs(rows: QuerySet[Note]) -> list[Doc]:
 
 
 def rebuild(*, progress: Callable[[int], None] | None = None) -> int:
-    """Recreate both planes from the database; returns the number of items."""
+    """Recreate both planes from the database; returns the number of items.
+
+    A vector whose text and model are unchanged is copied from the plane as
+    it stood, not embedded again (`Doc.embedding_hash`), so a reindex without
+    a model change costs reading and writing, not the model.
+    """
     text, vectors = wiring.text_index(), wiring.vector_index()
     last_job = IndexJob.objects.order_by("-id").values_list("id", flat=True).first() or 0
     done = 0
     with plane_lock().held(timeout_s=3600):
+        known = stored_vectors() if vectors is not None else {}
         text.clear()
         if vectors is not None:
             vectors.clear()
         for docs in _all_docs():
-            write_docs(docs)
+            write_docs(docs, known=known)
             done += len(docs)
             if progress:
                 progress(len(docs))

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from console import indexing, services, wiring
 from console.models import Edge, IndexJob, Memory, Project
+from recall.indexes.hot_vectors import Replicable
 from recall.types import Filter
 
 pytestmark = pytest.mark.django_db
@@ -43,6 +44,14 @@ def vector_ids() -> set[str]:
     vectors = wiring.vector_index()
     assert vectors is not None
     return vectors.ids()
+
+
+def vector_rows() -> list[tuple[str, tuple[float, ...]]]:
+    """(id, vector) per row of the vector plane."""
+    plane = wiring.vector_plane()
+    assert isinstance(plane, Replicable)
+    block = plane.block()
+    return [(i, tuple(block.vectors[n].tolist())) for n, i in enumerate(block.ids)]
 
 
 def test_create_commits_row_and_job_then_both_planes_have_it(project: Project) -> None:
@@ -206,8 +215,30 @@ def test_rebuild_recreates_both_planes_from_the_database(project: Project) -> No
     assert {m.pk for m in memories} <= vector_ids()
 
 
+def test_rebuild_copies_vectors_whose_text_is_unchanged(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memories = [make_memory(project, name=f"fact-{i}", kind="fact") for i in range(4)]
+    indexing.apply_pending()
+    before = dict(vector_rows())
+    services.memory_update(memory=memories[0], description="an edited description")
+    embedder = wiring.embedder()
+    assert embedder is not None
+    embedded: list[str] = []
+    real = embedder.embed
+    monkeypatch.setattr(embedder, "embed", lambda texts: embedded.extend(texts) or real(texts))
+
+    assert indexing.rebuild() == 4
+
+    assert len(embedded) == 1 and "an edited description" in embedded[0]
+    after = dict(vector_rows())
+    assert all(after[m.pk] == before[m.pk] for m in memories[1:])  # copied, not re-embedded
+    assert after[memories[0].pk] != before[memories[0].pk]
+    assert indexing.status().drift == 0
+
+
 def test_vectors_from_another_model_are_drift_until_reindexed(
-    project: Project, settings: Any
+    project: Project, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     make_memory(project, name="fact-one", kind="fact")
     indexing.apply_pending()
@@ -221,7 +252,13 @@ def test_vectors_from_another_model_are_drift_until_reindexed(
     assert stale.stale_model and stale.drift == 1
     assert stale.vector_model != stale.embedder_model
 
+    embedded: list[str] = []
+    real = wiring.embedder().embed  # type: ignore[union-attr]
+    monkeypatch.setattr(
+        wiring.embedder(), "embed", lambda texts: embedded.extend(texts) or real(texts)
+    )
     indexing.rebuild()
+    assert len(embedded) == 1  # another model: nothing stored can be reused
     assert indexing.status().drift == 0
     assert indexing.status().vector_model == wiring.embedder().model  # type: ignore[union-attr]
 
