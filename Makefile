@@ -25,13 +25,19 @@ run: migrate
 	@# Indexes reconverge from the database (e.g. after an embedding model change).
 	@$(PY) manage.py index_status --fail-on-drift >/dev/null || $(PY) manage.py reindex
 	$(PY) manage.py ensure_login
-	@echo "Serving the console on http://127.0.0.1:8000/ (Ctrl-C stops it)"
-	$(PY) manage.py runserver 127.0.0.1:8000 --insecure
+	@echo "Serving the console on http://127.0.0.1:8000/ (Ctrl-C stops it and the index worker)"
+	@$(WITH_WORKER) $(PY) manage.py runserver 127.0.0.1:8000 --insecure
 
 # Production-style server for the API and the console (see README).
 serve: migrate
 	$(PY) manage.py collectstatic --noinput -v0
-	$(BIN)/gunicorn console.wsgi:application --config console/gunicorn.conf.py --bind 127.0.0.1:8000 --workers 2 --threads 4 --preload
+	@$(WITH_WORKER) $(BIN)/gunicorn console.wsgi:application --config console/gunicorn.conf.py --bind 127.0.0.1:8000 --workers 2 --threads 4 --preload
+
+# Writes return at commit: the server queues index jobs and `manage.py index_worker`
+# applies them in batches beside it. The worker stops with the server (Ctrl-C, exit).
+run serve: export RECALL_SYNC_ON_COMMIT ?= 0
+WITH_WORKER = $(PY) manage.py index_worker & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null; wait $$worker 2>/dev/null' EXIT INT TERM;
 
 chromium:
 	@if [ -x "$(CHROMIUM)" ]; then :; \

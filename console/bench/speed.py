@@ -182,6 +182,7 @@ def _serve(spec: Mapping[str, Any]) -> dict[str, Any]:
     if embedder is not None and hasattr(embedder, "cache_size"):
         embedder.cache_size = 0  # distinct texts anyway; the engine's own cache stays
     wiring.engine()  # built before the timed calls
+    out |= _vector_copy_ready()
     ops: dict[str, dict[str, float]] = {}
     palette = _palette_caller()
     out["palette_path"] = palette[0]
@@ -213,18 +214,95 @@ def _serve(spec: Mapping[str, Any]) -> dict[str, Any]:
     )
     raw = _raw_parts(recall_q[warmup:])
     ops |= {f"raw {k}": percentiles(v) for k, v in raw.items()}
-    raw_sum = [sum(parts) for parts in zip(*raw.values(), strict=True)]
+    parts = [raw[k] for k in ("embed", "fts", "vector")]
+    raw_sum = [sum(ms) for ms in zip(*parts, strict=True)]
     out["recall_over_raw"] = {
         "mean": round(statistics.fmean(recall_ms) / statistics.fmean(raw_sum), 3),
         "p50": round(statistics.median(recall_ms) / statistics.median(raw_sum), 3),
     }
+    ops["api write (one memory, dedup hint)"] = percentiles(_api_writes(pairs[:n]))
     out["ops"] = ops
     out["peak_rss_mb"] = vm("VmHWM")
     out["rss_mb"] = vm("VmRSS")
+    out["ann_recall_at_10"] = _ann_recall(recall_q[warmup:])
     if spec.get("api_ingest"):
         out["api_batch"] = _api_batch_ingest(int(spec["api_ingest"]))
     out["loadavg_end"] = loadavg()
     return out
+
+
+def _vector_copy_ready() -> dict[str, float]:
+    """Wait for the in-process vector copy (when configured); its load time in s."""
+    from console import wiring
+    from recall.indexes.hot_vectors import HotVectorIndex
+
+    vectors = wiring.vector_index()
+    if not isinstance(vectors, HotVectorIndex):
+        return {}
+    started = time.perf_counter()
+    vectors.wait_ready()
+    return {"vector_copy_load_s": round(time.perf_counter() - started, 2)}
+
+
+def _api_writes(pairs: Sequence[tuple[str, str | None]]) -> list[float]:
+    """POST /api/v1/memories, one memory a request, as an agent writes (ms each).
+
+    The request commits the row and its index job (the worker applies it:
+    RECALL_SYNC_ON_COMMIT=0 here) and answers with the dedup hint, looked up
+    on the vector copy; the queued jobs are applied after the timing.
+    """
+    from django.test import Client
+
+    from console import indexing, services, tokens
+
+    project = services.project_get_or_create(slug="bench-writes")
+    _, secret = tokens.token_create(agent="bench-w", projects=[project.slug], may_write=True)
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+
+    made = iter(range(10**9))
+
+    def write(pair: tuple[str, str | None]) -> None:
+        text = pair[0]
+        body = {"project": project.slug, "name": f"write-{next(made)}",
+                "description": text[:150] or "w", "kind": "fact", "force": True}  # fmt: skip
+        reply = client.post("/api/v1/memories", json.dumps(body), content_type="application/json")
+        if reply.status_code != 201:
+            raise RuntimeError(f"write answered {reply.status_code}: {reply.content[:300]!r}")
+
+    try:
+        return timed(write, pairs)
+    finally:
+        indexing.apply_pending()
+
+
+def _ann_recall(pairs: Sequence[tuple[str, str | None]]) -> float | None:
+    """Mean share of the exact top 10 that the in-process copy returns (Recall's scope)."""
+    from console import wiring
+    from recall.indexes.hot_vectors import HotVectorIndex, Replicable
+    from recall.scope import recall_filter
+
+    planes = wiring.planes()
+    hot, plane, embedder = planes.vectors, wiring.vector_plane(), planes.embedder
+    if not isinstance(hot, HotVectorIndex) or not isinstance(plane, Replicable) or not embedder:
+        return None
+    block = plane.block()
+    shares = []
+    for text, project in pairs:
+        where = recall_filter(planes.store, project=project)
+        query = embedder.embed([text])[0]
+        admitted = [
+            n
+            for n in range(len(block.ids))
+            if where.admits(
+                project=block.projects[n], active=block.active[n], item=block.items[n],
+                kind=block.kinds[n],
+            )
+        ]  # fmt: skip
+        scores = block.vectors[admitted] @ query
+        exact = {block.ids[admitted[i]] for i in scores.argsort()[::-1][:10]}
+        found = {c.id for c in hot.search(query, where=where, limit=10)}
+        shares.append(len(exact & found) / max(1, len(exact)))
+    return round(statistics.fmean(shares), 4) if shares else None
 
 
 def _api_batch_ingest(total: int, batch: int = 500) -> dict[str, float]:
@@ -300,10 +378,11 @@ def _raw_parts(pairs: Sequence[tuple[str, str | None]]) -> dict[str, list[float]
     from recall.scope import recall_filter
 
     planes = wiring.planes()  # the adapters as built, without the engine's query cache
-    embedder, vectors = planes.embedder, planes.vectors
-    assert embedder is not None and vectors is not None
+    embedder, vectors, plane = planes.embedder, planes.vectors, wiring.vector_plane()
+    assert embedder is not None and vectors is not None and plane is not None
     depth = RecallConfig().depth
     out: dict[str, list[float]] = {"embed": [], "fts": [], "vector": []}
+    lance: list[float] = []
     for text, project in pairs:
         where = recall_filter(planes.store, project=project)
         t0 = time.perf_counter()
@@ -316,7 +395,10 @@ def _raw_parts(pairs: Sequence[tuple[str, str | None]]) -> dict[str, list[float]
         out["embed"].append((t1 - t0) * 1000)
         out["fts"].append((t2 - t1) * 1000)
         out["vector"].append((t3 - t2) * 1000)
-    return out
+        if plane is not vectors:  # the durable plane, for comparison (not in the sum)
+            plane.search(vector, where=where, limit=depth)
+            lance.append((time.perf_counter() - t3) * 1000)
+    return out | ({"vector, LanceDB itself": lance} if lance else {})
 
 
 # --- tables ---------------------------------------------------------------------
@@ -342,7 +424,8 @@ def tables(body: Mapping[str, Any]) -> str:
     heads = [f"{n} {q}" for n in names for q in ("p50", "p95", "p99")]
     lines.append(report.table(["ms", *heads], rows))
     for name, b in body["backends"].items():
-        extra = {k: b[k] for k in ("text_reindex_s", "text_docs_per_s") if k in b}
+        keys = ("text_reindex_s", "text_docs_per_s", "vector_copy_load_s", "ann_recall_at_10")
+        extra = {k: b[k] for k in keys if b.get(k) is not None}
         lines.append(
             f"{name}: peak RSS {b['peak_rss_mb']} MB (now {b['rss_mb']} MB); recall "
             f"end-to-end / raw parts = {b['recall_over_raw']}; palette: {b['palette_path']}; "
