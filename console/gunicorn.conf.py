@@ -8,7 +8,21 @@ limit (the app's schema bounds every field) and headers get room for long
 Idempotency-Keys and tokens.
 """
 
+from __future__ import annotations
+
+import threading
+from typing import Any
+
 limit_request_line = 0
 limit_request_field_size = 16_384
 limit_request_fields = 100
 timeout = 120
+
+
+def post_worker_init(worker: Any) -> None:
+    """Warm each worker in the background (model, planes, vector copy), so the
+    first requests do not each wait seconds for them; requests are served
+    meanwhile."""
+    from console import wiring
+
+    threading.Thread(target=wiring.warm, name="warm-up", daemon=True).start()

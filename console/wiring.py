@@ -161,6 +161,19 @@ def engine() -> Engine:
     return _once("engine", make)
 
 
+def warm() -> None:
+    """Load what the first request would otherwise wait for: the planes, the
+    model (one embedding) and the in-process vector copy. For a server
+    process right after it starts (console/gunicorn.conf.py)."""
+    engine()
+    model = embedder()
+    if model is not None:
+        model.embed(["warm up"])
+    vectors = vector_index()
+    if isinstance(vectors, HotVectorIndex):
+        vectors.wait_ready()
+
+
 def overridden(values: Mapping[str, Any]) -> None:
     """For tests: replace cached objects by name (e.g. {"engine": ...})."""
     with _lock:

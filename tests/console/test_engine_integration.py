@@ -30,6 +30,7 @@ from recall import dedup
 from recall.agent import dumps, pack_view
 from recall.config import DedupConfig, RecallConfig
 from recall.errors import ConfigError, EmbedderUnavailable, IndexUnavailable
+from recall.indexes.hot_vectors import HotVectorIndex
 from recall.tokens import ByteEstimate
 from recall.types import MEMORY, Doc
 
@@ -500,3 +501,25 @@ def test_every_seamless_behaviour_has_a_test_here():
 
     named = (*SEAMLESS, "test_truncation_keeps_utf8_and_closing_tag")
     assert [name for name in named if not callable(globals().get(name))] == []
+
+
+# -- the in-process vector copy ---------------------------------------------------
+
+
+def test_a_warm_server_recalls_from_the_vector_copy_without_asking_lancedb(
+    alpha: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a gunicorn worker does on start (wiring.warm), then a semantic-only recall."""
+    before = remember(alpha, "feline-diet", "Our cat only eats salmon kibble")
+    sync()
+    wiring.warm()
+    vectors = wiring.vector_index()
+    assert isinstance(vectors, HotVectorIndex) and vectors.ready
+    lance = Spy(vectors.inner.search)
+    monkeypatch.setattr(vectors.inner, "search", lance)
+    after = remember(alpha, "canine-walks", "The dog is walked at dawn by the river")
+    sync()  # this process's own write reaches the copy at once
+
+    assert ids(recall("kitty food", budget=4000).items)[0] == before.pk  # no shared word
+    assert ids(recall("puppy stroll", budget=4000).items)[0] == after.pk
+    assert lance.calls == 0
