@@ -119,6 +119,10 @@ class Matcher:
     prefix: bool = False
     marked: frozenset[str] = frozenset()
     _stems: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # word_of per lower-cased token: a page of results asks about the same words often
+    _seen: dict[str, str | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         for word in reversed(self.words):  # the first word wins a shared stem
@@ -148,6 +152,12 @@ class Matcher:
     def word_of(self, token: str) -> str | None:
         """The query word this text word matches, or None."""
         low = token.lower()
+        if low in self._seen:
+            return self._seen[low]
+        word = self._seen[low] = self._word_of(low)
+        return word
+
+    def _word_of(self, low: str) -> str | None:
         hit = self._stems.get(low) or self._stems.get(stem(low))
         if hit is not None:
             return hit
