@@ -5,11 +5,12 @@
 
 Three phases over one fresh data directory (loopback only):
 
-1. **Load.** `make serve`'s gunicorn command at `--workers` workers; `--clients`
-   threads, each with its own write token, send `POST /api/v1/memories`
-   (distinct texts, so every write creates a row). Index jobs are applied
-   in the request after commit, by whichever worker commits, as `make serve`
-   does.
+1. **Load.** As `make serve` runs: gunicorn at `--workers` workers x 4 threads
+   with writes returning at commit, and `manage.py index_worker` beside it
+   applying the queued jobs. `--clients` threads, each with its own write
+   token, send `POST /api/v1/memories` (distinct texts, so every write
+   creates a row). A probe writes a memory with a unique word every half
+   second and searches for it until it is found: the index lag.
 2. **Serving-worker kills.** The same load again while a gunicorn worker is
    SIGKILLed `--worker-kills` times (gunicorn starts a new one). A request the
    killed worker was serving fails; every write that was answered 201 must
@@ -29,6 +30,7 @@ remains.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -41,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,11 +73,64 @@ print(json.dumps({
 """
 
 
+DEFERRED = {"RECALL_SYNC_ON_COMMIT": "0"}  # writes return at commit; the worker applies
+
+
+@contextlib.contextmanager
+def index_worker(data_dir: Path) -> Iterator[subprocess.Popen[str]]:
+    """`manage.py index_worker` beside the server, as `make serve` starts it."""
+    worker = subprocess.Popen(
+        [sys.executable, "manage.py", "index_worker"],
+        cwd=ROOT,
+        env=api_server.environment(data_dir, **DEFERRED),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert worker.stdout is not None
+        worker.stdout.readline()  # started
+        yield worker
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+
+
+def probe_lag(port: int, secret: str, done: threading.Event, lags: list[float]) -> None:
+    """Every half second: write a memory with a unique word, then search until it is found."""
+    headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    n = 0
+    while not done.wait(0.5):
+        n += 1
+        word = f"probeword{n}x{random.randrange(10**9)}"
+        body = {"project": PROJECT, "kind": "fact", "name": f"probe-{n}",
+                "description": f"lag probe {word}"}  # fmt: skip
+        try:
+            conn.request("POST", "/api/v1/memories", json.dumps(body), headers)
+            reply = conn.getresponse()
+            reply.read()
+            if reply.status != 201:
+                continue
+            written = time.perf_counter()
+            while time.perf_counter() - written < 60:
+                conn.request("GET", f"/api/v1/search?q={word}&project={PROJECT}", None, headers)
+                hits = json.loads(conn.getresponse().read()).get("hits", [])
+                if hits:
+                    lags.append((time.perf_counter() - written) * 1000)
+                    break
+                time.sleep(0.01)
+        except (OSError, http.client.HTTPException, ValueError):
+            conn.close()
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+
+
 @dataclass
 class Tally:
     acknowledged: list[str] = field(default_factory=list)  # ids answered 201
     failed: list[str] = field(default_factory=list)  # request errors (kills)
     latencies: list[float] = field(default_factory=list)
+    lags: list[float] = field(default_factory=list)  # ms from a probe's 201 to its first hit
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -192,6 +248,12 @@ def check(name: str, data_dir: Path, tally: Tally, wall: float) -> bool:
             f"  write latency p50 {percentile(lat, 50):.1f} ms, p95 {percentile(lat, 95):.1f} ms,"
             f" p99 {percentile(lat, 99):.1f} ms; {acked / wall:.0f} writes/s"
         )
+    if tally.lags:
+        lags = tally.lags
+        print(
+            f"  index lag (write answered -> found by search) p50 {percentile(lags, 50):.0f} ms,"
+            f" p95 {percentile(lags, 95):.0f} ms, max {max(lags):.0f} ms ({len(lags)} probes)"
+        )
     for problem in sorted(set(tally.failed))[:3]:
         print(f"  e.g. {problem}")
     print(
@@ -203,52 +265,65 @@ def check(name: str, data_dir: Path, tally: Tally, wall: float) -> bool:
     return not lost and duplicates == 0 and counted["drift"] == 0
 
 
-def phase_load(data_dir: Path, secrets: list[str], writes: int, workers: int) -> bool:
+def under_load(
+    data_dir: Path, secrets: list[str], writes: int, workers: int, tag: str, kills: int = 0
+) -> tuple[Tally, float, int]:
+    """Writes from every client but the last, whose token probes the index lag."""
     tally = Tally()
-    with api_server.gunicorn_process(data_dir, workers=workers, log=data_dir / "load.log") as (
-        base,
-        _,
+    made: list[int] = [0]
+    log = data_dir / f"{tag}.log"
+    with (
+        index_worker(data_dir),
+        api_server.gunicorn_process(data_dir, workers=workers, log=log, env=DEFERRED) as (
+            base,
+            master,
+        ),
     ):
+        port = int(base.rsplit(":", 1)[1])
+        done = threading.Event()
+        probe = threading.Thread(target=probe_lag, args=(port, secrets[-1], done, tally.lags))
+        killer = threading.Thread(
+            target=lambda: made.__setitem__(0, kill_workers(master, kills, done))
+        )
         started = time.perf_counter()
-        write_all(int(base.rsplit(":", 1)[1]), secrets, writes, "load", tally)
+        probe.start()
+        if kills:
+            killer.start()
+        write_all(port, secrets[:-1], writes, tag, tally)
+        done.set()
+        probe.join()
+        if kills:
+            killer.join()
         wall = time.perf_counter() - started
-    ok = check(f"load ({writes} writes, {len(secrets)} clients, {workers} workers)", data_dir,
-               tally, wall)  # fmt: skip
-    return ok and not tally.failed
+    return tally, wall, made[0]
+
+
+def phase_load(data_dir: Path, secrets: list[str], writes: int, workers: int) -> bool:
+    tally, wall, _ = under_load(data_dir, secrets, writes, workers, "load")
+    clients = len(secrets) - 1
+    name = f"load ({writes} writes, {clients} clients, {workers} workers x 4 threads)"
+    return check(name, data_dir, tally, wall) and not tally.failed
 
 
 def phase_worker_kills(
     data_dir: Path, secrets: list[str], writes: int, workers: int, kills: int
 ) -> bool:
-    tally = Tally()
-    with api_server.gunicorn_process(data_dir, workers=workers, log=data_dir / "kills.log") as (
-        base,
-        master,
-    ):
-        done = threading.Event()
-        made: list[int] = []
-        killer = threading.Thread(target=lambda: made.append(kill_workers(master, kills, done)))
-        started = time.perf_counter()
-        killer.start()
-        write_all(int(base.rsplit(":", 1)[1]), secrets, writes, "kills", tally)
-        done.set()
-        killer.join()
-        wall = time.perf_counter() - started
-    return check(f"serving-worker kills ({made[0]} SIGKILLs)", data_dir, tally, wall)
+    tally, wall, made = under_load(data_dir, secrets, writes, workers, "kills", kills)
+    return check(f"serving-worker kills ({made} SIGKILLs)", data_dir, tally, wall)
 
 
 def phase_index_kills(data_dir: Path, secrets: list[str], writes: int, kills: int) -> bool:
     tally = Tally()
-    deferred = {"RECALL_SYNC_ON_COMMIT": "0"}
     rng = random.Random(9)
     with api_server.gunicorn_process(
-        data_dir, workers=2, log=data_dir / "index.log", env=deferred
+        data_dir, workers=2, log=data_dir / "index.log", env=DEFERRED
     ) as (base, _):
         started = time.perf_counter()
         port = int(base.rsplit(":", 1)[1])
-        writing = threading.Thread(target=write_all, args=(port, secrets, writes, "queued", tally))
+        writers = secrets[:-1]
+        writing = threading.Thread(target=write_all, args=(port, writers, writes, "queued", tally))
         writing.start()  # jobs keep arriving while the index worker is killed and restarted
-        env = api_server.environment(data_dir, **deferred)
+        env = api_server.environment(data_dir, **DEFERRED)
         made, mid_batch = 0, 0
         for _ in range(kills):
             worker = subprocess.Popen(
@@ -286,7 +361,7 @@ def queue(data_dir: Path) -> tuple[int, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--writes", type=int, default=2000)
-    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--clients", type=int, default=8, help="writers (a probe comes on top)")
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--worker-kills", type=int, default=50)
     parser.add_argument("--index-kills", type=int, default=20)
@@ -297,7 +372,7 @@ def main() -> int:
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="recall-writes-"))
     data_dir.mkdir(parents=True, exist_ok=True)
     try:
-        secrets = prepare(data_dir, args.clients)
+        secrets = prepare(data_dir, args.clients + 1)
         results = [phase_load(data_dir, secrets, args.writes, args.workers)]
         if args.worker_kills:
             results.append(
