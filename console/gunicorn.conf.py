@@ -23,6 +23,6 @@ def post_worker_init(worker: Any) -> None:
     """Warm each worker in the background (model, planes, vector copy), so the
     first requests do not each wait seconds for them; requests are served
     meanwhile."""
-    from console import wiring
+    from console import selectors
 
-    threading.Thread(target=wiring.warm, name="warm-up", daemon=True).start()
+    threading.Thread(target=selectors.warm, name="warm-up", daemon=True).start()

@@ -142,6 +142,15 @@ def prompt_recall(*, project: str | None, prompt: str, budget: int | None = None
     return wiring.engine().prompt_recall(request)
 
 
+def warm() -> None:
+    """Everything a server's first requests would otherwise wait for: the
+    planes, the model and the vector copy (`wiring.warm`), then each
+    project's PromptRecall corpus (later rebuilds happen off the request)."""
+    wiring.warm()
+    for slug in [None, *Project.objects.values_list("slug", flat=True)]:
+        prompt_recall(project=slug, prompt="warm up")
+
+
 def memory_dedup_hint(
     *,
     project: str | None,

@@ -181,8 +181,8 @@ def _serve(spec: Mapping[str, Any]) -> dict[str, Any]:
     embedder = wiring.embedder()
     if embedder is not None and hasattr(embedder, "cache_size"):
         embedder.cache_size = 0  # distinct texts anyway; the engine's own cache stays
-    wiring.engine()  # built before the timed calls
     out |= _vector_copy_ready()
+    selectors.warm()  # as a gunicorn worker does on start (console/gunicorn.conf.py)
     ops: dict[str, dict[str, float]] = {}
     palette = _palette_caller()
     out["palette_path"] = palette[0]

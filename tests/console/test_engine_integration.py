@@ -506,15 +506,17 @@ def test_every_seamless_behaviour_has_a_test_here():
 # -- the in-process vector copy ---------------------------------------------------
 
 
-def test_a_warm_server_recalls_from_the_vector_copy_without_asking_lancedb(
+def test_a_warmed_server_recalls_from_the_vector_copy_without_asking_lancedb(
     alpha: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What a gunicorn worker does on start (wiring.warm), then a semantic-only recall."""
+    """What a gunicorn worker does on start (selectors.warm), then a semantic-only recall."""
     before = remember(alpha, "feline-diet", "Our cat only eats salmon kibble")
+    services.project_create(slug="beta")
     sync()
-    wiring.warm()
+    selectors.warm()
     vectors = wiring.vector_index()
     assert isinstance(vectors, HotVectorIndex) and vectors.ready
+    assert wiring.engine().corpora.builds == 3  # PromptRecall: global, alpha, beta
     lance = Spy(vectors.inner.search)
     monkeypatch.setattr(vectors.inner, "search", lance)
     after = remember(alpha, "canine-walks", "The dog is walked at dawn by the river")
