@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -109,6 +109,29 @@ def _schema(dims: int) -> Any:
             pa.field("th", pa.string(), nullable=False),
             pa.field("vector", pa.list_(pa.float32(), dims), nullable=False),
         ]
+    )
+
+
+_BLOCK_COLUMNS = ("id", "item", "project", "active", "kind", "fp", "seq", "th", "vector")
+
+
+def _block(data: Any, dims: int) -> VectorBlock:
+    """An Arrow table or record batch of `_BLOCK_COLUMNS` as a VectorBlock."""
+    vectors = data.column("vector")
+    if hasattr(vectors, "combine_chunks"):
+        vectors = vectors.combine_chunks()
+    flat = vectors.flatten().to_numpy(zero_copy_only=False)
+    seqs = data.column("seq").to_numpy()
+    return VectorBlock(
+        ids=[str(v) for v in data.column("id").to_pylist()],
+        items=[str(v) for v in data.column("item").to_pylist()],
+        projects=data.column("project").to_pylist(),
+        active=[bool(v) for v in data.column("active").to_pylist()],
+        kinds=[str(v) for v in data.column("kind").to_pylist()],
+        fingerprints=[str(v) for v in data.column("fp").to_pylist()],
+        vectors=np.asarray(flat, dtype=np.float32).reshape(data.num_rows, dims),
+        high_water=int(seqs.max()) if len(seqs) else 0,
+        text_hashes=[str(v) for v in data.column("th").to_pylist()],
     )
 
 
@@ -261,6 +284,14 @@ class LanceIndex:
         chunks = [ids[start : start + _DELETE_CHUNK] for start in range(0, len(ids), _DELETE_CHUNK)]
         return self._read_block([_in_list("id", chunk) for chunk in chunks])
 
+    def blocks(self, size: int) -> Iterator[VectorBlock]:
+        """Every row, `size` rows at a time."""
+        table = self._handle()
+        query = table.search().select(list(_BLOCK_COLUMNS)).limit(None)
+        reader = self._call(lambda: query.to_batches(size), doing="read")
+        for batch in reader:
+            yield _block(batch, self.dims)
+
     def changes(self, after: int) -> VectorBlock:
         """The rows written after sequence number `after` (see the module docstring)."""
         return self._read_block([f"seq > {int(after)}"])
@@ -269,27 +300,13 @@ class LanceIndex:
         import pyarrow as pa
 
         table = self._handle()
-        columns = ["id", "item", "project", "active", "kind", "fp", "seq", "th", "vector"]
         parts: list[Any] = []
         for predicate in predicates:
-            query = table.search().select(columns).limit(None)
+            query = table.search().select(list(_BLOCK_COLUMNS)).limit(None)
             if predicate is not None:
                 query = query.where(predicate)
             parts.append(self._call(query.to_arrow, doing="read"))
-        data = pa.concat_tables(parts)
-        flat = data.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        seqs = data.column("seq").to_numpy()
-        return VectorBlock(
-            ids=[str(v) for v in data.column("id").to_pylist()],
-            items=[str(v) for v in data.column("item").to_pylist()],
-            projects=data.column("project").to_pylist(),
-            active=[bool(v) for v in data.column("active").to_pylist()],
-            kinds=[str(v) for v in data.column("kind").to_pylist()],
-            fingerprints=[str(v) for v in data.column("fp").to_pylist()],
-            vectors=np.asarray(flat, dtype=np.float32).reshape(len(data), self.dims),
-            high_water=int(seqs.max()) if len(seqs) else 0,
-            text_hashes=[str(v) for v in data.column("th").to_pylist()],
-        )
+        return _block(pa.concat_tables(parts), self.dims)
 
     # -- maintenance ------------------------------------------------------------
 

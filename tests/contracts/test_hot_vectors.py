@@ -130,3 +130,24 @@ def test_the_graphs_find_what_exact_search_finds(tmp_path: Path) -> None:
         found += len(exact & set(approx))
         truth += len(exact)
     assert found / truth >= 0.98
+
+
+def test_a_partition_moves_from_the_flat_scan_to_a_graph_as_it_grows(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    points = rng.normal(size=(90, DIMS))
+    hot = HotVectorIndex(
+        LanceIndex(tmp_path / "v", dims=DIMS), exact_below=50, poll_seconds=0, warm=True
+    )
+    hot.upsert([row(f"m{i:02d}", p) for i, p in enumerate(points[:40])])
+    hot.delete(["m03", "m17"])  # swap-removes inside the flat matrix
+    assert hot._parts[("a", True)].index is None
+    hot.upsert([row(f"m{i:02d}", p) for i, p in enumerate(points[40:], 40)])
+    assert hot._parts[("a", True)].index is not None  # 88 rows: past exact_below
+    hot.delete(["m50"])
+
+    exact = HotVectorIndex(LanceIndex(tmp_path / "v", dims=DIMS), poll_seconds=0, warm=True)
+    assert exact._parts[("a", True)].index is None  # reloaded: 87 rows, scanned exactly
+    for q in rng.normal(size=(10, DIMS)):
+        want = ids(exact.search(q, where=ACTIVE_A, limit=5))
+        assert ids(hot.search(q, where=ACTIVE_A, limit=5)) == want
+        assert not {"m03", "m17", "m50"} & set(want)

@@ -57,15 +57,15 @@ EVERYTHING = Filter(active_only=False)
 X = unit(1)
 
 
-@pytest.fixture(params=["lance", "hot", "memory"])
+@pytest.fixture(params=["lance", "hot", "hot-flat", "memory"])
 def factory(request: pytest.FixtureRequest, tmp_path: Path) -> Factory:
     """Builds the adapter; calling it again reopens the same store."""
     if request.param == "lance":
         return lambda: LanceIndex(tmp_path / "vectors", dims=DIMS)
-    if request.param == "hot":  # HNSW on every partition, however small
-        plane = tmp_path / "vectors"
+    if request.param.startswith("hot"):  # "hot": HNSW on every partition, however small
+        plane, exact_below = tmp_path / "vectors", 0 if request.param == "hot" else 8192
         return lambda: HotVectorIndex(
-            LanceIndex(plane, dims=DIMS), exact_below=0, poll_seconds=0, warm=True
+            LanceIndex(plane, dims=DIMS), exact_below=exact_below, poll_seconds=0, warm=True
         )
     only = InMemoryVectorIndex()
     return lambda: only
