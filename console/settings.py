@@ -205,6 +205,8 @@ RECALL: dict[str, Any] = {
                 "index_threshold": int(env("RECALL_VECTOR_INDEX_THRESHOLD", "5000")),
                 # Never inside a request: `indexing.maintain()` builds it off the hot path.
                 "auto_index": False,
+                # Searches go to the in-process copy (VECTOR_CACHE): small LanceDB caches.
+                "cache_mb": 16 if env_bool("RECALL_VECTOR_CACHE", True) else None,
             },
         },
         "EMBEDDER": {

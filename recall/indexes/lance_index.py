@@ -145,7 +145,10 @@ class LanceIndex:
     at 100k rows on two cores), else by the next `optimize()`. `nprobes` and `ef` tune ANN searches
     (ignored while the table is scanned exactly). `read_consistency` is how
     stale this handle may be with respect to writes by other processes
-    (None: only this handle's own writes are seen). `compact_every` writes of
+    (None: only this handle's own writes are seen). `cache_mb` bounds LanceDB's
+    index and metadata caches each (None: its defaults; a process that
+    searches an in-process copy instead keeps them small: 37 MB less RSS after
+    reading 100k rows). `compact_every` writes of
     a handle merge the small files they added (0: never; see
     `_compact_now_and_then`).
     """
@@ -162,6 +165,7 @@ class LanceIndex:
         ef: int = 100,
         compact_every: int = 20,
         read_consistency: timedelta | None = timedelta(seconds=1),
+        cache_mb: int | None = None,
     ) -> None:
         if dims < 1:
             raise ValueError(f"dims must be >= 1, got {dims!r}")
@@ -173,6 +177,7 @@ class LanceIndex:
         self.nprobes = nprobes
         self.ef = ef
         self._consistency = read_consistency
+        self.cache_mb = cache_mb
         self._lock = threading.RLock()
         self._db: Any = None
         self._table: Any = None
@@ -501,7 +506,13 @@ class LanceIndex:
 
             def connect() -> Any:
                 layout.prepare(self.path, "vector plane", LAYOUT)
-                return lancedb.connect(self.path, read_consistency_interval=self._consistency)
+                options: dict[str, Any] = {"read_consistency_interval": self._consistency}
+                if self.cache_mb is not None:
+                    size = self.cache_mb << 20
+                    options["session"] = lancedb.Session(
+                        index_cache_size_bytes=size, metadata_cache_size_bytes=size
+                    )
+                return lancedb.connect(self.path, **options)
 
             self._db = self._call(connect, doing="connect to")
         return self._db
