@@ -61,7 +61,7 @@ def _nocontext_index(root: Path) -> TextIndex:
     ids = list(rows.values_list("pk", flat=True))
     for start in range(0, len(ids), 512):
         docs = memory_docs(Memory.objects.filter(pk__in=ids[start : start + 512]))
-        index.upsert([replace(d, context="") for d in docs])
+        index.upsert([replace(d, context=()) for d in docs])
     return index
 
 

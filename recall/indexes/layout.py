@@ -7,7 +7,9 @@ logs why; `manage.py index_status` then reports every row missing and
 `manage.py reindex` (which `make run` runs on drift) rebuilds it.
 
 Versions: 1 had no per-row fingerprint; 2 stores one (`Doc.fingerprint`),
-so `index_status` can see content drift, not only missing ids.
+so `index_status` can see content drift, not only missing ids. A plane may
+count its own versions past that (the tantivy text plane is at 3: the fields
+its BM25F scoring reads).
 """
 
 from __future__ import annotations
@@ -23,29 +25,29 @@ VERSION = 2
 MARKER = "recall-layout"
 
 
-def current(path: Path) -> bool:
-    """Whether `path` holds a plane in this layout.
+def current(path: Path, version: int = VERSION) -> bool:
+    """Whether `path` holds a plane in layout `version`.
 
     A directory with no marker is current while it holds nothing but dot files
     (lock files, a marker being written).
     """
     marker = path / MARKER
     if marker.exists():
-        return marker.read_text(encoding="ascii").strip() == str(VERSION)
+        return marker.read_text(encoding="ascii").strip() == str(version)
     return not path.exists() or not any(not p.name.startswith(".") for p in path.iterdir())
 
 
-def prepare(path: Path, plane: str) -> None:
-    """Make `path` a directory in this layout, clearing a stale plane first.
+def prepare(path: Path, plane: str, *, version: int = VERSION) -> None:
+    """Make `path` a directory in layout `version`, clearing a stale plane first.
 
     The marker is written only when it is missing or stale, and atomically
     (a temporary file renamed over it): another process opening the plane at
     the same moment must never read a half-written marker and clear a good plane.
     """
     path.mkdir(parents=True, exist_ok=True)
-    if current(path) and (path / MARKER).exists():
+    if current(path, version) and (path / MARKER).exists():
         return
-    if not current(path):
+    if not current(path, version):
         log.warning(
             "%s at %s was written in an older layout: cleared; run manage.py reindex", plane, path
         )
@@ -56,5 +58,5 @@ def prepare(path: Path, plane: str) -> None:
                 child.unlink(missing_ok=True)
     fd, temporary = tempfile.mkstemp(dir=path, prefix=f".{MARKER}.")
     with os.fdopen(fd, "w", encoding="ascii") as out:
-        out.write(f"{VERSION}\n")
+        out.write(f"{version}\n")
     os.replace(temporary, path / MARKER)
