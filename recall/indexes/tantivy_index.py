@@ -230,8 +230,14 @@ class TantivyIndex:
     """`TextIndex` on a tantivy index directory (see the module docstring)."""
 
     def __init__(
-        self, path: Path | str, *, writer_heap_mb: int = 64, lock_timeout_s: float = 10.0
+        self,
+        path: Path | str,
+        *,
+        writer_heap_mb: int = 64,
+        lock_timeout_s: float = 10.0,
+        rescore: bool = True,
     ) -> None:
+        """`rescore` False ranks by tantivy's own BM25 (b 0.75; for ablations)."""
         if writer_heap_mb < MIN_HEAP_MB:
             raise ValueError(f"writer_heap_mb must be >= {MIN_HEAP_MB}, got {writer_heap_mb}")
         if lock_timeout_s < 0:
@@ -239,6 +245,7 @@ class TantivyIndex:
         self.path = Path(path)
         self._heap = writer_heap_mb * 1_000_000
         self._lock_timeout_s = lock_timeout_s
+        self.rescore = rescore
         self._index = self._open()
         self._schema = self._index.schema
         self._expansions: dict[str, list[str]] = {}
@@ -338,7 +345,7 @@ class TantivyIndex:
             if not terms:
                 return []
             query = self._query(terms, where)
-            if prefix:
+            if prefix or not self.rescore:
                 ranked = self._top(searcher, query, limit)
             else:
                 pool = self._top(searcher, query, max(limit, RESCORE_POOL))
