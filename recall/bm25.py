@@ -65,26 +65,47 @@ def term_weights(dfs: Mapping[str, int], n: int, params: Bm25F) -> dict[str, flo
 
 
 def score(
-    streams: Sequence[Sequence[str]],
+    counts: Sequence[Mapping[str, int]],
+    lengths: Sequence[int],
     weights: Mapping[str, float],
     *,
     avglen: float,
     params: Bm25F,
 ) -> float:
-    """BM25F of one document: `streams` are its token lists (own text first).
+    """BM25F of one document from its streams (own text first).
 
-    `weights` are `term_weights` (qw * idf per query term); streams beyond
-    `params.stream_weights` are ignored.
+    `counts[s]` holds the frequency of query terms in stream s (absent: 0),
+    `lengths[s]` that stream's length in tokens; `weights` are `term_weights`
+    (qw * idf per query term). Streams beyond `params.stream_weights` are
+    ignored.
     """
     k1, b = params.k1, params.b
     avg = avglen if avglen > 0 else 1.0
     tf: dict[str, float] = {}
-    for tokens, w in zip(streams, params.stream_weights, strict=False):
-        if not tokens or w == 0:
+    for found, length, w in zip(counts, lengths, params.stream_weights, strict=False):
+        if not found or w == 0:
             continue
-        norm = w / (1 - b + b * len(tokens) / avg)
-        for term in weights:
-            n = tokens.count(term)
-            if n:
+        norm = w / (1 - b + b * length / avg)
+        for term, n in found.items():
+            if n and term in weights:
                 tf[term] = tf.get(term, 0.0) + n * norm
     return sum(weights[t] * v * (k1 + 1) / (v + k1) for t, v in tf.items())
+
+
+def encode(streams: Sequence[Sequence[str]]) -> str:
+    """Token streams as stored text: their lengths, then each stream on its own line.
+
+    Each token is wrapped in spaces, so `count_terms` counts a term with one
+    `str.count` (adjacent tokens are two spaces apart: no match overlaps).
+    """
+    head = " ".join(str(len(tokens)) for tokens in streams)
+    return "\n".join([head, *("".join(f" {t} " for t in tokens) for tokens in streams)])
+
+
+def count_terms(stored: str, terms: Sequence[str]) -> tuple[list[dict[str, int]], list[int]]:
+    """Per stream, the frequency of each of `terms` that occurs, and the stream lengths."""
+    head, *streams = stored.split("\n")
+    lengths = [int(n) for n in head.split()]
+    keys = [(t, f" {t} ") for t in terms]
+    counts = [{t: n for t, key in keys if (n := text.count(key))} for text in streams]
+    return counts, lengths

@@ -65,7 +65,6 @@ LAYOUT = 3
 # BM25 hold the top 100 of BM25F (R@10 and nDCG@10 equal at 100, 200, 300).
 RESCORE_POOL = 100
 PARAMS = bm25.Bm25F()
-STREAM_SEPARATOR = "\n"
 SNIPPET_FIELDS = ("body", "description", "title")
 PREFIX_FIELD = "words"
 PREFIX_EXPANSIONS = 10
@@ -152,7 +151,7 @@ def to_document(doc: Doc) -> tantivy.Document:
     out.add_text("text", visible)
     out.add_text("context", " ".join(doc.context))
     streams = [_ANALYZER.analyze(visible), *(_ANALYZER.analyze(t) for t in doc.context)]
-    out.add_bytes(TERMS_FIELD, STREAM_SEPARATOR.join(" ".join(s) for s in streams).encode())
+    out.add_bytes(TERMS_FIELD, bm25.encode(streams).encode())
     out.add_unsigned(LENGTH_FIELD, len(streams[0]))
     out.add_text(PREFIX_FIELD, visible)
     if doc.updated is not None:
@@ -345,26 +344,22 @@ class TantivyIndex:
             if not terms:
                 return []
             query = self._query(terms, where)
+            loaded: dict[tuple[int, int], tantivy.Document] = {}
             if prefix or not self.rescore:
                 ranked = self._top(searcher, query, limit)
             else:
                 pool = self._top(searcher, query, max(limit, RESCORE_POOL))
-                ranked = self._rescored(searcher, terms, pool)[:limit]
+                ranked = self._rescored(searcher, terms, pool, loaded)[:limit]
             marked = self._snippet_query(terms) if snippets else None
             generators: dict[str, tantivy.SnippetGenerator] = {}
-            return [
-                Candidate(
-                    id=doc_id,
-                    rank=n,
-                    score=score,
-                    snippet=(
-                        self._snippet(searcher, marked, searcher.doc(address), generators)
-                        if marked is not None
-                        else None
-                    ),
-                )
-                for n, (score, doc_id, address) in enumerate(ranked, 1)
-            ]
+            out = []
+            for n, (score, doc_id, address) in enumerate(ranked, 1):
+                snippet = None
+                if marked is not None:
+                    doc = loaded.get(_key(address)) or searcher.doc(address)
+                    snippet = self._snippet(searcher, marked, doc, generators)
+                out.append(Candidate(id=doc_id, rank=n, score=score, snippet=snippet))
+            return out
         except (OSError, ValueError) as exc:
             raise IndexUnavailable(f"cannot search the text index at {self.path}: {exc}") from exc
 
@@ -373,18 +368,25 @@ class TantivyIndex:
         searcher: tantivy.Searcher,
         terms: list[str],
         ranked: list[tuple[float, str, tantivy.DocAddress]],
+        loaded: dict[tuple[int, int], tantivy.Document],
     ) -> list[tuple[float, str, tantivy.DocAddress]]:
-        """`ranked` scored again with BM25F (`recall.bm25`), best first, ties by id."""
+        """`ranked` scored again with BM25F (`recall.bm25`), best first, ties by id.
+
+        The documents read are kept in `loaded`, by address, for the snippets.
+        """
         if not ranked:
             return ranked
         dfs = {t: searcher.doc_freq("text", t) or searcher.doc_freq("context", t) for t in terms}
         weights = bm25.term_weights(dfs, searcher.num_docs, PARAMS)
+        wanted = list(weights)
         avglen = self._average_length(searcher)
         out = []
         for _, doc_id, address in ranked:
-            stored: Any = searcher.doc(address).get_first(TERMS_FIELD)
-            streams = [p.split() for p in bytes(stored or b"").decode().split(STREAM_SEPARATOR)]
-            value = bm25.score(streams, weights, avglen=avglen, params=PARAMS)
+            doc = searcher.doc(address)
+            loaded[_key(address)] = doc
+            stored: Any = doc.get_first(TERMS_FIELD)
+            counts, lengths = bm25.count_terms(bytes(stored or b"0").decode(), wanted)
+            value = bm25.score(counts, lengths, weights, avglen=avglen, params=PARAMS)
             out.append((value, doc_id, address))
         out.sort(key=lambda r: (-r[0], r[1]))
         return out
@@ -565,6 +567,10 @@ class TantivyIndex:
             return self._index.searcher()
         except ValueError as exc:
             raise IndexUnavailable(f"cannot read the text index at {self.path}: {exc}") from exc
+
+
+def _key(address: tantivy.DocAddress) -> tuple[int, int]:
+    return (int(address.segment_ord), int(address.doc))
 
 
 def _first(doc: tantivy.Document, field: str) -> str:

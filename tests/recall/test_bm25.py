@@ -9,6 +9,11 @@ from recall import bm25
 PARAMS = bm25.Bm25F()
 
 
+def scored(streams: list[list[str]], weights: dict[str, float], avglen: float) -> float:
+    counts, lengths = bm25.count_terms(bm25.encode(streams), list(weights))
+    return bm25.score(counts, lengths, weights, avglen=avglen, params=PARAMS)
+
+
 def test_idf_is_lucenes_and_never_negative() -> None:
     assert bm25.idf(1, 10) == pytest.approx(math.log(1 + 9.5 / 1.5))
     assert bm25.idf(10, 10) == pytest.approx(math.log(1 + 0.5 / 10.5))
@@ -26,9 +31,7 @@ def test_score_of_one_stream_matches_bm25_by_hand() -> None:
     tf = 2 / 0.8
     expected = 3.0 * tf * 2.2 / (tf + 1.2)
 
-    got = bm25.score([["cat", "sat", "cat", "mat"]], {"cat": 3.0}, avglen=8, params=PARAMS)
-
-    assert got == pytest.approx(expected)
+    assert scored([["cat", "sat", "cat", "mat"]], {"cat": 3.0}, 8) == pytest.approx(expected)
 
 
 def test_neighbour_streams_add_term_frequency_before_saturation() -> None:
@@ -37,25 +40,39 @@ def test_neighbour_streams_add_term_frequency_before_saturation() -> None:
     expected = 2.0 * tf * 2.2 / (tf + 1.2)
     streams = [["dog", "ran"], ["the", "dog", "was", "big"]]
 
-    got = bm25.score(streams, {"dog": 2.0}, avglen=4, params=PARAMS)
+    got = scored(streams, {"dog": 2.0}, 4)
 
     assert got == pytest.approx(expected)
-    one = bm25.score(streams[:1], {"dog": 2.0}, avglen=4, params=PARAMS)
-    other = bm25.score([[], *streams[1:]], {"dog": 2.0}, avglen=4, params=PARAMS)
+    one = scored(streams[:1], {"dog": 2.0}, 4)
+    other = scored([[], *streams[1:]], {"dog": 2.0}, 4)
     assert got < one + other  # saturation: not two pieces of evidence
 
 
 def test_a_term_only_in_the_turn_two_back_counts_at_its_weight() -> None:
-    streams: list[list[str]] = [["hello"], [], ["paris"]]
     tf = 0.35 / (0.6 + 0.4 * 1 / 2)
 
-    got = bm25.score(streams, {"paris": 1.0}, avglen=2, params=PARAMS)
+    got = scored([["hello"], [], ["paris"]], {"paris": 1.0}, 2)
 
     assert got == pytest.approx(tf * 2.2 / (tf + 1.2))
 
 
 def test_no_matching_term_scores_zero() -> None:
-    assert bm25.score([["a", "b"]], {"c": 1.0}, avglen=2, params=PARAMS) == 0.0
+    assert scored([["a", "b"]], {"c": 1.0}, 2) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("streams", "terms", "counts", "lengths"),
+    [
+        ([["a", "a", "b"]], ["a", "b", "c"], [{"a": 2, "b": 1}], [3]),
+        ([["aa", "a"], []], ["a"], [{"a": 1}, {}], [2, 0]),  # whole tokens only
+        ([["x"], ["y", "x", "x"]], ["x", "y"], [{"x": 1}, {"x": 2, "y": 1}], [1, 3]),
+        ([[]], ["a"], [{}], [0]),
+    ],
+)
+def test_encode_and_count_terms_round_trip(
+    streams: list[list[str]], terms: list[str], counts: list[dict[str, int]], lengths: list[int]
+) -> None:
+    assert bm25.count_terms(bm25.encode(streams), terms) == (counts, lengths)
 
 
 @pytest.mark.parametrize(
