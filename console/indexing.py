@@ -259,11 +259,11 @@ def memory_docs(rows: QuerySet[Memory]) -> list[Doc]:
     """What the planes index for these memories: the store's records, with session context."""
     records = store.memory_records(rows.select_related(None))
     contexts = _session_contexts(records)
-    return [to_doc(r, context=contexts.get(r.id, "")) for r in records]
+    return [to_doc(r, context=contexts.get(r.id, ())) for r in records]
 
 
-def _session_contexts(records: list[Record]) -> dict[str, str]:
-    """The previous turns of each episodic memory's session, as index-only text.
+def _session_contexts(records: list[Record]) -> dict[str, tuple[str, ...]]:
+    """The previous turns of each episodic memory's session, nearest first, as index-only text.
 
     Session context is the big lever for episodic memories (ANCHORS.md): a
     turn like "Yes, last Tuesday" is findable by what the turns before it said.
@@ -289,8 +289,11 @@ def _session_contexts(records: list[Record]) -> dict[str, str]:
     }
     out = {}
     for r, order in wanted:
-        turns = [earlier.get((r.session_id, order - i), "") for i in (1, CONTEXT_TURNS)]
-        out[r.id] = " ".join(t.strip() for t in turns if t.strip())
+        distances = range(1, CONTEXT_TURNS + 1)
+        turns = [earlier.get((r.session_id, order - i), "").strip() for i in distances]
+        while turns and not turns[-1]:
+            turns.pop()
+        out[r.id] = tuple(turns)
     return out
 
 

@@ -6,13 +6,14 @@ Two methods, chosen by `config.fusion`:
   Lee 1997 / Montague and Aslam 2001), the better one on our eval data
   (ANCHORS.md, last section).
 Both break ties on id, so results match across runs and backends.
+`session_prior` then lifts the hits of a session that holds a strong hit.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from recall.results import Provenance
 from recall.types import Candidate
@@ -134,3 +135,32 @@ def fuse(
     if method == "zscore":
         return zscore(channels, weights=weights)
     raise ValueError(f"unknown fusion method {method!r}")
+
+
+def session_prior(
+    fused: Sequence[Fused], sessions: Mapping[str, str], *, weight: float
+) -> list[Fused]:
+    """Each hit's score plus `weight` x the best fused score in its session.
+
+    A session max-similarity prior (ANCHORS.md; the "document prior" of
+    passage retrieval, Bendersky and Kurland 2008, "Utilizing passage-based
+    language models for document retrieval", ECIR): a conversation turn is
+    more likely what was asked about when its session also holds the best
+    match, as when the question's words are spread over several turns. A hit
+    with no session (`sessions` lacks it or says "") is its own session, so
+    it gets `weight` x its own score: the prior never favours a hit for being
+    in a session. Scores are the fused ones (z-score sums or RRF); the list
+    comes back re-sorted, ties by id. `weight` 0 returns the list unchanged.
+    """
+    if weight == 0 or not fused:
+        return list(fused)
+    best: dict[str, float] = {}
+    for f in fused:
+        session = sessions.get(f.id) or ""
+        if session and f.score > best.get(session, -math.inf):
+            best[session] = f.score
+    lifted = [
+        replace(f, score=f.score + weight * best.get(sessions.get(f.id) or "", f.score))
+        for f in fused
+    ]
+    return sorted(lifted, key=lambda f: (-f.score, f.id))

@@ -104,7 +104,8 @@ def run(
     timings["fusion"] = _ms(start)
 
     start = time.perf_counter()
-    scored = guard(where, hydrate(planes.store, fused, method=config.fusion))
+    hydrated = hydrate(planes.store, fused, method=config.fusion, prior=config.session_prior)
+    scored = guard(where, hydrated)
     timings["hydrate"] = _ms(start)
 
     if expansion.wanted(where, limit=config.link_seeds):

@@ -19,7 +19,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from recall.fusion import Fused
+from recall.fusion import Fused, session_prior
 from recall.ports import MemoryStore
 from recall.results import Provenance
 from recall.types import Filter, Record
@@ -46,9 +46,18 @@ def positive(score: float, method: str) -> float:
     return e / (1 + e)
 
 
-def hydrate(store: MemoryStore, fused: Sequence[Fused], *, method: str) -> list[Scored]:
-    """Fused hits as records, in fused order; ids that no longer hydrate are dropped."""
+def hydrate(
+    store: MemoryStore, fused: Sequence[Fused], *, method: str, prior: float = 0.0
+) -> list[Scored]:
+    """Fused hits as records, in fused order; ids that no longer hydrate are dropped.
+
+    With `prior` > 0 the fused scores first take the session prior
+    (`recall.fusion.session_prior`), read from the hydrated rows' sessions.
+    """
     records = store.hydrate([f.id for f in fused])
+    if prior:
+        sessions = {i: r.session_id for i, r in records.items()}
+        fused = session_prior(fused, sessions, weight=prior)
     return [
         Scored(records[f.id], positive(f.score, method), f.sources, f.source, f.snippet)
         for f in fused

@@ -30,7 +30,7 @@ from datetime import datetime
 from recall.channels import FTS, SEMANTIC
 from recall.config import SearchConfig
 from recall.errors import QueryError
-from recall.fusion import Fused, fuse
+from recall.fusion import Fused, fuse, session_prior
 from recall.gather import gather, select
 from recall.planes import Planes
 from recall.ports import PIN, RANK, Channel
@@ -127,7 +127,7 @@ def run(
     timings["fusion"] = _ms(start)
 
     start = time.perf_counter()
-    hits = hydrate_hits(planes, pins.lists, pinned, fused, where)
+    hits = hydrate_hits(planes, pins.lists, pinned, fused, where, prior=config.session_prior)
     if req.since is not None:
         hits = since(hits, req.since)
     hits.sort(key=lambda h: not h.favorite)
@@ -144,8 +144,13 @@ def hydrate_hits(
     pinned: Sequence[Candidate],
     fused: Sequence[Fused],
     where: Filter,
+    *,
+    prior: float = 0.0,
 ) -> list[Hit]:
     """Pinned hits first (score 1 / (1 + lane)), then the fused ones, as Hits.
+
+    The fused ones take the session prior first (`prior`, see
+    `recall.fusion.session_prior`).
 
     Only hits whose hydrated row `where` admits survive: the planes are a
     derived copy, and a stale row (written before its item moved project or
@@ -153,6 +158,9 @@ def hydrate_hits(
     """
     channel_of = {c.id: name for name, found in pin_lists.items() for c in found}
     records = planes.store.hydrate([c.id for c in pinned] + [f.id for f in fused])
+    if prior:
+        sessions = {i: r.session_id for i, r in records.items()}
+        fused = session_prior(fused, sessions, weight=prior)
     now = planes.clock()
     by_id = {f.id: f for f in fused}
     hits: list[Hit] = []

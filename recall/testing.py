@@ -65,7 +65,7 @@ class InMemoryTextIndex:
             self._docs[doc.id] = doc
             text = " ".join([doc.name, doc.title, doc.description, doc.body, " ".join(doc.tags)])
             self._terms[doc.id] = [stem(t) for t in _tokens(text)]
-            self._context[doc.id] = [stem(t) for t in _tokens(doc.context)]
+            self._context[doc.id] = [stem(t) for t in _tokens(" ".join(doc.context))]
 
     def delete(self, ids: Sequence[str]) -> None:
         for i in ids:

@@ -54,9 +54,9 @@ class Doc:
     """One memory or note as the derived planes index it.
 
     `project` is the project slug, or None for a global memory / inbox note.
-    `context` is optional surrounding text (for an episodic memory, the
-    previous turns of its session) that the full-text plane indexes with a
-    lower weight; it is never shown.
+    `context` is optional surrounding text, nearest first (for an episodic
+    memory, the turns at distance 1 and 2 before it in its session), that
+    the full-text plane indexes with lower weights; it is never shown.
     """
 
     id: str
@@ -70,7 +70,7 @@ class Doc:
     body: str
     tags: tuple[str, ...] = ()
     updated: datetime | None = None
-    context: str = ""
+    context: tuple[str, ...] = ()
 
     def fingerprint(self) -> str:
         """A digest of the item's own fields as the text plane indexes them: a
@@ -223,7 +223,7 @@ def unless_repeated(description: str, body: str) -> str:
     return "" if lead and body.startswith(lead) else description
 
 
-def to_doc(record: Record, *, context: str = "") -> Doc:
+def to_doc(record: Record, *, context: tuple[str, ...] = ()) -> Doc:
     """What the derived planes index for a hydrated record (the one mapping).
 
     A memory's title is its name: indexing it twice would double its weight,

@@ -13,8 +13,16 @@ that `Engine.recall` (limit 100, huge budget, no link seeds) returns the same
 top 10 as the core for the default config.
 
 Variants are JSON overrides of RecallConfig (`fusion`, `k`, `depth`,
-`channel_weights`) plus one harness key, `"context": false`, which swaps the
-full-text leg for an index built without the session-context field.
+`channel_weights`, `session_prior`) plus two harness keys that swap the
+full-text leg for another index over the same rows: `"context": false`
+(built without the previous turns) and `"bm25f": false` (tantivy's own BM25,
+b 0.75, instead of the BM25F re-scoring). The fused runs apply the session
+prior from each memory's session, as Recall does after hydration.
+
+Ablations (unless the spec says `"ablate": false`): each component off on
+its own (`-nocontext`, `-nobm25f` for the fts channel and the default,
+`-noprior` for the default). `ci` holds paired bootstrap 95% intervals of
+the default minus each peer (`metrics.paired_bootstrap`).
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ from console.indexing import memory_docs
 from console.models import Memory
 from recall.channels import FTS, SEMANTIC
 from recall.config import RecallConfig, from_mapping
-from recall.fusion import fuse
+from recall.fusion import fuse, session_prior
 from recall.ports import TextIndex
 from recall.query import clean
 from recall.requests import RecallRequest
@@ -43,25 +51,30 @@ from recall.types import Candidate
 
 DEPTH = 100
 CHECK_QUERIES = 25
-HARNESS_KEYS = ("context",)
+HARNESS_KEYS = ("context", "bm25f")
+Leg = tuple[bool, bool]  # (context, bm25f): which full-text index a run reads
+MAIN: Leg = (True, True)
 
 
-def variant_config(base: RecallConfig, values: Mapping[str, Any]) -> tuple[RecallConfig, bool]:
-    """A RecallConfig override (strict: unknown keys raise) and the context flag."""
-    context = bool(values.get("context", True))
+def variant_config(base: RecallConfig, values: Mapping[str, Any]) -> tuple[RecallConfig, Leg]:
+    """A RecallConfig override (strict: unknown keys raise) and its full-text leg."""
+    leg = (bool(values.get("context", True)), bool(values.get("bm25f", True)))
     fields = {k: v for k, v in values.items() if k not in HARNESS_KEYS}
-    return from_mapping(base, fields), context
+    return from_mapping(base, fields), leg
 
 
-def _nocontext_index(root: Path) -> TextIndex:
-    """The configured full-text backend over the same docs without session context."""
+def _variant_index(root: Path, leg: Leg) -> TextIndex:
+    """The configured full-text backend over the same docs, with or without
+    session context and (tantivy) the BM25F re-scoring."""
+    context, bm25f = leg
     cls: Any = type(wiring.text_index())
-    index: TextIndex = cls(root / "text-nocontext")
+    options = {} if bm25f else {"rescore": False}
+    index: TextIndex = cls(root / f"text-{int(context)}{int(bm25f)}", **options)
     rows = Memory.objects.order_by("pk")
     ids = list(rows.values_list("pk", flat=True))
     for start in range(0, len(ids), 512):
         docs = memory_docs(Memory.objects.filter(pk__in=ids[start : start + 512]))
-        index.upsert([replace(d, context="") for d in docs])
+        index.upsert(docs if context else [replace(d, context=()) for d in docs])
     return index
 
 
@@ -74,18 +87,27 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
     loading.migrate()
     load = loading.import_path(Path(spec["dataset"]))
     ext = loading.external_ids()
+    sessions = dict(Memory.objects.exclude(session_id="").values_list("pk", "session_id"))
     queries = read_queries(Path(spec["queries"]), spec.get("limit_queries"))
     engine = wiring.engine()
     planes = wiring.planes()
     base: RecallConfig = selectors.config_base("recall")
     raw: dict[str, Any] = {"default": {}} | dict(spec.get("variants", {}))
     configs = {name: variant_config(base, values) for name, values in raw.items()}
+    ablate = bool(spec.get("ablate", True))
     has_sessions = Memory.objects.filter(session_order__isnull=False).exists()
-    ablate = bool(spec.get("ablate_context", True)) and has_sessions
-    plain = _nocontext_index(root) if ablate or any(not c for _, c in configs.values()) else None
+    ablations: dict[str, tuple[RecallConfig, Leg]] = {}
+    if ablate:
+        ablations["default-nobm25f"] = (base, (True, False))
+        if has_sessions:
+            ablations["default-nocontext"] = (base, (False, True))
+        if sessions:
+            ablations["default-noprior"] = (replace(base, session_prior=0.0), MAIN)
+    wanted = {leg for _, leg in (*configs.values(), *ablations.values())} - {MAIN}
+    others = {leg: _variant_index(root, leg) for leg in sorted(wanted)}
 
     legs: list[dict[str, list[Candidate]]] = []
-    plain_fts: list[list[Candidate]] = []
+    other_fts: dict[Leg, list[list[Candidate]]] = {leg: [] for leg in others}
     qvecs: list[Any] = []
     spent = {"fts": 0.0, "embed": 0.0, "vector": 0.0}
     embedder, vectors = planes.embedder, planes.vectors
@@ -105,27 +127,33 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
         spent["vector"] += t3 - t2
         legs.append({FTS: fts, SEMANTIC: sem})
         qvecs.append(vec)
-        if plain is not None:
-            plain_fts.append(plain.search(text, where=where, limit=DEPTH))
+        for leg, index in others.items():
+            other_fts[leg].append(index.search(text, where=where, limit=DEPTH))
 
     runs: dict[str, list[list[str]]] = {
         "fts": [_ranked([c.id for c in lg[FTS]], ext) for lg in legs],
         "vector": [_ranked([c.id for c in lg[SEMANTIC]], ext) for lg in legs],
     }
-    if plain is not None and ablate:
-        runs["fts-nocontext"] = [_ranked([c.id for c in f], ext) for f in plain_fts]
-    for name, (config, context) in configs.items():
-        runs[name] = _fused_runs(legs, plain_fts if not context else None, config, ext)
-        if name == "default" and ablate:
-            runs["default-nocontext"] = _fused_runs(legs, plain_fts, config, ext)
+    for leg, suffix in (((False, True), "nocontext"), ((True, False), "nobm25f")):
+        if leg in other_fts and f"default-{suffix}" in ablations:
+            runs[f"fts-{suffix}"] = [_ranked([c.id for c in f], ext) for f in other_fts[leg]]
+    for name, (config, leg) in {**configs, **ablations}.items():
+        fts_lists = other_fts.get(leg)
+        runs[name] = _fused_runs(legs, fts_lists, config, ext, sessions)
 
     peer_runs, peer_ms = peers.run_all(queries, qvecs, root, skip=spec.get("skip_peers", False))
     runs |= peer_runs
     categories = [q.category for q in queries]
     systems = {}
+    per_query_by = {}
     for name, ranked in runs.items():
         per_query = [metrics.score(r, q.gold) for r, q in zip(ranked, queries, strict=True)]
+        per_query_by[name] = per_query
         systems[name] = metrics.breakdown(per_query, categories)
+    ci = {
+        name: metrics.paired_bootstrap(per_query_by["default"], per_query_by[name], categories)
+        for name in peer_runs
+    }
     n = max(len(queries), 1)
     return {
         "dataset": spec["dataset"],
@@ -138,31 +166,35 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
             "k": base.k,
             "depth": base.depth,
             "channel_weights": dict(base.channel_weights),
+            "session_prior": base.session_prior,
         },
         "variants": raw,
         "systems": systems,
+        "ci": ci,
         "first_gold_rank": {
             name: [metrics.first_rank(r, q.gold) for r, q in zip(ranked, queries, strict=True)]
             for name, ranked in runs.items()
         },
         "latency_ms_mean": {k: round(v * 1000 / n, 3) for k, v in spent.items()} | peer_ms,
-        "engine_check": _engine_check(engine, queries, legs, base, ext),
+        "engine_check": _engine_check(engine, queries, legs, base, ext, sessions),
     }
 
 
 def _fused_runs(
     legs: Sequence[Mapping[str, list[Candidate]]],
-    plain_fts: Sequence[list[Candidate]] | None,
+    other_fts: Sequence[list[Candidate]] | None,
     config: RecallConfig,
     ext: Mapping[str, str],
+    sessions: Mapping[str, str],
 ) -> list[list[str]]:
     out = []
     for i, lg in enumerate(legs):
-        fts = plain_fts[i] if plain_fts is not None else lg[FTS]
+        fts = other_fts[i] if other_fts is not None else lg[FTS]
         channels = {FTS: fts[: config.depth], SEMANTIC: lg[SEMANTIC][: config.depth]}
         fused = fuse(
             channels, method=config.fusion, weights=dict(config.channel_weights), k=config.k
         )
+        fused = session_prior(fused, sessions, weight=config.session_prior)
         out.append(_ranked([f.id for f in fused], ext))
     return out
 
@@ -173,10 +205,11 @@ def _engine_check(
     legs: Sequence[Mapping[str, list[Candidate]]],
     base: RecallConfig,
     ext: Mapping[str, str],
+    sessions: Mapping[str, str],
 ) -> dict[str, Any]:
     """Engine.recall's top 10 against the core's, for the default config."""
     config = replace(base, link_seeds=0)
-    core = _fused_runs(legs[:CHECK_QUERIES], None, config, ext)
+    core = _fused_runs(legs[:CHECK_QUERIES], None, config, ext, sessions)
     same = 0
     for q, expected in zip(queries[:CHECK_QUERIES], core, strict=False):
         request = RecallRequest(query=q.text, project=q.project, budget=100_000, limit=100)

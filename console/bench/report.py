@@ -76,4 +76,13 @@ def quality_tables(body: Mapping[str, Any]) -> str:
             rows = [[name, *(s[c][metric] for c in cats)] for name, s in systems.items()]
             head = [f"{c} (n={next(iter(systems.values()))[c]['n']})" for c in cats]
             parts.append(f"\n[{metric} per category]\n" + table(["system", *head], rows))
+    ci: Mapping[str, Mapping[str, Mapping[str, float]]] = body.get("ci") or {}
+    if ci:
+        rows = [
+            [f"default - {peer}", key, v["diff"], f"[{v['low']:+.3f}, {v['high']:+.3f}]"]
+            for peer, values in ci.items()
+            for key, v in values.items()
+        ]
+        head = ["paired bootstrap, 95%", "metric", "diff", "interval"]
+        parts.append("\n[default minus each peer]\n" + table(head, rows))
     return "\n".join(parts)

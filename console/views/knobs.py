@@ -14,6 +14,10 @@ WEIGHTS = {
 }
 FUSION = ("How rankings combine", "zscore keeps score gaps (measured better); rrf uses ranks only.")
 K = ("Rank smoothing (RRF k)", "Only for rrf: higher flattens the difference between ranks.")
+PRIOR = (
+    "Same-conversation lift",
+    "How much a strong match lifts the other results of its session. 0 turns it off.",
+)
 
 HELP: dict[str, dict[str, tuple[str, str]]] = {
     "briefing": {
@@ -46,6 +50,7 @@ HELP: dict[str, dict[str, tuple[str, str]]] = {
         ),
         "max_depth": ("Deepest look", "The most candidates any channel reads."),
         "identifier_limit": ("Exact-name results", "How many exact name or id matches go first."),
+        "session_prior": PRIOR,
     },
     "recall": {
         "budget": ("Token budget", "How much text an agent receives when it names no budget."),
@@ -60,6 +65,7 @@ HELP: dict[str, dict[str, tuple[str, str]]] = {
         "fusion": FUSION,
         "k": K,
         "semantic": ("Match by meaning", "Use the meaning channel when an embedding model is set."),
+        "session_prior": PRIOR,
         "link_seeds": (
             "Results whose links are followed",
             "[[Links]] of this many top memories are added as related.",

@@ -505,7 +505,7 @@ class LanceIndex:
             import lancedb
 
             def connect() -> Any:
-                layout.prepare(self.path, "vector plane", LAYOUT)
+                layout.prepare(self.path, "vector plane", version=LAYOUT)
                 options: dict[str, Any] = {"read_consistency_interval": self._consistency}
                 if self.cache_mb is not None:
                     size = self.cache_mb << 20

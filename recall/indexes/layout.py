@@ -8,7 +8,9 @@ logs why; `manage.py index_status` then reports every row missing and
 
 Versions: 1 had no per-row fingerprint; 2 stores one (`Doc.fingerprint`),
 so `index_status` can see content drift, not only missing ids. A plane may
-pass its own version (the vector plane is at 3: a write sequence per row).
+count its own versions past that (the tantivy text plane is at 3: the fields
+its BM25F scoring reads; the LanceDB vector plane is at 3: a write sequence
+and a text hash per row).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ MARKER = "recall-layout"
 
 
 def current(path: Path, version: int = VERSION) -> bool:
-    """Whether `path` holds a plane in this layout.
+    """Whether `path` holds a plane in layout `version`.
 
     A directory with no marker is current while it holds nothing but dot files
     (lock files, a marker being written).
@@ -36,8 +38,8 @@ def current(path: Path, version: int = VERSION) -> bool:
     return not path.exists() or not any(not p.name.startswith(".") for p in path.iterdir())
 
 
-def prepare(path: Path, plane: str, version: int = VERSION) -> None:
-    """Make `path` a directory in this layout, clearing a stale plane first.
+def prepare(path: Path, plane: str, *, version: int = VERSION) -> None:
+    """Make `path` a directory in layout `version`, clearing a stale plane first.
 
     The marker is written only when it is missing or stale, and atomically
     (a temporary file renamed over it): another process opening the plane at

@@ -102,7 +102,7 @@ def to_fields(doc: Doc) -> dict[str, Any]:
         "description": doc.description,
         "body": doc.body,
         "tags": tags,
-        "context": doc.context,
+        "context": " ".join(doc.context),
         PREFIX_FIELD: " ".join((doc.name, doc.title, doc.description, doc.body, tags)),
     }
     if doc.updated is not None:

@@ -21,6 +21,23 @@ def test_metrics_follow_the_eval_readme() -> None:
     assert metrics.score(["x"], {"g"})["MRR"] == 0.0
 
 
+def test_paired_bootstrap_brackets_the_mean_difference() -> None:
+    row = {"R@10": 0.0, "nDCG@10": 0.0}
+    ours = [{"R@10": 1.0, "nDCG@10": v} for v in (1.0, 0.0, 1.0, 0.5)]
+    theirs = [row] * 4
+
+    ci = metrics.paired_bootstrap(ours, theirs, ["1", "5", "1", "2"])
+
+    assert ci["overall R@10"] == {"diff": 1.0, "low": 1.0, "high": 1.0}
+    spread = ci["overall nDCG@10"]
+    assert spread["diff"] == pytest.approx(0.625)
+    assert 0.0 <= spread["low"] < 0.625 < spread["high"] <= 1.0
+    assert ci["no-cat5 nDCG@10"]["diff"] == pytest.approx(2.5 / 3, abs=1e-4)
+    same = metrics.paired_bootstrap(ours, ours, [None] * 4)
+    assert set(same) == {"overall R@10", "overall nDCG@10"}
+    assert same["overall nDCG@10"] == {"diff": 0.0, "low": 0.0, "high": 0.0}
+
+
 def test_corpus_has_the_promised_shape() -> None:
     corpus = generate(500, projects=4, seed=1)
     memories = corpus.memories

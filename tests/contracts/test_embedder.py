@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from recall.embedders.onnx import OnnxEmbedder
+from recall.embedders.onnx import OnnxEmbedder, windows
 from recall.errors import ConfigError, EmbedderUnavailable
 from recall.ports import Embedder
 from recall.testing import FakeEmbedder
@@ -111,6 +111,7 @@ def test_paraphrases_are_closer_than_unrelated_sentences(onnx: OnnxEmbedder) -> 
 def test_model_name_and_dims(onnx: OnnxEmbedder) -> None:
     assert onnx.model == "all-MiniLM-L6-v2-onnx-int8+dq8"
     assert OnnxEmbedder(quantized=False).model == "all-MiniLM-L6-v2-onnx-int8"
+    assert OnnxEmbedder(max_chunks=2).model == "all-MiniLM-L6-v2-onnx-int8+dq8+w2"
     assert onnx.dims == 384
 
 
@@ -269,7 +270,52 @@ def test_a_session_failure_is_embedder_unavailable(monkeypatch: pytest.MonkeyPat
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{"threads": 0}, {"max_tokens": 0}, {"cache_size": -1}, {"batch_size": 0}]
+    ("ids", "width", "chunks", "expected"),
+    [
+        ([101, 1, 2, 102], 8, 2, [[101, 1, 2, 102]]),  # fits: one window, unchanged
+        ([101, *range(1, 11), 102], 8, 1, [[101, 1, 2, 3, 4, 5, 6, 102]]),  # cut at the window
+        # content 6 per window, stride 6 - 6 // 4 = 5: windows at 0 and 5 overlap by one
+        (
+            [101, *range(1, 11), 102],
+            8,
+            2,
+            [[101, 1, 2, 3, 4, 5, 6, 102], [101, 6, 7, 8, 9, 10, 102]],
+        ),
+        ([101, *range(1, 21), 102], 8, 2, [[101, *range(1, 7), 102], [101, *range(6, 12), 102]]),
+        # a window that would only repeat the last quarter is not started
+        ([101, *range(1, 8), 102], 8, 3, [[101, *range(1, 7), 102], [101, 6, 7, 102]]),
+    ],
+)
+def test_windows_split_a_long_text_with_its_special_tokens_on_each(
+    ids: list[int], width: int, chunks: int, expected: list[list[int]]
+) -> None:
+    assert windows(ids, width, chunks) == expected
+
+
+@pytest.mark.slow
+def test_a_long_text_is_the_normalised_mean_of_its_windows(onnx: OnnxEmbedder) -> None:
+    head = " ".join(f"alpha{n}" for n in range(60))
+    tail = " ".join(f"omega{n}" for n in range(60))
+    whole = OnnxEmbedder(cache_size=0, max_chunks=2)
+    model = whole._loaded()
+    ids = model.encode([f"{head} {tail}"])[0]
+    assert len(ids) > 128
+    parts = windows(ids, 128, 2)
+    each = np.vstack([model.run([p]) for p in parts])
+    mean = each.sum(axis=0) / np.linalg.norm(each.sum(axis=0))
+
+    got = whole.embed([f"{head} {tail}"])[0]
+
+    assert len(parts) == 2
+    assert got == pytest.approx(mean, abs=1e-5)
+    cut = OnnxEmbedder(cache_size=0, max_chunks=1).embed([f"{head} {tail}"])[0]
+    assert got == pytest.approx(whole.embed([f"{head} {tail}", "x"])[0], abs=1e-5)
+    assert float(got @ cut) < 0.999  # the second window changed the vector
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"threads": 0}, {"max_tokens": 0}, {"cache_size": -1}, {"batch_size": 0}, {"max_chunks": 0}],
 )
 def test_bad_settings_are_value_errors(kwargs: dict[str, int]) -> None:
     with pytest.raises(ValueError, match=next(iter(kwargs))):

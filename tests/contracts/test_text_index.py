@@ -260,7 +260,7 @@ def test_more_matched_words_rank_higher(index: Any) -> None:
 def test_context_counts_less_than_body_and_is_never_shown(index: Any) -> None:
     index.upsert(
         [
-            make_doc(id="ctx", body="other text", context="zeppelin story"),
+            make_doc(id="ctx", body="other text", context=("zeppelin story",)),
             make_doc(id="body", body="zeppelin story"),
         ]
     )
@@ -381,6 +381,44 @@ def test_tantivy_expansions_skip_words_in_most_documents(
 
     assert search(index, "th", prefix=True) == ["t"]  # "the" (6 of 7 docs) is skipped
     assert len(search(index, "the", prefix=False)) == 6  # a typed word is never skipped
+
+
+def test_tantivy_scores_are_bm25f_over_own_text_and_previous_turns(tmp_path: Path) -> None:
+    from recall import bm25
+
+    index = TantivyIndex(tmp_path / "fts")
+    index.upsert(
+        [
+            make_doc(id="own", body="zeppelin story told twice"),
+            make_doc(id="prev", body="yes it was", context=("the zeppelin landed",)),
+            make_doc(id="none", body="nothing to see here at all"),
+        ]
+    )
+    params = bm25.Bm25F()
+    weights = {"zeppelin": bm25.idf(1, 3) ** 1.5}  # df from the own texts alone
+    avglen = (4 + 3 + 6) / 3
+
+    hits = {c.id: c.score for c in index.search("zeppelin", where=EVERYTHING, limit=5)}
+
+    streams = {"own": [["zeppelin", "stori", "told", "twice"]],
+               "prev": [["yes", "it", "was"], ["the", "zeppelin", "land"]]}  # fmt: skip
+    assert set(hits) == {"own", "prev"}
+    for doc_id, doc_streams in streams.items():
+        counts, lengths = bm25.count_terms(bm25.encode(doc_streams), ["zeppelin"])
+        expected = bm25.score(counts, lengths, weights, avglen=avglen, params=params)
+        assert hits[doc_id] == pytest.approx(expected, rel=1e-5)
+
+
+def test_tantivy_weighs_the_turn_just_before_above_the_one_two_back(tmp_path: Path) -> None:
+    index = TantivyIndex(tmp_path / "fts")
+    index.upsert(
+        [
+            make_doc(id="a-two-back", body="sure", context=("", "zeppelin")),
+            make_doc(id="b-just-before", body="sure", context=("zeppelin",)),
+        ]
+    )
+
+    assert search(index, "zeppelin") == ["b-just-before", "a-two-back"]
 
 
 def test_prefix_results_respect_the_filter(index: Any) -> None:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from recall.config import (
@@ -167,3 +169,13 @@ def test_every_section_has_a_config_and_configs_hold_one_each():
         assert isinstance(configs.section(name), cls)
     with pytest.raises(ValueError, match="no config section 'nope'"):
         configs.section("nope")
+
+
+@pytest.mark.parametrize("section", [RecallConfig, SearchConfig])
+def test_the_session_prior_defaults_to_0_3_and_refuses_a_negative_weight(section: type) -> None:
+    assert section().session_prior == 0.3
+    assert section(session_prior=0).session_prior == 0
+    with pytest.raises(ValueError, match="session_prior"):
+        section(session_prior=-0.1)
+    with pytest.raises(ValueError, match="session_prior"):
+        section(session_prior=math.inf)

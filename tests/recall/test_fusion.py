@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from recall.fusion import fuse, rrf, zscore
+from recall.fusion import Fused, fuse, rrf, session_prior, zscore
 from recall.results import Provenance
 from recall.types import Candidate
 
@@ -105,3 +105,37 @@ def test_fuse_dispatches_on_method(method: str):
 def test_fuse_rejects_an_unknown_method():
     with pytest.raises(ValueError, match="borda"):
         fuse({}, method="borda", weights={}, k=60)
+
+
+def test_session_prior_adds_the_best_score_of_the_hits_session() -> None:
+    fused = [Fused("a", 2.0, ()), Fused("b", 1.0, ()), Fused("c", 1.5, ())]
+    sessions = {"a": "s1", "b": "s1", "c": "s2"}
+
+    lifted = session_prior(fused, sessions, weight=0.5)
+
+    assert [f.id for f in lifted] == ["a", "c", "b"]
+    assert [f.score for f in lifted] == pytest.approx([2.0 + 1.0, 1.5 + 0.75, 1.0 + 1.0])
+
+
+def test_a_hit_without_a_session_is_its_own_session() -> None:
+    fused = [Fused("alone", 1.0, ()), Fused("x", 0.9, ()), Fused("y", -0.5, ())]
+
+    lifted = session_prior(fused, {"x": "s", "y": ""}, weight=0.3)
+
+    assert [f.score for f in lifted] == pytest.approx([1.3, 0.9 * 1.3, -0.5 * 1.3])
+
+
+def test_session_prior_reorders_and_breaks_ties_by_id() -> None:
+    fused = [Fused("top", 3.0, ()), Fused("m", 1.15, ()), Fused("z", 1.0, ())]
+
+    lifted = session_prior(fused, {"top": "s", "z": "s"}, weight=0.1)
+
+    assert [f.id for f in lifted] == ["top", "z", "m"]  # 1.0 + 0.3 > 1.15 + 0.115
+    tied = session_prior([Fused("b", 1.0, ()), Fused("a", 1.0, ())], {}, weight=1.0)
+    assert [f.id for f in tied] == ["a", "b"]
+
+
+def test_session_prior_at_zero_changes_nothing() -> None:
+    fused = [Fused("b", 1.0, ()), Fused("a", 2.0, ())]
+
+    assert session_prior(fused, {"a": "s", "b": "s"}, weight=0) == fused

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from recall.config import RecallConfig
@@ -16,7 +18,8 @@ from tests.recall.conftest import (
     uid,
 )
 
-RRF = RecallConfig(fusion="rrf", channel_weights={"fts": 1.0, "semantic": 1.0})
+# The RRF arithmetic, without the session prior (its own tests are below and in test_fusion).
+RRF = RecallConfig(fusion="rrf", channel_weights={"fts": 1.0, "semantic": 1.0}, session_prior=0.0)
 
 
 def ask(query: str, project: str | None = "alpha", **kw: object) -> RecallRequest:
@@ -350,3 +353,22 @@ def test_ages_come_from_the_clock(make_engine: MakeEngine):
     )
 
     assert sorted(h.age for h in engine.recall(ask("chroma")).items) == ["3d", "5h"]
+
+
+def test_the_session_prior_lifts_the_turns_of_the_best_hits_session(make_engine: MakeEngine):
+    engine = make_engine(
+        [
+            make_memory(1, description="chroma boot race", session_id="s1"),
+            make_memory(2, description="chroma again", session_id="s2"),
+            make_memory(3, description="chroma once more", session_id="s1"),
+        ],
+        embedder=None,
+    )
+
+    plain = engine.recall(ask("chroma boot race"), config=RRF)
+    lifted = engine.recall(ask("chroma boot race"), config=replace(RRF, session_prior=1.0))
+
+    assert ids(plain.items) == [uid(1), uid(2), uid(3)]  # 2 is shorter than 3
+    assert ids(lifted.items) == [uid(1), uid(3), uid(2)]  # 3 shares the best hit's session
+    best = 1 / (60 + 1)
+    assert lifted.items[1].score == pytest.approx(1 / (60 + 3) + best)

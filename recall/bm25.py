@@ -1,0 +1,111 @@
+"""BM25F over a memory's own text and its session neighbours' text.
+
+The lexical score of the full-text channel (Robertson, Zaragoza and Taylor
+2004, "Simple BM25 extension to multiple weighted fields", CIKM; the
+per-stream length normalisation of Zaragoza et al. 2004, "Microsoft
+Cambridge at TREC-13"):
+
+    tf~(t, d)  = sum over streams s of  w_s * tf_s(t, d) / (1 - b + b * len_s(d) / avglen)
+    score(d)   = sum over distinct query terms t of  qw(t) * idf(t) * tf~ * (k1 + 1) / (tf~ + k1)
+    idf(t)     = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))      (Lucene's, never negative)
+    qw(t)      = idf(t) ** query_idf_power
+
+Stream 0 is the item's own visible text (weight 1); streams 1 and 2 are the
+text of the turns at distance 1 and 2 before it in its session (weights 0.5
+and 0.35), so a turn like "Yes, last Tuesday" is found by what was said just
+before it. `avglen` is the mean length of stream 0 over the index: a
+neighbour stream is another item's own text, so the same average applies.
+
+Defaults, chosen on the development sets (`manage.py bench quality`, see the
+README's retrieval section): k1 1.2; b 0.4 (short memories want weak length
+normalisation: 0.75 costs 0.02 to 0.03 nDCG@10 on LoCoMo turns); each query
+term counted once, weighted idf^0.5 (+0.02 nDCG@10 on turns, +0.01 on
+observations); neighbour weights 0.5 / 0.35 as in ANCHORS.md. Summing the
+streams' term frequencies before saturation (BM25F) instead of summing
+per-stream BM25 scores is worth +0.02 R@10 on turns: a term said in the turn
+and again just before it is not evidence twice over.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Bm25F:
+    """The scorer's parameters (see the module docstring)."""
+
+    k1: float = 1.2
+    b: float = 0.4
+    query_idf_power: float = 0.5
+    stream_weights: tuple[float, ...] = (1.0, 0.5, 0.35)
+
+    def __post_init__(self) -> None:
+        if self.k1 < 0 or not 0 <= self.b <= 1 or self.query_idf_power < 0:
+            raise ValueError(f"need k1 >= 0, 0 <= b <= 1, query_idf_power >= 0: {self}")
+        if not self.stream_weights or any(w < 0 for w in self.stream_weights):
+            raise ValueError(f"stream weights must be >= 0 and not empty: {self.stream_weights}")
+
+
+def idf(df: int, n: int) -> float:
+    """ln(1 + (N - df + 0.5) / (df + 0.5)): rare terms weigh more, none weighs < 0."""
+    return math.log(1 + (max(n - df, 0) + 0.5) / (df + 0.5))
+
+
+def term_weights(dfs: Mapping[str, int], n: int, params: Bm25F) -> dict[str, float]:
+    """qw(t) * idf(t) per query term; terms no document holds (df 0) are left out."""
+    out = {}
+    for term, df in dfs.items():
+        if df > 0:
+            value = idf(df, n)
+            out[term] = value ** (1 + params.query_idf_power)
+    return out
+
+
+def score(
+    counts: Sequence[Mapping[str, int]],
+    lengths: Sequence[int],
+    weights: Mapping[str, float],
+    *,
+    avglen: float,
+    params: Bm25F,
+) -> float:
+    """BM25F of one document from its streams (own text first).
+
+    `counts[s]` holds the frequency of query terms in stream s (absent: 0),
+    `lengths[s]` that stream's length in tokens; `weights` are `term_weights`
+    (qw * idf per query term). Streams beyond `params.stream_weights` are
+    ignored.
+    """
+    k1, b = params.k1, params.b
+    avg = avglen if avglen > 0 else 1.0
+    tf: dict[str, float] = {}
+    for found, length, w in zip(counts, lengths, params.stream_weights, strict=False):
+        if not found or w == 0:
+            continue
+        norm = w / (1 - b + b * length / avg)
+        for term, n in found.items():
+            if n and term in weights:
+                tf[term] = tf.get(term, 0.0) + n * norm
+    return sum(weights[t] * v * (k1 + 1) / (v + k1) for t, v in tf.items())
+
+
+def encode(streams: Sequence[Sequence[str]]) -> str:
+    """Token streams as stored text: their lengths, then each stream on its own line.
+
+    Each token is wrapped in spaces, so `count_terms` counts a term with one
+    `str.count` (adjacent tokens are two spaces apart: no match overlaps).
+    """
+    head = " ".join(str(len(tokens)) for tokens in streams)
+    return "\n".join([head, *("".join(f" {t} " for t in tokens) for tokens in streams)])
+
+
+def count_terms(stored: str, terms: Sequence[str]) -> tuple[list[dict[str, int]], list[int]]:
+    """Per stream, the frequency of each of `terms` that occurs, and the stream lengths."""
+    head, *streams = stored.split("\n")
+    lengths = [int(n) for n in head.split()]
+    keys = [(t, f" {t} ") for t in terms]
+    counts = [{t: n for t, key in keys if (n := text.count(key))} for text in streams]
+    return counts, lengths

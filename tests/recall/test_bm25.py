@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from recall import bm25
+
+PARAMS = bm25.Bm25F()
+
+
+def scored(streams: list[list[str]], weights: dict[str, float], avglen: float) -> float:
+    counts, lengths = bm25.count_terms(bm25.encode(streams), list(weights))
+    return bm25.score(counts, lengths, weights, avglen=avglen, params=PARAMS)
+
+
+def test_idf_is_lucenes_and_never_negative() -> None:
+    assert bm25.idf(1, 10) == pytest.approx(math.log(1 + 9.5 / 1.5))
+    assert bm25.idf(10, 10) == pytest.approx(math.log(1 + 0.5 / 10.5))
+    assert bm25.idf(12, 10) > 0  # df counted over deleted documents too
+
+
+def test_term_weights_raise_idf_to_one_and_a_half_and_skip_unknown_terms() -> None:
+    weights = bm25.term_weights({"cat": 1, "zzz": 0}, 10, PARAMS)
+
+    assert weights == {"cat": pytest.approx(bm25.idf(1, 10) ** 1.5)}
+
+
+def test_score_of_one_stream_matches_bm25_by_hand() -> None:
+    # tf 2 in a 4-token text, mean length 8: norm = 1 - 0.4 + 0.4 * 4 / 8 = 0.8
+    tf = 2 / 0.8
+    expected = 3.0 * tf * 2.2 / (tf + 1.2)
+
+    assert scored([["cat", "sat", "cat", "mat"]], {"cat": 3.0}, 8) == pytest.approx(expected)
+
+
+def test_neighbour_streams_add_term_frequency_before_saturation() -> None:
+    # own text 2 tokens (norm 0.6 + 0.4 * 2 / 4 = 0.8), previous turn 4 tokens (norm 1.0)
+    tf = 1 / 0.8 + 0.5 * 1 / 1.0
+    expected = 2.0 * tf * 2.2 / (tf + 1.2)
+    streams = [["dog", "ran"], ["the", "dog", "was", "big"]]
+
+    got = scored(streams, {"dog": 2.0}, 4)
+
+    assert got == pytest.approx(expected)
+    one = scored(streams[:1], {"dog": 2.0}, 4)
+    other = scored([[], *streams[1:]], {"dog": 2.0}, 4)
+    assert got < one + other  # saturation: not two pieces of evidence
+
+
+def test_a_term_only_in_the_turn_two_back_counts_at_its_weight() -> None:
+    tf = 0.35 / (0.6 + 0.4 * 1 / 2)
+
+    got = scored([["hello"], [], ["paris"]], {"paris": 1.0}, 2)
+
+    assert got == pytest.approx(tf * 2.2 / (tf + 1.2))
+
+
+def test_no_matching_term_scores_zero() -> None:
+    assert scored([["a", "b"]], {"c": 1.0}, 2) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("streams", "terms", "counts", "lengths"),
+    [
+        ([["a", "a", "b"]], ["a", "b", "c"], [{"a": 2, "b": 1}], [3]),
+        ([["aa", "a"], []], ["a"], [{"a": 1}, {}], [2, 0]),  # whole tokens only
+        ([["x"], ["y", "x", "x"]], ["x", "y"], [{"x": 1}, {"x": 2, "y": 1}], [1, 3]),
+        ([[]], ["a"], [{}], [0]),
+    ],
+)
+def test_encode_and_count_terms_round_trip(
+    streams: list[list[str]], terms: list[str], counts: list[dict[str, int]], lengths: list[int]
+) -> None:
+    assert bm25.count_terms(bm25.encode(streams), terms) == (counts, lengths)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"k1": -1.0}, {"b": 1.5}, {"query_idf_power": -0.1}, {"stream_weights": ()}],
+)
+def test_bad_parameters_are_refused(kwargs: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        bm25.Bm25F(**kwargs)  # type: ignore[arg-type]
