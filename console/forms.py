@@ -26,7 +26,7 @@ CHANNEL_NAMES = {
     "fts": "full text",
     "semantic": "meaning",
     "identifier": "name or id",
-    "link": "links",
+    "graph": "graph (links and associations)",
 }
 
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar
 
 from recall.errors import ConfigError
+from recall.graph import GRAPH_WEIGHT, check_graph
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ MAX_WEIGHT = 1000.0
 
 
 def _recall_weights() -> dict[str, float]:
-    return {"fts": 0.6, "semantic": 0.4, "link": 1.0}
+    return {"fts": 0.6, "semantic": 0.4, "graph": GRAPH_WEIGHT}
 
 
 def _search_weights() -> dict[str, float]:
@@ -93,7 +94,17 @@ class RecallConfig:
     # for expand channels (link); 0 turns a channel off.
     channel_weights: Mapping[str, float] = field(default_factory=_recall_weights)
     semantic: bool = True  # run the semantic channel when an embedder is set
-    link_seeds: int = 5  # top active memories whose neighbours are expanded
+    # --- graph channel and associated memories (recall/graph.py, README "Graph") ---
+    graph_seeds: int = 8  # top fused memories the graph expands from (fabriq GraphSeeds)
+    graph_hops: int = 1  # edges followed from a seed, 0..3 (fabriq Hops; 0 = off)
+    graph_reverse: bool = False  # also follow incoming edges (fabriq GraphReverse)
+    graph_min_weight: float = 0.0  # edges lighter than this are not followed
+    graph_cap: int = 10  # most memories the graph channel returns
+    graph_decay: float = 0.5  # a path's score x this per hop after the first
+    associated_cap: int = 10  # most associated memories (Dakera: default 10, max 10)
+    associated_depth: int = 1  # hops from the main items, 1..3 (Dakera)
+    associated_min_weight: float = 0.0  # edges lighter than this are not followed
+    # --- end graph ---
     favorite_boost: float = 1.15
     usage_boost: float = 0.1  # score x (1 + usage_boost * utility)
 
@@ -103,8 +114,9 @@ class RecallConfig:
             raise ValueError(f"limit must be within 1..{self.max_limit}, not {self.limit}")
         if not MIN_BUDGET <= self.budget <= self.max_budget:
             raise ValueError(f"budget must be within {MIN_BUDGET}..{self.max_budget}")
-        if self.depth < 1 or self.link_seeds < 0 or self.item_tokens < 0:
-            raise ValueError("depth must be >= 1, link_seeds and item_tokens >= 0")
+        if self.depth < 1 or self.item_tokens < 0:
+            raise ValueError("depth must be >= 1, item_tokens >= 0")
+        check_graph(self)
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,17 @@ class RecallRequest:
     channel_weights: Mapping[str, float] | None = None
     debug: bool = False
     detail: str = "full"
+    # The graph channel and associated memories (`recall.associated`); None
+    # means the config's value (`graph_hops`, ..., `associated_cap`, ...).
+    hops: int | None = None
+    graph_seeds: int | None = None
+    graph_reverse: bool | None = None
+    graph_min_weight: float | None = None
+    graph_cap: int | None = None
+    include_associated: bool = False
+    associated_cap: int | None = None
+    associated_depth: int | None = None
+    associated_min_weight: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

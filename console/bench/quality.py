@@ -175,7 +175,7 @@ def _engine_check(
     ext: Mapping[str, str],
 ) -> dict[str, Any]:
     """Engine.recall's top 10 against the core's, for the default config."""
-    config = replace(base, link_seeds=0)
+    config = replace(base, graph_seeds=0)
     core = _fused_runs(legs[:CHECK_QUERIES], None, config, ext)
     same = 0
     for q, expected in zip(queries[:CHECK_QUERIES], core, strict=False):

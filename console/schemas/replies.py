@@ -23,9 +23,13 @@ class Reply(Schema):
 
 
 class ProvenanceOut(Reply):
-    channel: str = Field(description="fts | semantic | link | identifier | ...")
+    channel: str = Field(description="fts | semantic | graph | identifier | ...")
     rank: int = Field(description="1-based rank within the channel")
-    raw: float = Field(description="BM25 for fts, cosine for semantic, weight/(k+i) for link")
+    raw: float = Field(
+        description="BM25 for fts, cosine for semantic, seed score x edge weights x decay for graph"
+    )
+    hops: int | None = Field(None, description="graph: edges from the seed")
+    path: list[str] | None = Field(None, description="graph: ids from the seed to this item")
 
 
 class PackItem(Reply):
@@ -44,13 +48,23 @@ class PackItem(Reply):
     favorite: bool | None = Field(None, description="starred by a person")
     source: Source
     score: float
+    depth: int | None = Field(None, description="associated items: hops from `via`")
+    via: str | None = Field(None, description="associated items: the item it is linked from")
+    rel: str | None = Field(None, description="associated items: the type of the last edge")
     tokens: int = Field(description="what this item costs in the reply")
     sources: list[ProvenanceOut] | None = Field(None, description="with debug only")
 
 
 class ContextPackOut(Reply):
     items: list[PackItem]
+    associated: list[PackItem] | None = Field(
+        None,
+        description="with include_associated: memories linked to the items, never one of them",
+    )
     omitted: int = Field(ge=0, description="ranked hits within the limit that did not fit")
+    total_found: int | None = Field(
+        None, ge=0, description="distinct in-scope hits the channels found, before limit and budget"
+    )
     tokens: int = Field(
         ge=0, description="tokens of this whole reply as sent (compact JSON, debug excluded)"
     )

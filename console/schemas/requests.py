@@ -13,11 +13,16 @@ from pydantic import StringConstraints
 
 from console.models import SOURCE_URL_RE
 from console.schemas.common import (
+    AssociatedCap,
     Body,
     Budget,
     ChannelName,
     DateTime,
+    Depth,
     Detail,
+    GraphCap,
+    GraphSeeds,
+    Hops,
     Isolation,
     MemoryKind,
     Name,
@@ -71,10 +76,39 @@ class RecallIn(Body):
     channel_weights: dict[ChannelName, Weight] | None = Field(
         None,
         description="weights by channel over the configured ones; 0 turns a channel off, "
-        'e.g. {"fts": 1, "semantic": 1, "link": 0}',
+        'e.g. {"fts": 1, "semantic": 1, "graph": 0}',
     )
     debug: bool = Field(False, description="add per-channel ranks, timings and config (unbudgeted)")
     record: bool = Field(True, description=RECORD)
+    # The graph channel (fabriq Hops / GraphSeeds / GraphReverse); null = the setting.
+    hops: Hops | None = Field(
+        None, description="edges the graph channel follows from each seed, 0-3 (default 1; 0: off)"
+    )
+    graph_seeds: GraphSeeds | None = Field(
+        None, description="top memories of the other channels the graph expands from (default 8)"
+    )
+    graph_reverse: bool | None = Field(
+        None, description="also follow incoming edges (default false)"
+    )
+    graph_min_weight: Unit | None = Field(
+        None, description="edges lighter than this are not followed, 0-1 (default 0)"
+    )
+    graph_cap: GraphCap | None = Field(
+        None, description="most memories the graph channel adds (default 10)"
+    )
+    # Associated memories (Dakera): a separate list, within the same budget.
+    include_associated: bool = Field(
+        False,
+        description="add `associated`: memories linked to the items (never one of them), "
+        "each with its depth",
+    )
+    associated_cap: AssociatedCap | None = Field(
+        None, description="most associated memories, 0-10 (default 10)"
+    )
+    associated_depth: Depth | None = Field(None, description="hops from the items, 1-3 (default 1)")
+    associated_min_weight: Unit | None = Field(
+        None, description="edges lighter than this are not followed, 0-1 (default 0)"
+    )
 
 
 class SearchIn(Params):

@@ -13,7 +13,7 @@ from tests.console.api_world import World, call, world_fixture  # noqa: F401
 PACK_ITEM = {"id", "kind", "name", "memory_kind", "project", "text", "valid_from", "source",
              "score", "tokens"}  # fmt: skip
 SEARCH_HIT = set(SearchHitOut.model_fields)
-SOURCES = {"semantic", "fts", "fused", "link", "browse", "identifier"}
+SOURCES = {"semantic", "fts", "fused", "graph", "browse", "identifier"}
 ERROR = {"detail", "field", "code"}
 
 
@@ -36,7 +36,8 @@ def test_recall_reply_matches_the_context_pack_contract_field_by_field(world: Wo
     assert r.status_code == 200
     pack = r.json()
     ContextPackOut.model_validate(pack)
-    assert set(pack) == {"items", "omitted", "tokens", "budget", "warnings", "debug"}
+    assert set(pack) == {"items", "omitted", "total_found", "tokens", "budget", "warnings", "debug"}
+    assert pack["total_found"] >= len(pack["items"])
     assert pack["budget"] == 1000 and pack["warnings"] == []
     assert isinstance(pack["debug"], dict) and pack["debug"]["embedded"] is True
     assert pack["items"], "the alpha memory matches"
