@@ -17,8 +17,11 @@ from typing import Any
 from console import access, replies, selectors, services
 from console.access import Access
 from console.schemas import (
+    AssociationFields,
     BriefingIn,
+    DissociationFields,
     FavoriteIn,
+    GraphIn,
     MemoryBatchIn,
     MemoryFields,
     MemoryIn,
@@ -27,6 +30,7 @@ from console.schemas import (
     NoteFields,
     NoteIn,
     NoteListIn,
+    PlaneSearchIn,
     ProjectIn,
     PromptIn,
     RecallIn,
@@ -78,6 +82,30 @@ def search(who: Access, p: SearchIn) -> Answer:
         semantic=p.semantic, since=p.since, record=p.record,
     )  # fmt: skip
     return _json(replies.search_view(result, limit=p.limit))
+
+
+def search_text(who: Access, p: PlaneSearchIn) -> Answer:
+    return _plane(who, p, "text")
+
+
+def search_vector(who: Access, p: PlaneSearchIn) -> Answer:
+    return _plane(who, p, "vector")
+
+
+def _plane(who: Access, p: PlaneSearchIn, plane: str) -> Answer:
+    result = access.search_plane(
+        who, plane=plane, query=p.q, projects=p.project, limit=p.limit, offset=p.offset,
+        record=p.record,
+    )  # fmt: skip
+    return _json(replies.search_view(result, limit=p.limit))
+
+
+def memory_graph(who: Access, p: GraphIn) -> Answer:
+    walked = access.memory_graph(
+        who, memory_id=p.memory, project=p.project, hops=p.hops, reverse=p.reverse,
+        min_weight=p.min_weight, cap=p.cap,
+    )  # fmt: skip
+    return _json(replies.graph_view(walked))
 
 
 def briefing(who: Access, p: BriefingIn) -> Answer:
@@ -180,6 +208,20 @@ def memory_restore(who: Access, memory_id: str) -> Answer:
 def memory_delete(who: Access, memory_id: str) -> Answer:
     gone = access.memory_delete(who, memory_id=memory_id)
     return _json({"id": gone, "deleted": True})
+
+
+def memory_associate(who: Access, memory_id: str, p: AssociationFields) -> Answer:
+    edge, created = access.memory_associate(
+        who, memory_id=memory_id, target=p.target, rel=p.rel, weight=p.weight
+    )
+    return _json(replies.association_view(edge, created=created), 201 if created else 200)
+
+
+def memory_dissociate(who: Access, memory_id: str, p: DissociationFields) -> Answer:
+    src, dst, removed = access.memory_dissociate(
+        who, memory_id=memory_id, target=p.target, rel=p.rel
+    )
+    return _json({"src": src, "dst": dst, "removed": removed})
 
 
 def memory_favorite(who: Access, memory_id: str, p: FavoriteIn | None) -> Answer:

@@ -25,6 +25,7 @@ Timing at 100k memories / 500k edges: tests/bench/graph_speed.py.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -33,6 +34,8 @@ from recall.ports import MemoryStore
 from recall.types import Filter
 
 MAX_HOPS = 3
+# An edge type: what an association is called (`caused`, `depends-on`, ...).
+REL_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 DEFAULT_DECAY = 0.5
 MAX_SEEDS = 100
 MAX_CAP = 100
@@ -155,11 +158,12 @@ def traverse(
 ) -> list[Reached]:
     """The best `cap` memories within `hops` of `seeds`, best first (see the module docstring).
 
-    `seeds` are (id, score) pairs (the caller's scope-guarded hits). Seeds
-    and `exclude`d ids are never returned (a seed reached from another seed
-    is already ranked), but a walk may pass through a seed. Each node is
-    expanded once, so a cycle ends where it closes. Ties break on hop
-    count, then on the path's ids.
+    `seeds` are (id, score) pairs (the caller's scope-guarded hits). A seed
+    another seed reaches is returned (as fabriq's graph channel votes for a
+    neighbour that is also a hit), never one reached only through a cycle
+    back to itself; `exclude`d ids are never returned (associated memories
+    exclude the packed items). Each node is expanded once, so a cycle ends
+    where it closes. Ties break on hop count, then on the path's ids.
     """
     if not 0 <= hops <= MAX_HOPS:
         raise ValueError(f"hops must be within 0..{MAX_HOPS}, not {hops}")
@@ -167,13 +171,14 @@ def traverse(
         raise ValueError("min_weight must be within 0..1 and decay within (0, 1]")
     if hops == 0 or cap <= 0 or not seeds:
         return []
-    best: dict[str, Reached] = {}
+    starts: dict[str, Reached] = {}
     for node, score in seeds:
         start = Reached(node, score, 0, (node,), (), score)
-        if _better(start, best.get(node)):
-            best[node] = start
+        if _better(start, starts.get(node)):
+            starts[node] = start
+    reached: dict[str, Reached] = {}  # best path of one or more hops, per node
     expanded: set[str] = set()
-    frontier = sorted(best.values(), key=_key)
+    frontier = sorted(starts.values(), key=_key)
     for _ in range(hops):
         frontier = [r for r in frontier if r.id not in expanded][:beam]
         if not frontier:
@@ -188,10 +193,9 @@ def traverse(
                 if link.target in here.path:  # back onto its own path: a cycle
                     continue
                 there = here.then(Step(link.target, link.rel, link.weight, link.reverse), decay)
-                if _better(there, best.get(there.id)) and _better(there, grown.get(there.id)):
+                if _better(there, reached.get(there.id)) and _better(there, grown.get(there.id)):
                     grown[there.id] = there
-        best.update(grown)
+        reached.update(grown)
         frontier = sorted(grown.values(), key=_key)
-    skip = {node for node, _ in seeds} | set(exclude)
-    found = sorted((r for r in best.values() if r.hops > 0 and r.id not in skip), key=_key)
+    found = sorted((r for r in reached.values() if r.id not in exclude), key=_key)
     return found[:cap]

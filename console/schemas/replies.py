@@ -104,6 +104,41 @@ class SearchOut(Reply):
     warnings: list[str]
 
 
+class AssociationOut(Reply):
+    src: str = Field(description="the memory it links from")
+    dst: str = Field(description="the memory it links to")
+    rel: str = Field(description="its type")
+    weight: float = Field(description="0-1")
+    created: bool = Field(
+        description="false: an association of this type existed; its weight is set"
+    )
+
+
+class DissociatedOut(Reply):
+    src: str
+    dst: str
+    removed: int = Field(description="associations removed (0: there was none)")
+
+
+class GraphNodeOut(Reply):
+    id: str
+    name: str
+    memory_kind: str
+    project: str | None
+    description: str
+    hops: int = Field(description="edges from the start (0: the start itself)")
+    path: list[str] = Field(description="ids from the start to this memory")
+    rels: list[str] = Field(
+        description="the type of each edge on the path (~ marks an incoming one)"
+    )
+    score: float = Field(description="product of the edge weights x decay per hop after the first")
+
+
+class GraphOut(Reply):
+    start: GraphNodeOut
+    nodes: list[GraphNodeOut] = Field(description="best path first; never the start")
+
+
 class TextOut(Reply):
     text: str = Field(description='the block to place in context ("" when there is none)')
     ids: list[str] = Field(description="the memories it shows")

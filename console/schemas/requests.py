@@ -45,7 +45,10 @@ from recall.config import (
     MAX_SEARCH_DEPTH,
     MAX_SEARCH_LIMIT,
 )
+from recall.graph import REL_RE
+from recall.types import RELATED
 
+Rel = Annotated[str, Field(pattern=REL_RE.pattern, description="a-z, 0-9, _ and -")]
 # Stripped first: Python's `$` (schemathesis's generator) admits a final newline.
 SourceUrl = Annotated[
     str,
@@ -121,6 +124,52 @@ class SearchIn(Params):
     semantic: bool = Field(True, description="false = full-text only (fastest)")
     since: DateTime | None = Field(None, description="only items updated at or after this")
     record: bool = Field(True, description=RECORD)
+
+
+class PlaneSearchIn(Params):
+    """One plane alone (full text, or vectors): its own ranking and raw scores."""
+
+    q: str = Field("", max_length=4000, description="what to look for")
+    project: list[Slug] | None = Field(
+        None, description="repeatable; default: the token's projects"
+    )
+    limit: int = Field(DEFAULT_SEARCH_LIMIT, ge=1, le=MAX_SEARCH_LIMIT, description="hits per page")
+    offset: int = Field(0, ge=0, le=MAX_SEARCH_DEPTH, description="hits to skip (paging)")
+    record: bool = Field(True, description=RECORD)
+
+
+class GraphIn(Body):
+    """A walk over the memory graph from one memory (by id or name)."""
+
+    memory: str = Field(
+        min_length=1, max_length=120, description="the memory to start from: its id or name"
+    )
+    project: Slug | None = Field(None, description="where to resolve a name " + f"({PROJECT})")
+    hops: Depth = Field(1, description="edges to follow, 1-3")
+    reverse: bool = Field(False, description="also follow incoming edges")
+    min_weight: Unit = Field(0.0, description="edges lighter than this are not followed, 0-1")
+    cap: GraphCap = Field(10, description="most memories returned")
+
+
+class AssociationFields(Body):
+    target: str = Field(
+        min_length=1, max_length=120, description="the memory to link to: its id or name"
+    )
+    rel: Rel = Field(RELATED, description="the association's type, e.g. caused, depends-on")
+    weight: Unit = Field(1.0, description="how strongly they are linked, 0-1")
+
+
+class AssociateIn(AssociationFields):
+    id: str = Field(max_length=26, description="the memory to link from")
+
+
+class DissociationFields(Body):
+    target: str = Field(min_length=1, max_length=120, description="the linked memory: id or name")
+    rel: Rel | None = Field(None, description="only this type (default: every type)")
+
+
+class DissociateIn(DissociationFields):
+    id: str = Field(max_length=26, description="the memory the association starts from")
 
 
 class BriefingIn(Body):

@@ -17,16 +17,15 @@ to its replacement, so what an agent wired up survives a correction.
 from __future__ import annotations
 
 import math
-import re
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from console.models import Edge, Memory
+from recall.graph import REL_RE
 from recall.types import ISOLATION_SEALED, LINKS, RELATED, SUPERSEDES
 
 EXPLICIT = "explicit"
-REL_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 RESERVED = (LINKS, SUPERSEDES)  # written by the system, never by hand
 
 

@@ -9,7 +9,7 @@ supersessions) `query.walk.hops` deep, forward (and backward with
 inside each hop's read. A candidate's score is its best path's score (seed
 score x edge weights x decay per hop) and it carries that path; the
 pipeline fuses this list with the others by the channel's weight
-(`recall.expansion`). Seeds themselves are never candidates.
+(`recall.expansion`): a seed another seed links to gets the graph's vote too.
 """
 
 from __future__ import annotations

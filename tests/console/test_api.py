@@ -587,7 +587,8 @@ def test_openapi_schema_and_docs_are_served(world: World) -> None:
         "/api/v1/memories/{memory_id}/supersede", "/api/v1/memories/{memory_id}/archive",
         "/api/v1/memories/{memory_id}/restore", "/api/v1/memories/{memory_id}/favorite",
         "/api/v1/notes", "/api/v1/notes/{note_id}", "/api/v1/notes/{note_id}/favorite",
-        "/api/v1/projects",
+        "/api/v1/projects", "/api/v1/search/text", "/api/v1/search/vector", "/api/v1/graph",
+        "/api/v1/memories/{memory_id}/associate", "/api/v1/memories/{memory_id}/dissociate",
     } == set(paths)  # fmt: skip
     for path, operations in paths.items():
         for method, op in operations.items():

@@ -106,7 +106,7 @@ def test_identifier_scores_are_lanes_and_ranks_are_places():
     assert two_words == []
 
 
-def test_graph_follows_seeds_scored_by_seed_and_weight_never_a_seed():
+def test_graph_follows_seeds_scored_by_seed_and_weight_seeds_voting_for_seeds():
     a = make_memory(1, "a", body="[[c]] [[b]]")
     b = make_memory(2, "b", body="[[a]] [[d]]")
     planes = planes_with(a, b, make_memory(3, "c"), make_memory(4, "d"))
@@ -115,9 +115,14 @@ def test_graph_follows_seeds_scored_by_seed_and_weight_never_a_seed():
     found = Graph(planes).candidates(ChannelQuery("q"), Filter(), 10, seeds)
     capped = Graph(planes).candidates(ChannelQuery("q"), Filter(), 1, seeds)
 
-    assert [(c.id, c.rank, c.score) for c in found] == [(uid(3), 1, 0.9), (uid(4), 2, 0.8)]
-    assert found[0].path == (uid(1), uid(3))
-    assert [c.id for c in capped] == [uid(3)]
+    assert [(c.id, c.rank, c.score) for c in found] == [
+        (uid(2), 1, 0.9),  # b, a seed, linked from the better seed a
+        (uid(3), 2, 0.9),  # ties: hops, then path ids
+        (uid(1), 3, 0.8),
+        (uid(4), 4, 0.8),
+    ]
+    assert found[1].path == (uid(1), uid(3))
+    assert [c.id for c in capped] == [uid(2)]
     assert Graph(planes).candidates(ChannelQuery("q"), Filter(), 10, []) == []
 
 
