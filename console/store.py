@@ -170,6 +170,30 @@ _LINKS = Prepared(
     )
 )
 
+# The graph walk's reads (`edges`): keyed by (filter, number of ids, min_weight).
+_EDGES_OUT = Prepared(
+    lambda key, *ids: (
+        Edge.objects.filter(_ends(key[0], "dst"), src_id__in=ids, weight__gte=key[2])
+        .order_by("src_id", "position", "dst_id", "rel")
+        .values_list("src_id", "dst_id", "weight", "rel")
+    )
+)
+_EDGES_IN = Prepared(
+    lambda key, *ids: (
+        Edge.objects.filter(_ends(key[0], "src"), dst_id__in=ids, weight__gte=key[2])
+        .order_by("dst_id", "position", "src_id", "rel")
+        .values_list("src_id", "dst_id", "weight", "rel")
+    )
+)
+_REPLACED = Prepared(
+    lambda key, *ids: (
+        Memory.objects.filter(_ends(key[0], "superseded_by"), pk__in=ids)
+        .filter(superseded_by__isnull=False)
+        .order_by("id")
+        .values_list("id", "superseded_by_id")
+    )
+)
+
 
 def usage_cut(now: datetime) -> datetime:
     """The latest snapshot instant at or before `now` (a multiple of USAGE_SNAPSHOT_S)."""
@@ -240,25 +264,17 @@ class DjangoStore:
     def edges(
         self, ids: Sequence[str], *, where: Filter, reverse: bool = False, min_weight: float = 0.0
     ) -> dict[str, tuple[Link, ...]]:
-        """One indexed read per direction; scope, validity and weight inside the query."""
+        """One indexed read per direction (compiled once per shape: the graph walk asks
+        once per hop); scope, validity and weight inside the query."""
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
         found: dict[str, list[Link]] = defaultdict(list)
-        rows = Edge.objects.filter(_ends(where, "dst"), src_id__in=wanted, weight__gte=min_weight)
-        order = ("src_id", "position", "dst_id", "rel")
-        for src, dst, weight, rel in rows.order_by(*order).values_list(
-            "src_id", "dst_id", "weight", "rel"
-        ):
+        shape = (where, len(wanted), float(min_weight))
+        for src, dst, weight, rel in _EDGES_OUT.rows(shape, *wanted):
             found[src].append(Link(dst, weight, rel))
         if reverse:
-            rows = Edge.objects.filter(
-                _ends(where, "src"), dst_id__in=wanted, weight__gte=min_weight
-            )
-            order = ("dst_id", "position", "src_id", "rel")
-            for src, dst, weight, rel in rows.order_by(*order).values_list(
-                "src_id", "dst_id", "weight", "rel"
-            ):
+            for src, dst, weight, rel in _EDGES_IN.rows(shape, *wanted):
                 found[dst].append(Link(src, weight, rel, reverse=True))
         self._supersessions(wanted, where, reverse, found)
         return {here: tuple(edges) for here, edges in found.items()}
@@ -277,10 +293,7 @@ class DjangoStore:
             for old, new in olds.values_list("id", "superseded_by_id"):
                 found[new].append(Link(old, 1.0, SUPERSEDES))
         if reverse:
-            news = Memory.objects.filter(pk__in=wanted, superseded_by__isnull=False).filter(
-                _ends(where, "superseded_by")
-            )
-            for old, new in news.order_by("id").values_list("id", "superseded_by_id"):
+            for old, new in _REPLACED.rows((where, len(wanted)), *wanted):
                 found[old].append(Link(new, 1.0, SUPERSEDES, reverse=True))
 
     def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]:

@@ -46,9 +46,12 @@ MAX_ASSOCIATED = 10  # Dakera: associated_memories_cap default 10, max 10
 # 0.3 places a graph-only neighbour of a top hit mid-pack, not above the hits
 # that found it; 1.0 would put it at the top.
 GRAPH_WEIGHT = 0.3
-# Frontier nodes carried into the next hop (best first): keeps a hub from
-# multiplying the next read by its degree. Generous next to a cap of 10.
-DEFAULT_BEAM = 64
+# Frontier nodes carried into the next hop, best first (at least twice the
+# cap): keeps a hub from multiplying the next read by its degree. A heuristic
+# (beam search): a path's score only falls as it grows, so the best `cap`
+# usually descend from the best nodes of the hop before; the beam trades that
+# "usually" for a read of bounded size.
+DEFAULT_BEAM = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +183,7 @@ def traverse(
     expanded: set[str] = set()
     frontier = sorted(starts.values(), key=_key)
     for _ in range(hops):
-        frontier = [r for r in frontier if r.id not in expanded][:beam]
+        frontier = [r for r in frontier if r.id not in expanded][: max(beam, 2 * cap)]
         if not frontier:
             break
         expanded.update(r.id for r in frontier)
