@@ -77,7 +77,11 @@ Long-term memory for this project. Call `briefing` once at session start;
 token budget you ask for; `memory_read` (by id or name) for one memory in
 full; `memory_write` when you learn something a future session needs (give
 `session_id` for conversation turns; check the returned dedup_hint);
-`memory_supersede` when a memory is wrong or outdated."""
+`memory_supersede` when a memory is wrong or outdated; `memory_associate` to
+link two memories so recalling one brings the other (`memory_recall` with
+`include_associated` lists them apart). For manual control:
+`memory_search_text`, `memory_search_vector` (one plane each) and
+`memory_graph` (what a memory links to)."""
 
 
 class NotesReadIn(Body):
