@@ -77,7 +77,7 @@ def _check_fusion(fusion: str, k: int, weights: Mapping[str, float]) -> None:
 class RecallConfig:
     """Agent Recall (ARCHITECTURE section 4, ANCHORS seamless)."""
 
-    k: int = 60  # RRF constant; also the link-neighbour score 1/(k + i)
+    k: int = 60  # RRF constant
     # Candidates per leg. 50, not seamless's 24: on LoCoMo turns gold found at
     # ranks 25-100 of a leg drops from 8.8% to 4.2% of queries at 24 (R@10 0.687
     # vs 0.703, `manage.py bench quality`); 50 scores the same as 100.
@@ -90,8 +90,8 @@ class RecallConfig:
     # beyond that; 0 = no cap), so one long memory cannot fill a whole pack.
     item_tokens: int = DEFAULT_ITEM_TOKENS
     fusion: str = "zscore"  # see the module docstring
-    # Channels by name: fusion weights for rank channels, a score multiplier
-    # for expand channels (link); 0 turns a channel off.
+    # Channels by name: fusion weights (the graph's list is fused in once it
+    # has walked from the best fused memories); 0 turns a channel off.
     channel_weights: Mapping[str, float] = field(default_factory=_recall_weights)
     semantic: bool = True  # run the semantic channel when an embedder is set
     # --- graph channel and associated memories (recall/graph.py, README "Graph") ---

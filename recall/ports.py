@@ -185,8 +185,9 @@ class Channel(Protocol):
     warnings. `role` says how its list joins the others:
     - "rank": fused with the other rank channels by weight (full text, vectors);
     - "pin": exact matches placed above every fused hit (Search's identifiers);
-    - "expand": read from `seeds` (the best fused memories, best first) and
-      joined below them (link neighbours).
+    - "expand": read from `seeds` (the best fused memories of the rank
+      channels, best first, with their scores), then fused with them by
+      weight (the graph: `recall.expansion`).
     `needs_vector`: the pipeline embeds the query once, before any channel
     runs, and hands it over in `query.vector`; when that fails the channel is
     skipped with a warning.

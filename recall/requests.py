@@ -20,9 +20,10 @@ class RecallRequest:
 
     An empty query with a `kind` browses that kind newest first. `detail`
     "full" packs each item's text, "index" only its description. `k`
-    overrides the RRF constant (and the link-neighbour score);
+    overrides the RRF constant;
     `channel_weights` are merged over the configured weights (0 turns a
     channel off; a name that is not a registered channel is a QueryError).
+    The graph and associated-memory fields are read by `recall.associated`.
     """
 
     query: str

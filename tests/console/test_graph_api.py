@@ -250,3 +250,31 @@ def test_dissociating_from_a_memory_the_token_cannot_see_removes_nothing(world: 
     assert r.status_code == 200 and r.json() == {
         "src": world.memories["alpha"].pk, "dst": beta, "removed": 0,
     }  # fmt: skip
+
+
+FIELDS = [  # (field, a value it takes, one it refuses)
+    ("hops", 3, 4),
+    ("graph_seeds", 2, -1),
+    ("graph_reverse", True, "yes"),
+    ("graph_min_weight", 0.5, 1.5),
+    ("graph_cap", 5, 101),
+    ("include_associated", True, 1),
+    ("associated_cap", 10, 11),
+    ("associated_depth", 3, 0),
+    ("associated_min_weight", 0.2, -0.1),
+]
+
+
+@pytest.mark.parametrize(("field", "good", "bad"), FIELDS)
+def test_every_graph_field_on_rest_and_mcp(world: World, monkeypatch, field, good, bad) -> None:
+    ask = {"query": "albatross", "record": False}
+
+    rest_ok = call(world.client("alpha"), "post", "/recall", {**ask, field: good})
+    rest_bad = call(world.client("alpha"), "post", "/recall", {**ask, field: bad})
+    mcp_ok, body = mcp(world, "alpha", "memory_recall", {**ask, field: good}, monkeypatch)
+    mcp_bad, refused = mcp(world, "alpha", "memory_recall", {**ask, field: bad}, monkeypatch)
+
+    assert rest_ok.status_code == mcp_ok == 200
+    assert rest_ok.json()["items"] == body["items"]
+    assert rest_bad.status_code == mcp_bad == 422
+    assert rest_bad.json()["field"] == refused["field"] == field
