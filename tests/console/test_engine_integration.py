@@ -389,7 +389,7 @@ def test_kind_browse_lists_newest_first_and_skips_invalidated(alpha: Project):
     assert {h.source for h in pack.items} == {"browse"}
 
 
-def test_link_expansion_is_noop_without_bodies(alpha: Project):
+def test_expansion_is_noop_without_edges(alpha: Project):
     remember(alpha, "chroma-boot-race", "chroma boot race")
     remember(alpha, "unlinked", "other")
     sync()
