@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from console import selectors, services
-from console.models import NAME_RE, AgentToken, Memory, Note, Project
+from console import raw, selectors, services
+from console.models import NAME_RE, AgentToken, Edge, Memory, Note, Project
 from recall.errors import QueryError
 from recall.results import Briefing, ContextPack, Hit, PromptResult, SearchResult
 from recall.types import ISOLATION_SEALED
@@ -150,6 +150,44 @@ def search(
         where = scope[0] if len(scope) == 1 else None
         _seen(access, "searched", [h.id for h in result.hits], query=query, project=where)
     return result
+
+
+def search_plane(
+    access: Access,
+    *,
+    plane: str,
+    query: str,
+    projects: Sequence[str] | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+    record: bool = True,
+) -> SearchResult:
+    """One plane alone ("text" or "vector") over the token's projects, plus global unless sealed."""
+    scope = projects_of(access, projects)
+    result = raw.memory_search_plane(
+        plane=plane, query=query, projects=scope, limit=limit, offset=offset,
+        include_global=not access.sealed,
+    )  # fmt: skip
+    if record:
+        where = scope[0] if len(scope) == 1 else None
+        _seen(access, "searched", [h.id for h in result.hits], query=query, project=where)
+    return result
+
+
+def memory_graph(
+    access: Access,
+    *,
+    memory_id: str | None = None,
+    name: str | None = None,
+    project: str | None = None,
+    **walk: Any,
+) -> raw.Walked:
+    """A walk from a memory the token sees, over the token's projects (+ global unless
+    sealed): nothing outside them is reached, walked through or named."""
+    start = memory_find(access, memory_id=memory_id, name=name, project=project)
+    return raw.memory_graph(
+        start=start.pk, projects=access.projects, include_global=not access.sealed, **walk
+    )
 
 
 def briefing(
@@ -316,6 +354,32 @@ def memory_delete(access: Access, *, memory_id: str) -> str:
     memory = _memory_to_change(access, memory_id)
     services.memory_delete(memory=memory)
     return memory_id
+
+
+def memory_associate(
+    access: Access, *, memory_id: str, target: str, rel: str, weight: float
+) -> tuple[Edge, bool]:
+    """An association from a memory in one of the token's projects to one it sees
+    (same project or global: `services.link_refusal`); (edge, created)."""
+    src = _memory_to_change(access, memory_id)
+    dst = memory_find(access, memory_id=target, project=src.project.slug if src.project else None)
+    return services.association_write(src=src, dst=dst, rel=rel, weight=weight)
+
+
+def memory_dissociate(
+    access: Access, *, memory_id: str, target: str, rel: str | None = None
+) -> tuple[str, str, int]:
+    """Remove associations from a memory the token may change; (src, dst, how many).
+
+    A target the token cannot see removes nothing (0), as one with no association."""
+    src = _memory_to_change(access, memory_id)
+    try:
+        dst = memory_find(
+            access, memory_id=target, project=src.project.slug if src.project else None
+        )
+    except NotVisible:
+        return src.pk, target, 0
+    return src.pk, dst.pk, services.association_delete(src=src, dst=dst, rel=rel)
 
 
 def memory_favorite(access: Access, *, memory_id: str, value: bool | None) -> Memory:

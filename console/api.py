@@ -34,13 +34,19 @@ from ninja.security import HttpBearer
 from console import access, errors, operations, tokens
 from console.access import Access, AccessDenied
 from console.schemas import (
+    AssociationFields,
+    AssociationOut,
     BatchOut,
     BriefingIn,
     ContextPackOut,
     DeletedOut,
+    DissociatedOut,
+    DissociationFields,
     Error,
     FavoriteIn,
     FavoriteOut,
+    GraphIn,
+    GraphOut,
     MemoryBatchIn,
     MemoryFields,
     MemoryIn,
@@ -55,6 +61,7 @@ from console.schemas import (
     NoteOut,
     NotesOut,
     Params,
+    PlaneSearchIn,
     ProjectIn,
     ProjectOut,
     ProjectsOut,
@@ -235,6 +242,26 @@ def search(request: HttpRequest, params: Query[SearchIn]) -> HttpResponse:
     return _answer(operations.search(_auth(request), params))
 
 
+@endpoint("get", "/search/text", "search_text", {200: SearchOut}, ["retrieval"])
+def search_text(request: HttpRequest, params: Query[PlaneSearchIn]) -> HttpResponse:
+    """Full text alone: BM25 ranking and scores, no fusion (the raw text plane)."""
+    _known(request, PlaneSearchIn)
+    return _answer(operations.search_text(_auth(request), params))
+
+
+@endpoint("get", "/search/vector", "search_vector", {200: SearchOut}, ["retrieval"])
+def search_vector(request: HttpRequest, params: Query[PlaneSearchIn]) -> HttpResponse:
+    """Vectors alone: cosine ranking and scores, no floor, no fusion (the raw vector plane)."""
+    _known(request, PlaneSearchIn)
+    return _answer(operations.search_vector(_auth(request), params))
+
+
+@endpoint("post", "/graph", "memory_graph", {200: GraphOut}, ["retrieval"])
+def memory_graph(request: HttpRequest, payload: GraphIn) -> HttpResponse:
+    """Walk the memory graph from one memory: what its links and associations reach."""
+    return _answer(operations.memory_graph(_auth(request), payload))
+
+
 @endpoint("post", "/briefing", "briefing", {200: TextOut}, ["retrieval"])
 def briefing(request: HttpRequest, payload: BriefingIn) -> HttpResponse:
     """The session-start briefing: its text, the ids it shows, its tokens."""
@@ -324,6 +351,29 @@ def memory_restore(request: HttpRequest, memory_id: str) -> HttpResponse:
     """Restore an archived memory."""
     _known(request)
     return _answer(operations.memory_restore(_auth(request), memory_id))
+
+
+@endpoint(
+    "post", "/memories/{memory_id}/associate", "memory_associate",
+    {200: AssociationOut, 201: AssociationOut}, ["memories"],
+)  # fmt: skip
+def memory_associate(
+    request: HttpRequest, memory_id: str, payload: AssociationFields
+) -> HttpResponse:
+    """Link a memory to another (same project or global) with a type and a weight 0-1:
+    201 created, or 200 with the weight of the existing one of that type set."""
+    return _answer(operations.memory_associate(_auth(request), memory_id, payload))
+
+
+@endpoint(
+    "post", "/memories/{memory_id}/dissociate", "memory_dissociate", {200: DissociatedOut},
+    ["memories"],
+)  # fmt: skip
+def memory_dissociate(
+    request: HttpRequest, memory_id: str, payload: DissociationFields
+) -> HttpResponse:
+    """Remove a memory's association(s) to another (of one type, or all)."""
+    return _answer(operations.memory_dissociate(_auth(request), memory_id, payload))
 
 
 @endpoint(

@@ -10,7 +10,9 @@ from typing import Any
 from django import forms
 
 from console.models import validate_name
+from recall.associated import FIELDS as GRAPH_FIELDS
 from recall.config import FUSIONS, MAX_K, MAX_RECALL_LIMIT, MAX_WEIGHT, decode_over
+from recall.graph import MAX_ASSOCIATED, MAX_CAP, MAX_HOPS, MAX_SEEDS
 from recall.types import MEMORY_KINDS
 
 SINCE_CHOICES = [
@@ -26,7 +28,7 @@ CHANNEL_NAMES = {
     "fts": "full text",
     "semantic": "meaning",
     "identifier": "name or id",
-    "link": "links",
+    "graph": "graph (links and associations)",
 }
 
 
@@ -217,6 +219,50 @@ class InspectForm(ChoicesForm):
         max_length=120,
         help_text="Optional label; a briefing with a query is a subagent's.",
     )
+    # The graph channel and associated memories (recall/associated.py; blank = the setting).
+    hops = forms.IntegerField(
+        label="Link hops", required=False, min_value=0, max_value=MAX_HOPS,
+        help_text="How far the graph follows links from the top results, 0-3 (0: off).",
+    )  # fmt: skip
+    graph_seeds = forms.IntegerField(
+        label="Top results whose links are followed", required=False, min_value=0,
+        max_value=MAX_SEEDS, help_text="Blank uses the setting (8).",
+    )  # fmt: skip
+    graph_reverse = forms.NullBooleanField(
+        label="Follow links backwards", required=False,
+        widget=forms.Select(choices=[("", "Setting"), ("true", "Yes"), ("false", "No")]),
+        help_text="Also follow links that point at a result.",
+    )  # fmt: skip
+    graph_min_weight = forms.FloatField(
+        label="Lightest link followed", required=False, min_value=0, max_value=1,
+        help_text="0-1; lighter associations are skipped.",
+    )  # fmt: skip
+    graph_cap = forms.IntegerField(
+        label="Most linked memories", required=False, min_value=0, max_value=MAX_CAP,
+        help_text="How many memories the graph may add.",
+    )  # fmt: skip
+    include_associated = forms.BooleanField(
+        label="Add associated memories", required=False,
+        help_text="A separate list of memories linked to the items, never one of them.",
+    )  # fmt: skip
+    associated_cap = forms.IntegerField(
+        label="Most associated memories", required=False, min_value=0, max_value=MAX_ASSOCIATED,
+        help_text="0-10; blank uses the setting (10).",
+    )  # fmt: skip
+    associated_depth = forms.IntegerField(
+        label="Associated: hops", required=False, min_value=1, max_value=MAX_HOPS,
+        help_text="1-3; blank uses the setting (1).",
+    )  # fmt: skip
+    associated_min_weight = forms.FloatField(
+        label="Associated: lightest link", required=False, min_value=0, max_value=1,
+        help_text="0-1; lighter links are skipped.",
+    )  # fmt: skip
+
+    def graph_options(self) -> dict[str, Any]:
+        """The graph and associated fields given (`recall.associated.FIELDS`)."""
+        given = {f: self.cleaned_data.get(f) for f in GRAPH_FIELDS}
+        given["include_associated"] = bool(given["include_associated"])
+        return {f: v for f, v in given.items() if v is not None}
 
     def __init__(
         self,

@@ -30,11 +30,17 @@ from pydantic import BaseModel, ConfigDict
 from console import access, errors, operations, tokens
 from console.access import Access
 from console.schemas import (
+    AssociateIn,
+    AssociationOut,
     BatchOut,
     Body,
     BriefingIn,
     ContextPackOut,
     DeletedOut,
+    DissociatedOut,
+    DissociateIn,
+    GraphIn,
+    GraphOut,
     MemoryBatchIn,
     MemoryIdIn,
     MemoryIn,
@@ -48,6 +54,7 @@ from console.schemas import (
     NoteListIn,
     NoteOut,
     NotesOut,
+    PlaneSearchIn,
     ProjectIn,
     ProjectOut,
     ProjectsOut,
@@ -70,7 +77,11 @@ Long-term memory for this project. Call `briefing` once at session start;
 token budget you ask for; `memory_read` (by id or name) for one memory in
 full; `memory_write` when you learn something a future session needs (give
 `session_id` for conversation turns; check the returned dedup_hint);
-`memory_supersede` when a memory is wrong or outdated."""
+`memory_supersede` when a memory is wrong or outdated; `memory_associate` to
+link two memories so recalling one brings the other (`memory_recall` with
+`include_associated` lists them apart). For manual control:
+`memory_search_text`, `memory_search_vector` (one plane each) and
+`memory_graph` (what a memory links to)."""
 
 
 class NotesReadIn(Body):
@@ -199,6 +210,34 @@ SPECS = (
         prefer memory_recall to gather context for a task.""",
     ),
     Spec(
+        "memory_search_text",
+        PlaneSearchIn,
+        SearchOut,
+        operations.search_text,
+        """
+        The full-text plane alone: memories and notes ranked by BM25 on their words, each
+        with its BM25 score. For exact terms, identifiers and error strings.""",
+    ),
+    Spec(
+        "memory_search_vector",
+        PlaneSearchIn,
+        SearchOut,
+        operations.search_vector,
+        """
+        The vector plane alone: memories and notes ranked by meaning (cosine similarity,
+        the score), no floor. For paraphrases and questions that share no word.""",
+    ),
+    Spec(
+        "memory_graph",
+        GraphIn,
+        GraphOut,
+        operations.memory_graph,
+        """
+        Walk the memory graph from one memory (by id or name): the memories its [[links]],
+        associations and supersessions reach within 1-3 hops, each with its path and
+        score (the product of edge weights).""",
+    ),
+    Spec(
         "memory_read",
         MemoryRef,
         MemoryOut,
@@ -246,6 +285,26 @@ SPECS = (
         Replace a memory that is wrong or outdated: the new version keeps every field you
         do not give, and the old one stops being recalled.""",
         **WRITE,
+    ),
+    Spec(
+        "memory_associate",
+        AssociateIn,
+        AssociationOut,
+        lambda who, p: operations.memory_associate(who, p.id, p),
+        """
+        Link a memory to another (its id or name; same project or global) with a type
+        (caused, depends-on, ...) and a weight 0-1, so recall of one brings the other.
+        Again with the same type sets its weight. Needs a write token.""",
+        read_only=False,
+    ),
+    Spec(
+        "memory_dissociate",
+        DissociateIn,
+        DissociatedOut,
+        lambda who, p: operations.memory_dissociate(who, p.id, p),
+        """
+        Remove a memory's association(s) to another (of one type, or every type).""",
+        read_only=False,
     ),
     Spec(
         "memory_archive",

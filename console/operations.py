@@ -17,8 +17,11 @@ from typing import Any
 from console import access, replies, selectors, services
 from console.access import Access
 from console.schemas import (
+    AssociationFields,
     BriefingIn,
+    DissociationFields,
     FavoriteIn,
+    GraphIn,
     MemoryBatchIn,
     MemoryFields,
     MemoryIn,
@@ -27,12 +30,14 @@ from console.schemas import (
     NoteFields,
     NoteIn,
     NoteListIn,
+    PlaneSearchIn,
     ProjectIn,
     PromptIn,
     RecallIn,
     SearchIn,
 )
 from recall.agent import dumps, pack_view
+from recall.associated import FIELDS as GRAPH_FIELDS
 
 NOT_INDEXED = (
     "written but not indexed yet (the index is catching up): findable by id and name now, "
@@ -66,7 +71,7 @@ def recall(who: Access, p: RecallIn) -> Answer:
     pack = access.recall(
         who, project=p.project, record=p.record, query=p.query, budget=p.budget, limit=p.limit,
         scope=p.scope, kind=p.kind, k=p.k, channel_weights=p.channel_weights, debug=p.debug,
-        detail=p.detail,
+        detail=p.detail, graph=p.dict(include=set(GRAPH_FIELDS), exclude_none=True),
     )  # fmt: skip
     return _json(pack_view(pack))
 
@@ -77,6 +82,30 @@ def search(who: Access, p: SearchIn) -> Answer:
         semantic=p.semantic, since=p.since, record=p.record,
     )  # fmt: skip
     return _json(replies.search_view(result, limit=p.limit))
+
+
+def search_text(who: Access, p: PlaneSearchIn) -> Answer:
+    return _plane(who, p, "text")
+
+
+def search_vector(who: Access, p: PlaneSearchIn) -> Answer:
+    return _plane(who, p, "vector")
+
+
+def _plane(who: Access, p: PlaneSearchIn, plane: str) -> Answer:
+    result = access.search_plane(
+        who, plane=plane, query=p.q, projects=p.project, limit=p.limit, offset=p.offset,
+        record=p.record,
+    )  # fmt: skip
+    return _json(replies.search_view(result, limit=p.limit))
+
+
+def memory_graph(who: Access, p: GraphIn) -> Answer:
+    walked = access.memory_graph(
+        who, memory_id=p.memory, project=p.project, hops=p.hops, reverse=p.reverse,
+        min_weight=p.min_weight, cap=p.cap,
+    )  # fmt: skip
+    return _json(replies.graph_view(walked))
 
 
 def briefing(who: Access, p: BriefingIn) -> Answer:
@@ -179,6 +208,20 @@ def memory_restore(who: Access, memory_id: str) -> Answer:
 def memory_delete(who: Access, memory_id: str) -> Answer:
     gone = access.memory_delete(who, memory_id=memory_id)
     return _json({"id": gone, "deleted": True})
+
+
+def memory_associate(who: Access, memory_id: str, p: AssociationFields) -> Answer:
+    edge, created = access.memory_associate(
+        who, memory_id=memory_id, target=p.target, rel=p.rel, weight=p.weight
+    )
+    return _json(replies.association_view(edge, created=created), 201 if created else 200)
+
+
+def memory_dissociate(who: Access, memory_id: str, p: DissociationFields) -> Answer:
+    src, dst, removed = access.memory_dissociate(
+        who, memory_id=memory_id, target=p.target, rel=p.rel
+    )
+    return _json({"src": src, "dst": dst, "removed": removed})
 
 
 def memory_favorite(who: Access, memory_id: str, p: FavoriteIn | None) -> Answer:

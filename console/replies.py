@@ -13,11 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from console.models import Memory, Note, Project
+from console.models import Edge, Memory, Note, Project
+from console.raw import Walked
 from recall import sanitize
 from recall.agent import body_text, iso
+from recall.graph import Reached
 from recall.results import Hit, SearchResult
-from recall.types import MEMORY_KINDS
+from recall.types import MEMORY_KINDS, Record
 
 EPISODIC = ("episode", "working")
 DURABLE = tuple(k for k in MEMORY_KINDS if k not in EPISODIC)
@@ -148,3 +150,36 @@ def search_view(result: SearchResult, *, limit: int) -> dict[str, Any]:
 
 def text_view(text: str, ids: Sequence[str], tokens: int) -> dict[str, Any]:
     return {"text": text, "ids": list(ids), "tokens": tokens}
+
+
+def association_view(edge: Edge, *, created: bool) -> dict[str, Any]:
+    return {
+        "src": edge.src_id,
+        "dst": edge.dst_id,
+        "rel": sanitize.name(edge.rel),
+        "weight": edge.weight,
+        "created": created,
+    }
+
+
+def _node_view(record: Record, reached: Reached | None) -> dict[str, Any]:
+    steps = reached.steps if reached else ()
+    return {
+        "id": record.id,
+        "name": sanitize.name(record.name),
+        "memory_kind": record.kind,
+        "project": record.project,
+        "description": _line(record.description, 150),
+        "hops": reached.hops if reached else 0,
+        "path": list(reached.path) if reached else [record.id],
+        "rels": [("~" if s.reverse else "") + sanitize.name(s.rel) for s in steps],
+        "score": round(reached.score, 6) if reached else 1.0,
+    }
+
+
+def graph_view(walk: Walked) -> dict[str, Any]:
+    """A walk from one memory: the start, then what it reached, best path first."""
+    return {
+        "start": _node_view(walk.start, None),
+        "nodes": [_node_view(walk.records[r.id], r) for r in walk.reached if r.id in walk.records],
+    }

@@ -76,9 +76,14 @@ def memory_recall(
     channel_weights: Mapping[str, float] | None = None,
     debug: bool = False,
     detail: str = "full",
+    graph: Mapping[str, Any] | None = None,
 ) -> ContextPack:
-    """Agent Recall -> ContextPack. Raises recall.errors.QueryError on bad input."""
+    """Agent Recall -> ContextPack. Raises recall.errors.QueryError on bad input.
+
+    `graph` holds the graph and associated-memory fields (`recall.associated.FIELDS`).
+    """
     request = RecallRequest(
+        **(graph or {}),
         detail=detail,
         query=query,
         project=project,

@@ -239,7 +239,7 @@ RECALL: dict[str, Any] = {
         "recall.channels.fulltext.FullText",
         "recall.channels.semantic.Semantic",
         "recall.channels.identifier.Identifier",
-        "recall.channels.links.Links",
+        "recall.channels.graph.Graph",
     ],
     # Where the full-text index and the LanceDB table live (default OPTIONS paths).
     "TEXT_INDEX_DIR": DATA_DIR / "text",

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from console.models import Edge, Memory, Note, Project, RetrievalEvent
 from console.prepared import Prepared
-from recall.types import MEMORY, NOTE, Filter, Link, Record
+from recall.types import MEMORY, NOTE, SUPERSEDES, Filter, Link, Record
 
 # Usage ranking reads a snapshot of retrieval events cut every USAGE_SNAPSHOT_S
 # seconds (aligned to the clock, so every process cuts at the same instants).
@@ -114,6 +114,24 @@ def _scope(where: Filter) -> Q:
     return q
 
 
+def _ends(where: Filter, end: str) -> Q:
+    """`where` on the memory at one end of an edge (`end` "src" or "dst")."""
+    q = Q()
+    if where.projects is not None:
+        q = Q(**{f"{end}__project__slug__in": list(where.projects)})
+        if where.include_global:
+            q |= Q(**{f"{end}__project__isnull": True})
+    elif not where.include_global:
+        q = Q(**{f"{end}__project__isnull": False})
+    if where.active_only:
+        q &= Q(**{f"{end}__invalid_at__isnull": True})
+    if where.kinds is not None:
+        q &= Q(**{f"{end}__kind__in": list(where.kinds)})
+    if where.items is not None and MEMORY not in where.items:
+        q &= Q(pk__in=[])
+    return q
+
+
 def _memories(where: Filter) -> QuerySet[Memory]:
     rows = Memory.objects.filter(_scope(where)).select_related("project")
     if where.active_only:
@@ -149,6 +167,30 @@ _LINKS = Prepared(
         Edge.objects.filter(src_id__in=ids)
         .order_by("src_id", "position", "id")
         .values_list("src_id", "dst_id", "weight", "rel")
+    )
+)
+
+# The graph walk's reads (`edges`): keyed by (filter, number of ids, min_weight).
+_EDGES_OUT = Prepared(
+    lambda key, *ids: (
+        Edge.objects.filter(_ends(key[0], "dst"), src_id__in=ids, weight__gte=key[2])
+        .order_by("src_id", "position", "dst_id", "rel")
+        .values_list("src_id", "dst_id", "weight", "rel")
+    )
+)
+_EDGES_IN = Prepared(
+    lambda key, *ids: (
+        Edge.objects.filter(_ends(key[0], "src"), dst_id__in=ids, weight__gte=key[2])
+        .order_by("dst_id", "position", "src_id", "rel")
+        .values_list("src_id", "dst_id", "weight", "rel")
+    )
+)
+_REPLACED = Prepared(
+    lambda key, *ids: (
+        Memory.objects.filter(_ends(key[0], "superseded_by"), pk__in=ids)
+        .filter(superseded_by__isnull=False)
+        .order_by("id")
+        .values_list("id", "superseded_by_id")
     )
 )
 
@@ -218,6 +260,41 @@ class DjangoStore:
         for src, dst, weight, rel in _LINKS.rows(len(wanted), *wanted):
             found[src].append(Link(dst, weight, rel))
         return {src: tuple(edges) for src, edges in found.items()}
+
+    def edges(
+        self, ids: Sequence[str], *, where: Filter, reverse: bool = False, min_weight: float = 0.0
+    ) -> dict[str, tuple[Link, ...]]:
+        """One indexed read per direction (compiled once per shape: the graph walk asks
+        once per hop); scope, validity and weight inside the query."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        found: dict[str, list[Link]] = defaultdict(list)
+        shape = (where, len(wanted), float(min_weight))
+        for src, dst, weight, rel in _EDGES_OUT.rows(shape, *wanted):
+            found[src].append(Link(dst, weight, rel))
+        if reverse:
+            for src, dst, weight, rel in _EDGES_IN.rows(shape, *wanted):
+                found[dst].append(Link(src, weight, rel, reverse=True))
+        self._supersessions(wanted, where, reverse, found)
+        return {here: tuple(edges) for here, edges in found.items()}
+
+    @staticmethod
+    def _supersessions(
+        wanted: list[str], where: Filter, reverse: bool, found: dict[str, list[Link]]
+    ) -> None:
+        """`superseded_by` read as edges replacement -> replaced (type `supersedes`, weight 1).
+
+        The replaced end is inactive, so under an active-only filter the
+        forward edge can never be admitted: that read is skipped.
+        """
+        if not where.active_only:
+            olds = _memories(where).filter(superseded_by_id__in=wanted).order_by("id")
+            for old, new in olds.values_list("id", "superseded_by_id"):
+                found[new].append(Link(old, 1.0, SUPERSEDES))
+        if reverse:
+            for old, new in _REPLACED.rows((where, len(wanted)), *wanted):
+                found[old].append(Link(new, 1.0, SUPERSEDES, reverse=True))
 
     def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]:
         """Exact id (lane 0), exact name/slug (1), id prefix of 8+ characters (2).

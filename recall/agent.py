@@ -6,7 +6,8 @@ reports are counts of exactly that text:
 - `dumps`: compact JSON (no spaces, UTF-8 kept), the bytes that go out;
 - `item_view`: one item's fields (`text` or, at detail "index", the
   description; provenance only with debug);
-- `pack_view`: the envelope {items, omitted, tokens, budget, warnings};
+- `pack_view`: the envelope {items, associated (when asked), omitted,
+  total_found, tokens, budget, warnings};
   `debug` rides outside the budget, only when asked.
 
 Every text field goes through `recall.sanitize` first: no control
@@ -24,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from recall import sanitize
-from recall.results import ContextPack, Hit
+from recall.results import ContextPack, Hit, Provenance
 from recall.types import MEMORY, Record
 
 INDEX, FULL = "index", "full"
@@ -96,11 +97,21 @@ def item_view(hit: Hit, *, detail: str = FULL, debug: bool = False) -> dict[str,
         view["favorite"] = True
     view["source"] = hit.source
     view["score"] = round(hit.score, 4)
+    if hit.depth is not None:  # an associated item: how it hangs off the main items
+        view["depth"] = hit.depth
+        view["via"] = hit.via
+        view["rel"] = sanitize.name(hit.rel or "")
     view["tokens"] = hit.tokens if hit.tokens is not None else 0
     if debug:
-        view["sources"] = [
-            {"channel": p.channel, "rank": p.rank, "raw": round(p.raw, 6)} for p in hit.sources
-        ]
+        view["sources"] = [_provenance(p) for p in hit.sources]
+    return view
+
+
+def _provenance(p: Provenance) -> dict[str, Any]:
+    view: dict[str, Any] = {"channel": p.channel, "rank": p.rank, "raw": round(p.raw, 6)}
+    if p.hops is not None:
+        view["hops"] = p.hops
+        view["path"] = list(p.path)
     return view
 
 
@@ -111,23 +122,33 @@ def envelope(
     tokens: int,
     budget: int,
     warnings: Sequence[str],
+    total_found: int | None = None,
+    associated: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    return {
-        "items": list(items),
-        "omitted": omitted,
-        "tokens": tokens,
-        "budget": budget,
-        "warnings": [sanitize.field(w, MAX_WARNING_CHARS) for w in warnings],
-    }
+    """The reply around the items; `associated` and `total_found` only when set."""
+    view: dict[str, Any] = {"items": list(items)}
+    if associated is not None:
+        view["associated"] = list(associated)
+    view["omitted"] = omitted
+    if total_found is not None:
+        view["total_found"] = total_found
+    view["tokens"] = tokens
+    view["budget"] = budget
+    view["warnings"] = [sanitize.field(w, MAX_WARNING_CHARS) for w in warnings]
+    return view
 
 
 def pack_view(pack: ContextPack) -> dict[str, Any]:
     """The whole reply an agent receives for a pack (`debug` when it was asked)."""
     debug = pack.debug is not None
     items = [item_view(h, detail=pack.detail, debug=debug) for h in pack.items]
+    associated = None
+    if pack.associated is not None:
+        associated = [item_view(h, detail=pack.detail, debug=debug) for h in pack.associated]
     view = envelope(
-        items, omitted=pack.omitted, tokens=pack.tokens, budget=pack.budget, warnings=pack.warnings
-    )
+        items, omitted=pack.omitted, tokens=pack.tokens, budget=pack.budget,
+        warnings=pack.warnings, total_found=pack.total_found, associated=associated,
+    )  # fmt: skip
     if pack.debug is not None:
         view["debug"] = pack.debug
     return view

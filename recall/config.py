@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar
 
 from recall.errors import ConfigError
+from recall.graph import GRAPH_WEIGHT, check_graph
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ MAX_WEIGHT = 1000.0
 
 
 def _recall_weights() -> dict[str, float]:
-    return {"fts": 0.6, "semantic": 0.4, "link": 1.0}
+    return {"fts": 0.6, "semantic": 0.4, "graph": GRAPH_WEIGHT}
 
 
 def _search_weights() -> dict[str, float]:
@@ -81,7 +82,7 @@ def _check_prior(weight: float) -> None:
 class RecallConfig:
     """Agent Recall (ARCHITECTURE section 4, ANCHORS seamless)."""
 
-    k: int = 60  # RRF constant; also the link-neighbour score 1/(k + i)
+    k: int = 60  # RRF constant
     # Candidates per leg. 50, not seamless's 24: on LoCoMo turns gold found at
     # ranks 25-100 of a leg drops from 8.8% to 4.2% of queries at 24 (R@10 0.687
     # vs 0.703, `manage.py bench quality`); 50 scores the same as 100.
@@ -94,15 +95,25 @@ class RecallConfig:
     # beyond that; 0 = no cap), so one long memory cannot fill a whole pack.
     item_tokens: int = DEFAULT_ITEM_TOKENS
     fusion: str = "zscore"  # see the module docstring
-    # Channels by name: fusion weights for rank channels, a score multiplier
-    # for expand channels (link); 0 turns a channel off.
+    # Channels by name: fusion weights (the graph's list is fused in once it
+    # has walked from the best fused memories); 0 turns a channel off.
     channel_weights: Mapping[str, float] = field(default_factory=_recall_weights)
     semantic: bool = True  # run the semantic channel when an embedder is set
     # Add this x the best fused score of a hit's session to its own
     # (`recall.fusion.session_prior`); 0 = off. Dev sets: LoCoMo turns +0.016
     # R@10 / +0.008 nDCG@10 at 0.3 (0.2 to 0.5 alike); no session, no change.
     session_prior: float = 0.3
-    link_seeds: int = 5  # top active memories whose neighbours are expanded
+    # --- graph channel and associated memories (recall/graph.py, README "Graph") ---
+    graph_seeds: int = 8  # top fused memories the graph expands from (fabriq GraphSeeds)
+    graph_hops: int = 1  # edges followed from a seed, 0..3 (fabriq Hops; 0 = off)
+    graph_reverse: bool = False  # also follow incoming edges (fabriq GraphReverse)
+    graph_min_weight: float = 0.0  # edges lighter than this are not followed
+    graph_cap: int = 10  # most memories the graph channel returns
+    graph_decay: float = 0.5  # a path's score x this per hop after the first
+    associated_cap: int = 10  # most associated memories (Dakera: default 10, max 10)
+    associated_depth: int = 1  # hops from the main items, 1..3 (Dakera)
+    associated_min_weight: float = 0.0  # edges lighter than this are not followed
+    # --- end graph ---
     favorite_boost: float = 1.15
     usage_boost: float = 0.1  # score x (1 + usage_boost * utility)
 
@@ -112,8 +123,9 @@ class RecallConfig:
             raise ValueError(f"limit must be within 1..{self.max_limit}, not {self.limit}")
         if not MIN_BUDGET <= self.budget <= self.max_budget:
             raise ValueError(f"budget must be within {MIN_BUDGET}..{self.max_budget}")
-        if self.depth < 1 or self.link_seeds < 0 or self.item_tokens < 0:
-            raise ValueError("depth must be >= 1, link_seeds and item_tokens >= 0")
+        if self.depth < 1 or self.item_tokens < 0:
+            raise ValueError("depth must be >= 1, item_tokens >= 0")
+        check_graph(self)
         _check_prior(self.session_prior)
 
 

@@ -1,22 +1,25 @@
-"""The expand stage: neighbours of the best fused memories join the ranking.
+"""The expand stage: channels that read the best fused memories join the fusion.
 
-Expand channels (`recall.ports.EXPAND`, e.g. `[[link]]` neighbours) are asked
-with seeds: the top `seeds` memories of the guarded, fused list, best first.
-Their candidates that are new (not already ranked) and still hydrate as
-memories are numbered in discovery order, i = 1, 2, ..., and score
-weight x candidate score / (k + i), seamless's 1 / (k + i) for a link of
-weight 1 at channel weight 1. The caller guards them like every other hit.
-Expansion is skipped under a kind filter (a neighbour of another kind would
-violate it).
+Expand channels (`recall.ports.EXPAND`, the graph) are asked with seeds: the
+top `seeds` memories of the guarded, fused list of the rank channels, best
+first, each with its fused score (fabriq expands the top GraphSeeds of the
+pre-fused vector + search list). When any of them finds something, every
+list (the rank channels' and theirs) is fused again by weight, so a
+neighbour is one more channel's vote: a memory both a text channel and the
+graph found rises, a graph-only one enters where its weight puts it. When
+none finds anything the first fusion stands unchanged. Each graph
+provenance carries its hop count and path. Expansion is skipped under a
+kind filter (seamless: a kind filter is a targeted enumeration).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
+from recall.fusion import Fused, fuse
 from recall.ports import MemoryStore
-from recall.results import Provenance
-from recall.scoring import Scored
+from recall.scoring import Scored, positive
 from recall.types import MEMORY, Candidate, Filter
 
 
@@ -31,28 +34,44 @@ def wanted(where: Filter, *, limit: int) -> bool:
     return limit > 0 and where.kinds is None
 
 
-def neighbours(
-    lists: Mapping[str, Sequence[Candidate]],
+def _with_paths(fused: Fused, paths: Mapping[tuple[str, str], tuple[str, ...]]) -> Fused:
+    sources = tuple(
+        replace(p, hops=len(path) - 1, path=path)
+        if (path := paths.get((p.channel, fused.id)))
+        else p
+        for p in fused.sources
+    )
+    return replace(fused, sources=sources)
+
+
+def refuse(
+    ranked: Mapping[str, Sequence[Candidate]],
+    expanded: Mapping[str, Sequence[Candidate]],
     scored: Sequence[Scored],
     *,
     store: MemoryStore,
+    method: str,
     weights: Mapping[str, float],
     k: int,
 ) -> list[Scored]:
-    """New neighbours from each expand channel's list, scored (see the module docstring)."""
-    taken = {s.record.id for s in scored}
+    """`scored` again with the expand channels' lists fused in (see the module docstring).
+
+    Records already hydrated are reused; new ids are hydrated once. The
+    caller guards the result like every other hit.
+    """
+    if not any(expanded.values()):
+        return list(scored)
+    fused = fuse({**ranked, **expanded}, method=method, weights=weights, k=k)
+    paths = {(ch, c.id): c.path for ch, found in expanded.items() for c in found if c.path}
+    known = {s.record.id: s for s in scored}
+    records = store.hydrate([f.id for f in fused if f.id not in known])
+    records.update({i: s.record for i, s in known.items()})
     out: list[Scored] = []
-    for channel, found in lists.items():
-        fresh = [c for c in found if c.id not in taken]
-        records = store.hydrate([c.id for c in fresh])
-        weight = weights.get(channel, 1.0)
-        i = 0
-        for cand in fresh:
-            record = records.get(cand.id)
-            if record is None or record.item != MEMORY or record.id in taken:
-                continue
-            taken.add(record.id)
-            i += 1
-            score = weight * cand.score / (k + i)
-            out.append(Scored(record, score, (Provenance(channel, i, score),), channel))
+    for f in fused:
+        record = records.get(f.id)
+        if record is None:
+            continue
+        f = _with_paths(f, paths)
+        snippet = known[f.id].snippet if f.id in known else f.snippet
+        out.append(Scored(record, positive(f.score, method), f.sources, f.source, snippet))
     return out

@@ -73,12 +73,18 @@ def _reply_tokens(
     budget: int,
     warnings: Sequence[str],
     detail: str,
+    total_found: int | None = None,
+    associated: Sequence[Hit] | None = None,
 ) -> int:
     """The reply's token count: a fixed point, since the count is part of what it counts."""
     views = [item_view(h, detail=detail) for h in items]
+    linked = None if associated is None else [item_view(h, detail=detail) for h in associated]
 
     def count(tokens: int) -> int:
-        reply = envelope(views, omitted=omitted, tokens=tokens, budget=budget, warnings=warnings)
+        reply = envelope(
+            views, omitted=omitted, tokens=tokens, budget=budget, warnings=warnings,
+            total_found=total_found, associated=linked,
+        )  # fmt: skip
         return counter.count(dumps(reply))
 
     tokens = count(budget)
@@ -98,12 +104,67 @@ def pack(
     detail: str = FULL,
     item_tokens: int = 0,
     warnings: Sequence[str] = (),
+    total_found: int | None = None,
+    associated: bool = False,
 ) -> Packed:
-    """The longest prefix of `ranked` whose reply fits `budget` (see the module docstring)."""
+    """The longest prefix of `ranked` whose reply fits `budget` (see the module docstring).
+
+    `total_found` rides in the envelope when given; `associated=True` makes
+    room for an (empty) `associated` list, which `attach` then fills.
+    """
     if budget < MIN_BUDGET:
         raise BudgetError(f"budget must be at least {MIN_BUDGET} tokens, not {budget}")
-    base = envelope([], omitted=len(ranked), tokens=budget, budget=budget, warnings=warnings)
+    base = envelope(
+        [], omitted=len(ranked), tokens=budget, budget=budget, warnings=warnings,
+        total_found=total_found, associated=[] if associated else None,
+    )  # fmt: skip
     left = budget - counter.count(dumps(base))
+    items = _fill(ranked, left, counter=counter, detail=detail, item_tokens=item_tokens)
+    said = (*warnings, NOTHING_FITS) if ranked and not items else tuple(warnings)
+    return _settle(
+        counter, items, len(ranked), budget, said, detail, total_found,
+        [] if associated else None,
+    )  # fmt: skip
+
+
+def attach(
+    packed: Packed,
+    linked: Sequence[tuple[Hit, Record]],
+    *,
+    budget: int,
+    counter: TokenCounter,
+    detail: str = FULL,
+    item_tokens: int = 0,
+    total_found: int | None = None,
+) -> tuple[Packed, tuple[Hit, ...]]:
+    """`packed` (made with `associated=True`) and the prefix of `linked` that still fits.
+
+    The main items stay as they are; associated items take what is left of
+    the budget, in order, by the same rules (cut to fit, the first that
+    cannot fit ends it), and are dropped first if the final count is over.
+    """
+    omitted = packed.omitted
+    left = budget - packed.tokens
+    extra = _fill(linked, left, counter=counter, detail=detail, item_tokens=item_tokens)
+    while True:
+        tokens = _reply_tokens(
+            counter, packed.items, omitted=omitted, budget=budget, warnings=packed.warnings,
+            detail=detail, total_found=total_found, associated=extra,
+        )  # fmt: skip
+        if tokens <= budget or not extra:
+            return replace(packed, tokens=tokens), tuple(extra)
+        extra.pop()
+
+
+def _fill(
+    ranked: Sequence[tuple[Hit, Record]],
+    left: int,
+    *,
+    counter: TokenCounter,
+    detail: str,
+    item_tokens: int,
+) -> list[Hit]:
+    """Items in order while they fit in `left` tokens (cut to fit where they can)."""
     items: list[Hit] = []
     for hit, record in ranked:
         full = replace(hit, text=text_of(record)) if detail == FULL else hit
@@ -119,8 +180,7 @@ def pack(
         left -= cost
         if full.truncated and not capped:
             break  # cut to what was left: the budget is spent
-    said = (*warnings, NOTHING_FITS) if ranked and not items else tuple(warnings)
-    return _settle(counter, items, len(ranked), budget, said, detail)
+    return items
 
 
 def _settle(
@@ -130,14 +190,17 @@ def _settle(
     budget: int,
     warnings: tuple[str, ...],
     detail: str,
+    total_found: int | None = None,
+    associated: Sequence[Hit] | None = None,
 ) -> Packed:
     """Count the final reply; shorten warnings, then drop items, until it fits."""
     said = list(warnings)
     while True:
         omitted = total - len(items)
         tokens = _reply_tokens(
-            counter, items, omitted=omitted, budget=budget, warnings=said, detail=detail
-        )
+            counter, items, omitted=omitted, budget=budget, warnings=said, detail=detail,
+            total_found=total_found, associated=associated,
+        )  # fmt: skip
         if tokens <= budget:
             return Packed(tuple(items), omitted, tokens, tuple(said))
         if said and max(len(w) for w in said) > 24:
@@ -148,4 +211,4 @@ def _settle(
             raise BudgetError(f"budget {budget} cannot hold this reply's own envelope")
 
 
-__all__ = ["FULL", "INDEX", "MIN_BUDGET", "NOTHING_FITS", "Packed", "pack"]
+__all__ = ["FULL", "INDEX", "MIN_BUDGET", "NOTHING_FITS", "Packed", "attach", "pack"]

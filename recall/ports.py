@@ -141,7 +141,8 @@ class MemoryStore(Protocol):
     each given memory id that has outgoing edges, its edges in the order its
     body names them (`[[name]]` links resolved when the body was written, by
     `recall.links.prefer`); a target may have become inactive since (callers
-    guard). `identifiers` returns the exact id, exact name/slug and id-prefix
+    guard); `edges` is what the graph walk reads (`recall.graph`).
+    `identifiers` returns the exact id, exact name/slug and id-prefix
     (>= 8 characters) matches in scope, best first. `usage` returns each id's
     decayed usage utility in [0, 1). `isolation` returns a project's
     isolation (`open` when unknown).
@@ -156,6 +157,17 @@ class MemoryStore(Protocol):
     def count(self, *, where: Filter) -> int: ...
 
     def links(self, ids: Sequence[str]) -> dict[str, tuple[Link, ...]]: ...
+
+    def edges(
+        self, ids: Sequence[str], *, where: Filter, reverse: bool = False, min_weight: float = 0.0
+    ) -> dict[str, tuple[Link, ...]]:
+        """Each given memory's edges of every type whose other end is a memory
+        `where` admits, with weight >= `min_weight`: outgoing ones, and with
+        `reverse` also incoming ones (`Link.reverse`, `target` = their source).
+        One read for all `ids` (the graph walk asks once per hop). Per memory:
+        outgoing before incoming, each by (position, target id); an id with
+        no such edge is absent."""
+        ...
 
     def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]: ...
 
@@ -173,8 +185,9 @@ class Channel(Protocol):
     warnings. `role` says how its list joins the others:
     - "rank": fused with the other rank channels by weight (full text, vectors);
     - "pin": exact matches placed above every fused hit (Search's identifiers);
-    - "expand": read from `seeds` (the best fused memories, best first) and
-      joined below them (link neighbours).
+    - "expand": read from `seeds` (the best fused memories of the rank
+      channels, best first, with their scores), then fused with them by
+      weight (the graph: `recall.expansion`).
     `needs_vector`: the pipeline embeds the query once, before any channel
     runs, and hands it over in `query.vector`; when that fails the channel is
     skipped with a warning.

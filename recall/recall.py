@@ -16,14 +16,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, replace
 
-from recall import expansion
+from recall import associated, expansion
 from recall.agent import DETAILS
 from recall.channels import SEMANTIC
 from recall.config import MIN_BUDGET, RecallConfig
 from recall.errors import QueryError
 from recall.fusion import fuse
 from recall.gather import check_names, gather, select
-from recall.packing import pack
+from recall.packing import attach, pack
 from recall.planes import Planes
 from recall.ports import EXPAND, RANK, Channel
 from recall.query import clean, words
@@ -66,6 +66,7 @@ def validate(req: RecallRequest, config: RecallConfig, channels: Sequence[Channe
         if not isinstance(weight, int | float) or not math.isfinite(weight) or weight < 0:
             raise QueryError(f"channel weight {channel}={weight!r} must be a number >= 0")
     check_names(weights, channels)
+    associated.validate(req)
 
 
 def _ms(start: float) -> float:
@@ -84,12 +85,16 @@ def run(
     k = req.k or config.k
     query = clean(req.query)
     if not query and req.kind is not None and req.scope != "notes":
-        return browse(req, planes=planes, where=where, k=k, started=started)
+        return browse(req, planes=planes, where=where, k=k, started=started, config=config)
     nothing = KIND_OF_NOTES if req.kind is not None and req.scope == "notes" else None
     if nothing or not words(query):  # nothing to look for: an empty pack that says why
         why = nothing or (NO_WORDS if query else EMPTY_QUERY)
-        empty = pack([], budget=budget, counter=planes.tokens, warnings=(why,))
-        return ContextPack((), 0, empty.tokens, budget, empty.warnings, None, req.detail)
+        empty = pack(
+            [], budget=budget, counter=planes.tokens, warnings=(why,), total_found=0,
+            associated=req.include_associated,
+        )  # fmt: skip
+        none = () if req.include_associated else None
+        return ContextPack((), 0, empty.tokens, budget, empty.warnings, None, req.detail, 0, none)
 
     weights = {**config.channel_weights, **(req.channel_weights or {})}
     off = () if config.semantic else (SEMANTIC,)
@@ -108,15 +113,19 @@ def run(
     scored = guard(where, hydrated)
     timings["hydrate"] = _ms(start)
 
-    if expansion.wanted(where, limit=config.link_seeds):
-        seeds = expansion.seeds(scored, limit=config.link_seeds)
+    graph_seeds = associated.seeds(req, config)
+    if expansion.wanted(where, limit=graph_seeds):  # the graph channel (recall/expansion.py)
+        seeds = expansion.seeds(scored, limit=graph_seeds)
         expanding = select(channels, EXPAND, weights)
-        query_used = gathered.query or ChannelQuery(query)
+        walked = replace(gathered.query or ChannelQuery(query), walk=associated.walk(req, config))
         extra = gather(
-            expanding, query_used, where=where, depth=config.depth, embedder=None, seeds=seeds
+            expanding, walked, where=where, depth=config.depth, embedder=None, seeds=seeds
         )
-        found = expansion.neighbours(extra.lists, scored, store=planes.store, weights=weights, k=k)
-        scored += guard(where, found)
+        refused = expansion.refuse(
+            gathered.lists, extra.lists, scored, store=planes.store, method=config.fusion,
+            weights=weights, k=k,
+        )  # fmt: skip
+        scored = guard(where, refused)
         gathered.merge(extra)
 
     scored = rank(
@@ -129,13 +138,19 @@ def run(
     ]
     start = time.perf_counter()
     packed = pack(
-        ranked,
-        budget=budget,
-        counter=planes.tokens,
-        detail=req.detail,
-        item_tokens=config.item_tokens,
-        warnings=gathered.warnings,
-    )
+        ranked, budget=budget, counter=planes.tokens, detail=req.detail,
+        item_tokens=config.item_tokens, warnings=gathered.warnings, total_found=len(scored),
+        associated=req.include_associated,
+    )  # fmt: skip
+    linked: tuple[Hit, ...] | None = None
+    if req.include_associated:  # Dakera's associated memories (recall/associated.py)
+        found = associated.find(
+            planes.store, packed.items, where=where, req=req, config=config, now=now
+        )
+        packed, linked = attach(
+            packed, found, budget=budget, counter=planes.tokens, detail=req.detail,
+            item_tokens=config.item_tokens, total_found=len(scored),
+        )  # fmt: skip
     timings["pack"] = _ms(start)
     timings["total"] = _ms(started)
     debug: dict[str, object] | None = None
@@ -153,8 +168,9 @@ def run(
             "config": asdict(config),
         }
     return ContextPack(
-        packed.items, packed.omitted, packed.tokens, budget, packed.warnings, debug, req.detail
-    )
+        packed.items, packed.omitted, packed.tokens, budget, packed.warnings, debug, req.detail,
+        len(scored), linked,
+    )  # fmt: skip
 
 
 def _ranks(scored: Sequence[Scored]) -> dict[str, dict[str, int]]:
@@ -162,7 +178,13 @@ def _ranks(scored: Sequence[Scored]) -> dict[str, dict[str, int]]:
 
 
 def browse(
-    req: RecallRequest, *, planes: Planes, where: Filter, k: int, started: float
+    req: RecallRequest,
+    *,
+    planes: Planes,
+    where: Filter,
+    k: int,
+    started: float,
+    config: RecallConfig | None = None,
 ) -> ContextPack:
     """Empty query + kind: that kind, newest first, invalidated skipped."""
     budget, limit = req.budget or 1, req.limit or 1
@@ -172,10 +194,22 @@ def browse(
         (to_hit(r, now=now, source="browse", score=1 / (k + i)), r)
         for i, r in enumerate(records, 1)
     ]
-    packed = pack(ranked, budget=budget, counter=planes.tokens, detail=req.detail)
+    packed = pack(
+        ranked, budget=budget, counter=planes.tokens, detail=req.detail,
+        total_found=len(records), associated=req.include_associated,
+    )  # fmt: skip
+    linked: tuple[Hit, ...] | None = None
+    if req.include_associated:
+        found = associated.find(planes.store, packed.items, where=where, req=req,
+                                config=config or RecallConfig(), now=now)  # fmt: skip
+        packed, linked = attach(
+            packed, found, budget=budget, counter=planes.tokens, detail=req.detail,
+            total_found=len(records),
+        )  # fmt: skip
     debug: dict[str, object] | None = None
     if req.debug:
         debug = {"mode": "browse", "embedded": False, "timings_ms": {"total": _ms(started)}}
     return ContextPack(
-        packed.items, packed.omitted, packed.tokens, budget, packed.warnings, debug, req.detail
-    )
+        packed.items, packed.omitted, packed.tokens, budget, packed.warnings, debug, req.detail,
+        len(records), linked,
+    )  # fmt: skip

@@ -20,9 +20,10 @@ class RecallRequest:
 
     An empty query with a `kind` browses that kind newest first. `detail`
     "full" packs each item's text, "index" only its description. `k`
-    overrides the RRF constant (and the link-neighbour score);
+    overrides the RRF constant;
     `channel_weights` are merged over the configured weights (0 turns a
     channel off; a name that is not a registered channel is a QueryError).
+    The graph and associated-memory fields are read by `recall.associated`.
     """
 
     query: str
@@ -35,6 +36,17 @@ class RecallRequest:
     channel_weights: Mapping[str, float] | None = None
     debug: bool = False
     detail: str = "full"
+    # The graph channel and associated memories (`recall.associated`); None
+    # means the config's value (`graph_hops`, ..., `associated_cap`, ...).
+    hops: int | None = None
+    graph_seeds: int | None = None
+    graph_reverse: bool | None = None
+    graph_min_weight: float | None = None
+    graph_cap: int | None = None
+    include_associated: bool = False
+    associated_cap: int | None = None
+    associated_depth: int | None = None
+    associated_min_weight: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

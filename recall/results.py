@@ -12,21 +12,24 @@ from datetime import datetime
 
 from recall.types import MEMORY, Record
 
-SOURCES = ("semantic", "fts", "fused", "link", "browse", "identifier")
+SOURCES = ("semantic", "fts", "fused", "graph", "browse", "identifier")
 
 
 @dataclass(frozen=True, slots=True)
 class Provenance:
     """How one channel saw a hit: its 1-based rank there and its raw score.
 
-    `raw` is BM25 for "fts", cosine similarity for "semantic", 1/(k + i) for
-    "link", and the lane (0 exact id, 1 exact name, 2 id prefix) for
-    "identifier".
+    `raw` is BM25 for "fts", cosine similarity for "semantic", the path score
+    (seed score x edge weights x decay per hop) for "graph", and the lane (0
+    exact id, 1 exact name, 2 id prefix) for "identifier". A "graph" hit also
+    carries its `hops` from the seed and the `path` (seed first, the hit last).
     """
 
     channel: str
     rank: int
     raw: float
+    hops: int | None = None
+    path: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,9 @@ class Hit:
     valid_from: datetime | None = None
     occurred_at: datetime | None = None
     session_id: str = ""
+    depth: int | None = None  # an associated item: hops from the main item `via`
+    via: str | None = None
+    rel: str | None = None  # an associated item: the type of the edge that reached it
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +82,10 @@ class ContextPack:
     `omitted` counts the ranked hits (within the limit) that did not fit;
     `warnings` names every degraded channel; `debug` is set when asked.
     `detail` is "full" (items carry their text) or "index" (descriptions).
+    `total_found` counts the distinct in-scope hits the channels found
+    (before the limit and the budget). `associated` (None unless asked) holds
+    memories linked to the packed items, never one of them, within the same
+    budget (Dakera's associated memories).
     """
 
     items: tuple[Hit, ...]
@@ -85,6 +95,8 @@ class ContextPack:
     warnings: tuple[str, ...] = ()
     debug: dict[str, object] | None = None
     detail: str = "full"
+    total_found: int | None = None
+    associated: tuple[Hit, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

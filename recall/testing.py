@@ -19,7 +19,17 @@ from recall import links
 from recall.errors import EmbedderUnavailable
 from recall.ports import Vectors
 from recall.query import words
-from recall.types import MEMORY, Candidate, Doc, Filter, Link, Record, VectorRow
+from recall.types import (
+    MEMORY,
+    RELATED,
+    SUPERSEDES,
+    Candidate,
+    Doc,
+    Filter,
+    Link,
+    Record,
+    VectorRow,
+)
 
 _SUFFIXES = ("ingly", "edly", "ing", "ies", "ied", "ed", "es", "s", "ly")
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
@@ -240,6 +250,13 @@ class InMemoryStore:
         self.records: dict[str, Record] = {r.id: r for r in records}
         self._isolation = dict(isolation or {})
         self._usage = dict(usage or {})
+        # Explicit edges (associations, supersessions): (source, target) -> Link.
+        self.explicit: dict[tuple[str, str, str], Link] = {}
+        self.reads = 0  # `edges` calls (one per hop of a graph walk)
+
+    def connect(self, source: str, target: str, weight: float = 1.0, rel: str = RELATED) -> None:
+        """An explicit edge source -> target (replacing one of the same type)."""
+        self.explicit[(source, target, rel)] = Link(target, weight, rel)
 
     def add(self, record: Record) -> None:
         self.records[record.id] = record
@@ -280,6 +297,33 @@ class InMemoryStore:
             if found:
                 out[source.id] = found
         return out
+
+    def edges(
+        self, ids: Sequence[str], *, where: Filter, reverse: bool = False, min_weight: float = 0.0
+    ) -> dict[str, tuple[Link, ...]]:
+        """`[[links]]` (resolved now, as `links`) and explicit edges; see the port."""
+        self.reads += 1
+        wanted = set(ids)
+        out: dict[str, list[Link]] = {}
+        every = [(src, link) for src, found in self.links(list(self.records)).items()
+                 for link in found]  # fmt: skip
+        every += [(src, link) for (src, _, _), link in sorted(self.explicit.items())]
+        every += [  # supersessions: replacement -> replaced
+            (r.superseded_by, Link(r.id, 1.0, SUPERSEDES))
+            for r in self.records.values()
+            if r.superseded_by is not None
+        ]
+        for src, link in every:
+            ends = [(src, link)] if src in wanted else []
+            if reverse and link.target in wanted:
+                ends.append((link.target, Link(src, link.weight, link.rel, reverse=True)))
+            for here, edge in ends:
+                other = self.records.get(edge.target)
+                if other is None or other.item != MEMORY or not self._admits(where, other):
+                    continue
+                if edge.weight >= min_weight:
+                    out.setdefault(here, []).append(edge)
+        return {here: tuple(sorted(found, key=lambda e: e.reverse)) for here, found in out.items()}
 
     def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]:
         token = text.strip()

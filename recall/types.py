@@ -146,15 +146,43 @@ class Candidate:
     rank: int
     score: float
     snippet: str | None = None
+    path: tuple[str, ...] = ()  # graph candidates: seed ... this id
+
+
+@dataclass(frozen=True, slots=True)
+class Walk:
+    """How the graph channel walks from its seeds (`recall.graph.traverse`).
+
+    hops 0..3 (0: no walk), `reverse` also follows incoming edges,
+    `min_weight` skips lighter edges, `cap` bounds what it returns, `decay`
+    multiplies a path's score once per hop after the first.
+    """
+
+    hops: int = 1
+    reverse: bool = False
+    min_weight: float = 0.0
+    cap: int = 10
+    decay: float = 0.5
+
+
+# Edge types the engine writes itself; explicit associations carry any other.
+LINKS = "links"  # a `[[name]]` in a body (weight 1)
+SUPERSEDES = "supersedes"  # replacement -> the memory it replaced
+RELATED = "related"  # an explicit association's default type
 
 
 @dataclass(frozen=True, slots=True)
 class Link:
-    """One outgoing edge of a memory: its target's id, weight (0..1) and relation."""
+    """One edge of a memory: the other end's id, weight (0..1) and type.
+
+    `reverse` is True for an incoming edge read backwards (`target` is then
+    the edge's source), as `MemoryStore.edges(..., reverse=True)` returns them.
+    """
 
     target: str
     weight: float = 1.0
-    rel: str = "links"
+    rel: str = LINKS
+    reverse: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,10 +280,12 @@ class ChannelQuery:
     `prefix`: the last word may match as a prefix (the palette's word being
     typed). `snippets`: full-text hits carry a sentinel-marked fragment.
     `vector`: the query's embedding, set by the pipeline before any channel
-    that `needs_vector` runs (None when no channel needs it).
+    that `needs_vector` runs (None when no channel needs it). `walk`: how
+    the graph channel expands its seeds.
     """
 
     text: str
     prefix: bool = False
     snippets: bool = False
     vector: npt.NDArray[np.float32] | None = None
+    walk: Walk | None = None  # the graph channel's walk (None: its defaults)

@@ -39,7 +39,7 @@ from console import selectors, wiring
 from console.bench import loading, metrics, peers
 from console.bench.queries import Query, read_queries
 from console.indexing import memory_docs
-from console.models import Memory
+from console.models import Edge, Memory
 from recall.channels import FTS, SEMANTIC
 from recall.config import RecallConfig, from_mapping
 from recall.fusion import fuse, session_prior
@@ -207,14 +207,18 @@ def _engine_check(
     ext: Mapping[str, str],
     sessions: Mapping[str, str],
 ) -> dict[str, Any]:
-    """Engine.recall's top 10 against the core's, for the default config."""
-    config = replace(base, link_seeds=0)
+    """Engine.recall's top 10 against the core's, for the default config; and the
+    graph channel's effect: the default (graph on) against graph_seeds=0 (off)."""
+    config = replace(base, graph_seeds=0)
     core = _fused_runs(legs[:CHECK_QUERIES], None, config, ext, sessions)
-    same = 0
+    same = graph_same = 0
     for q, expected in zip(queries[:CHECK_QUERIES], core, strict=False):
         request = RecallRequest(query=q.text, project=q.project, budget=100_000, limit=100)
         pack = engine.recall(request, config=config)
         got = _ranked([h.id for h in pack.items], ext)
         same += got[:10] == expected[:10]
+        on = engine.recall(request, config=base)
+        graph_same += _ranked([h.id for h in on.items], ext)[:10] == got[:10]
     checked = min(CHECK_QUERIES, len(queries))
-    return {"checked": checked, "same_top10": same}
+    edges = Edge.objects.count()
+    return {"checked": checked, "same_top10": same, "graph_same_top10": graph_same, "edges": edges}

@@ -63,7 +63,9 @@ def quality_tables(body: Mapping[str, Any]) -> str:
         f"{body['dataset']}  ({body['n_queries']} queries; {load['memories']} memories "
         f"imported in {load['seconds']} s = {load['per_s']}/s; default "
         f"{json.dumps(body['base_config'])}; Engine.recall top-10 = core on "
-        f"{check['same_top10']}/{check['checked']} queries)",
+        f"{check['same_top10']}/{check['checked']} queries; graph channel on vs off: same "
+        f"top-10 on {check.get('graph_same_top10', '?')}/{check['checked']}, "
+        f"{check.get('edges', '?')} edges)",
         "mean ms/query: " + json.dumps(body["latency_ms_mean"]),
     ]
     groups = [g for g in ("overall", "no-cat5") if g in next(iter(systems.values()))]

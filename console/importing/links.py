@@ -20,8 +20,8 @@ from console import services
 from console.importing.parsing import number
 from console.models import Edge, Memory, Project
 from console.records import RecordError, parse_time
+from console.services.associations import link_refusal
 from recall import links
-from recall.types import ISOLATION_SEALED
 
 
 @dataclass
@@ -29,26 +29,6 @@ class Supersession:
     old: str  # the superseded memory
     new: str  # its replacement
     where: str = ""  # the old memory's record, for the report
-
-
-def link_refusal(src: Memory, dst: Memory) -> str | None:
-    """Why a supersession or explicit edge from `src` to `dst` is refused; None when it is not.
-
-    A link stays inside its project or points at a global memory, the scope
-    recall itself has (recall.scope: the bound project plus global, nothing in
-    or out of a sealed one). A link across projects would show one project's
-    ids in another's replies (`superseded_by`, link expansion).
-    """
-    source, target = src.project, dst.project
-    if source is not None and source.isolation == ISOLATION_SEALED and target != source:
-        return f"{source.slug} is sealed, nothing in or out"
-    if target is None:
-        return None
-    if source is None:
-        return f"a global memory cannot point into project {target.slug}"
-    if source.pk != target.pk:
-        return f"it would cross from project {source.slug} to project {target.slug}"
-    return None
 
 
 def _memories(ids: Iterable[str]) -> dict[str, Memory]:

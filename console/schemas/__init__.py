@@ -10,10 +10,14 @@ from console.schemas.common import (
     Source,
 )
 from console.schemas.replies import (
+    AssociationOut,
     BatchOut,
     ContextPackOut,
     DeletedOut,
+    DissociatedOut,
     FavoriteOut,
+    GraphNodeOut,
+    GraphOut,
     MemoryOut,
     MemoryPage,
     MemoryWriteOut,
@@ -28,8 +32,13 @@ from console.schemas.replies import (
     TextOut,
 )
 from console.schemas.requests import (
+    AssociateIn,
+    AssociationFields,
     BriefingIn,
+    DissociateIn,
+    DissociationFields,
     FavoriteIn,
+    GraphIn,
     MemoryBatchIn,
     MemoryFields,
     MemoryIdIn,
@@ -40,6 +49,7 @@ from console.schemas.requests import (
     NoteFields,
     NoteIn,
     NoteListIn,
+    PlaneSearchIn,
     ProjectIn,
     PromptIn,
     RecallIn,
@@ -48,6 +58,16 @@ from console.schemas.requests import (
 )
 
 __all__ = [
+    "AssociateIn",
+    "AssociationFields",
+    "AssociationOut",
+    "DissociateIn",
+    "DissociatedOut",
+    "DissociationFields",
+    "GraphIn",
+    "GraphNodeOut",
+    "GraphOut",
+    "PlaneSearchIn",
     "BatchOut",
     "Body",
     "BriefingIn",

@@ -26,6 +26,7 @@ from recall.config import (
     MAX_WEIGHT,
     MIN_BUDGET,
 )
+from recall.graph import MAX_ASSOCIATED, MAX_CAP, MAX_HOPS, MAX_SEEDS
 from recall.requests import SCOPES
 from recall.results import SOURCES
 from recall.types import ISOLATIONS, ITEM_KINDS, MEMORY_KINDS
@@ -83,6 +84,11 @@ TextBudget = _int(1, MAX_BUDGET)  # a block of text: may be empty
 RecallLimit = _int(1, MAX_RECALL_LIMIT)
 RrfK = _int(1, MAX_K)
 Order = _int(0, 1_000_000)
+Hops = _int(0, MAX_HOPS)
+Depth = _int(1, MAX_HOPS)
+GraphSeeds = _int(0, MAX_SEEDS)
+GraphCap = _int(0, MAX_CAP)
+AssociatedCap = _int(0, MAX_ASSOCIATED)
 Weight = Annotated[float, Field(ge=0, le=MAX_WEIGHT, allow_inf_nan=False)]
 Unit = Annotated[float, Strict(False), Field(ge=0, le=1), BeforeValidator(_json_number)]
 Tag = Annotated[str, Field(min_length=1, max_length=64)]

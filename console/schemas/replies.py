@@ -23,9 +23,13 @@ class Reply(Schema):
 
 
 class ProvenanceOut(Reply):
-    channel: str = Field(description="fts | semantic | link | identifier | ...")
+    channel: str = Field(description="fts | semantic | graph | identifier | ...")
     rank: int = Field(description="1-based rank within the channel")
-    raw: float = Field(description="BM25 for fts, cosine for semantic, weight/(k+i) for link")
+    raw: float = Field(
+        description="BM25 for fts, cosine for semantic, seed score x edge weights x decay for graph"
+    )
+    hops: int | None = Field(None, description="graph: edges from the seed")
+    path: list[str] | None = Field(None, description="graph: ids from the seed to this item")
 
 
 class PackItem(Reply):
@@ -44,13 +48,23 @@ class PackItem(Reply):
     favorite: bool | None = Field(None, description="starred by a person")
     source: Source
     score: float
+    depth: int | None = Field(None, description="associated items: hops from `via`")
+    via: str | None = Field(None, description="associated items: the item it is linked from")
+    rel: str | None = Field(None, description="associated items: the type of the last edge")
     tokens: int = Field(description="what this item costs in the reply")
     sources: list[ProvenanceOut] | None = Field(None, description="with debug only")
 
 
 class ContextPackOut(Reply):
     items: list[PackItem]
+    associated: list[PackItem] | None = Field(
+        None,
+        description="with include_associated: memories linked to the items, never one of them",
+    )
     omitted: int = Field(ge=0, description="ranked hits within the limit that did not fit")
+    total_found: int | None = Field(
+        None, ge=0, description="distinct in-scope hits the channels found, before limit and budget"
+    )
     tokens: int = Field(
         ge=0, description="tokens of this whole reply as sent (compact JSON, debug excluded)"
     )
@@ -88,6 +102,41 @@ class SearchOut(Reply):
     offset: int
     next_offset: int | None = Field(description="offset of the next page; null on the last")
     warnings: list[str]
+
+
+class AssociationOut(Reply):
+    src: str = Field(description="the memory it links from")
+    dst: str = Field(description="the memory it links to")
+    rel: str = Field(description="its type")
+    weight: float = Field(description="0-1")
+    created: bool = Field(
+        description="false: an association of this type existed; its weight is set"
+    )
+
+
+class DissociatedOut(Reply):
+    src: str
+    dst: str
+    removed: int = Field(description="associations removed (0: there was none)")
+
+
+class GraphNodeOut(Reply):
+    id: str
+    name: str
+    memory_kind: str
+    project: str | None
+    description: str
+    hops: int = Field(description="edges from the start (0: the start itself)")
+    path: list[str] = Field(description="ids from the start to this memory")
+    rels: list[str] = Field(
+        description="the type of each edge on the path (~ marks an incoming one)"
+    )
+    score: float = Field(description="product of the edge weights x decay per hop after the first")
+
+
+class GraphOut(Reply):
+    start: GraphNodeOut
+    nodes: list[GraphNodeOut] = Field(description="best path first; never the start")
 
 
 class TextOut(Reply):

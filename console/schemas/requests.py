@@ -13,11 +13,16 @@ from pydantic import StringConstraints
 
 from console.models import SOURCE_URL_RE
 from console.schemas.common import (
+    AssociatedCap,
     Body,
     Budget,
     ChannelName,
     DateTime,
+    Depth,
     Detail,
+    GraphCap,
+    GraphSeeds,
+    Hops,
     Isolation,
     MemoryKind,
     Name,
@@ -40,7 +45,10 @@ from recall.config import (
     MAX_SEARCH_DEPTH,
     MAX_SEARCH_LIMIT,
 )
+from recall.graph import REL_RE
+from recall.types import RELATED
 
+Rel = Annotated[str, Field(pattern=REL_RE.pattern, description="a-z, 0-9, _ and -")]
 # Stripped first: Python's `$` (schemathesis's generator) admits a final newline.
 SourceUrl = Annotated[
     str,
@@ -71,10 +79,39 @@ class RecallIn(Body):
     channel_weights: dict[ChannelName, Weight] | None = Field(
         None,
         description="weights by channel over the configured ones; 0 turns a channel off, "
-        'e.g. {"fts": 1, "semantic": 1, "link": 0}',
+        'e.g. {"fts": 1, "semantic": 1, "graph": 0}',
     )
     debug: bool = Field(False, description="add per-channel ranks, timings and config (unbudgeted)")
     record: bool = Field(True, description=RECORD)
+    # The graph channel (fabriq Hops / GraphSeeds / GraphReverse); null = the setting.
+    hops: Hops | None = Field(
+        None, description="edges the graph channel follows from each seed, 0-3 (default 1; 0: off)"
+    )
+    graph_seeds: GraphSeeds | None = Field(
+        None, description="top memories of the other channels the graph expands from (default 8)"
+    )
+    graph_reverse: bool | None = Field(
+        None, description="also follow incoming edges (default false)"
+    )
+    graph_min_weight: Unit | None = Field(
+        None, description="edges lighter than this are not followed, 0-1 (default 0)"
+    )
+    graph_cap: GraphCap | None = Field(
+        None, description="most memories the graph channel adds (default 10)"
+    )
+    # Associated memories (Dakera): a separate list, within the same budget.
+    include_associated: bool = Field(
+        False,
+        description="add `associated`: memories linked to the items (never one of them), "
+        "each with its depth",
+    )
+    associated_cap: AssociatedCap | None = Field(
+        None, description="most associated memories, 0-10 (default 10)"
+    )
+    associated_depth: Depth | None = Field(None, description="hops from the items, 1-3 (default 1)")
+    associated_min_weight: Unit | None = Field(
+        None, description="edges lighter than this are not followed, 0-1 (default 0)"
+    )
 
 
 class SearchIn(Params):
@@ -87,6 +124,52 @@ class SearchIn(Params):
     semantic: bool = Field(True, description="false = full-text only (fastest)")
     since: DateTime | None = Field(None, description="only items updated at or after this")
     record: bool = Field(True, description=RECORD)
+
+
+class PlaneSearchIn(Params):
+    """One plane alone (full text, or vectors): its own ranking and raw scores."""
+
+    q: str = Field("", max_length=4000, description="what to look for")
+    project: list[Slug] | None = Field(
+        None, description="repeatable; default: the token's projects"
+    )
+    limit: int = Field(DEFAULT_SEARCH_LIMIT, ge=1, le=MAX_SEARCH_LIMIT, description="hits per page")
+    offset: int = Field(0, ge=0, le=MAX_SEARCH_DEPTH, description="hits to skip (paging)")
+    record: bool = Field(True, description=RECORD)
+
+
+class GraphIn(Body):
+    """A walk over the memory graph from one memory (by id or name)."""
+
+    memory: str = Field(
+        min_length=1, max_length=120, description="the memory to start from: its id or name"
+    )
+    project: Slug | None = Field(None, description="where to resolve a name " + f"({PROJECT})")
+    hops: Depth = Field(1, description="edges to follow, 1-3")
+    reverse: bool = Field(False, description="also follow incoming edges")
+    min_weight: Unit = Field(0.0, description="edges lighter than this are not followed, 0-1")
+    cap: GraphCap = Field(10, description="most memories returned")
+
+
+class AssociationFields(Body):
+    target: str = Field(
+        min_length=1, max_length=120, description="the memory to link to: its id or name"
+    )
+    rel: Rel = Field(RELATED, description="the association's type, e.g. caused, depends-on")
+    weight: Unit = Field(1.0, description="how strongly they are linked, 0-1")
+
+
+class AssociateIn(AssociationFields):
+    id: str = Field(max_length=26, description="the memory to link from")
+
+
+class DissociationFields(Body):
+    target: str = Field(min_length=1, max_length=120, description="the linked memory: id or name")
+    rel: Rel | None = Field(None, description="only this type (default: every type)")
+
+
+class DissociateIn(DissociationFields):
+    id: str = Field(max_length=26, description="the memory the association starts from")
 
 
 class BriefingIn(Body):

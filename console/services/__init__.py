@@ -14,6 +14,12 @@ from console.services.admin_writes import (
     project_admin_save,
     projects_delete,
 )
+from console.services.associations import (
+    association_delete,
+    association_write,
+    associations_carry,
+    link_refusal,
+)
 from console.services.curation import favorite_toggle, setting_reset, setting_save
 from console.services.events import memory_read_record, retrieval_record
 from console.services.memories import (
@@ -59,6 +65,10 @@ from console.services.writes import (
 )
 
 __all__ = [
+    "association_delete",
+    "association_write",
+    "associations_carry",
+    "link_refusal",
     "BATCH_MAX",
     "MAX_BODY_CHARS",
     "MAX_TAGS",

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from console import indexing, selectors
 from console.models import Edge, Memory, Project
+from console.services.associations import associations_carry
 from recall import links
 
 
@@ -187,6 +188,7 @@ def memory_supersede(*, memory: Memory, **fields: Any) -> Memory:
     old.invalid_at = timezone.now()
     old.superseded_by = new
     old.save(update_fields=["invalid_at", "superseded_by"])
+    associations_carry(old=old, new=new)
     indexing.enqueue("memory", old.pk, "upsert")
     return new
 

@@ -38,6 +38,7 @@ def _recall(form: InspectForm) -> dict[str, Any]:
         k=data["k"],
         channel_weights=form.channel_weights(),
         debug=True,
+        graph=form.graph_options(),
     )
     matcher = Matcher.for_query(data["query"])
     texts = browse.texts(ids=[h.id for h in pack.items])
@@ -47,7 +48,12 @@ def _recall(form: InspectForm) -> dict[str, Any]:
     omitted = [str(i) for i in ids] if isinstance(ids, list) else []
     omitted_items = browse.items_by_id(ids=omitted[:OMITTED_SHOWN])
     more = max(0, pack.omitted - len(omitted_items))
-    return {"pack": pack, "rows": rows, "omitted_items": omitted_items, "omitted_more": more}
+    titles = {h.id: h.title for h in pack.items}
+    associated = [(h, titles.get(h.via or "", h.via)) for h in pack.associated or ()]
+    return {
+        "pack": pack, "rows": rows, "omitted_items": omitted_items, "omitted_more": more,
+        "associated": associated,
+    }  # fmt: skip
 
 
 def _briefing(form: InspectForm) -> dict[str, Any]:

@@ -10,7 +10,10 @@ WEIGHTS = {
     "fts": ("Weight: word matches", "How much matching the words counts. 0 turns it off."),
     "semantic": ("Weight: meaning", "How much similar meaning counts. 0 turns it off."),
     "identifier": ("Weight: exact name or id", "Puts an exact name or id first. 0 turns it off."),
-    "link": ("Weight: linked memories", "How much a [[link]] from a top result counts. 0: none."),
+    "graph": (
+        "Weight: linked memories",
+        "How much a link or association from a top result counts. 0: none.",
+    ),
 }
 FUSION = ("How rankings combine", "zscore keeps score gaps (measured better); rrf uses ranks only.")
 K = ("Rank smoothing (RRF k)", "Only for rrf: higher flattens the difference between ranks.")
@@ -66,9 +69,20 @@ HELP: dict[str, dict[str, tuple[str, str]]] = {
         "k": K,
         "semantic": ("Match by meaning", "Use the meaning channel when an embedding model is set."),
         "session_prior": PRIOR,
-        "link_seeds": (
+        "graph_seeds": (
             "Results whose links are followed",
-            "[[Links]] of this many top memories are added as related.",
+            "Links and associations of this many top memories are followed.",
+        ),
+        "graph_hops": ("Link hops", "How many links away from a top result to look, 0 to 3."),
+        "graph_reverse": ("Follow links backwards", "Also follow links that point at a result."),
+        "graph_min_weight": ("Lightest link followed", "0 to 1. Lighter associations are skipped."),
+        "graph_cap": ("Most linked memories", "How many memories the links may add."),
+        "graph_decay": ("Per-hop discount", "A memory two links away counts this much less."),
+        "associated_cap": ("Most associated memories", "0 to 10, when an agent asks for them."),
+        "associated_depth": ("Associated: hops", "How many links away they may be, 1 to 3."),
+        "associated_min_weight": (
+            "Associated: lightest link",
+            "0 to 1. Lighter links are skipped.",
         ),
         "favorite_boost": ("Starred boost", "Starred memories' scores are multiplied by this."),
         "usage_boost": ("Usage boost", "How much being useful to agents before lifts a memory."),

@@ -34,7 +34,7 @@ CHANNELS = {
     "fts": "Full text",
     "semantic": "Meaning",
     "identifier": "Name or id",
-    "link": "Link",
+    "graph": "Graph",
     "browse": "Browse",
 }
 
@@ -115,7 +115,7 @@ def judge(hit: Any, matcher: Matcher, text: Text | None) -> tuple[int, str, list
         "its name or id is what you typed" if tier == EXACT else "",
         _words_reason(found, head, total),
         _meaning_reason(sim) if "semantic" in channels else "",
-        "linked from a top result" if "link" in channels else "",
+        _graph_reason(hit) if "graph" in channels else "",
         "newest of its kind" if "browse" in channels else "",
     ]
     if "fts" in channels and not found and tier != EXACT:
@@ -127,6 +127,11 @@ def judge(hit: Any, matcher: Matcher, text: Text | None) -> tuple[int, str, list
     return tier, why, _numbers(hit)
 
 
+def _graph_reason(hit: Any) -> str:
+    hops = next((p.hops for p in hit.sources if p.channel == "graph" and p.hops), 1)
+    return "linked from a top result" + (f" ({hops} links away)" if hops > 1 else "")
+
+
 def _numbers(hit: Any) -> list[str]:
     lines = []
     for p in hit.sources:
@@ -135,6 +140,9 @@ def _numbers(hit: Any) -> list[str]:
             lines.append(f"{name}: rank {p.rank}, similarity {p.raw:.2f}")
         elif p.channel == "fts":
             lines.append(f"{name}: rank {p.rank}, BM25 {p.raw:.2f}")
+        elif p.channel == "graph":
+            hops = f"{p.hops} hop{'s' if p.hops != 1 else ''}" if p.hops is not None else "linked"
+            lines.append(f"{name}: rank {p.rank}, {hops} from a top result, path score {p.raw:.3f}")
         elif p.channel == "identifier":
             lanes = {0: "exact id", 1: "exact name", 2: "id prefix"}
             lines.append(f"{name}: {lanes.get(int(p.raw), 'identifier')}")

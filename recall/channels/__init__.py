@@ -9,8 +9,8 @@ one weight in the configs that should run it.
 from __future__ import annotations
 
 from recall.channels.fulltext import FullText
+from recall.channels.graph import Graph
 from recall.channels.identifier import Identifier
-from recall.channels.links import Links
 from recall.channels.semantic import Semantic
 from recall.planes import Planes
 from recall.ports import Channel
@@ -18,8 +18,8 @@ from recall.ports import Channel
 FTS = FullText.name
 SEMANTIC = Semantic.name
 IDENTIFIER = Identifier.name
-LINK = Links.name
-STANDARD = (FullText, Semantic, Identifier, Links)
+GRAPH = Graph.name
+STANDARD = (FullText, Semantic, Identifier, Graph)
 
 
 def standard(planes: Planes) -> tuple[Channel, ...]:
@@ -27,4 +27,4 @@ def standard(planes: Planes) -> tuple[Channel, ...]:
     return tuple(cls(planes) for cls in STANDARD)
 
 
-__all__ = ["FTS", "IDENTIFIER", "LINK", "SEMANTIC", "STANDARD", "standard"]
+__all__ = ["FTS", "GRAPH", "IDENTIFIER", "SEMANTIC", "STANDARD", "standard"]

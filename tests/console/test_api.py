@@ -13,7 +13,7 @@ from tests.console.api_world import World, call, world_fixture  # noqa: F401
 PACK_ITEM = {"id", "kind", "name", "memory_kind", "project", "text", "valid_from", "source",
              "score", "tokens"}  # fmt: skip
 SEARCH_HIT = set(SearchHitOut.model_fields)
-SOURCES = {"semantic", "fts", "fused", "link", "browse", "identifier"}
+SOURCES = {"semantic", "fts", "fused", "graph", "browse", "identifier"}
 ERROR = {"detail", "field", "code"}
 
 
@@ -36,7 +36,8 @@ def test_recall_reply_matches_the_context_pack_contract_field_by_field(world: Wo
     assert r.status_code == 200
     pack = r.json()
     ContextPackOut.model_validate(pack)
-    assert set(pack) == {"items", "omitted", "tokens", "budget", "warnings", "debug"}
+    assert set(pack) == {"items", "omitted", "total_found", "tokens", "budget", "warnings", "debug"}
+    assert pack["total_found"] >= len(pack["items"])
     assert pack["budget"] == 1000 and pack["warnings"] == []
     assert isinstance(pack["debug"], dict) and pack["debug"]["embedded"] is True
     assert pack["items"], "the alpha memory matches"
@@ -586,7 +587,8 @@ def test_openapi_schema_and_docs_are_served(world: World) -> None:
         "/api/v1/memories/{memory_id}/supersede", "/api/v1/memories/{memory_id}/archive",
         "/api/v1/memories/{memory_id}/restore", "/api/v1/memories/{memory_id}/favorite",
         "/api/v1/notes", "/api/v1/notes/{note_id}", "/api/v1/notes/{note_id}/favorite",
-        "/api/v1/projects",
+        "/api/v1/projects", "/api/v1/search/text", "/api/v1/search/vector", "/api/v1/graph",
+        "/api/v1/memories/{memory_id}/associate", "/api/v1/memories/{memory_id}/dissociate",
     } == set(paths)  # fmt: skip
     for path, operations in paths.items():
         for method, op in operations.items():

@@ -390,18 +390,18 @@ def test_kind_browse_lists_newest_first_and_skips_invalidated(alpha: Project):
     assert {h.source for h in pack.items} == {"browse"}
 
 
-def test_link_expansion_is_noop_without_bodies(alpha: Project):
+def test_expansion_is_noop_without_edges(alpha: Project):
     remember(alpha, "chroma-boot-race", "chroma boot race")
     remember(alpha, "unlinked", "other")
     sync()
 
     pack = recall("chroma")
 
-    assert pack.items and "link" not in {h.source for h in pack.items}
+    assert pack.items and "graph" not in {h.source for h in pack.items}
     assert not Edge.objects.exists()
 
 
-def test_link_expansion_follows_wikilinks_with_source_link(alpha: Project):
+def test_graph_expansion_follows_wikilinks_with_source_graph(alpha: Project):
     seed = remember(
         alpha, "chroma-boot-race", "chroma boot race", body="Start chroma first; [[startup-order]]."
     )
@@ -416,8 +416,10 @@ def test_link_expansion_follows_wikilinks_with_source_link(alpha: Project):
 
     by_id = {h.id: h for h in pack.items}
     assert ids(pack.items)[0] == seed.pk
-    assert by_id[neighbour.pk].source == "link"
-    assert pack.debug["channels"][neighbour.pk] == {"link": 1}
+    assert by_id[neighbour.pk].source == "graph"
+    assert pack.debug["channels"][neighbour.pk] == {"graph": 1}
+    (prov,) = by_id[neighbour.pk].sources
+    assert (prov.hops, prov.path) == (1, (seed.pk, neighbour.pk))
 
 
 def test_tokens_never_exceed_budget(alpha: Project):

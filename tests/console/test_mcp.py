@@ -22,11 +22,14 @@ TOOLS = {
     "memory_recall", "memory_search", "memory_read", "memory_list", "memory_write",
     "memory_write_batch", "memory_supersede", "memory_archive", "memory_delete", "notes_read",
     "notes_write", "briefing", "prompt_recall", "projects_list", "project_create",
+    "memory_search_text", "memory_search_vector", "memory_graph", "memory_associate",
+    "memory_dissociate",
 }  # fmt: skip
 DESTRUCTIVE = {"memory_delete"}
 READ_ONLY = {
     "memory_recall", "memory_search", "memory_read", "memory_list", "notes_read", "briefing",
-    "prompt_recall", "projects_list",
+    "prompt_recall", "projects_list", "memory_search_text", "memory_search_vector",
+    "memory_graph",
 }  # fmt: skip
 
 SETUP = """

@@ -582,6 +582,28 @@ def test_inspector_shows_channels_ranks_tokens_and_records_nothing(
     assert not RetrievalEvent.objects.exists()
 
 
+def test_inspector_walks_the_graph_and_lists_associated_memories(
+    admin_client: Client, memory: Memory
+) -> None:
+    from console import indexing, services
+
+    far = make_memory(memory.project, name="far-away", description="unrelated words entirely")
+    services.association_write(src=memory, dst=far, rel="caused", weight=0.8)
+    indexing.apply_pending()
+    ask = {"mode": "recall", "query": "chroma", "project": "billing-api", "limit": "1"}
+
+    walked = admin_client.get("/inspect/", {**ask, "limit": "", "w_semantic": "0"}, **HX)
+    linked = admin_client.get("/inspect/", {**ask, "include_associated": "on", "hops": "0"}, **HX)
+    bad = admin_client.get("/inspect/", {**ask, "hops": "4"}, **HX)
+
+    graph = walked.content.decode()  # retry-policy is linked from the body, far-away associated
+    assert "Graph: rank 1, 1 hop from a top result" in graph and "Linked from a top result" in graph
+    html = linked.content.decode()
+    assert "data-associated" in html and "far-away" in html and "(caused)" in html
+    assert "and <strong>2 associated</strong>" in html
+    assert "less than or equal to 3" in bad.content.decode()
+
+
 def test_inspector_reports_omitted_items_under_a_tight_budget(
     admin_client: Client, memory: Memory
 ) -> None:

@@ -47,6 +47,7 @@ BEHAVIOUR_MODULES = (
     "tests.recall.test_briefing",
     "tests.recall.test_dedup",
     "tests.recall.test_expansion",
+    "tests.recall.test_associated",
     "tests.recall.test_prompt",
     "tests.recall.test_channels",
     "tests.recall.test_engine",
@@ -67,7 +68,7 @@ SEAMLESS = (
     "test_recall_never_sets_snippet_or_similarity",
     "test_snippets_carry_sentinels_not_markup",
     "test_kind_browse_lists_newest_first_and_skips_invalidated",
-    "test_link_expansion_is_noop_without_bodies",
+    "test_expansion_is_noop_without_edges",  # seamless: link expansion without bodies
     "test_superseded_duplicate_does_not_starve_live_one_in_dedup",
     "test_sealed_project_sees_no_global_hits",
     "test_override_row_applies_to_next_briefing",

@@ -38,6 +38,10 @@ class Writer(Protocol):
 
     def use(self, memory_id: str) -> None: ...
 
+    def associate(self, source: str, target: str, weight: float, rel: str = "related") -> None: ...
+
+    def supersede(self, memory_id: str, name: str) -> str: ...
+
 
 class ReferenceWriter:
     """Records straight into the in-memory store, each one newer than the last."""
@@ -82,6 +86,20 @@ class ReferenceWriter:
 
     def use(self, memory_id: str) -> None:
         self.store._usage[memory_id] = 0.4
+
+    def associate(self, source: str, target: str, weight: float, rel: str = "related") -> None:
+        self.store.connect(source, target, weight, rel)
+
+    def supersede(self, memory_id: str, name: str) -> str:
+        old = self.store.records[memory_id]
+        new = self.memory(old.project, name)
+        self.store.invalidate(memory_id, superseded_by=new)
+        for (src, dst, rel), link in list(self.store.explicit.items()):  # carried over
+            if src == memory_id:
+                self.store.connect(new, dst, link.weight, rel)
+            if dst == memory_id:
+                self.store.connect(src, new, link.weight, rel)
+        return new
 
 
 class DjangoWriter:
@@ -134,6 +152,20 @@ class DjangoWriter:
 
         yesterday = timezone.now() - timedelta(days=1)  # before the usage snapshot's cut
         services.retrieval_record(kind="read", ids=[memory_id], project=None, at=yesterday)
+
+    def associate(self, source: str, target: str, weight: float, rel: str = "related") -> None:
+        from console import services
+        from console.models import Memory
+
+        src, dst = Memory.objects.get(pk=source), Memory.objects.get(pk=target)
+        services.association_write(src=src, dst=dst, rel=rel, weight=weight)
+
+    def supersede(self, memory_id: str, name: str) -> str:
+        from console import services
+        from console.models import Memory
+
+        old = Memory.objects.get(pk=memory_id)
+        return str(services.memory_supersede(memory=old, name=name, description=name).pk)
 
 
 @pytest.fixture(params=["django", "memory"])
@@ -295,3 +327,50 @@ def test_isolation_of_known_and_unknown_projects(world: Any, writer: Writer) -> 
     assert writer.store.isolation("vault") == "sealed"
     assert writer.store.isolation("alpha") == "open"
     assert writer.store.isolation("nope") == "open"
+
+
+def test_edges_typed_weighted_scoped_both_ways(writer: Writer) -> None:
+    writer.project("alpha")
+    writer.project("beta")
+    a = writer.memory("alpha", "a", body="[[b]]")
+    b = writer.memory("alpha", "b")
+    c = writer.memory("alpha", "c")
+    g = writer.memory(None, "g")
+    off = writer.memory("alpha", "off")
+    writer.associate(a, c, 0.4, "caused")
+    writer.associate(a, g, 0.9)
+    writer.associate(c, a, 0.7, "depends-on")
+    writer.associate(a, off, 1.0)
+    writer.archive(off)
+    store = writer.store
+
+    forward = store.edges([a], where=ALPHA)
+    light = store.edges([a], where=ALPHA, min_weight=0.5)
+    sealed = store.edges([a], where=Filter(projects=("alpha",), include_global=False))
+    both = store.edges([a], where=ALPHA, reverse=True)
+
+    assert sorted(forward[a], key=lambda e: e.target) == sorted(
+        [Link(b), Link(c, 0.4, "caused"), Link(g, 0.9, "related")], key=lambda e: e.target
+    )
+    assert {e.target for e in light[a]} == {b, g}
+    assert {e.target for e in sealed[a]} == {b, c}
+    assert [e for e in both[a] if e.reverse] == [Link(c, 0.7, "depends-on", reverse=True)]
+    assert store.edges([b, "01J99999999999999999999999"], where=ALPHA) == {}
+
+
+def test_supersession_is_an_edge_and_associations_follow_the_replacement(writer: Writer) -> None:
+    writer.project("alpha")
+    old = writer.memory("alpha", "old")
+    other = writer.memory("alpha", "other")
+    writer.associate(old, other, 0.6, "caused")
+    writer.associate(other, old, 0.5)
+    new = writer.supersede(old, "new")
+    store = writer.store
+    everything = Filter(projects=("alpha",), include_global=True, active_only=False)
+
+    assert Link(old, 1.0, "supersedes") in store.edges([new], where=everything)[new]
+    assert Link(other, 0.6, "caused") in store.edges([new], where=ALPHA)[new]
+    assert Link(new, 0.5, "related") in store.edges([other], where=ALPHA)[other]
+    assert all(e.target != old for e in store.edges([new, other], where=ALPHA)[other])
+    back = store.edges([old], where=ALPHA, reverse=True)[old]
+    assert Link(new, 1.0, "supersedes", reverse=True) in back

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from recall.channels import STANDARD, FullText, Identifier, Links, Semantic, standard
+from recall.channels import STANDARD, FullText, Graph, Identifier, Semantic, standard
 from recall.config import RecallConfig, SearchConfig
 from recall.errors import ChannelOff
 from recall.planes import Planes
@@ -65,7 +65,7 @@ def test_every_channel_meets_the_port():
     for channel in [*standard(planes), Echo(planes)]:
         assert isinstance(channel, Channel)
         assert channel.role in (RANK, PIN, EXPAND)
-    assert [c.name for c in STANDARD] == ["fts", "semantic", "identifier", "link"]
+    assert [c.name for c in STANDARD] == ["fts", "semantic", "identifier", "graph"]
 
 
 def planes_with(*records: object, embedder: FakeEmbedder | None = None) -> Planes:
@@ -106,18 +106,24 @@ def test_identifier_scores_are_lanes_and_ranks_are_places():
     assert two_words == []
 
 
-def test_links_follow_seeds_in_order_each_target_once_never_a_seed():
+def test_graph_follows_seeds_scored_by_seed_and_weight_seeds_voting_for_seeds():
     a = make_memory(1, "a", body="[[c]] [[b]]")
     b = make_memory(2, "b", body="[[a]] [[d]]")
     planes = planes_with(a, b, make_memory(3, "c"), make_memory(4, "d"))
     seeds = [Candidate(uid(1), 1, 0.9), Candidate(uid(2), 2, 0.8)]
 
-    found = Links(planes).candidates(ChannelQuery("q"), Filter(), 10, seeds)
-    capped = Links(planes).candidates(ChannelQuery("q"), Filter(), 1, seeds)
+    found = Graph(planes).candidates(ChannelQuery("q"), Filter(), 10, seeds)
+    capped = Graph(planes).candidates(ChannelQuery("q"), Filter(), 1, seeds)
 
-    assert [(c.id, c.rank, c.score) for c in found] == [(uid(3), 1, 1.0), (uid(4), 2, 1.0)]
-    assert [c.id for c in capped] == [uid(3)]
-    assert Links(planes).candidates(ChannelQuery("q"), Filter(), 10, []) == []
+    assert [(c.id, c.rank, c.score) for c in found] == [
+        (uid(2), 1, 0.9),  # b, a seed, linked from the better seed a
+        (uid(3), 2, 0.9),  # ties: hops, then path ids
+        (uid(1), 3, 0.8),
+        (uid(4), 4, 0.8),
+    ]
+    assert found[1].path == (uid(1), uid(3))
+    assert [c.id for c in capped] == [uid(2)]
+    assert Graph(planes).candidates(ChannelQuery("q"), Filter(), 10, []) == []
 
 
 def test_search_runs_the_pin_channel_and_recall_does_not(make_engine: MakeEngine):

@@ -31,11 +31,15 @@ def test_defaults_follow_the_design():
         1000,
     )
     assert recall.item_tokens == 500
-    assert (recall.favorite_boost, recall.usage_boost, recall.link_seeds) == (1.15, 0.1, 5)
+    assert (recall.favorite_boost, recall.usage_boost) == (1.15, 0.1)
+    graph = (recall.graph_seeds, recall.graph_hops, recall.graph_reverse, recall.graph_cap)
+    assert graph == (8, 1, False, 10)  # fabriq GraphSeeds 8, Hops 1, GraphReverse off
+    associated = (recall.associated_cap, recall.associated_depth, recall.associated_min_weight)
+    assert associated == (10, 1, 0.0)  # Dakera
     assert (search.k, search.depth, search.limit, search.semantic_floor) == (60, 60, 20, 0.40)
     assert (recall.fusion, dict(recall.channel_weights)) == (
         "zscore",
-        {"fts": 0.6, "semantic": 0.4, "link": 1.0},
+        {"fts": 0.6, "semantic": 0.4, "graph": 0.3},
     )
     assert dict(search.channel_weights) == {"identifier": 1.0, "fts": 0.6, "semantic": 0.4}
     assert (BriefingConfig().budget, BriefingConfig().hard_cap_factor) == (1500, 2.0)
@@ -96,7 +100,7 @@ def test_an_unreadable_row_falls_back_to_the_base(row: str):
 
 def test_weights_merge_over_the_base_so_other_channels_keep_theirs():
     config, _ = decode_over(RecallConfig(), {"channel_weights": {"fts": 1.0}})
-    assert config.channel_weights == {"fts": 1.0, "semantic": 0.4, "link": 1.0}
+    assert config.channel_weights == {"fts": 1.0, "semantic": 0.4, "graph": 0.3}
 
 
 def test_a_json_row_and_no_row():

@@ -1,19 +1,18 @@
-"""The expand stage and link neighbours in Recall."""
+"""The expand stage: the graph channel's list joins the fusion, in Recall."""
 
 from __future__ import annotations
 
 import pytest
 
 from recall.config import RecallConfig
-from recall.expansion import neighbours, seeds, wanted
+from recall.expansion import refuse, seeds, wanted
 from recall.requests import RecallRequest
-from recall.results import Provenance
 from recall.scoring import Scored
 from recall.testing import InMemoryStore
 from recall.types import Candidate, Filter
 from tests.recall.conftest import MakeEngine, ids, invalidate, make_memory, make_note, uid
 
-RRF = RecallConfig(fusion="rrf", channel_weights={"fts": 1.0, "semantic": 1.0, "link": 1.0})
+RRF = RecallConfig(fusion="rrf", channel_weights={"fts": 1.0, "semantic": 1.0, "graph": 1.0})
 
 
 def ask(query: str, **kw: object) -> RecallRequest:
@@ -22,6 +21,10 @@ def ask(query: str, **kw: object) -> RecallRequest:
 
 def scored(*records: object) -> list[Scored]:
     return [Scored(r, 1.0 / n, (), "fts") for n, r in enumerate(records, 1)]  # type: ignore[arg-type]
+
+
+def graph_ids(pack: object) -> list[str]:
+    return [h.id for h in pack.items if h.source == "graph"]  # type: ignore[attr-defined]
 
 
 def test_seeds_are_the_best_memories_never_notes():
@@ -37,42 +40,44 @@ def test_expansion_runs_without_a_kind_filter_only():
     assert not wanted(Filter(), limit=0)
 
 
-def test_new_neighbours_score_weight_times_edge_over_k_plus_discovery_order():
-    present, first, second = make_memory(1), make_memory(2, "b"), make_memory(3, "c")
-    store = InMemoryStore([present, first, second])
-    found = [Candidate(uid(1), 1, 1.0), Candidate(uid(2), 2, 1.0), Candidate(uid(3), 3, 0.5)]
+def test_the_graph_list_is_fused_with_the_others_by_weight():
+    a, b, c = make_memory(1), make_memory(2), make_memory(3)
+    store = InMemoryStore([a, b, c])
+    fts = [Candidate(uid(1), 1, 9.0), Candidate(uid(2), 2, 5.0)]
+    graph = [Candidate(uid(2), 1, 0.5, path=(uid(1), uid(2))), Candidate(uid(3), 2, 0.4)]
 
-    out = neighbours({"link": found}, scored(present), store=store, weights={"link": 2.0}, k=60)
+    out = refuse(
+        {"fts": fts}, {"graph": graph}, scored(a, b), store=store, method="rrf",
+        weights={"fts": 1.0, "graph": 2.0}, k=60,
+    )  # fmt: skip
 
-    assert [(s.record.id, s.sources) for s in out] == [
-        (uid(2), (Provenance("link", 1, 2.0 / 61),)),  # the ranked memory does not count
-        (uid(3), (Provenance("link", 2, 2.0 * 0.5 / 62),)),
-    ]
-    assert [s.score for s in out] == [2.0 / 61, 1.0 / 62]
-
-
-def test_neighbours_that_no_longer_hydrate_are_dropped_without_a_number():
-    store = InMemoryStore([make_memory(3, "c")])
-    out = neighbours(
-        {"link": [Candidate(uid(2), 1, 1.0), Candidate(uid(3), 2, 1.0)]},
-        [],
-        store=store,
-        weights={"link": 1.0},
-        k=60,
-    )
-    assert [(s.record.id, s.sources[0].rank) for s in out] == [(uid(3), 1)]
+    assert [s.record.id for s in out] == [uid(2), uid(3), uid(1)]
+    assert out[0].score == pytest.approx(1 / 62 + 2 / 61)
+    assert out[0].source == "fused"
+    found = next(p for p in out[0].sources if p.channel == "graph")
+    assert (found.hops, found.path) == (1, (uid(1), uid(2)))
 
 
-def test_link_neighbours_join_recall_with_source_link(make_engine: MakeEngine):
+def test_an_empty_graph_list_leaves_the_ranking_as_it_was():
+    a = make_memory(1)
+    before = scored(a)
+    out = refuse({"fts": [Candidate(uid(1), 1, 1.0)]}, {"graph": []}, before,
+                 store=InMemoryStore([a]), method="zscore", weights={}, k=60)  # fmt: skip
+    assert out == before
+
+
+def test_graph_neighbours_join_recall_with_source_graph(make_engine: MakeEngine):
     seed = make_memory(1, description="chroma boot race", body="see [[startup-order]]")
     neighbour = make_memory(2, "startup-order", description="services start in this order")
     engine = make_engine([seed, neighbour], embedder=None)
 
-    pack = engine.recall(ask("chroma"), config=RRF)
+    pack = engine.recall(ask("chroma", debug=True), config=RRF)
 
     assert ids(pack.items) == [seed.id, neighbour.id]
-    assert pack.items[1].source == "link"
+    assert pack.items[1].source == "graph"
     assert pack.items[1].score == pytest.approx(1 / (60 + 1))
+    (prov,) = pack.items[1].sources
+    assert (prov.channel, prov.hops, prov.path) == ("graph", 1, (seed.id, neighbour.id))
 
 
 def test_names_resolve_in_the_project_before_global(make_engine: MakeEngine):
@@ -81,50 +86,35 @@ def test_names_resolve_in_the_project_before_global(make_engine: MakeEngine):
         [seed, make_memory(2, "shared", project=None), make_memory(3, "shared")], embedder=None
     )
 
-    pack = engine.recall(ask("chroma"), config=RRF)
-
-    assert [h.id for h in pack.items if h.source == "link"] == [uid(3)]
+    assert graph_ids(engine.recall(ask("chroma"), config=RRF)) == [uid(3)]
 
 
-def test_neighbours_come_in_body_order(make_engine: MakeEngine):
-    seed = make_memory(1, description="chroma", body="[[gamma]] then [[beta]] then [[gamma]]")
-    engine = make_engine([seed, make_memory(2, "beta"), make_memory(3, "gamma")], embedder=None)
-
-    pack = engine.recall(ask("chroma"), config=RRF)
-
-    assert [(h.id, h.sources[0].rank) for h in pack.items if h.source == "link"] == [
-        (uid(3), 1),
-        (uid(2), 2),
-    ]
-
-
-def test_link_expansion_is_noop_without_bodies(make_engine: MakeEngine):
+def test_expansion_is_noop_without_edges(make_engine: MakeEngine):
     engine = make_engine(
         [make_memory(1, description="chroma"), make_memory(2, "unlinked", description="other")]
     )
 
     pack = engine.recall(ask("chroma", debug=True), config=RRF)
 
-    assert [h.source for h in pack.items] != [] and "link" not in {h.source for h in pack.items}
+    assert pack.items and "graph" not in {h.source for h in pack.items}
 
 
-def test_link_expansion_is_skipped_with_a_kind_filter(make_engine: MakeEngine):
+def test_expansion_is_skipped_with_a_kind_filter(make_engine: MakeEngine):
     seed = make_memory(1, description="chroma", kind="gotcha", body="[[other]]")
     engine = make_engine([seed, make_memory(2, "other", kind="gotcha")], embedder=None)
 
     assert ids(engine.recall(ask("chroma", kind="gotcha")).items) == [seed.id]
 
 
-def test_a_zero_link_weight_turns_expansion_off(make_engine: MakeEngine):
+@pytest.mark.parametrize("off", [{"channel_weights": {"graph": 0}}, {"hops": 0}])
+def test_a_zero_graph_weight_or_zero_hops_turns_expansion_off(make_engine: MakeEngine, off):
     seed = make_memory(1, description="chroma", body="[[other]]")
     engine = make_engine([seed, make_memory(2, "other")], embedder=None)
 
-    pack = engine.recall(ask("chroma", channel_weights={"link": 0}), config=RRF)
-
-    assert ids(pack.items) == [seed.id]
+    assert ids(engine.recall(ask("chroma", **off), config=RRF).items) == [seed.id]
 
 
-def test_out_of_scope_and_inactive_neighbours_are_guarded(make_engine: MakeEngine):
+def test_out_of_scope_and_inactive_neighbours_are_never_reached(make_engine: MakeEngine):
     seed = make_memory(1, description="chroma", body="[[elsewhere]] [[retired]]")
     engine = make_engine(
         [seed, make_memory(2, "elsewhere", project=None), make_memory(3, "retired")],
@@ -136,14 +126,28 @@ def test_out_of_scope_and_inactive_neighbours_are_guarded(make_engine: MakeEngin
     assert ids(engine.recall(ask("chroma")).items) == [seed.id]
 
 
-def test_only_the_top_seeds_are_expanded(make_engine: MakeEngine):
+def test_only_the_top_graph_seeds_are_expanded(make_engine: MakeEngine):
     seeds_ = [
-        make_memory(i, description="chroma " * (10 - i), body=f"[[n{i}]]") for i in range(1, 8)
+        make_memory(i, description="chroma " * (12 - i), body=f"[[n{i}]]") for i in range(1, 11)
     ]
-    targets = [make_memory(100 + i, f"n{i}") for i in range(1, 8)]
+    targets = [make_memory(100 + i, f"n{i}") for i in range(1, 11)]
     engine = make_engine([*seeds_, *targets], embedder=None)
 
-    pack = engine.recall(ask("chroma", limit=100), config=RRF)
+    ranked = ids(engine.recall(ask("chroma", limit=100, hops=0), config=RRF).items)
+    target = {uid(i): uid(100 + i) for i in range(1, 11)}
 
-    linked = [h.id for h in pack.items if h.source == "link"]
-    assert linked == [uid(101), uid(102), uid(103), uid(104), uid(105)]
+    default = graph_ids(engine.recall(ask("chroma", limit=100), config=RRF))
+    three = graph_ids(engine.recall(ask("chroma", limit=100, graph_seeds=3), config=RRF))
+
+    assert set(default) == {target[s] for s in ranked[:8]}  # graph_seeds 8 (fabriq)
+    assert set(three) == {target[s] for s in ranked[:3]}
+
+
+def test_request_fields_out_of_range_are_query_errors(make_engine: MakeEngine):
+    from recall.errors import QueryError
+
+    engine = make_engine([make_memory(1, description="chroma")], embedder=None)
+    for bad in ({"hops": 4}, {"graph_min_weight": 1.5}, {"associated_cap": 11},
+                {"associated_depth": 0}, {"graph_seeds": -1}):  # fmt: skip
+        with pytest.raises(QueryError, match=next(iter(bad))):
+            engine.recall(ask("chroma", **bad))

@@ -25,7 +25,7 @@ from recall.testing import FakeEmbedder, InMemoryStore, InMemoryTextIndex, InMem
 from recall.types import Candidate
 from tests.recall.conftest import NOW, index, make_memory
 
-CHANNELS = ("fts", "semantic", "identifier", "link")
+CHANNELS = ("fts", "semantic", "identifier", "graph")
 weight = st.floats(min_value=0, max_value=MAX_WEIGHT, allow_nan=False, allow_infinity=False)
 weights = st.dictionaries(st.sampled_from(CHANNELS), weight, max_size=len(CHANNELS))
 bm25 = st.floats(min_value=0, max_value=1e4, allow_nan=False)
@@ -36,7 +36,7 @@ cosine = st.floats(min_value=-1, max_value=1, allow_nan=False)
 def channel_lists(draw: st.DrawFn) -> dict[str, list[Candidate]]:
     ids = [f"m{i}" for i in range(draw(st.integers(1, 30)))]
     lists: dict[str, list[Candidate]] = {}
-    for channel, scores in (("fts", bm25), ("semantic", cosine), ("link", cosine)):
+    for channel, scores in (("fts", bm25), ("semantic", cosine), ("graph", cosine)):
         chosen = draw(st.lists(st.sampled_from(ids), unique=True, max_size=len(ids)))
         values = sorted((draw(scores) for _ in chosen), reverse=True)
         pairs = enumerate(zip(chosen, values, strict=True), 1)

@@ -337,13 +337,13 @@ def test_debug_reports_ranks_timings_and_config(make_engine: MakeEngine):
         "fts",
         "semantic",
         "fusion",
-        "link",
+        "graph",
         "hydrate",
         "pack",
         "total",
     }  # type: ignore[arg-type]
     assert debug["embedded"] is True
-    assert debug["channel_status"] == {"fts": "on", "semantic": "on", "link": "on"}
+    assert debug["channel_status"] == {"fts": "on", "semantic": "on", "graph": "on"}
     assert debug["config"]["k"] == 60  # type: ignore[index]
 
 

@@ -1,0 +1,280 @@
+"""The graph over REST and MCP: associations, recall's graph and associated fields,
+the raw planes and the graph walk as agent tools, each behind the token's scope."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from console import indexing, services
+from console.models import Edge, Memory, Project
+from console.schemas import AssociationOut, ContextPackOut, GraphOut, SearchOut
+from tests.console.api_world import World, call, world_fixture  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+
+def remember(world: World, slug: str | None, name: str, description: str) -> Memory:
+    project = Project.objects.get(slug=slug) if slug else None
+    memory = services.memory_create(
+        project=project, kind="fact", name=name, description=description, body=description
+    )
+    indexing.apply_pending()
+    return memory
+
+
+def mcp(world: World, who: str, tool: str, args: dict[str, Any], monkeypatch: Any) -> Any:
+    """Call one MCP tool in process, exactly as `manage.py mcp` runs it."""
+    from console.mcp import SPECS, TOKEN_ENV
+
+    monkeypatch.setenv(TOKEN_ENV, world.secrets[who])
+    spec = next(s for s in SPECS if s.name == tool)
+    result = spec.build().fn(**args)
+    body = json.loads(result.content[0].text)
+    return (body["status"] if result.is_error else 200), body
+
+
+@pytest.fixture
+def chain(world: World) -> dict[str, Memory]:
+    """alpha: seed -> near (0.9) -> far (0.8); seed -> light (0.1); a beta memory."""
+    made = {
+        "seed": world.memories["alpha"],
+        "near": remember(world, "alpha", "near-one", "postgres starts before redis"),
+        "far": remember(world, "alpha", "far-one", "the web workers start last"),
+        "light": remember(world, "alpha", "light-one", "an aside about lunch"),
+    }
+    for src, dst, weight in (("seed", "near", 0.9), ("near", "far", 0.8), ("seed", "light", 0.1)):
+        services.association_write(src=made[src], dst=made[dst], rel="before", weight=weight)
+    return made
+
+
+def test_an_agent_associates_two_memories_and_sets_the_weight_again(world: World) -> None:
+    other = remember(world, "alpha", "other-one", "unrelated words")
+    path = f"/memories/{world.memories['alpha'].pk}/associate"
+
+    made = call(world.client("alpha"), "post", path, {"target": other.name, "rel": "caused"})
+    again = call(world.client("alpha"), "post", path,
+                 {"target": other.pk, "rel": "caused", "weight": 0.25})  # fmt: skip
+
+    assert made.status_code == 201 and again.status_code == 200
+    AssociationOut.model_validate(again.json())
+    assert again.json() == {"src": world.memories["alpha"].pk, "dst": other.pk,
+                            "rel": "caused", "weight": 0.25, "created": False}  # fmt: skip
+    assert Edge.objects.get(origin="explicit").weight == 0.25
+    gone = call(world.client("alpha"), "post", f"/memories/{world.memories['alpha'].pk}/dissociate",
+                {"target": other.pk})  # fmt: skip
+    assert gone.json()["removed"] == 1 and not Edge.objects.filter(origin="explicit").exists()
+
+
+@pytest.mark.parametrize(
+    ("who", "body", "status", "field"),
+    [
+        ("alpha", {"target": "beta-bergamot"}, 404, None),  # another project's memory
+        ("alpha_ro", {"target": "global-gazetteer"}, 403, None),  # read-only token
+        ("alpha", {"target": "global-gazetteer", "weight": 1.5}, 422, "weight"),
+        ("alpha", {"target": "global-gazetteer", "rel": "links"}, 400, "rel"),  # reserved
+        ("alpha", {"target": "global-gazetteer", "rel": "Bad Type"}, 422, "rel"),
+    ],
+)
+def test_associations_are_guarded(world: World, who: str, body: dict, status: int, field: Any):
+    path = f"/memories/{world.memories['alpha'].pk}/associate"
+
+    r = call(world.client(who), "post", path, body)
+
+    assert r.status_code == status, r.json()
+    if field:
+        assert field in json.dumps(r.json())
+
+
+def test_a_global_memory_is_not_changed_by_an_agent(world: World) -> None:
+    path = f"/memories/{world.memories[None].pk}/associate"
+    r = call(world.client("alpha"), "post", path, {"target": world.memories["alpha"].pk})
+    assert r.status_code == 403
+
+
+def test_recall_walks_hops_and_adds_associated_items(world: World, chain) -> None:
+    client = world.client("alpha")
+    body = {"query": "albatross cache", "debug": True, "record": False, "graph_seeds": 1}
+
+    one = call(client, "post", "/recall", body).json()
+    two = call(client, "post", "/recall", {**body, "hops": 2}).json()
+    off = call(client, "post", "/recall", {**body, "hops": 0}).json()
+    light = call(client, "post", "/recall", {**body, "graph_min_weight": 0.5}).json()
+    asked = {"hops": 0, "include_associated": True, "associated_depth": 2, "limit": 1}
+    linked = call(client, "post", "/recall", {**body, **asked}).json()
+
+    for reply in (one, two, off, light, linked):
+        ContextPackOut.model_validate(reply)
+
+    def graph(reply: dict) -> set[str]:  # what the graph channel found (maybe others too)
+        return {
+            i["id"] for i in reply["items"] if any(p["channel"] == "graph" for p in i["sources"])
+        }
+
+    assert graph(one) == {chain["near"].pk, chain["light"].pk}
+    assert graph(two) == {chain["near"].pk, chain["far"].pk, chain["light"].pk}
+    far = next(i for i in two["items"] if i["id"] == chain["far"].pk)
+    prov = next(p for p in far["sources"] if p["channel"] == "graph")
+    assert prov["hops"] == 2 and prov["path"] == [chain[k].pk for k in ("seed", "near", "far")]
+    assert graph(off) == set() and graph(light) == {chain["near"].pk}
+    assert "associated" not in one and one["total_found"] >= len(one["items"])
+    main = {i["id"] for i in linked["items"]}
+    assoc = [(a["id"], a["depth"], a["via"], a["rel"]) for a in linked["associated"]]
+    assert not main & {a[0] for a in assoc}
+    assert (chain["far"].pk, 2, chain["seed"].pk, "before") in assoc
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"hops": 4}, {"associated_cap": 11}, {"associated_depth": 0}, {"graph_min_weight": 2},
+     {"graph_reverse": "yes"}],
+)  # fmt: skip
+def test_graph_fields_out_of_range_are_refused_by_name(world: World, bad: dict) -> None:
+    r = call(world.client("alpha"), "post", "/recall", {"query": "albatross", **bad})
+    assert r.status_code == 422 and next(iter(bad)) in json.dumps(r.json())
+
+
+def test_the_same_recall_fields_over_mcp(world: World, chain, monkeypatch) -> None:
+    args = {"query": "albatross cache", "hops": 2, "include_associated": True, "record": False}
+
+    status, body = mcp(world, "alpha", "memory_recall", args, monkeypatch)
+
+    assert status == 200
+    ContextPackOut.model_validate(body)
+    found = {i["id"] for i in body["items"]} | {a["id"] for a in body["associated"]}
+    assert chain["far"].pk in found
+    assert body["associated"] == [] or all(a["depth"] >= 1 for a in body["associated"])
+    status, refused = mcp(world, "alpha", "memory_recall", {"query": "x", "hops": 9}, monkeypatch)
+    assert status == 422 and refused["field"] == "hops"
+
+
+def test_graph_walk_from_a_memory_over_rest_and_mcp(world: World, chain, monkeypatch) -> None:
+    body = {"memory": chain["seed"].pk, "hops": 2}
+
+    rest = call(world.client("alpha"), "post", "/graph", body)
+    status, tool = mcp(world, "alpha", "memory_graph", body, monkeypatch)
+
+    assert rest.status_code == status == 200 and rest.json() == tool
+    GraphOut.model_validate(tool)
+    assert tool["start"]["id"] == chain["seed"].pk
+    nodes = [(n["id"], n["hops"], n["rels"]) for n in tool["nodes"]]
+    assert nodes == [
+        (chain["near"].pk, 1, ["before"]),
+        (chain["far"].pk, 2, ["before", "before"]),
+        (chain["light"].pk, 1, ["before"]),
+    ]
+    assert tool["nodes"][1]["score"] == pytest.approx(0.9 * 0.8 * 0.5)
+    back = call(world.client("alpha"), "post", "/graph",
+                {"memory": "far-one", "reverse": True}).json()  # fmt: skip
+    assert [(n["id"], n["rels"]) for n in back["nodes"]] == [(chain["near"].pk, ["~before"])]
+
+
+def test_graph_walk_never_leaves_the_tokens_scope(world: World, chain, monkeypatch) -> None:
+    beta = world.memories["beta"]
+    Edge.objects.create(src=chain["seed"], dst=beta, rel="leak", weight=1.0, origin="explicit")
+    archived = chain["near"]
+    services.memory_archive(memory=archived)
+
+    walked = call(world.client("alpha"), "post", "/graph", {"memory": chain["seed"].pk, "hops": 3})
+    status, _ = mcp(world, "alpha", "memory_graph", {"memory": beta.pk}, monkeypatch)
+    sealed = call(world.client("vault"), "post", "/graph", {"memory": world.memories[None].pk})
+
+    assert [n["id"] for n in walked.json()["nodes"]] == [chain["light"].pk]
+    assert status == 404 and sealed.status_code == 404
+
+
+@pytest.mark.parametrize("plane", ["text", "vector"])
+def test_the_raw_planes_over_rest_and_mcp(world: World, plane: str, monkeypatch) -> None:
+    query = {"q": "albatross warm cache"}
+
+    rest = call(world.client("alpha"), "get", f"/search/{plane}", query)
+    status, tool = mcp(world, "alpha", f"memory_search_{plane}", query, monkeypatch)
+    sealed = call(world.client("vault"), "get", f"/search/{plane}", {"q": "gazetteer cache"})
+
+    assert rest.status_code == status == 200
+    SearchOut.model_validate(rest.json())
+    hits = rest.json()["hits"]
+    assert hits[0]["id"] == world.memories["alpha"].pk
+    assert {h["source"] for h in hits} == {"fts" if plane == "text" else "semantic"}
+    assert [h["id"] for h in hits] == [h["id"] for h in tool["hits"]]
+    if plane == "vector":
+        assert all(h["score"] == h["similarity"] for h in hits)
+    assert {h["project"] for h in hits} <= {"alpha", None}
+    assert world.memories[None].pk not in {h["id"] for h in sealed.json()["hits"]}
+    other = call(world.client("alpha"), "get", f"/search/{plane}", {**query, "project": "beta"})
+    assert other.status_code == 403
+
+
+def test_supersede_carries_associations_to_the_replacement(world: World, chain) -> None:
+    r = call(world.client("alpha"), "post", f"/memories/{chain['near'].pk}/supersede",
+             {"description": "postgres, then redis, then the rest"})  # fmt: skip
+
+    new = r.json()["memory"]["id"]
+    walked = call(world.client("alpha"), "post", "/graph", {"memory": chain["seed"].pk, "hops": 2})
+
+    assert r.status_code == 201
+    assert [n["id"] for n in walked.json()["nodes"]][:2] == [new, chain["far"].pk]
+
+
+def test_a_saved_link_override_carries_over_to_the_graph_channel() -> None:
+    import importlib
+
+    from django.apps import apps
+
+    from console.models import Setting
+
+    migration = importlib.import_module("console.migrations.0009_graph_channel_settings")
+    Setting.objects.create(
+        key="recall_config", value={"link_seeds": 3, "channel_weights": {"link": 0.0, "fts": 1}}
+    )
+
+    migration.forwards(apps, None)
+
+    value = Setting.objects.get(key="recall_config").value
+    assert value == {"graph_seeds": 3, "channel_weights": {"graph": 0.0, "fts": 1}}
+    migration.backwards(apps, None)
+    assert Setting.objects.get(key="recall_config").value["channel_weights"] == {
+        "link": 0.0,
+        "fts": 1,
+    }
+
+
+def test_dissociating_from_a_memory_the_token_cannot_see_removes_nothing(world: World) -> None:
+    path = f"/memories/{world.memories['alpha'].pk}/dissociate"
+    beta = world.memories["beta"].pk
+
+    r = call(world.client("alpha"), "post", path, {"target": beta})
+
+    assert r.status_code == 200 and r.json() == {
+        "src": world.memories["alpha"].pk, "dst": beta, "removed": 0,
+    }  # fmt: skip
+
+
+FIELDS = [  # (field, a value it takes, one it refuses)
+    ("hops", 3, 4),
+    ("graph_seeds", 2, -1),
+    ("graph_reverse", True, "yes"),
+    ("graph_min_weight", 0.5, 1.5),
+    ("graph_cap", 5, 101),
+    ("include_associated", True, 1),
+    ("associated_cap", 10, 11),
+    ("associated_depth", 3, 0),
+    ("associated_min_weight", 0.2, -0.1),
+]
+
+
+@pytest.mark.parametrize(("field", "good", "bad"), FIELDS)
+def test_every_graph_field_on_rest_and_mcp(world: World, monkeypatch, field, good, bad) -> None:
+    ask = {"query": "albatross", "record": False}
+
+    rest_ok = call(world.client("alpha"), "post", "/recall", {**ask, field: good})
+    rest_bad = call(world.client("alpha"), "post", "/recall", {**ask, field: bad})
+    mcp_ok, body = mcp(world, "alpha", "memory_recall", {**ask, field: good}, monkeypatch)
+    mcp_bad, refused = mcp(world, "alpha", "memory_recall", {**ask, field: bad}, monkeypatch)
+
+    assert rest_ok.status_code == mcp_ok == 200
+    assert rest_ok.json()["items"] == body["items"]
+    assert rest_bad.status_code == mcp_bad == 422
+    assert rest_bad.json()["field"] == refused["field"] == field
