@@ -21,9 +21,11 @@ import pytest
 from recall.errors import ConfigError, IndexUnavailable
 from recall.indexes import layout
 from recall.indexes.lance_index import LanceIndex, sql_string, where_sql
+from recall.indexes.pg_vector_index import PgVectorIndex
 from recall.ports import VectorIndex
 from recall.testing import InMemoryVectorIndex
 from recall.types import Filter, VectorRow
+from tests import pg
 
 ROOT = Path(__file__).resolve().parents[2]
 DIMS = 8
@@ -56,11 +58,14 @@ EVERYTHING = Filter(active_only=False)
 X = unit(1)
 
 
-@pytest.fixture(params=["lance", "memory"])
+@pytest.fixture(params=["lance", "memory", "postgres"])
 def factory(request: pytest.FixtureRequest, tmp_path: Path) -> Factory:
     """Builds the adapter; calling it again reopens the same store."""
     if request.param == "lance":
         return lambda: LanceIndex(tmp_path / "vectors", dims=DIMS)
+    if request.param == "postgres":
+        url, table = pg.database_url(), pg.table_for(tmp_path)
+        return lambda: PgVectorIndex(dsn=url, dims=DIMS, table=table)
     only = InMemoryVectorIndex()
     return lambda: only
 
