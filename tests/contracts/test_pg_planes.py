@@ -192,3 +192,33 @@ def test_a_short_row_lacking_a_word_does_not_outrank_one_holding_every_word(tabl
 
     found = [c.id for c in index.search("albatross cache", where=EVERYTHING, limit=10)]
     assert found[:2] == ["memory", "note"] and sorted(found[2:]) == sorted(others)
+
+
+def test_a_filtered_hnsw_scan_goes_on_until_the_page_is_full(
+    table: str, caller: psycopg.Connection[Any]
+) -> None:
+    """The nearest 600 rows are archived; with pgvector's iterative scan the HNSW scan
+    keeps going past ef_search (10) until 5 active rows are found."""
+    rng = np.random.default_rng(7)
+    near = [(f"a{n:04d}", False, (1.0, *rng.normal(0, 0.05, DIMS - 1))) for n in range(600)]
+    far = [(f"b{n:02d}", True, (0.2, *rng.normal(0, 1, DIMS - 1))) for n in range(20)]
+    rows = [
+        VectorRow(id=i, item="memory", project="a", active=active, kind="fact",
+                  vector=tuple(float(x) for x in v / np.linalg.norm(v)), model="m1")
+        for i, active, v in ((i, a, np.array(v)) for i, a, v in near + far)
+    ]  # fmt: skip
+    PgVectorIndex(dsn=pg.database_url(), dims=DIMS, table=table).upsert(rows)
+    caller.execute("SET enable_seqscan = off")  # else the planner reads 620 rows exactly
+    index = PgVectorIndex(
+        dsn=pg.database_url(), borrow=lambda: caller, dims=DIMS, table=table, ef_search=10
+    )
+    plan = caller.execute(
+        f"EXPLAIN SELECT id FROM {table} WHERE active ORDER BY embedding <=> '[1,0,0,0]' LIMIT 5"
+    ).fetchall()
+    assert any(f"{table}_hnsw" in line for (line,) in plan)  # the HNSW index is the scan
+
+    found = index.search((1.0, 0.0, 0.0, 0.0), where=Filter(), limit=5)
+
+    assert len(found) == 5 and all(c.id.startswith("b") for c in found)
+    scores = [c.score for c in found]
+    assert scores == sorted(scores, reverse=True)
