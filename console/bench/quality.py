@@ -35,6 +35,7 @@ from console.models import Memory
 from recall.channels import FTS, SEMANTIC
 from recall.config import RecallConfig, from_mapping
 from recall.fusion import fuse
+from recall.indexes.pg_text_index import PgTextIndex
 from recall.ports import TextIndex
 from recall.query import clean
 from recall.requests import RecallRequest
@@ -56,7 +57,11 @@ def variant_config(base: RecallConfig, values: Mapping[str, Any]) -> tuple[Recal
 def _nocontext_index(root: Path) -> TextIndex:
     """The configured full-text backend over the same docs without session context."""
     cls: Any = type(wiring.text_index())
-    index: TextIndex = cls(root / "text-nocontext")
+    if issubclass(cls, PgTextIndex):  # a table of its own beside the configured one
+        index: TextIndex = cls(table="recall_text_nocontext")
+        index.clear()
+    else:
+        index = cls(root / "text-nocontext")
     rows = Memory.objects.order_by("pk")
     ids = list(rows.values_list("pk", flat=True))
     for start in range(0, len(ids), 512):
