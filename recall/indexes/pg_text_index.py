@@ -23,11 +23,11 @@ weights of its occurrences, saturated and length-normalised against the
 table's average weighted length, times its IDF. Scope and validity are in
 the WHERE clause, before the limit; ties break by id.
 
-Measured on the four eval sets (`manage.py bench quality --profile
-postgres`), BM25F scores the full-text leg above IDF times `ts_rank` (whose
-length normalisation, 1 + log of the length, lets a short document that
-lacks a query word outrank a longer one holding them all) and above plain
-`ts_rank_cd`.
+Measured on the LoCoMo eval sets (`manage.py bench quality --profile
+postgres`), BM25F scores the full-text leg a little above IDF times
+`ts_rank` on average (README, Figures), and fixes its worst case: ts_rank's
+length normalisation (a division by the log of the length) let a short
+document lacking a query word outrank a longer one holding them all.
 
 Snippets come from `recall.indexes.fragments`: the hits' stored fields are
 cut in Python, and a word is marked when its stem (asked of the same
