@@ -233,7 +233,7 @@ def _serve(spec: Mapping[str, Any]) -> dict[str, Any]:
     out["peak_rss_mb"] = vm("VmHWM")
     out["rss_mb"] = vm("VmRSS")
     if spec.get("api_ingest"):
-        ops["write one memory (API)"] = percentiles(_api_single_writes(n))
+        out["api_write"] = percentiles(_api_single_writes(n))
         out["api_batch"] = _api_batch_ingest(int(spec["api_ingest"]))
     out["loadavg_end"] = loadavg()
     return out
@@ -389,6 +389,12 @@ def tables(body: Mapping[str, Any]) -> str:
             f"end-to-end / raw parts = {b['recall_over_raw']}; palette: {b['palette_path']}; "
             f"load {b['loadavg_start']}->{b['loadavg_end']} {extra or ''}"
         )
+        if b.get("api_write"):
+            w = b["api_write"]
+            lines.append(
+                f"{name}: POST /memories, one memory until both planes hold it: p50 {w['p50']}"
+                f" / p95 {w['p95']} / p99 {w['p99']} ms"
+            )
         if b.get("api_batch"):
             a = b["api_batch"]
             lines.append(
