@@ -40,15 +40,18 @@ borrowed connection a write joins the caller's transaction.
 
 from __future__ import annotations
 
-import math
-import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from psycopg import sql
 
-from recall.indexes import fragments
+from recall.indexes import fragments, pg_bm25
+from recall.indexes.pg_bm25 import (
+    WEIGHTS,
+    DocumentFrequencies,
+    bm25_sql,
+    weighted_length,
+)
 from recall.indexes.pg_connection import (
     Borrow,
     Connections,
@@ -62,13 +65,6 @@ from recall.types import Candidate, Doc, Filter
 CONFIG = "recall_english"
 DICTIONARY = "recall_english_stem"
 MAX_WORD = 40
-# Field weights, in ts_rank_cd's order {D, C, B, A}: context, body, description and tags,
-# name and title. A word's term frequency and a row's length both count each word at its
-# field's weight (BM25F).
-WEIGHTS = (0.1, 0.4, 0.6, 1.0)
-FIELD_WEIGHT = dict(zip("DCBA", WEIGHTS, strict=True))
-K1 = 1.2  # term-frequency saturation (Robertson and Zaragoza 2009, section 3.3)
-B = 0.75  # how far a row's length against the average scales its term frequency
 WORD_TYPES = (
     "asciiword, word, numword, asciihword, hword, numhword,"
     " hword_asciipart, hword_part, hword_numpart"
@@ -78,20 +74,6 @@ WORD_TYPES = (
 def index_text(text: str) -> str:
     """The words of `text` as the index sees them (no punctuation, no over-long words)."""
     return " ".join(w for w in fragments.tokens(text) if len(w) <= MAX_WORD)
-
-
-def weighted_length(fields: dict[str, str]) -> float:
-    """A row's BM25F length: its words counted at their field's weight (`fields`: weight
-    letter -> the field's index text)."""
-    return sum(FIELD_WEIGHT[w] * len(text.split()) for w, text in fields.items())
-
-
-def bm25(idf: float, tf: float, length: float, average: float) -> float:
-    """One word's BM25 score (Robertson and Zaragoza 2009, eq. 3.15), in Python as in SQL.
-
-    idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / average)).
-    """
-    return idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / (average or 1.0)))
 
 
 def stored(text: str) -> str:
@@ -123,97 +105,6 @@ def config_ddl() -> list[Statement]:
     ]
 
 
-def _bm25_sql(idf: float, tf: str) -> sql.Composable:
-    """`bm25` in SQL over a row's term frequency column `tf` and its `norm` column."""
-    return sql.SQL("{idf} * {tf} * {k1plus} / ({tf} + norm)").format(
-        idf=sql.Literal(idf), tf=sql.Identifier(tf), k1plus=sql.Literal(K1 + 1)
-    )
-
-
-class DocumentFrequencies:
-    """Each word's document frequency, the row count and the average weighted length,
-    for IDF and BM25's length normalisation, cached for `ttl_s`.
-
-    Counting a word's rows through the GIN index is cheap for a rare word
-    and costs milliseconds for one in most rows, so counts are kept a while:
-    IDF only weighs words against each other, and a count a minute old
-    weighs them the same. This process's own writes drop the cache at once.
-    Words in more than `COMMON_SHARE` of the rows (of a table holding more
-    than `COMMON_MIN`) are common: they score but select no rows (see
-    `PgTextIndex._scoring`), as tantivy's prefix expansions skip them.
-    """
-
-    COMMON_SHARE = 0.2
-    COMMON_MIN = 1000
-    ROWS = ""  # cache keys of the table-wide figures (no query word is empty or has a space)
-    AVERAGE = " average"
-
-    def __init__(self, ttl_s: float = 60.0) -> None:
-        self.ttl_s = ttl_s
-        self._counts: dict[str, tuple[float, float]] = {}
-        self._lock = threading.Lock()
-
-    def invalidate(self) -> None:
-        with self._lock:
-            self._counts.clear()
-
-    def idf(
-        self, cur: Any, table: sql.Identifier, query: Sequence[str], typed: str | None
-    ) -> tuple[dict[str, tuple[float, bool]], float]:
-        """word (and the typed prefix) -> (BM25 idf, whether it is common); the average length.
-
-        idf = ln(1 + (N - df + 0.5) / (df + 0.5)), Lucene's non-negative form of
-        Robertson and Sparck Jones's weight.
-        """
-        keys = [self.ROWS, self.AVERAGE, *query, *([typed] if typed is not None else [])]
-        now = time.monotonic()
-        with self._lock:
-            known = {
-                k: c for k, (c, at) in self._counts.items() if k in keys and now - at < self.ttl_s
-            }
-        missing = [k for k in dict.fromkeys(keys) if k not in known]
-        if missing:
-            known.update(zip(missing, self._count(cur, table, missing, typed), strict=True))
-            with self._lock:
-                self._counts.update({k: (known[k], now) for k in missing})
-        total = known[self.ROWS]
-        out: dict[str, tuple[float, bool]] = {}
-        for key in keys[2:]:
-            df = min(known[key], total)
-            idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
-            common = total > self.COMMON_MIN and df > self.COMMON_SHARE * total
-            out[key] = (idf, common)
-        return out, known[self.AVERAGE]
-
-    def _count(
-        self, cur: Any, table: sql.Identifier, keys: list[str], typed: str | None
-    ) -> list[float]:
-        parts: list[sql.Composable] = []
-        params: list[Any] = []
-        for key in keys:
-            if key == self.ROWS:
-                parts.append(sql.SQL("(SELECT count(*) FROM {t})").format(t=table))
-            elif key == self.AVERAGE:
-                parts.append(sql.SQL("(SELECT coalesce(avg(doclen), 0) FROM {t})").format(t=table))
-            elif key == typed:
-                parts.append(
-                    sql.SQL(
-                        "(SELECT count(*) FROM {t} WHERE words @@ to_tsquery('simple', %s))"
-                    ).format(t=table)
-                )
-                params.append(key)
-            else:
-                parts.append(
-                    sql.SQL(
-                        "(SELECT count(*) FROM {t} WHERE document @@ to_tsquery({c}, %s))"
-                    ).format(t=table, c=sql.Literal(CONFIG))
-                )
-                params.append(key)
-        cur.execute(sql.SQL("SELECT {}").format(sql.SQL(", ").join(parts)), params)
-        row = cur.fetchone()
-        return [float(v) for v in row] if row else [0.0] * len(keys)
-
-
 class PgTextIndex:
     """A TextIndex on a PostgreSQL table (see the module docstring).
 
@@ -237,7 +128,7 @@ class PgTextIndex:
         self.table = table_name(table)
         self.prefix_weight = prefix_weight
         self._db = Connections(dsn, borrow=borrow, label=f"text table {self.table}")
-        self._stats = DocumentFrequencies(stats_ttl_s)
+        self._stats = DocumentFrequencies(CONFIG, stats_ttl_s)
 
     @property
     def joins_caller(self) -> bool:
@@ -406,11 +297,7 @@ class PgTextIndex:
         """
         weights = sql.Literal("{" + ",".join(str(w) for w in WEIGHTS) + "}")
         config = sql.Literal(CONFIG)
-        terms: list[sql.Composable] = [
-            sql.SQL("{k1} * (1 - {b} + {b} * doclen / {avg}) AS norm").format(
-                k1=sql.Literal(K1), b=sql.Literal(B), avg=sql.Literal(average or 1.0)
-            )
-        ]
+        terms: list[sql.Composable] = [pg_bm25.norm_sql(average)]
         scores: list[sql.Composable] = []
         factors = [(word, idf[word][0]) for word in query]
         for n, (word, weight) in enumerate(factors):
@@ -419,7 +306,7 @@ class PgTextIndex:
                     "ts_rank_cd({w}::float4[], document, to_tsquery({c}, {q}), 0) AS {tf}"
                 ).format(w=weights, c=config, q=sql.Literal(word), tf=sql.Identifier(f"tf{n}"))
             )
-            scores.append(_bm25_sql(weight, f"tf{n}"))
+            scores.append(bm25_sql(weight, f"tf{n}"))
         selective = [w for w in query if not idf[w][1]]
         chosen = selective if selective or typed is not None else query
         matches: list[sql.Composable] = []
@@ -433,7 +320,7 @@ class PgTextIndex:
                     "ts_rank_cd('{{1,1,1,1}}', words, to_tsquery('simple', {q}), 0) AS tfp"
                 ).format(q=sql.Literal(typed))
             )
-            scores.append(_bm25_sql(idf[typed][0] * self.prefix_weight, "tfp"))
+            scores.append(bm25_sql(idf[typed][0] * self.prefix_weight, "tfp"))
             matches.append(sql.SQL("words @@ to_tsquery('simple', %s)"))
             match_params.append(typed)
         return (
