@@ -333,8 +333,21 @@ class PgTextIndex:
     def _marker(
         self, cur: Any, query: list[str], rows: Sequence[Sequence[Any]], *, prefix: bool
     ) -> Any:
-        """Whether a word matched, from the stems of the query and of the hits' words."""
-        seen = {w for row in rows for text in row[3:6] for w in fragments.tokens(text)}
+        """Whether a word matched, from the stems of the query and of the hits' words.
+
+        Only the hits' words that start with a query word's first letter are
+        stemmed: Snowball English rewrites endings and keeps a word's first
+        letter (even its exceptions: skies -> sky, dying -> die), so no other
+        word can share a query word's stem.
+        """
+        initials = {w[0] for w in query}
+        seen = {
+            w
+            for row in rows
+            for text in row[3:6]
+            for w in fragments.tokens(text)
+            if w[0] in initials
+        }
         seen |= set(query)
         cur.execute(
             sql.SQL("SELECT w, ts_lexize({d}, w) FROM unnest(%s::text[]) AS w").format(
