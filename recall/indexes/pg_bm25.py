@@ -62,7 +62,12 @@ class DocumentFrequencies:
     Counting a word's rows through the GIN index is cheap for a rare word
     and costs milliseconds for one in most rows, so counts are kept a while:
     IDF only weighs words against each other, and a count a minute old
-    weighs them the same. This process's own writes drop the cache at once.
+    weighs them the same. The row count and the average length are full
+    scans (about 4 ms each at 10k rows), so this process's own writes drop
+    the cache only while the table holds fewer than `EXACT_BELOW` rows, where
+    one write moves IDF visibly and a recount is cheap; past that a write
+    moves the row count by under 0.1% and the counts live out their `ttl_s`
+    (a write-heavy server would otherwise rescan the table on every search).
     Words in more than `COMMON_SHARE` of the rows (of a table holding more
     than `COMMON_MIN`) are common: they score but select no rows (see
     `PgTextIndex._scoring`), as tantivy's prefix expansions skip them.
@@ -70,6 +75,7 @@ class DocumentFrequencies:
 
     COMMON_SHARE = 0.2
     COMMON_MIN = 1000
+    EXACT_BELOW = 1000
     ROWS = ""  # cache keys of the table-wide figures (no query word is empty or has a space)
     AVERAGE = " average"
 
@@ -80,8 +86,11 @@ class DocumentFrequencies:
         self._lock = threading.Lock()
 
     def invalidate(self) -> None:
+        """After a write by this process: forget the counts of a small table (see class)."""
         with self._lock:
-            self._counts.clear()
+            rows = self._counts.get(self.ROWS)
+            if rows is None or rows[0] < self.EXACT_BELOW:
+                self._counts.clear()
 
     def idf(
         self, cur: Any, table: sql.Identifier, query: Sequence[str], typed: str | None

@@ -222,3 +222,29 @@ def test_a_filtered_hnsw_scan_goes_on_until_the_page_is_full(
     assert len(found) == 5 and all(c.id.startswith("b") for c in found)
     scores = [c.score for c in found]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_past_exact_below_rows_a_write_keeps_the_counts_until_they_expire(
+    table: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pg_text_index.DocumentFrequencies, "EXACT_BELOW", 3)
+    index = PgTextIndex(dsn=pg.database_url(), table=table)
+    index.upsert([doc("k1", "kraken"), doc("k2", "kraken"), doc("s1", "squid")])
+    before = index.search("kraken", where=EVERYTHING, limit=5)[0].score
+
+    index.upsert([doc(f"s{n}", "squid") for n in range(2, 8)])  # N 3 -> 9: kraken's idf rises
+    kept = index.search("kraken", where=EVERYTHING, limit=5)[0].score
+    fresh = (
+        PgTextIndex(dsn=pg.database_url(), table=table)
+        .search("kraken", where=EVERYTHING, limit=5)[0]
+        .score
+    )
+
+    assert kept == pytest.approx(before)  # the 3-row counts, a minute's worth
+    assert fresh > before  # a process with no cache counts 9 rows
+
+    small = PgTextIndex(dsn=pg.database_url(), table=pg.table_for(table + "-small"))
+    small.upsert([doc("k1", "kraken"), doc("s1", "squid")])
+    first = small.search("kraken", where=EVERYTHING, limit=5)[0].score
+    small.upsert([doc("s2", "squid")])  # 2 rows, under EXACT_BELOW: recounted at once
+    assert small.search("kraken", where=EVERYTHING, limit=5)[0].score > first
