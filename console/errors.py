@@ -14,6 +14,7 @@ from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DataError
 from django.http import HttpRequest, HttpResponse
 from pydantic import ValidationError as PydanticValidationError
 
@@ -124,6 +125,9 @@ def describe(exc: BaseException) -> ErrorReply | None:
         return simple(413, "the request body is larger than the 2 MB limit")
     if isinstance(exc, IndexUnavailable | ConfigError):
         return simple(503, str(exc))
+    if isinstance(exc, DataError):  # e.g. a NUL, which PostgreSQL text cannot hold
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid value"
+        return simple(400, f"the database cannot store a value of this request: {reason}")
     return None
 
 

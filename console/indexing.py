@@ -56,23 +56,65 @@ CONTEXT_TURNS = 2
 
 def enqueue(item: str, item_id: str, op: str) -> None:
     """Record the job in the current transaction; apply it once that commits."""
+    if _written_in_transaction([(item, item_id, op)]):
+        return
     IndexJob.objects.create(item=item, item_id=item_id, op=op)
     if settings.RECALL["SYNC_ON_COMMIT"]:
         transaction.on_commit(apply_pending_quietly)
 
 
-def enqueue_many(jobs: Iterable[tuple[str, str, str]], *, apply_on_commit: bool = False) -> None:
+def enqueue_many(
+    jobs: Iterable[tuple[str, str, str]],
+    *,
+    apply_on_commit: bool = False,
+    in_transaction: bool = True,
+) -> None:
     """Record `(item, item_id, op)` jobs at once.
 
     Without `apply_on_commit`, for batch writers that apply the queue
     themselves once a batch commits (the importer), so the embedder sees a
-    whole batch instead of one row.
+    whole batch instead of one row. `in_transaction=False` queues them even
+    where the planes could be written in the transaction (`import --no-index`).
     """
+    jobs = list(jobs)
+    if in_transaction and _written_in_transaction(jobs):
+        return
     IndexJob.objects.bulk_create(
         [IndexJob(item=item, item_id=item_id, op=op) for item, item_id, op in jobs]
     )
     if apply_on_commit and settings.RECALL["SYNC_ON_COMMIT"]:
         transaction.on_commit(apply_pending_quietly)
+
+
+def _written_in_transaction(jobs: list[tuple[str, str, str]]) -> bool:
+    """Write the jobs' plane rows now, in the caller's transaction, when the planes
+    live on the database's own connection (the PostgreSQL profile,
+    console/pgplanes.py) and RECALL["INDEX_IN_TRANSACTION"] allows it: they then
+    commit with the row, and no job is queued. Should that fail (the embedder
+    down, say), the savepoint rolls it back alone, the full-text rows are written
+    without vectors, and False sends the jobs to the outbox for the retry."""
+    paths = [wiring.backend("TEXT_INDEX")[0]]
+    if wiring.backend("EMBEDDER")[0]:
+        paths.append(wiring.backend("VECTOR_INDEX")[0])
+    joins = all(p and getattr(wiring.import_string(p), "JOINS_TRANSACTION", False) for p in paths)
+    if not (joins and settings.RECALL["INDEX_IN_TRANSACTION"]):
+        return False
+    try:
+        with transaction.atomic():
+            _apply([IndexJob(item=item, item_id=item_id, op=op) for item, item_id, op in jobs])
+        return True
+    except Exception:
+        log.exception("writing the planes in the transaction failed; the jobs wait in the outbox")
+    try:
+        with transaction.atomic():  # findable by its words while the vectors wait
+            ids = [item_id for _, item_id, _ in jobs]
+            docs = memory_docs(Memory.objects.filter(pk__in=ids))
+            docs += note_docs(Note.objects.filter(pk__in=ids))
+            wiring.text_index().upsert(docs)
+            wiring.text_index().delete(sorted(set(ids) - {d.id for d in docs}))
+    except Exception:
+        log.exception("the full-text plane failed too; the jobs wait in the outbox")
+    return False
 
 
 def apply_pending_quietly() -> None:

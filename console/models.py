@@ -6,6 +6,7 @@ No logic lives in save() or signals: writes go through console/services.py.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -235,6 +236,30 @@ class IdempotencyKey(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["token", "key"], name="idempotency_key_unique")
         ]
+
+
+@models.JSONField.register_lookup
+class HasString(models.Lookup[str]):
+    """`ids__has_string=value`: the JSON array holds the string `value` as an element.
+
+    A containment test on each database's own JSON functions (substring
+    matching over the JSON text would be neither exact nor indexable):
+    SQLite's `json_each`, PostgreSQL's `@>` (which a GIN index can serve).
+    """
+
+    lookup_name = "has_string"
+    prepare_rhs = False
+
+    def as_sql(self, compiler: Any, connection: Any) -> Any:
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        rhs, rhs_params = self.process_rhs(compiler, connection)
+        sql = f"EXISTS (SELECT 1 FROM json_each({lhs}) AS e WHERE e.value = {rhs})"
+        return sql, (*lhs_params, *rhs_params)
+
+    def as_postgresql(self, compiler: Any, connection: Any) -> Any:
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        rhs, rhs_params = self.process_rhs(compiler, connection)
+        return f"{lhs} @> jsonb_build_array(({rhs})::text)", (*lhs_params, *rhs_params)
 
 
 class RetrievalEvent(models.Model):

@@ -282,7 +282,7 @@ def memory_detail(*, memory_id: str, history_limit: int = 20) -> MemoryDetail:
     while nxt is not None and len(forward) < 50:
         forward.append(nxt)
         nxt = nxt.superseded_by
-    history = list(RetrievalEvent.objects.filter(ids__icontains=memory.pk)[:history_limit])
+    history = list(RetrievalEvent.objects.filter(ids__has_string=memory.pk)[:history_limit])
     return MemoryDetail(memory, links, backlinks, back, forward, history)
 
 

@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import django_stubs_ext
+from django.core.exceptions import ImproperlyConfigured
+
+from console import database_url
 
 # Generic classes such as ModelAdmin[Memory] subscript at run time (typing only).
 django_stubs_ext.monkeypatch()
@@ -121,17 +124,32 @@ TEMPLATES = [
     }
 ]
 
-DATABASES = {
-    "default": {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": DATA_DIR / "recall.sqlite3",
-        "OPTIONS": {
-            "timeout": 20,
-            "transaction_mode": "IMMEDIATE",
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-        },
+# DATABASE_URL (or RECALL_DATABASE_URL, which wins) selects the database:
+# postgres://user:password@host:5432/name for the PostgreSQL profile (psycopg 3,
+# a pool of RECALL_DB_POOL_SIZE connections per process; 0 = no pool), else the
+# embedded SQLite file under RECALL_DATA_DIR (console/database_url.py).
+DATABASE_URL = env("RECALL_DATABASE_URL", "") or env("DATABASE_URL", "")
+if DATABASE_URL:
+    DATABASES = {
+        "default": database_url.parse(
+            DATABASE_URL,
+            pool_size=int(env("RECALL_DB_POOL_SIZE", "8")),
+            conn_max_age=int(env("RECALL_DB_CONN_MAX_AGE", "60")),
+        )
     }
-}
+else:
+    DATABASES = {
+        "default": {"ENGINE": database_url.SQLITE_ENGINE, "NAME": DATA_DIR / "recall.sqlite3"}
+    }
+if DATABASES["default"]["ENGINE"] == database_url.SQLITE_ENGINE:
+    # One writer at a time: writers queue for up to 20 s (IMMEDIATE takes the write
+    # lock when a transaction begins, so it never fails half-way); WAL lets readers
+    # read while one writes.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -184,6 +202,43 @@ AXES_LOCKOUT_CALLABLE = "console.lockout.lockout_response"  # the login page, wi
 # Every key has a default and a one-line meaning; console/checks.py validates
 # them at start-up; console/wiring.py turns them into engine objects.
 embedder_backend = env("RECALL_EMBEDDER", "recall.embedders.onnx.OnnxEmbedder")
+# RECALL_PROFILE picks the derived planes together: `embedded` (tantivy + LanceDB
+# directories under RECALL_DATA_DIR) or `postgres` (tsvector and pgvector tables in
+# the PostgreSQL database itself, written in the row's own transaction). It follows
+# the database unless set; RECALL_TEXT_INDEX / RECALL_VECTOR_INDEX still override.
+POSTGRES = DATABASES["default"]["ENGINE"] == database_url.POSTGRES_ENGINE
+PROFILE = env("RECALL_PROFILE", "postgres" if POSTGRES else "embedded")
+PROFILES = {
+    "embedded": {
+        "TEXT_INDEX": "recall.indexes.tantivy_index.TantivyIndex",
+        "VECTOR_INDEX": "recall.indexes.lance_index.LanceIndex",
+    },
+    "postgres": {
+        "TEXT_INDEX": "console.pgplanes.DjangoPgTextIndex",
+        "VECTOR_INDEX": "console.pgplanes.DjangoPgVectorIndex",
+    },
+}
+if PROFILE not in PROFILES:
+    raise ImproperlyConfigured(f"RECALL_PROFILE must be one of {sorted(PROFILES)}, not {PROFILE!r}")
+text_backend = env("RECALL_TEXT_INDEX", PROFILES[PROFILE]["TEXT_INDEX"])
+vector_backend = env("RECALL_VECTOR_INDEX", PROFILES[PROFILE]["VECTOR_INDEX"])
+# Each backend's OPTIONS (a backend missing here takes none).
+BACKEND_OPTIONS: dict[str, dict[str, Any]] = {
+    "recall.indexes.lance_index.LanceIndex": {
+        # Build the ANN (IVF_HNSW_SQ) index past this many rows: an exact scan
+        # costs ~6 ms at 5k rows and ~15 ms at 10k, the index ~7 ms at either
+        # (tests/bench/bench_vector_index.py), with recall@24 of 1.000 at 10k.
+        "index_threshold": int(env("RECALL_VECTOR_INDEX_THRESHOLD", "5000")),
+        # Never inside a request: `indexing.maintain()` builds it off the hot path.
+        "auto_index": False,
+        # Searches go to the in-process copy (VECTOR_CACHE): small LanceDB caches.
+        "cache_mb": 16 if env_bool("RECALL_VECTOR_CACHE", True) else None,
+    },
+    "console.pgplanes.DjangoPgVectorIndex": {
+        # HNSW candidates per search (pgvector's default is 40).
+        "ef_search": int(env("RECALL_PG_EF_SEARCH", "100")),
+    },
+}
 RECALL: dict[str, Any] = {
     # Each plane's adapter: a dotted path and the OPTIONS its constructor takes
     # (as Django's CACHES). Left out of OPTIONS: a text index's `path` defaults
@@ -193,21 +248,12 @@ RECALL: dict[str, Any] = {
     "BACKENDS": {
         "STORE": {"BACKEND": "console.store.DjangoStore", "OPTIONS": {}},
         "TEXT_INDEX": {
-            "BACKEND": env("RECALL_TEXT_INDEX", "recall.indexes.tantivy_index.TantivyIndex"),
-            "OPTIONS": {},
+            "BACKEND": text_backend,
+            "OPTIONS": dict(BACKEND_OPTIONS.get(text_backend, {})),
         },
         "VECTOR_INDEX": {
-            "BACKEND": env("RECALL_VECTOR_INDEX", "recall.indexes.lance_index.LanceIndex"),
-            "OPTIONS": {
-                # Build the ANN (IVF_HNSW_SQ) index past this many rows: an exact scan
-                # costs ~6 ms at 5k rows and ~15 ms at 10k, the index ~7 ms at either
-                # (tests/bench/bench_vector_index.py), with recall@24 of 1.000 at 10k.
-                "index_threshold": int(env("RECALL_VECTOR_INDEX_THRESHOLD", "5000")),
-                # Never inside a request: `indexing.maintain()` builds it off the hot path.
-                "auto_index": False,
-                # Searches go to the in-process copy (VECTOR_CACHE): small LanceDB caches.
-                "cache_mb": 16 if env_bool("RECALL_VECTOR_CACHE", True) else None,
-            },
+            "BACKEND": vector_backend,
+            "OPTIONS": dict(BACKEND_OPTIONS.get(vector_backend, {})),
         },
         "EMBEDDER": {
             "BACKEND": embedder_backend,
@@ -246,6 +292,9 @@ RECALL: dict[str, Any] = {
     "VECTOR_INDEX_DIR": DATA_DIR / "vectors",
     # Threads for bulk embedding in batch commands (import, reindex, bench ingest).
     "EMBEDDER_BATCH_THREADS": int(env("RECALL_EMBEDDER_BATCH_THREADS", str(os.cpu_count() or 1))),
+    # Where the planes share the database's connection (the postgres profile), write
+    # them in the row's own transaction (off = through the outbox, as embedded planes).
+    "INDEX_IN_TRANSACTION": env_bool("RECALL_INDEX_IN_TRANSACTION", True),
     # Apply pending index jobs on commit (off = only `manage.py sync_indexes`).
     "SYNC_ON_COMMIT": env_bool("RECALL_SYNC_ON_COMMIT", True),
     # Answer vector searches (Recall, Search, dedup hints) from an in-process HNSW

@@ -235,7 +235,10 @@ class DjangoStore:
         records: list[Record] = []
         if MEMORY in items:
             rows = _memories(where)
-            if favorites_only:  # `IN (1)`: SQLite's index ignores Django's bare `"favorite"`
+            if favorites_only:
+                # `favorite IN (true)`, not Django's bare `WHERE favorite`: standard SQL that
+                # both databases match to the (favorite, updated) index (SQLite would not for
+                # a bare boolean column).
                 rows = rows.filter(favorite__in=[True])
             records += memory_records(rows.order_by("-updated", "-id")[:limit])
         if NOTE in items:

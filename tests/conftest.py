@@ -30,3 +30,10 @@ def planes(settings: Any, tmp_path: Path) -> Iterator[Path]:
     wiring.reset()
     yield tmp_path
     wiring.reset()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Drop the contract suites' PostgreSQL tables (a named test server keeps no litter)."""
+    from tests import pg
+
+    pg.drop_test_tables()

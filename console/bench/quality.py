@@ -43,6 +43,7 @@ from console.models import Edge, Memory
 from recall.channels import FTS, SEMANTIC
 from recall.config import RecallConfig, from_mapping
 from recall.fusion import fuse, session_prior
+from recall.indexes.pg_text_index import PgTextIndex
 from recall.ports import TextIndex
 from recall.query import clean
 from recall.requests import RecallRequest
@@ -68,8 +69,12 @@ def _variant_index(root: Path, leg: Leg) -> TextIndex:
     session context and (tantivy) the BM25F re-scoring."""
     context, bm25f = leg
     cls: Any = type(wiring.text_index())
-    options = {} if bm25f else {"rescore": False}
-    index: TextIndex = cls(root / f"text-{int(context)}{int(bm25f)}", **options)
+    if issubclass(cls, PgTextIndex):  # a table of its own beside the configured one
+        index: TextIndex = cls(table=f"recall_text_{int(context)}{int(bm25f)}")
+        index.clear()
+    else:
+        options = {} if bm25f else {"rescore": False}
+        index = cls(root / f"text-{int(context)}{int(bm25f)}", **options)
     rows = Memory.objects.order_by("pk")
     ids = list(rows.values_list("pk", flat=True))
     for start in range(0, len(ids), 512):

@@ -45,8 +45,14 @@ def backends(choice: str) -> list[str]:
     return list(BACKENDS) if choice == "both" else [choice]
 
 
-def run(*, size: int, backends: Sequence[str], queries: int = 200) -> dict[str, Any]:
-    """Generate, ingest once, serve once per backend; the report body."""
+def run(
+    *, size: int, backends: Sequence[str], queries: int = 200, env: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Generate, ingest once, serve once per backend; the report body.
+
+    `env` (the `postgres` profile's database) goes to every child; a backend
+    not in BACKENDS ("postgres") is the profile's own planes.
+    """
     from console.bench.isolate import run_worker
 
     root = Path(tempfile.mkdtemp(prefix="recall-speed-"))
@@ -57,19 +63,24 @@ def run(*, size: int, backends: Sequence[str], queries: int = 200) -> dict[str, 
         workload.write_text(json.dumps(_workload(corpus, queries)))
         del corpus  # the serving process must not hold the corpus (its RSS is a figure)
         spec = {"corpus": str(path), "workload": str(workload), "queries": queries}
-        env = {"RECALL_TEXT_INDEX": BACKENDS[backends[0]]}
         body: dict[str, Any] = {"size": size, "queries": queries, "backends": {}}
-        body["ingest"] = run_worker("speed-ingest", spec, env=env, data_dir=root) | {
-            "backend": backends[0]
-        }
+        body["ingest"] = run_worker(
+            "speed-ingest", spec, env=_env(backends[0], env), data_dir=root
+        ) | {"backend": backends[0]}
         for name in backends:
-            env = {"RECALL_TEXT_INDEX": BACKENDS[name]}
             first = name == backends[0]
             spec_b = spec | {"build_text": not first, "api_ingest": min(size, 2000) if first else 0}
-            body["backends"][name] = run_worker("speed-serve", spec_b, env=env, data_dir=root)
+            body["backends"][name] = run_worker(
+                "speed-serve", spec_b, env=_env(name, env), data_dir=root
+            )
         return body
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _env(backend: str, extra: Mapping[str, str] | None) -> dict[str, str]:
+    chosen = {"RECALL_TEXT_INDEX": BACKENDS[backend]} if backend in BACKENDS else {}
+    return {**chosen, **(extra or {})}
 
 
 def _workload(corpus: Corpus, timed: int) -> dict[str, Any]:
@@ -220,12 +231,13 @@ def _serve(spec: Mapping[str, Any]) -> dict[str, Any]:
         "mean": round(statistics.fmean(recall_ms) / statistics.fmean(raw_sum), 3),
         "p50": round(statistics.median(recall_ms) / statistics.median(raw_sum), 3),
     }
-    ops["api write (one memory, dedup hint)"] = percentiles(_api_writes(pairs[:n]))
+    ops["api write, answered at commit (dedup hint)"] = percentiles(_api_writes(pairs[:n]))
     out["ops"] = ops
     out["peak_rss_mb"] = vm("VmHWM")
     out["rss_mb"] = vm("VmRSS")
     out["ann_recall_at_10"] = _ann_recall(recall_q[warmup:])
     if spec.get("api_ingest"):
+        out["api_write"] = percentiles(_api_single_writes(n))
         out["api_batch"] = _api_batch_ingest(int(spec["api_ingest"]))
     out["loadavg_end"] = loadavg()
     return out
@@ -303,6 +315,35 @@ def _ann_recall(pairs: Sequence[tuple[str, str | None]]) -> float | None:
         found = {c.id for c in hot.search(query, where=where, limit=10)}
         shares.append(len(exact & found) / max(1, len(exact)))
     return round(statistics.fmean(shares), 4) if shares else None
+
+
+def _api_single_writes(total: int) -> list[float]:
+    """ms per POST /api/v1/memories until both planes hold the memory (issue 17).
+
+    Embedded: the commit, then the outbox applied (embedding, the full-text and
+    vector writes; the bench child runs with RECALL_SYNC_ON_COMMIT=0, so as a
+    server's on-commit apply would). PostgreSQL: the same in one transaction,
+    and no job left to apply.
+    """
+    from django.test import Client
+
+    from console import indexing, services, tokens
+
+    project = services.project_get_or_create(slug="bench-write")
+    _, secret = tokens.token_create(agent="bench-one", projects=[project.slug], may_write=True)
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    rows = generate(total, projects=1, seed=13).memories[:total]
+
+    def write(i: int) -> None:
+        r = rows[i]
+        body = {"project": project.slug, "name": f"one-{i}-{r['name']}"[:120], "kind": "fact",
+                "description": r["description"][:150], "body": r.get("body") or ""}  # fmt: skip
+        reply = client.post("/api/v1/memories", json.dumps(body), content_type="application/json")
+        if reply.status_code != 201:
+            raise RuntimeError(f"write answered {reply.status_code}: {reply.content[:300]!r}")
+        indexing.apply_pending()
+
+    return timed(write, range(len(rows)))
 
 
 def _api_batch_ingest(total: int, batch: int = 500) -> dict[str, float]:
@@ -431,6 +472,12 @@ def tables(body: Mapping[str, Any]) -> str:
             f"end-to-end / raw parts = {b['recall_over_raw']}; palette: {b['palette_path']}; "
             f"load {b['loadavg_start']}->{b['loadavg_end']} {extra or ''}"
         )
+        if b.get("api_write"):
+            w = b["api_write"]
+            lines.append(
+                f"{name}: POST /memories, one memory until both planes hold it: p50 {w['p50']}"
+                f" / p95 {w['p95']} / p99 {w['p99']} ms"
+            )
         if b.get("api_batch"):
             a = b["api_batch"]
             lines.append(

@@ -184,7 +184,8 @@ class _Importer:
         with transaction.atomic():
             saved = self.save(pending)
             indexing.enqueue_many(
-                (MEMORY if isinstance(i, Memory) else NOTE, i.pk, "upsert") for i in saved
+                ((MEMORY if isinstance(i, Memory) else NOTE, i.pk, "upsert") for i in saved),
+                in_transaction=self.index,
             )
             memories = [i for i in saved if isinstance(i, Memory)]
             if self.mentions is None:

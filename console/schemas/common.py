@@ -9,13 +9,13 @@ OpenAPI and MCP schemas show them as minimum / maximum.
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from django.conf import settings
 from django.utils.module_loading import import_string
 from ninja import Field, Schema
-from pydantic import BeforeValidator, ConfigDict, Strict
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Strict, field_validator
 
 from console.models import NAME_RE
 from recall.agent import DETAILS
@@ -46,16 +46,42 @@ NAME_PATTERN = NAME_RE.pattern
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
 
 
+def _without_nul(value: Any) -> Any:
+    """`value` with NUL characters dropped from every string in it.
+
+    JSON allows U+0000 in a string; PostgreSQL's text and jsonb hold none (SQLite
+    would), so the API drops it on every database alike rather than refusing a
+    schema-valid request on one of them.
+    """
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, list):
+        return [_without_nul(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _without_nul(v) for k, v in value.items()}
+    return value
+
+
 class Body(Schema):
-    """A JSON body: strict types, unknown fields refused."""
+    """A JSON body: strict types, unknown fields refused, NUL characters dropped."""
 
     model_config = ConfigDict(strict=True, extra="forbid")
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _drop_nul(cls, value: Any) -> Any:
+        return _without_nul(value)
+
 
 class Params(Schema):
-    """Query-string parameters: strings coerced, unknown parameters refused."""
+    """Query-string parameters: strings coerced, unknown parameters refused, NUL dropped."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _drop_nul(cls, value: Any) -> Any:
+        return _without_nul(value)
 
 
 def _not_a_number(value: Any) -> Any:
@@ -66,6 +92,17 @@ def _not_a_number(value: Any) -> Any:
     if numeric:
         raise ValueError("give an ISO 8601 date-time, not a number")
     return value
+
+
+def _utc(value: datetime) -> datetime:
+    """An aware date-time as the same instant in UTC: ISO 8601 and Python allow offsets
+    up to 23:59, PostgreSQL up to 15:59 (a time near the ends of Python's range stays)."""
+    if value.tzinfo is None:
+        return value
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        return value
 
 
 def _json_number(value: Any) -> Any:
@@ -95,7 +132,7 @@ Tag = Annotated[str, Field(min_length=1, max_length=64)]
 Name = Annotated[str, Field(pattern=NAME_PATTERN, description="slug, e.g. chroma-boot-race")]
 Slug = Annotated[str, Field(min_length=1, max_length=64, description="a project's slug")]
 # A date-time in a body or query string ("0.5" is not read as a Unix time).
-DateTime = Annotated[datetime, Strict(False), BeforeValidator(_not_a_number)]
+DateTime = Annotated[datetime, Strict(False), BeforeValidator(_not_a_number), AfterValidator(_utc)]
 
 
 class Error(Schema):

@@ -24,7 +24,7 @@ def retrieval_record(
     RetrievalEvent.objects.create(
         kind=kind if ids else "miss",
         ids=list(ids),
-        query=query[:2000],
+        query=query[:2000].replace("\x00", " "),  # a log line; PostgreSQL text holds no NUL
         project=project or "",
         agent=agent,
         at=at or timezone.now(),

@@ -19,9 +19,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 GUNICORN = Path(sys.executable).with_name("gunicorn")
+# Set by tests/pg_profile.py: each data directory gets a PostgreSQL database of its own.
+SUBPROCESS_DATABASES = "RECALL_TEST_SUBPROCESS_DATABASES"
 
 
 def environment(data_dir: Path, **extra: str) -> dict[str, str]:
+    if os.environ.get(SUBPROCESS_DATABASES) == "1":  # the PostgreSQL profile's test run
+        from tests import pg
+
+        extra.setdefault("DATABASE_URL", pg.database_for(data_dir))
     return {
         **os.environ,
         "RECALL_DATA_DIR": str(data_dir),

@@ -103,6 +103,7 @@ def test_a_memory_moved_in_the_admin_leaves_its_old_project_everywhere(
     assert indexing.status().drift == 0
 
 
+@pytest.mark.outbox
 def test_the_admin_move_queues_the_index_job(world: World, admin_client: Client) -> None:
     memory = world.memories["alpha"]
     url = f"/admin/console/memory/{memory.pk}/change/"
@@ -113,6 +114,7 @@ def test_the_admin_move_queues_the_index_job(world: World, admin_client: Client)
     assert list(IndexJob.objects.values_list("item_id", "op")) == [(memory.pk, "upsert")]
 
 
+@pytest.mark.outbox
 def test_renaming_a_project_in_the_admin_reindexes_its_items(
     world: World, admin_client: Client
 ) -> None:

@@ -7,7 +7,6 @@ real deployment would: the killed writer, then `index_status`, `sync_indexes`
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -15,6 +14,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
+from tests.console import api_server
+
+pytestmark = pytest.mark.outbox  # each kills a process between its commit and the outbox apply
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,11 +85,7 @@ SEARCH = textwrap.dedent(
 
 
 def run(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "RECALL_DATA_DIR": str(data_dir),
-        "DJANGO_SETTINGS_MODULE": "console.settings",
-    }
+    env = api_server.environment(data_dir)
     return subprocess.run(
         [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
     )

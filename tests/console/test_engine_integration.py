@@ -11,7 +11,6 @@ instead of silently testing nothing.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -33,6 +32,7 @@ from recall.errors import ConfigError, EmbedderUnavailable, IndexUnavailable
 from recall.indexes.hot_vectors import HotVectorIndex
 from recall.tokens import ByteEstimate
 from recall.types import MEMORY, Doc
+from tests.console import api_server
 
 pytestmark = pytest.mark.django_db
 
@@ -266,11 +266,7 @@ WRITE = textwrap.dedent(
 
 @pytest.mark.slow
 def test_fast_path_never_imports_lancedb(tmp_path: Path):
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "console.settings",
-        "RECALL_DATA_DIR": str(tmp_path),
-    }
+    env = api_server.environment(tmp_path)
 
     def run(code: str) -> str:
         done = subprocess.run(
@@ -316,6 +312,7 @@ def test_floor_drops_weak_semantic_only_hits_and_exempts_lexical(alpha: Project)
     assert unrelated.pk in ids(no_floor.hits)  # the semantic leg did find it
 
 
+@pytest.mark.outbox
 def test_lexical_only_hit_has_no_similarity(alpha: Project, monkeypatch: pytest.MonkeyPatch):
     # Written while the model was down: the text plane has it, the vector
     # plane does not yet (the job stays queued for the retry).

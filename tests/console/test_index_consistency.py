@@ -112,7 +112,8 @@ def test_missing_and_extra_rows_are_repaired(alpha: Project) -> None:
 def test_duplicate_vector_rows_count_as_drift_and_are_repaired(alpha: Project) -> None:
     memory = remember(alpha)
     vectors = wiring.vector_plane()
-    assert isinstance(vectors, LanceIndex)
+    if not isinstance(vectors, LanceIndex):  # the PostgreSQL profile
+        pytest.skip("a primary key on the vector table makes a second row for an id impossible")
     table = vectors._handle()
     table.add(table.search().where(f"id = '{memory.pk}'").limit(1).to_arrow())  # a second row
 
@@ -153,6 +154,7 @@ def queued(alpha: Project, count: int) -> list[str]:
     ]
 
 
+@pytest.mark.outbox
 def test_jobs_another_live_process_claimed_are_left_to_it(alpha: Project) -> None:
     ids = queued(alpha, 3)
     later = timezone.now() + timedelta(minutes=5)
@@ -165,6 +167,7 @@ def test_jobs_another_live_process_claimed_are_left_to_it(alpha: Project) -> Non
     assert set(text_ids("fact", "alpha")) == set(ids[1:])
 
 
+@pytest.mark.outbox
 def test_a_lapsed_claim_is_taken_over(alpha: Project) -> None:
     ids = queued(alpha, 2)
     IndexJob.objects.update(
@@ -175,6 +178,7 @@ def test_a_lapsed_claim_is_taken_over(alpha: Project) -> None:
     assert set(text_ids("fact", "alpha")) == set(ids)
 
 
+@pytest.mark.outbox
 def test_the_claims_of_a_dead_process_on_this_host_are_released(alpha: Project) -> None:
     ids = queued(alpha, 2)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
@@ -186,6 +190,7 @@ def test_the_claims_of_a_dead_process_on_this_host_are_released(alpha: Project) 
     assert set(text_ids("fact", "alpha")) == set(ids)
 
 
+@pytest.mark.outbox
 def test_a_claim_goes_to_one_process_only(alpha: Project) -> None:
     queued(alpha, 4)
     mine = indexing.claim(10)
@@ -195,6 +200,7 @@ def test_a_claim_goes_to_one_process_only(alpha: Project) -> None:
     assert indexing.claim(10) == []
 
 
+@pytest.mark.outbox
 def test_applying_one_job_twice_leaves_one_row_per_plane(alpha: Project) -> None:
     memory = remember(alpha)
     services.index_sync()
@@ -207,6 +213,7 @@ def test_applying_one_job_twice_leaves_one_row_per_plane(alpha: Project) -> None
     assert status.drift == 0
 
 
+@pytest.mark.outbox
 def test_a_failed_batch_releases_its_claim(alpha: Project, monkeypatch: Any) -> None:
     queued(alpha, 1)
 

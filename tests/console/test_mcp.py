@@ -17,6 +17,8 @@ import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+from tests.console import api_server
+
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = {
     "memory_recall", "memory_search", "memory_read", "memory_list", "memory_write",
@@ -44,11 +46,13 @@ print(tokens.token_create(agent="mcp-test", projects=["alpha"], may_write=True)[
 
 
 def _env(data_dir: Path, token: str = "") -> dict[str, str]:
+    full = api_server.environment(data_dir)  # the database too, on the PostgreSQL profile
     return {
         "RECALL_DATA_DIR": str(data_dir),
         "RECALL_AGENT_TOKEN": token,
         "DJANGO_SETTINGS_MODULE": "console.settings",
         "PATH": os.environ.get("PATH", ""),
+        **{k: full[k] for k in ("DATABASE_URL", "RECALL_PROFILE") if k in full},
     }
 
 

@@ -54,6 +54,7 @@ def vector_rows() -> list[tuple[str, tuple[float, ...]]]:
     return [(i, tuple(block.vectors[n].tolist())) for n, i in enumerate(block.ids)]
 
 
+@pytest.mark.outbox
 def test_create_commits_row_and_job_then_both_planes_have_it(project: Project) -> None:
     memory = make_memory(project)
 
@@ -180,6 +181,7 @@ def test_hostile_html_is_stored_verbatim_and_indexed_as_text(project: Project) -
     assert fts_ids("alert") == [memory.pk]
 
 
+@pytest.mark.outbox
 def test_failed_index_write_stays_queued_with_its_error_and_is_retried(
     project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -4,7 +4,9 @@ Every test of `tests/recall/` that takes the `make_engine` fixture is imported
 here and collected again, once per full-text backend (tantivy, Whoosh), with
 this module's `make_engine`: the text index is the real backend on disk and
 the vector index is LanceDB on disk (wrapped in a spy that counts searches and
-can be told to fail, like the reference `SpyVectorIndex`). The store stays the
+can be told to fail, like the reference `SpyVectorIndex`); and once more on
+the PostgreSQL planes (tsvector text, pgvector vectors, tables of their own
+on the test server, tests/pg.py). The store stays the
 in-memory one (the relational side runs end to end in
 `tests/console/test_engine_integration.py`), and the embedder stays
 `FakeEmbedder`, whose hand-made vectors the tests' semantics rely on; the
@@ -31,16 +33,19 @@ import pytest
 from recall.config import Configs
 from recall.engine import Engine
 from recall.indexes.lance_index import LanceIndex
+from recall.indexes.pg_text_index import PgTextIndex
+from recall.indexes.pg_vector_index import PgVectorIndex
 from recall.indexes.tantivy_index import TantivyIndex
 from recall.indexes.whoosh_index import WhooshIndex
 from recall.planes import Planes
 from recall.ports import Embedder, VectorIndex
 from recall.testing import FakeEmbedder, InMemoryStore
 from recall.types import Filter, Record
+from tests import pg
 from tests.recall.conftest import NOW, MakeEngine, SpySearches, index, make_memory, uid
 
 ROOT = Path(__file__).resolve().parents[2]
-TEXT_BACKENDS = {"tantivy": TantivyIndex, "whoosh": WhooshIndex}
+TEXT_BACKENDS = {"tantivy": TantivyIndex, "whoosh": WhooshIndex, "postgres": PgTextIndex}
 BEHAVIOUR_MODULES = (
     "tests.recall.test_recall",
     "tests.recall.test_search",
@@ -102,13 +107,27 @@ class SpyLanceIndex(SpySearches, LanceIndex):
     """LanceDB with the same search spy as the reference `SpyVectorIndex`."""
 
 
+class SpyPgVectorIndex(SpySearches, PgVectorIndex):
+    """pgvector with the same search spy as the reference `SpyVectorIndex`."""
+
+
+def real_planes(backend: str, home: Path, dims: int) -> tuple[Any, VectorIndex]:
+    """The text index and the spied vector index of a backend, fresh under `home`."""
+    if backend == "postgres":
+        url = pg.database_url()
+        return (
+            PgTextIndex(dsn=url, table=pg.table_for(home / "text")),
+            SpyPgVectorIndex(dsn=url, dims=dims, table=pg.table_for(home / "vectors")),
+        )
+    return TEXT_BACKENDS[backend](home / "text"), SpyLanceIndex(home / "vectors", dims=dims)
+
+
 @pytest.fixture(params=sorted(TEXT_BACKENDS))
 def make_engine(request: pytest.FixtureRequest, tmp_path: Path) -> MakeEngine:
     """tests/recall/conftest.py's make_engine, on a real text index and LanceDB.
 
     Each call gets fresh directories (some tests build several engines).
     """
-    text_cls = TEXT_BACKENDS[request.param]
     built = 0
 
     def make(
@@ -128,11 +147,12 @@ def make_engine(request: pytest.FixtureRequest, tmp_path: Path) -> MakeEngine:
         fields.setdefault("base", Configs())
         emb = FakeEmbedder() if embedder == "fake" else embedder
         assert not isinstance(emb, str)
+        text, spy = real_planes(request.param, home, emb.dims if emb else 64)
         if vectors == "spy":
-            vectors = SpyLanceIndex(home / "vectors", dims=emb.dims if emb else 64)
+            vectors = spy
         assert not isinstance(vectors, str)
         planes = Planes(
-            text=text_cls(home / "text"),
+            text=text,
             store=InMemoryStore(isolation=isolation, usage=usage),
             vectors=vectors,
             embedder=emb,
@@ -151,8 +171,10 @@ def make_engine(request: pytest.FixtureRequest, tmp_path: Path) -> MakeEngine:
 def test_the_engine_runs_on_the_real_planes(make_engine: MakeEngine, request: Any):
     engine = make_engine([make_memory(1, description="chroma boot race")])
 
-    assert type(engine.planes.text) is TEXT_BACKENDS[request.node.callspec.params["make_engine"]]
-    assert isinstance(engine.planes.vectors, LanceIndex)
+    backend = request.node.callspec.params["make_engine"]
+    assert type(engine.planes.text) is TEXT_BACKENDS[backend]
+    vector_class = PgVectorIndex if backend == "postgres" else LanceIndex
+    assert isinstance(engine.planes.vectors, vector_class)
     assert engine.planes.text.count() == 1 and engine.planes.vectors.count() == 1
     assert [
         c.id for c in engine.planes.vectors.search([0.0] * 63 + [1.0], where=Filter(), limit=5)

@@ -21,14 +21,16 @@ import pytest
 
 from recall.errors import IndexUnavailable
 from recall.indexes import layout
+from recall.indexes.pg_text_index import PgTextIndex
 from recall.indexes.tantivy_index import TantivyIndex
 from recall.indexes.whoosh_index import WhooshIndex
 from recall.ports import TextIndex
 from recall.testing import InMemoryTextIndex
 from recall.types import Doc, Filter
+from tests import pg
 
 ROOT = Path(__file__).resolve().parents[2]
-ADAPTERS = ["tantivy", "whoosh", "memory"]
+ADAPTERS = ["tantivy", "whoosh", "memory", "postgres"]
 REAL = {"tantivy": TantivyIndex, "whoosh": WhooshIndex}
 EVERYTHING = Filter(active_only=False)
 
@@ -52,6 +54,8 @@ def make_doc(**overrides: Any) -> Doc:
 def build(kind: str, path: Path, **kwargs: Any) -> Any:
     if kind == "memory":
         return InMemoryTextIndex()
+    if kind == "postgres":  # a table of its own per path, on the test server
+        return PgTextIndex(dsn=pg.database_url(), table=pg.table_for(path), **kwargs)
     return REAL[kind](path, **kwargs)
 
 

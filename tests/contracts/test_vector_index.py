@@ -22,9 +22,11 @@ from recall.errors import ConfigError, IndexUnavailable
 from recall.indexes import layout
 from recall.indexes.hot_vectors import HotVectorIndex
 from recall.indexes.lance_index import LanceIndex, sql_string, where_sql
+from recall.indexes.pg_vector_index import PgVectorIndex
 from recall.ports import VectorIndex
 from recall.testing import InMemoryVectorIndex
 from recall.types import Filter, VectorRow
+from tests import pg
 
 ROOT = Path(__file__).resolve().parents[2]
 DIMS = 8
@@ -57,7 +59,7 @@ EVERYTHING = Filter(active_only=False)
 X = unit(1)
 
 
-@pytest.fixture(params=["lance", "hot", "hot-flat", "memory"])
+@pytest.fixture(params=["lance", "hot", "hot-flat", "memory", "postgres"])
 def factory(request: pytest.FixtureRequest, tmp_path: Path) -> Factory:
     """Builds the adapter; calling it again reopens the same store."""
     if request.param == "lance":
@@ -67,6 +69,9 @@ def factory(request: pytest.FixtureRequest, tmp_path: Path) -> Factory:
         return lambda: HotVectorIndex(
             LanceIndex(plane, dims=DIMS), exact_below=exact_below, poll_seconds=0, warm=True
         )
+    if request.param == "postgres":
+        url, table = pg.database_url(), pg.table_for(tmp_path)
+        return lambda: PgVectorIndex(dsn=url, dims=DIMS, table=table)
     only = InMemoryVectorIndex()
     return lambda: only
 

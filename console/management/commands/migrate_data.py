@@ -1,0 +1,55 @@
+"""Move a deployment to another database: copy the rows, then rebuild the planes there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DEFAULT_DB_ALIAS, connections
+
+from console import migrating
+
+
+class Command(BaseCommand):
+    help = (
+        "Copy every row people and agents made (logins, projects, memories, notes, edges, "
+        "settings, agent tokens, retrieval events) from --from into the empty database --to "
+        "(default: the configured one, DATABASE_URL), then rebuild the planes there from the "
+        "rows (as reindex). Example: DATABASE_URL=postgres://... manage.py migrate_data "
+        "--from sqlite:///var/recall.sqlite3"
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--from", dest="source", required=True, help="the source's URL")
+        parser.add_argument("--to", dest="target", help="the target's URL (default: configured)")
+        parser.add_argument(
+            "--no-reindex", action="store_true", help="copy rows only; run reindex later"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        source = migrating.connect(migrating.SOURCE, options["source"])
+        target = DEFAULT_DB_ALIAS
+        if options["target"]:
+            target = migrating.connect(migrating.TARGET, options["target"])
+        try:
+            skipped = migrating.skipped_rows(source)
+            counts = migrating.copy(source, target)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        finally:
+            migrating.close(source)
+        copied = ", ".join(f"{n} {label}" for label, n in counts.items())
+        self.stdout.write(f"copied {copied}")
+        for label, n in skipped.items():
+            self.stderr.write(f"not copied: {n} {label} (grant them again on the target)")
+        if options["no_reindex"]:
+            self.stdout.write("planes not rebuilt: run manage.py reindex on the target")
+        elif target == DEFAULT_DB_ALIAS:
+            call_command("reindex", stdout=self.stdout, stderr=self.stderr)
+        else:
+            migrating.close(target)
+            self.stdout.write(
+                f"planes not rebuilt: {connections.settings[target]['NAME']} is not the "
+                "configured database; run manage.py reindex with DATABASE_URL set to it"
+            )

@@ -1,0 +1,149 @@
+"""BM25F on PostgreSQL's full-text search: weights, lengths, document frequencies.
+
+The pieces of `pg_text_index`'s scoring (BM25F: Robertson, Zaragoza and
+Taylor 2004, "Simple BM25 extension to multiple weighted fields"; BM25:
+Robertson and Zaragoza 2009, "The Probabilistic Relevance Framework: BM25
+and Beyond"). A word's weighted term frequency comes from `ts_rank_cd` of
+that word alone with normalisation 0, which sums the field weights of its
+occurrences; a row's length is its words counted at their field's weight.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from psycopg import sql
+
+# Field weights, in ts_rank_cd's order {D, C, B, A}: context, body, description and tags,
+# name and title. A word's term frequency and a row's length both count each word at its
+# field's weight (BM25F).
+WEIGHTS = (0.1, 0.4, 0.6, 1.0)
+FIELD_WEIGHT = dict(zip("DCBA", WEIGHTS, strict=True))
+K1 = 1.2  # term-frequency saturation (Robertson and Zaragoza 2009, section 3.3)
+B = 0.75  # how far a row's length against the average scales its term frequency
+
+
+def weighted_length(fields: dict[str, str]) -> float:
+    """A row's BM25F length: its words counted at their field's weight (`fields`: weight
+    letter -> the field's index text)."""
+    return sum(FIELD_WEIGHT[w] * len(text.split()) for w, text in fields.items())
+
+
+def bm25(idf: float, tf: float, length: float, average: float) -> float:
+    """One word's BM25 score (Robertson and Zaragoza 2009, eq. 3.15), in Python as in SQL.
+
+    idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / average)).
+    """
+    return idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / (average or 1.0)))
+
+
+def norm_sql(average: float) -> sql.Composable:
+    """A row's `norm` column: K1 * (1 - B + B * doclen / average), as `bm25` divides by."""
+    return sql.SQL("{k1} * (1 - {b} + {b} * doclen / {avg}) AS norm").format(
+        k1=sql.Literal(K1), b=sql.Literal(B), avg=sql.Literal(average or 1.0)
+    )
+
+
+def bm25_sql(idf: float, tf: str) -> sql.Composable:
+    """`bm25` in SQL over a row's term frequency column `tf` and its `norm` column."""
+    return sql.SQL("{idf} * {tf} * {k1plus} / ({tf} + norm)").format(
+        idf=sql.Literal(idf), tf=sql.Identifier(tf), k1plus=sql.Literal(K1 + 1)
+    )
+
+
+class DocumentFrequencies:
+    """Each word's document frequency, the row count and the average weighted length,
+    for IDF and BM25's length normalisation, cached for `ttl_s`.
+
+    Counting a word's rows through the GIN index is cheap for a rare word
+    and costs milliseconds for one in most rows, so counts are kept a while:
+    IDF only weighs words against each other, and a count a minute old
+    weighs them the same. The row count and the average length are full
+    scans (about 4 ms each at 10k rows), so this process's own writes drop
+    the cache only while the table holds fewer than `EXACT_BELOW` rows, where
+    one write moves IDF visibly and a recount is cheap; past that a write
+    moves the row count by under 0.1% and the counts live out their `ttl_s`
+    (a write-heavy server would otherwise rescan the table on every search).
+    Words in more than `COMMON_SHARE` of the rows (of a table holding more
+    than `COMMON_MIN`) are common: they score but select no rows (see
+    `PgTextIndex._scoring`), as tantivy's prefix expansions skip them.
+    """
+
+    COMMON_SHARE = 0.2
+    COMMON_MIN = 1000
+    EXACT_BELOW = 1000
+    ROWS = ""  # cache keys of the table-wide figures (no query word is empty or has a space)
+    AVERAGE = " average"
+
+    def __init__(self, config: str, ttl_s: float = 60.0) -> None:
+        self.config = config
+        self.ttl_s = ttl_s
+        self._counts: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def invalidate(self) -> None:
+        """After a write by this process: forget the counts of a small table (see class)."""
+        with self._lock:
+            rows = self._counts.get(self.ROWS)
+            if rows is None or rows[0] < self.EXACT_BELOW:
+                self._counts.clear()
+
+    def idf(
+        self, cur: Any, table: sql.Identifier, query: Sequence[str], typed: str | None
+    ) -> tuple[dict[str, tuple[float, bool]], float]:
+        """word (and the typed prefix) -> (BM25 idf, whether it is common); the average length.
+
+        idf = ln(1 + (N - df + 0.5) / (df + 0.5)), Lucene's non-negative form of
+        Robertson and Sparck Jones's weight.
+        """
+        keys = [self.ROWS, self.AVERAGE, *query, *([typed] if typed is not None else [])]
+        now = time.monotonic()
+        with self._lock:
+            known = {
+                k: c for k, (c, at) in self._counts.items() if k in keys and now - at < self.ttl_s
+            }
+        missing = [k for k in dict.fromkeys(keys) if k not in known]
+        if missing:
+            known.update(zip(missing, self._count(cur, table, missing, typed), strict=True))
+            with self._lock:
+                self._counts.update({k: (known[k], now) for k in missing})
+        total = known[self.ROWS]
+        out: dict[str, tuple[float, bool]] = {}
+        for key in keys[2:]:
+            df = min(known[key], total)
+            idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
+            common = total > self.COMMON_MIN and df > self.COMMON_SHARE * total
+            out[key] = (idf, common)
+        return out, known[self.AVERAGE]
+
+    def _count(
+        self, cur: Any, table: sql.Identifier, keys: list[str], typed: str | None
+    ) -> list[float]:
+        parts: list[sql.Composable] = []
+        params: list[Any] = []
+        for key in keys:
+            if key == self.ROWS:
+                parts.append(sql.SQL("(SELECT count(*) FROM {t})").format(t=table))
+            elif key == self.AVERAGE:
+                parts.append(sql.SQL("(SELECT coalesce(avg(doclen), 0) FROM {t})").format(t=table))
+            elif key == typed:
+                parts.append(
+                    sql.SQL(
+                        "(SELECT count(*) FROM {t} WHERE words @@ to_tsquery('simple', %s))"
+                    ).format(t=table)
+                )
+                params.append(key)
+            else:
+                parts.append(
+                    sql.SQL(
+                        "(SELECT count(*) FROM {t} WHERE document @@ to_tsquery({c}, %s))"
+                    ).format(t=table, c=sql.Literal(self.config))
+                )
+                params.append(key)
+        cur.execute(sql.SQL("SELECT {}").format(sql.SQL(", ").join(parts)), params)
+        row = cur.fetchone()
+        return [float(v) for v in row] if row else [0.0] * len(keys)

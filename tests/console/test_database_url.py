@@ -1,0 +1,75 @@
+"""DATABASE_URL -> Django's DATABASES entry (console/database_url.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from console import database_url
+from console.pgplanes import conninfo
+
+
+def test_a_postgres_url_becomes_a_pooled_psycopg_entry() -> None:
+    entry = database_url.parse("postgres://app:s%40cret@db.internal:6432/recall?sslmode=require")
+
+    assert entry["ENGINE"] == "django.db.backends.postgresql"
+    assert (entry["NAME"], entry["USER"], entry["PASSWORD"]) == ("recall", "app", "s@cret")
+    assert (entry["HOST"], entry["PORT"]) == ("db.internal", "6432")
+    assert entry["OPTIONS"]["sslmode"] == "require"
+    assert entry["OPTIONS"]["pool"] == {"min_size": 1, "max_size": 8, "timeout": 20}
+    assert entry["CONN_MAX_AGE"] == 0  # Django refuses persistent connections with a pool
+
+
+def test_without_a_pool_connections_persist() -> None:
+    entry = database_url.parse("postgresql://u@h/d", pool_size=0, conn_max_age=30)
+
+    assert "pool" not in entry["OPTIONS"]
+    assert entry["CONN_MAX_AGE"] == 30
+
+
+def test_a_unix_socket_directory_comes_from_the_query() -> None:
+    entry = database_url.parse("postgresql://postgres:@/postgres?host=/tmp/pg")
+
+    assert (entry["NAME"], entry["HOST"], entry["PASSWORD"]) == ("postgres", "/tmp/pg", "")
+    assert "host" not in entry["OPTIONS"]
+
+
+@pytest.mark.parametrize(
+    ("url", "name"),
+    [("sqlite:///var/recall.sqlite3", Path("var/recall.sqlite3")),
+     ("sqlite:////srv/recall.sqlite3", Path("/srv/recall.sqlite3"))],
+)  # fmt: skip
+def test_sqlite_urls(url: str, name: Path) -> None:
+    assert database_url.parse(url) == {"ENGINE": "django.db.backends.sqlite3", "NAME": name}
+
+
+@pytest.mark.parametrize("url", ["mysql://u@h/d", "postgres://u:pw@h", "sqlite://", "nonsense"])
+def test_bad_urls_are_refused_without_showing_the_password(url: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        database_url.parse(url)
+
+    assert ":pw@" not in str(caught.value)
+
+
+def test_the_planes_connect_with_the_same_parameters_minus_djangos_own() -> None:
+    entry = database_url.parse("postgres://app:pw@db:5433/recall?sslmode=require")
+
+    assert conninfo(entry) == "dbname=recall user=app password=pw host=db port=5433 sslmode=require"
+
+
+def test_the_postgresql_planes_need_a_postgresql_database(settings: Any) -> None:
+    from django.db import connection
+
+    from console.checks import recall_settings
+
+    backends = settings.RECALL["BACKENDS"]
+    settings.RECALL = {
+        **settings.RECALL,
+        "BACKENDS": {**backends, "TEXT_INDEX": {"BACKEND": "console.pgplanes.DjangoPgTextIndex"}},
+    }
+
+    found = [e.id for e in recall_settings()]
+
+    assert ("recall.E008" in found) == (connection.vendor != "postgresql")

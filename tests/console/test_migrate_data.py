@@ -1,0 +1,78 @@
+"""`manage.py migrate_data` moves an embedded deployment onto PostgreSQL, losslessly.
+
+Each step is a process of its own over its own data directory, as an
+operator would run it: the SQLite deployment (demo data, a login, an agent
+token), then `migrate_data` into an empty PostgreSQL database, then export on
+both sides. Runs in `make test`'s PostgreSQL pass.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.console import api_server
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [
+    pytest.mark.skipif(
+        os.environ.get("RECALL_PROFILE") != "postgres",
+        reason="runs in make test's PostgreSQL pass (python -m pytest -p tests.pg_profile)",
+    ),
+    pytest.mark.slow,
+]
+
+SQLITE_SIDE = """
+import django; django.setup()
+from console import services, tokens
+services.project_create(slug="ops")
+print(tokens.token_create(agent="mover", projects=["ops"], may_write=True)[1])
+"""
+
+CHECK_TOKEN = """
+import sys
+import django; django.setup()
+from console import tokens
+print(tokens.token_verify(sys.argv[1]) is not None)
+"""
+
+
+def sqlite_env(data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"DATABASE_URL", "RECALL_DATABASE_URL", "RECALL_PROFILE"}}  # fmt: skip
+    return {**env, "RECALL_DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "console.settings"}
+
+
+def run(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_a_sqlite_deployment_moves_to_postgresql_byte_for_byte(tmp_path: Path) -> None:
+    old, new = sqlite_env(tmp_path / "old"), api_server.environment(tmp_path / "new")
+    run(old, "manage.py", "migrate", "-v0")
+    run(old, "manage.py", "demo")
+    run(old, "manage.py", "ensure_login")
+    secret = run(old, "-c", SQLITE_SIDE).split()[-1]
+    run(old, "manage.py", "export_memories", "--out", str(tmp_path / "old.jsonl"))
+
+    sqlite_url = f"sqlite:///{tmp_path / 'old' / 'recall.sqlite3'}"
+    moved = run(new, "manage.py", "migrate_data", "--from", sqlite_url)
+    run(new, "manage.py", "export_memories", "--out", str(tmp_path / "new.jsonl"))
+
+    assert "reindexed" in moved
+    assert (tmp_path / "new.jsonl").read_bytes() == (tmp_path / "old.jsonl").read_bytes()
+    assert run(new, "-c", CHECK_TOKEN, secret).strip() == "True"  # agents keep their secrets
+    run(new, "manage.py", "index_status", "--fail-on-drift")
+    again = subprocess.run(
+        [sys.executable, "manage.py", "migrate_data", "--from", sqlite_url],
+        cwd=ROOT, env=new, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert again.returncode != 0 and "not empty" in again.stderr

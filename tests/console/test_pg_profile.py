@@ -1,0 +1,185 @@
+"""The PostgreSQL profile: a write and its plane rows commit in one transaction.
+
+Runs in `make test`'s PostgreSQL pass (`python -m pytest -p tests.pg_profile`),
+where rows, full text and vectors live in one real PostgreSQL with pgvector.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connection, transaction
+
+from console import indexing, services, wiring
+from console.models import IndexJob, Memory, Project
+from recall.errors import EmbedderUnavailable
+from recall.types import Filter
+from tests.console import api_server
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [
+    pytest.mark.skipif(
+        os.environ.get("RECALL_PROFILE") != "postgres",
+        reason="runs in make test's PostgreSQL pass (python -m pytest -p tests.pg_profile)",
+    ),
+    pytest.mark.django_db(transaction=True),
+]
+
+
+@pytest.fixture
+def project(planes: Path) -> Project:
+    return services.project_create(slug="ops")
+
+
+def remember(project: Project, name: str = "kraken-restart", **fields: Any) -> Memory:
+    return services.memory_create(
+        project=project,
+        kind="gotcha",
+        name=name,
+        description=fields.pop("description", "The kraken queue must drain before a restart"),
+        body=fields.pop("body", "Drain the kraken queue, then restart."),
+        **fields,
+    )
+
+
+def plane_rows(memory_id: str) -> tuple[int, int]:
+    """(full-text rows, vector rows) for an id, read straight from the tables."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT (SELECT count(*) FROM recall_text WHERE id = %s),"
+            " (SELECT count(*) FROM recall_vectors WHERE id = %s)",
+            [memory_id, memory_id],
+        )
+        text, vectors = cursor.fetchone()
+    return int(text), int(vectors)
+
+
+def test_the_planes_are_postgresql_tables_on_the_same_database() -> None:
+    assert connection.vendor == "postgresql"
+    assert wiring.text_index().joins_caller  # type: ignore[attr-defined]
+    assert wiring.vector_index().joins_caller  # type: ignore[union-attr]
+
+
+def test_a_write_commits_with_its_plane_rows_and_queues_nothing(project: Project) -> None:
+    memory = remember(project)
+
+    assert IndexJob.objects.count() == 0
+    assert plane_rows(memory.pk) == (1, 1)
+    hits = wiring.text_index().search("kraken", where=Filter(), limit=5)
+    assert [h.id for h in hits] == [memory.pk]
+    assert indexing.status().drift == 0
+
+
+def test_a_rolled_back_write_leaves_no_plane_row(project: Project) -> None:
+    class Abandon(Exception):
+        pass
+
+    with pytest.raises(Abandon), transaction.atomic():
+        memory = remember(project)
+        assert plane_rows(memory.pk) == (1, 1)  # written, in the transaction
+        raise Abandon
+
+    assert not Memory.objects.filter(pk=memory.pk).exists()
+    assert plane_rows(memory.pk) == (0, 0)
+
+
+def test_an_edit_archive_and_delete_reach_the_planes_at_once(project: Project) -> None:
+    memory = remember(project)
+
+    services.memory_update(memory=memory, body="Drain the walrus queue instead.")
+    assert [h.id for h in wiring.text_index().search("walrus", where=Filter(), limit=5)] == [
+        memory.pk
+    ]
+    services.memory_archive(memory=Memory.objects.get(pk=memory.pk))
+    assert wiring.text_index().search("walrus", where=Filter(), limit=5) == []
+    services.memory_delete(memory=Memory.objects.get(pk=memory.pk))
+    assert plane_rows(memory.pk) == (0, 0)
+    assert IndexJob.objects.count() == 0
+
+
+def test_with_the_embedder_down_the_row_and_its_words_commit_and_vectors_wait(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder = wiring.embedder()
+    assert embedder is not None
+
+    def down(texts: Any) -> Any:
+        raise EmbedderUnavailable("model process crashed")
+
+    monkeypatch.setattr(embedder, "embed", down)
+    memory = remember(project)
+
+    assert plane_rows(memory.pk) == (1, 0)  # findable by its words at once
+    assert list(IndexJob.objects.values_list("item_id", flat=True)) == [memory.pk]
+    monkeypatch.undo()
+    assert indexing.apply_pending().applied == 1
+    assert plane_rows(memory.pk) == (1, 1)
+    assert indexing.status().drift == 0
+
+
+KILLED_MID_TRANSACTION = textwrap.dedent(
+    """
+    import os, signal
+    import django
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection, transaction
+    from console import services
+
+    call_command("migrate", verbosity=0)
+    project = services.project_create(slug="ops")
+    with transaction.atomic():
+        memory = services.memory_create(
+            project=project, kind="gotcha", name="kraken-restart",
+            description="The kraken queue must drain before a restart",
+        )
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM recall_text WHERE id = %s", [memory.pk])
+            print(memory.pk, cursor.fetchone()[0], flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)  # before the commit
+    """
+)
+
+COUNT = textwrap.dedent(
+    """
+    import json
+    import django
+    django.setup()
+    from console import indexing, wiring
+    from console.models import IndexJob, Memory
+    print(json.dumps({
+        "memories": Memory.objects.count(), "jobs": IndexJob.objects.count(),
+        "text": wiring.text_index().count(), "vectors": wiring.vector_index().count(),
+        "drift": indexing.status().drift,
+    }))
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_process_killed_before_its_commit_leaves_neither_row_nor_plane_rows(
+    tmp_path: Path,
+) -> None:
+    env = api_server.environment(tmp_path)
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_MID_TRANSACTION],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    memory_id, written = killed.stdout.split()
+    assert written == "1"  # the text row was in the open transaction when it died
+
+    counted = subprocess.run(
+        [sys.executable, "-c", COUNT],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    after = json.loads(counted.stdout.strip().splitlines()[-1])
+    assert after == {"memories": 0, "jobs": 0, "text": 0, "vectors": 0, "drift": 0}, memory_id
