@@ -29,7 +29,7 @@ from recall import dedup
 from recall.agent import dumps, pack_view
 from recall.config import DedupConfig, RecallConfig
 from recall.errors import ConfigError, EmbedderUnavailable, IndexUnavailable
-from recall.indexes.hot_vectors import HotVectorIndex
+from recall.indexes.hot_vectors import HotVectorIndex, Replicable
 from recall.tokens import ByteEstimate
 from recall.types import MEMORY, Doc
 from tests.console import api_server
@@ -509,6 +509,8 @@ def test_a_warmed_server_recalls_from_the_vector_copy_without_asking_lancedb(
     alpha: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What a gunicorn worker does on start (selectors.warm), then a semantic-only recall."""
+    if not isinstance(wiring.vector_plane(), Replicable):  # the PostgreSQL profile
+        pytest.skip("pgvector is searched in the database: there is no in-process copy")
     before = remember(alpha, "feline-diet", "Our cat only eats salmon kibble")
     services.project_create(slug="beta")
     sync()
