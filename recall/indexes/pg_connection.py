@@ -159,6 +159,63 @@ class Connections:
             self._local.conn = None
 
 
+class PgTable:
+    """What both PostgreSQL planes share: one table of rows keyed by `id`, each
+    with the `fingerprint` `index_status` compares. A subclass sets `table`
+    and `_db` and makes its table in `_ready`."""
+
+    table: str
+    _db: Connections
+
+    def _ready(self) -> sql.Identifier:
+        raise NotImplementedError
+
+    @property
+    def joins_caller(self) -> bool:
+        return self._db.joins_caller
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove rows by id; unknown ids are ignored."""
+        if not ids:
+            return
+        t = self._ready()
+        with self._db.cursor() as cur:
+            cur.execute(sql.SQL("DELETE FROM {t} WHERE id = ANY(%s)").format(t=t), (list(ids),))
+
+    def clear(self) -> None:
+        t = self._ready()
+        with self._db.cursor() as cur:
+            cur.execute(sql.SQL("DELETE FROM {t}").format(t=t))
+
+    def ids(self) -> set[str]:
+        t = self._ready()
+        with self._db.cursor() as cur:
+            cur.execute(sql.SQL("SELECT id FROM {t}").format(t=t))
+            return {r[0] for r in cur.fetchall()}
+
+    def fingerprints(self) -> list[tuple[str, str]]:
+        t = self._ready()
+        with self._db.cursor() as cur:
+            cur.execute(sql.SQL("SELECT id, fingerprint FROM {t}").format(t=t))
+            return [(r[0], r[1]) for r in cur.fetchall()]
+
+    def count(self) -> int:
+        t = self._ready()
+        with self._db.cursor() as cur:
+            cur.execute(sql.SQL("SELECT count(*) FROM {t}").format(t=t))
+            found = cur.fetchone()
+        return int(found[0]) if found else 0
+
+    def drop(self) -> None:
+        """Drop the table (tests, `clear --drop`); the next use makes it again."""
+        with self._db.cursor() as cur:
+            cur.execute(sql.SQL("DROP TABLE IF EXISTS {t}").format(t=sql.Identifier(self.table)))
+        self._db.forget(self.table)
+
+    def close(self) -> None:
+        self._db.close()
+
+
 def _all_exist(conn: psycopg.Connection[Any], relations: Sequence[str]) -> bool:
     found = conn.execute(
         "SELECT count(*) FROM unnest(%s::text[]) AS r WHERE to_regclass(r) IS NOT NULL",

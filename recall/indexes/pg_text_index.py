@@ -55,6 +55,7 @@ from recall.indexes.pg_bm25 import (
 from recall.indexes.pg_connection import (
     Borrow,
     Connections,
+    PgTable,
     Statement,
     filter_sql,
     table_name,
@@ -105,7 +106,7 @@ def config_ddl() -> list[Statement]:
     ]
 
 
-class PgTextIndex:
+class PgTextIndex(PgTable):
     """A TextIndex on a PostgreSQL table (see the module docstring).
 
     `dsn` names the database; `borrow`, when given, returns the caller's
@@ -129,10 +130,6 @@ class PgTextIndex:
         self.prefix_weight = prefix_weight
         self._db = Connections(dsn, borrow=borrow, label=f"text table {self.table}")
         self._stats = DocumentFrequencies(CONFIG, stats_ttl_s)
-
-    @property
-    def joins_caller(self) -> bool:
-        return self._db.joins_caller
 
     def _ddl(self) -> list[Statement]:
         t = sql.Identifier(self.table)
@@ -218,17 +215,11 @@ class PgTextIndex:
         self._stats.invalidate()
 
     def delete(self, ids: Sequence[str]) -> None:
-        if not ids:
-            return
-        t = self._ready()
-        with self._db.cursor() as cur:
-            cur.execute(sql.SQL("DELETE FROM {t} WHERE id = ANY(%s)").format(t=t), (list(ids),))
+        super().delete(ids)
         self._stats.invalidate()
 
     def clear(self) -> None:
-        t = self._ready()
-        with self._db.cursor() as cur:
-            cur.execute(sql.SQL("DELETE FROM {t}").format(t=t))
+        super().clear()
         self._stats.invalidate()
 
     # -- reads ----------------------------------------------------------------
@@ -365,31 +356,3 @@ class PgTextIndex:
             return any(s in wanted for s in stem.get(word, ()))
 
         return matched
-
-    def ids(self) -> set[str]:
-        t = self._ready()
-        with self._db.cursor() as cur:
-            cur.execute(sql.SQL("SELECT id FROM {t}").format(t=t))
-            return {r[0] for r in cur.fetchall()}
-
-    def fingerprints(self) -> list[tuple[str, str]]:
-        t = self._ready()
-        with self._db.cursor() as cur:
-            cur.execute(sql.SQL("SELECT id, fingerprint FROM {t}").format(t=t))
-            return [(r[0], r[1]) for r in cur.fetchall()]
-
-    def count(self) -> int:
-        t = self._ready()
-        with self._db.cursor() as cur:
-            cur.execute(sql.SQL("SELECT count(*) FROM {t}").format(t=t))
-            found = cur.fetchone()
-        return int(found[0]) if found else 0
-
-    def drop(self) -> None:
-        """Drop the table (tests); the next use makes it again."""
-        with self._db.cursor() as cur:
-            cur.execute(sql.SQL("DROP TABLE IF EXISTS {t}").format(t=sql.Identifier(self.table)))
-        self._db.forget(self.table)
-
-    def close(self) -> None:
-        self._db.close()

@@ -35,6 +35,7 @@ from recall.errors import ConfigError
 from recall.indexes.pg_connection import (
     Borrow,
     Connections,
+    PgTable,
     Statement,
     filter_sql,
     table_name,
@@ -52,7 +53,7 @@ def vector_literal(values: Sequence[float] | np.ndarray[Any, Any]) -> str:
     return "[" + ",".join(repr(float(x)) for x in array.tolist()) + "]"
 
 
-class PgVectorIndex:
+class PgVectorIndex(PgTable):
     """A VectorIndex on a PostgreSQL table with pgvector (see the module docstring).
 
     `dsn` names the database; `borrow`, when given, returns the caller's
@@ -87,10 +88,6 @@ class PgVectorIndex:
         self._m = m
         self._ef_construction = ef_construction
         self._db = Connections(dsn, borrow=borrow, label=f"vector table {self.table}")
-
-    @property
-    def joins_caller(self) -> bool:
-        return self._db.joins_caller
 
     # -- schema ---------------------------------------------------------------
 
@@ -187,18 +184,6 @@ class PgVectorIndex:
         with self._db.cursor() as cur:
             cur.execute(statement, columns)
 
-    def delete(self, ids: Sequence[str]) -> None:
-        if not ids:
-            return
-        t = self._ready()
-        with self._db.cursor() as cur:
-            cur.execute(sql.SQL("DELETE FROM {t} WHERE id = ANY(%s)").format(t=t), (list(ids),))
-
-    def clear(self) -> None:
-        t = self._ready()
-        with self._db.cursor() as cur:
-            cur.execute(sql.SQL("DELETE FROM {t}").format(t=t))
-
     # -- reads ----------------------------------------------------------------
 
     def search(
@@ -239,37 +224,9 @@ class PgVectorIndex:
             for n, (i, distance) in enumerate(found[:limit], 1)
         ]
 
-    def ids(self) -> set[str]:
-        t = self._ready()
-        with self._db.cursor() as cur:
-            cur.execute(sql.SQL("SELECT id FROM {t}").format(t=t))
-            return {r[0] for r in cur.fetchall()}
-
-    def fingerprints(self) -> list[tuple[str, str]]:
-        t = self._ready()
-        with self._db.cursor() as cur:
-            cur.execute(sql.SQL("SELECT id, fingerprint FROM {t}").format(t=t))
-            return [(r[0], r[1]) for r in cur.fetchall()]
-
-    def count(self) -> int:
-        t = self._ready()
-        with self._db.cursor() as cur:
-            cur.execute(sql.SQL("SELECT count(*) FROM {t}").format(t=t))
-            found = cur.fetchone()
-        return int(found[0]) if found else 0
-
     def stored_model(self) -> str | None:
         t = self._ready()
         with self._db.cursor() as cur:
             cur.execute(sql.SQL("SELECT model FROM {t} LIMIT 1").format(t=t))
             found = cur.fetchone()
         return str(found[0]) if found else None
-
-    def drop(self) -> None:
-        """Drop the table (tests and `clear --drop`); the next use makes it again."""
-        with self._db.cursor() as cur:
-            cur.execute(sql.SQL("DROP TABLE IF EXISTS {t}").format(t=sql.Identifier(self.table)))
-        self._db.forget(self.table)
-
-    def close(self) -> None:
-        self._db.close()
