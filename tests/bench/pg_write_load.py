@@ -35,7 +35,6 @@ import os
 import queue
 import random
 import shutil
-import signal
 import sys
 import tempfile
 import threading
@@ -43,7 +42,6 @@ import time
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import psycopg
 
@@ -51,8 +49,16 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tests import pg  # noqa: E402
-from tests.bench.load_api import WORDS, percentile  # noqa: E402
-from tests.bench.write_load import PROJECT, Tally, planes, prepare, workers_of  # noqa: E402
+from tests.bench.load_api import percentile  # noqa: E402
+from tests.bench.write_load import (  # noqa: E402
+    PROJECT,
+    Tally,
+    kill_workers,
+    planes,
+    post_write,
+    prepare,
+    write_body,
+)
 from tests.console import api_server  # noqa: E402
 
 
@@ -88,31 +94,9 @@ def write_and_read(
             if n is None:
                 return
             word = marker(tag, n)
-            body = {
-                "project": PROJECT,
-                "kind": "fact",
-                "name": f"{tag}-{n}",
-                "description": f"{tag} write {n}: " + " ".join(rng.sample(WORDS, 6)),
-                "body": " ".join(rng.choice(WORDS) for _ in range(30)) + f" {word}",
-            }
-            started = time.perf_counter()
-            try:
-                conn = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-                conn.request("POST", "/api/v1/memories", json.dumps(body), headers)
-                reply = conn.getresponse()
-                payload = json.loads(reply.read())
-                if reply.status != 201:
-                    raise RuntimeError(f"HTTP {reply.status}: {payload}")
-                with tally.lock:
-                    tally.acknowledged.append(payload["memory"]["id"])
-                    tally.latencies.append((time.perf_counter() - started) * 1000)
-                acked.put((payload["memory"]["id"], word))
-            except Exception as exc:  # a killed worker drops its connections
-                if conn is not None:
-                    conn.close()
-                conn = None
-                with tally.lock:
-                    tally.failed.append(f"{type(exc).__name__}: {exc}"[:200])
+            conn, memory_id = post_write(conn, port, headers, write_body(tag, n, rng, word), tally)
+            if memory_id is not None:
+                acked.put((memory_id, word))
 
     def reader(secret: str) -> None:
         http_conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
@@ -159,23 +143,6 @@ def write_and_read(
     for t in reading:
         t.join()
     return tally, reads
-
-
-def kill_workers(master: Any, kills: int, done: threading.Event) -> int:
-    """SIGKILL a random serving worker every 0.5 to 2.5 s while writes run; kills made.
-
-    Eight writers keep all of the workers' threads busy, so a kill lands
-    mid-request (the failed requests counted in the report are those).
-    """
-    rng = random.Random(5)
-    made = 0
-    while made < kills and not done.is_set():
-        time.sleep(rng.uniform(0.5, 2.5))
-        pids = workers_of(master)
-        if pids and not done.is_set():
-            os.kill(rng.choice(pids), signal.SIGKILL)
-            made += 1
-    return made
 
 
 def orphans(dsn: str) -> tuple[int, int]:
@@ -238,7 +205,9 @@ def run_phase(
     ) as (base, master):
         done = threading.Event()
         made: list[int] = []
-        killer = threading.Thread(target=lambda: made.append(kill_workers(master, kills, done)))
+        killer = threading.Thread(
+            target=lambda: made.append(kill_workers(master, kills, done, every=(0.5, 2.5)))
+        )
         started = time.perf_counter()
         killer.start()
         tally, reads = write_and_read(

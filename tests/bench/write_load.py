@@ -146,6 +146,47 @@ def prepare(data_dir: Path, clients: int) -> list[str]:
     return api_server.run_python(data_dir, code).split()[-clients:]
 
 
+def write_body(tag: str, n: int, rng: random.Random, tail: str) -> dict[str, str]:
+    """Write `n` of a phase: distinct text, so every write creates a row."""
+    return {
+        "project": PROJECT,
+        "kind": "fact",
+        "name": f"{tag}-{n}",
+        "description": f"{tag} write {n}: " + " ".join(rng.sample(WORDS, 6)),
+        "body": " ".join(rng.choice(WORDS) for _ in range(30)) + f" {tail}",
+    }
+
+
+def post_write(
+    conn: http.client.HTTPConnection | None,
+    port: int,
+    headers: dict[str, str],
+    body: dict[str, str],
+    tally: Tally,
+) -> tuple[http.client.HTTPConnection | None, str | None]:
+    """POST one memory; tally it. The connection to reuse (None after a failure)
+    and the new memory's id (None when the request failed)."""
+    started = time.perf_counter()
+    try:
+        conn = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        conn.request("POST", "/api/v1/memories", json.dumps(body), headers)
+        reply = conn.getresponse()
+        payload = json.loads(reply.read())
+        if reply.status != 201:
+            raise RuntimeError(f"HTTP {reply.status}: {payload}")
+        memory_id = str(payload["memory"]["id"])
+        with tally.lock:
+            tally.acknowledged.append(memory_id)
+            tally.latencies.append((time.perf_counter() - started) * 1000)
+        return conn, memory_id
+    except Exception as exc:  # a killed worker drops its connections
+        if conn is not None:
+            conn.close()
+        with tally.lock:
+            tally.failed.append(f"{type(exc).__name__}: {exc}"[:200])
+        return None, None
+
+
 def write_all(port: int, secrets: list[str], total: int, tag: str, tally: Tally) -> None:
     """Send `total` writes from one thread per secret."""
     plan = iter(range(total))
@@ -160,30 +201,9 @@ def write_all(port: int, secrets: list[str], total: int, tag: str, tally: Tally)
                 n = next(plan, None)
             if n is None:
                 return
-            body = {
-                "project": PROJECT,
-                "kind": "fact",
-                "name": f"{tag}-{n}",
-                "description": f"{tag} write {n}: " + " ".join(rng.sample(WORDS, 6)),
-                "body": " ".join(rng.choice(WORDS) for _ in range(30)) + f" ({tag} {n})",
-            }
-            started = time.perf_counter()
-            try:
-                conn = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-                conn.request("POST", "/api/v1/memories", json.dumps(body), headers)
-                reply = conn.getresponse()
-                payload = json.loads(reply.read())
-                if reply.status != 201:
-                    raise RuntimeError(f"HTTP {reply.status}: {payload}")
-                with tally.lock:
-                    tally.acknowledged.append(payload["memory"]["id"])
-                    tally.latencies.append((time.perf_counter() - started) * 1000)
-            except Exception as exc:  # a killed worker drops its connections
-                if conn is not None:
-                    conn.close()
-                conn = None
-                with tally.lock:
-                    tally.failed.append(f"{type(exc).__name__}: {exc}"[:200])
+            conn, _ = post_write(
+                conn, port, headers, write_body(tag, n, rng, f"({tag} {n})"), tally
+            )
 
     threads = [
         threading.Thread(target=client, args=(secret, i)) for i, secret in enumerate(secrets)
@@ -199,14 +219,19 @@ def workers_of(master: subprocess.Popen[bytes]) -> list[int]:
     return [int(pid) for pid in found.stdout.split()]
 
 
-def kill_workers(master: subprocess.Popen[bytes], kills: int, done: threading.Event) -> int:
-    """SIGKILL a random serving worker every so often while writes run; kills made."""
+def kill_workers(
+    master: subprocess.Popen[bytes],
+    kills: int,
+    done: threading.Event,
+    every: tuple[float, float] = (2.0, 6.0),  # spread over the run, not its first seconds
+) -> int:
+    """SIGKILL a random serving worker every `every` seconds while writes run; kills made."""
     rng = random.Random(5)
     made = 0
     while made < kills and not done.is_set():
-        time.sleep(rng.uniform(2.0, 6.0))  # spread over the run, not its first seconds
+        time.sleep(rng.uniform(*every))
         pids = workers_of(master)
-        if not pids:
+        if not pids or done.is_set():
             continue
         os.kill(rng.choice(pids), signal.SIGKILL)
         made += 1
