@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
+from pathlib import Path
 from typing import TypeVar
 
 from django.conf import settings
@@ -43,6 +44,7 @@ from django.utils import timezone
 
 from console import store, wiring
 from console.models import IndexJob, Memory, Note
+from recall.errors import ConfigError, IndexUnavailable
 from recall.indexes.hot_vectors import Replicable
 from recall.locks import FileLock
 from recall.ports import TextIndex, VectorIndex, Vectors
@@ -297,6 +299,34 @@ def stored_vectors() -> dict[str, Vectors]:
     return {h: block.vectors[i] for i, h in enumerate(block.text_hashes) if h}
 
 
+def vectors_in(path: Path) -> dict[str, Vectors]:
+    """The vectors of an embedded deployment's LanceDB directory by text hash.
+
+    `reindex --vectors-from` (and `migrate_data`, from the old deployment's
+    RECALL_DATA_DIR) hand them to `rebuild`, so moving to another vector
+    plane copies what the model already computed. A text hash names the
+    model too, so vectors of another model are never reused. Empty when the
+    directory holds no vector table.
+    """
+    from recall.indexes.lance_index import LanceIndex
+
+    if not path.is_dir() or not any(path.glob("*.lance")):
+        return {}
+    embedder = wiring.embedder()
+    if embedder is None:
+        return {}
+    plane = LanceIndex(path, dims=embedder.dims, auto_index=False, compact_every=0)
+    found: dict[str, Vectors] = {}
+    try:
+        for block in plane.blocks(8192):
+            hashes = block.text_hashes or ()
+            found.update((h, block.vectors[i]) for i, h in enumerate(hashes) if h)
+    except (IndexUnavailable, ConfigError) as exc:  # an older layout, other dims: embed
+        log.warning("not reusing the vectors in %s: %s", path, exc)
+        return {}
+    return found
+
+
 def memory_docs(rows: QuerySet[Memory]) -> list[Doc]:
     """What the planes index for these memories: the store's records, with session context."""
     records = store.memory_records(rows.select_related(None))
@@ -343,30 +373,44 @@ def note_docs(rows: QuerySet[Note]) -> list[Doc]:
     return [to_doc(store.note_record(n)) for n in rows.select_related("project")]
 
 
-def rebuild(*, progress: Callable[[int], None] | None = None) -> int:
-    """Recreate both planes from the database; returns the number of items.
+@dataclass(frozen=True)
+class Rebuilt:
+    """What a rebuild did: items written to the planes, texts it had to embed."""
+
+    items: int
+    embedded: int
+
+
+def rebuild(
+    *,
+    progress: Callable[[int], None] | None = None,
+    known: Mapping[str, Vectors] | None = None,
+) -> Rebuilt:
+    """Recreate both planes from the database.
 
     A vector whose text and model are unchanged is copied from the plane as
     it stood, not embedded again (`Doc.embedding_hash`), so a reindex without
-    a model change costs reading and writing, not the model.
+    a model change costs reading and writing, not the model. `known` adds
+    vectors from elsewhere by the same hash (`vectors_in`: a deployment moved
+    from the embedded profile brings its LanceDB vectors along).
     """
     text, vectors = wiring.text_index(), wiring.vector_index()
     last_job = IndexJob.objects.order_by("-id").values_list("id", flat=True).first() or 0
-    done = 0
+    done = embedded = 0
     with plane_lock().held(timeout_s=3600):
-        known = stored_vectors() if vectors is not None else {}
+        known = {**(known or {}), **(stored_vectors() if vectors is not None else {})}
         text.clear()
         if vectors is not None:
             vectors.clear()
         for docs in _all_docs():
-            write_docs(docs, known=known)
+            embedded += write_docs(docs, known=known)
             done += len(docs)
             if progress:
                 progress(len(docs))
     # Jobs queued before the rebuild began are covered by it; later ones stay.
     IndexJob.objects.filter(id__lte=last_job).delete()
     maintain()
-    return done
+    return Rebuilt(done, embedded)
 
 
 def maintain() -> None:

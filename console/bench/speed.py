@@ -46,12 +46,21 @@ def backends(choice: str) -> list[str]:
 
 
 def run(
-    *, size: int, backends: Sequence[str], queries: int = 200, env: Mapping[str, str] | None = None
+    *,
+    size: int,
+    backends: Sequence[str],
+    queries: int = 200,
+    env: Mapping[str, str] | None = None,
+    moved_to: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Generate, ingest once, serve once per backend; the report body.
 
     `env` (the `postgres` profile's database) goes to every child; a backend
-    not in BACKENDS ("postgres") is the profile's own planes.
+    not in BACKENDS ("postgres") is the profile's own planes. `moved_to` (a
+    `postgres` profile's environment) adds that profile beside the embedded
+    backends on the same corpus: the ingested deployment is moved there as
+    an operator would (`migrate_data`: rows copied, planes rebuilt with the
+    LanceDB vectors reused), then served like the others.
     """
     from console.bench.isolate import run_worker
 
@@ -67,11 +76,21 @@ def run(
         body["ingest"] = run_worker(
             "speed-ingest", spec, env=_env(backends[0], env), data_dir=root
         ) | {"backend": backends[0]}
+        if moved_to is not None:  # before serving: the serving runs write memories of their own
+            source = f"sqlite:///{root / 'data' / 'recall.sqlite3'}"
+            body["moved"] = run_worker(
+                "speed-move", spec | {"source": source}, env=moved_to, data_dir=root
+            )
         for name in backends:
             first = name == backends[0]
             spec_b = spec | {"build_text": not first, "api_ingest": min(size, 2000) if first else 0}
             body["backends"][name] = run_worker(
                 "speed-serve", spec_b, env=_env(name, env), data_dir=root
+            )
+        if moved_to is not None:
+            spec_b = spec | {"api_ingest": min(size, 2000)}
+            body["backends"]["postgres"] = run_worker(
+                "speed-serve", spec_b, env=moved_to, data_dir=root
             )
         return body
     finally:
@@ -139,6 +158,8 @@ def worker(job: str, spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
         return _ingest(spec)
     if job == "speed-serve":
         return _serve(spec)
+    if job == "speed-move":
+        return _move(spec)
     raise ValueError(f"unknown speed job {job!r}")
 
 
@@ -151,7 +172,7 @@ def _ingest(spec: Mapping[str, Any]) -> dict[str, Any]:
     loading.migrate()
     load = loading.import_path(Path(spec["corpus"]))
     started = time.perf_counter()
-    done = indexing.rebuild()
+    done = indexing.rebuild().items
     reindex_s = time.perf_counter() - started
     return {
         "memories": Memory.objects.count(),
@@ -160,6 +181,34 @@ def _ingest(spec: Mapping[str, Any]) -> dict[str, Any]:
         "ingest_per_s": load["per_s"],
         "reindex_s": round(reindex_s, 2),
         "reindex_per_s": round(done / reindex_s, 1),
+        "loadavg": [load_before, loadavg()],
+    }
+
+
+def _move(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """`manage.py migrate_data` of the ingested deployment onto this profile's database."""
+    from django.conf import settings
+    from django.db import DEFAULT_DB_ALIAS
+
+    from console import indexing, migrating
+
+    load_before = loadavg()
+    started = time.perf_counter()
+    source = migrating.connect(migrating.SOURCE, str(spec["source"]))
+    try:
+        rows = sum(migrating.copy(source, DEFAULT_DB_ALIAS).values())
+    finally:
+        migrating.close(source)
+    copy_s = time.perf_counter() - started
+    started = time.perf_counter()
+    done = indexing.rebuild(known=indexing.vectors_in(Path(settings.RECALL["VECTOR_INDEX_DIR"])))
+    rebuild_s = time.perf_counter() - started
+    return {
+        "rows": rows,
+        "copy_s": round(copy_s, 2),
+        "rebuild_s": round(rebuild_s, 2),
+        "items": done.items,
+        "embedded": done.embedded,
         "loadavg": [load_before, loadavg()],
     }
 
@@ -453,14 +502,21 @@ def tables(body: Mapping[str, Any]) -> str:
         f"({ingest['ingest_s']} s); reindex both planes: {ingest['reindex_s']} s "
         f"({ingest['reindex_per_s']}/s); load average {ingest['loadavg']}"
     ]
+    if body.get("moved"):
+        m = body["moved"]
+        lines.append(
+            f"moved to PostgreSQL (migrate_data): {m['rows']} rows copied in {m['copy_s']} s; "
+            f"planes rebuilt in {m['rebuild_s']} s ({m['items']} items, {m['embedded']} "
+            f"embedded, the other vectors copied from LanceDB); load average {m['loadavg']}"
+        )
     names = list(body["backends"])
-    ops = list(next(iter(body["backends"].values()))["ops"])
+    ops = list(dict.fromkeys(op for b in body["backends"].values() for op in b["ops"]))
     rows = []
-    for op in ops:
+    for op in ops:  # an op one backend lacks (LanceDB itself, on PostgreSQL) prints "-"
         row: list[Any] = [op]
         for name in names:
-            p = body["backends"][name]["ops"][op]
-            row += [p["p50"], p["p95"], p["p99"]]
+            p = body["backends"][name]["ops"].get(op)
+            row += [p["p50"], p["p95"], p["p99"]] if p else ["-", "-", "-"]
         rows.append(row)
     heads = [f"{n} {q}" for n in names for q in ("p50", "p95", "p99")]
     lines.append(report.table(["ms", *heads], rows))

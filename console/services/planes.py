@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from console import indexing, wiring
 
@@ -17,9 +18,16 @@ def index_repair() -> indexing.RepairReport:
     return indexing.repair()
 
 
-def index_rebuild(*, progress: Callable[[int], None] | None = None) -> int:
-    """Recreate both planes from the database; the number of items indexed."""
-    return indexing.rebuild(progress=progress)
+def index_rebuild(
+    *, progress: Callable[[int], None] | None = None, vectors_from: Path | None = None
+) -> indexing.Rebuilt:
+    """Recreate both planes from the database (items indexed, texts embedded).
+
+    `vectors_from`: an embedded deployment's LanceDB directory whose vectors
+    are reused where text and model match (`indexing.vectors_in`).
+    """
+    known = indexing.vectors_in(vectors_from) if vectors_from is not None else None
+    return indexing.rebuild(progress=progress, known=known)
 
 
 def index_maintain() -> None:

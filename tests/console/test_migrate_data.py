@@ -64,10 +64,12 @@ def test_a_sqlite_deployment_moves_to_postgresql_byte_for_byte(tmp_path: Path) -
     run(old, "manage.py", "export_memories", "--out", str(tmp_path / "old.jsonl"))
 
     sqlite_url = f"sqlite:///{tmp_path / 'old' / 'recall.sqlite3'}"
-    moved = run(new, "manage.py", "migrate_data", "--from", sqlite_url)
+    vectors = str(tmp_path / "old" / "vectors")
+    moved = run(new, "manage.py", "migrate_data", "--from", sqlite_url, "--vectors-from", vectors)
     run(new, "manage.py", "export_memories", "--out", str(tmp_path / "new.jsonl"))
 
     assert "reindexed" in moved
+    assert "embedded 0 texts" in moved  # every vector copied from the old LanceDB table
     assert (tmp_path / "new.jsonl").read_bytes() == (tmp_path / "old.jsonl").read_bytes()
     assert run(new, "-c", CHECK_TOKEN, secret).strip() == "True"  # agents keep their secrets
     run(new, "manage.py", "index_status", "--fail-on-drift")

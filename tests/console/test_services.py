@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import shutil
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -210,7 +211,7 @@ def test_rebuild_recreates_both_planes_from_the_database(project: Project) -> No
     wiring.text_index().clear()
 
     assert len(indexing.status().text.missing) == 6
-    assert indexing.rebuild() == 6
+    assert indexing.rebuild().items == 6
     status = indexing.status()
     assert (status.drift, status.pending, status.text.rows) == (0, 0, 6)
     assert len(fts_ids("chroma")) == 6
@@ -232,13 +233,38 @@ def test_rebuild_copies_vectors_whose_text_is_unchanged(
     real = embedder.embed
     monkeypatch.setattr(embedder, "embed", lambda texts: embedded.extend(texts) or real(texts))
 
-    assert indexing.rebuild() == 4
+    rebuilt = indexing.rebuild()
 
+    assert (rebuilt.items, rebuilt.embedded) == (4, 1)
     assert len(embedded) == 1 and "an edited description" in embedded[0]
     after = dict(vector_rows())
     assert all(after[m.pk] == before[m.pk] for m in memories[1:])  # copied, not re-embedded
     assert after[memories[0].pk] != before[memories[0].pk]
     assert indexing.status().drift == 0
+
+
+def test_rebuild_copies_vectors_from_another_deployments_lancedb_directory(
+    project: Project, settings: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`reindex --vectors-from` (and migrate_data): a move keeps what the model computed."""
+    if not isinstance(wiring.vector_plane(), Replicable):  # the PostgreSQL profile
+        pytest.skip("the embedded profile's LanceDB directory is the source here")
+    memories = [make_memory(project, name=f"fact-{i}", kind="fact") for i in range(3)]
+    indexing.apply_pending()
+    before = dict(vector_rows())
+    old = tmp_path / "old-vectors"
+    shutil.copytree(settings.RECALL["VECTOR_INDEX_DIR"], old)
+    wiring.vector_index().clear()  # type: ignore[union-attr]  # nothing left to reuse here
+    embedder = wiring.embedder()
+    assert embedder is not None
+    monkeypatch.setattr(embedder, "embed", lambda texts: pytest.fail(f"embedded {texts}"))
+
+    rebuilt = indexing.rebuild(known=indexing.vectors_in(old))
+
+    assert (rebuilt.items, rebuilt.embedded) == (3, 0)
+    assert dict(vector_rows()) == before
+    assert {m.pk for m in memories} <= vector_ids()
+    assert indexing.vectors_in(tmp_path / "nothing-here") == {}
 
 
 def test_vectors_from_another_model_are_drift_until_reindexed(

@@ -74,7 +74,13 @@ class Command(BaseCommand):
         s.add_argument("--size", type=int, default=10_000)
         s.add_argument("--backend", choices=("tantivy", "whoosh", "both"), default="both")
         s.add_argument("--queries", type=int, default=200, help="timed calls per operation")
-        s.add_argument("--profile", choices=PROFILES, default="embedded", help=PROFILE_HELP)
+        s.add_argument(
+            "--profile",
+            choices=(*PROFILES, "both"),
+            default="embedded",
+            help=PROFILE_HELP + "; both: the embedded backend(s), then the same deployment "
+            "moved to PostgreSQL (migrate_data) and served, side by side",
+        )
         sub.add_parser("smoke", help="both, on a tiny generated corpus; fails on a missing figure")
         a = sub.add_parser("all", help="quality on every eval set, then speed")
         a.add_argument("--eval", type=Path, default=EVAL)
@@ -147,13 +153,17 @@ class Command(BaseCommand):
     ) -> dict[str, Any]:
         from console.bench import speed
 
-        with _profile_env(profile) as env:
+        with _profile_env("embedded" if profile == "embedded" else "postgres") as env:
             if profile == "postgres":  # one backend: the planes are the database's tables
                 body = speed.run(size=size, backends=["postgres"], queries=queries, env=env)
+            elif profile == "both":
+                chosen = speed.backends(backend)
+                body = speed.run(size=size, backends=chosen, queries=queries, moved_to=env)
             else:
                 body = speed.run(size=size, backends=speed.backends(backend), queries=queries)
         self.stdout.write(speed.tables(body))
-        path = report.write("speed", f"{size}-{'postgres' if env else backend}", body)
+        name = {"postgres": "postgres", "both": f"{backend}+postgres"}.get(profile, backend)
+        path = report.write("speed", f"{size}-{name}", body)
         self.stdout.write(f"report: {path}")
         return body
 

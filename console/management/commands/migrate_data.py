@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -26,6 +28,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-reindex", action="store_true", help="copy rows only; run reindex later"
         )
+        parser.add_argument(
+            "--vectors-from",
+            type=Path,
+            help="the old deployment's LanceDB directory, whose vectors the rebuild copies "
+            "instead of embedding again (default: RECALL_DATA_DIR/vectors when it exists)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         source = migrating.connect(migrating.SOURCE, options["source"])
@@ -46,7 +54,9 @@ class Command(BaseCommand):
         if options["no_reindex"]:
             self.stdout.write("planes not rebuilt: run manage.py reindex on the target")
         elif target == DEFAULT_DB_ALIAS:
-            call_command("reindex", stdout=self.stdout, stderr=self.stderr)
+            vectors = options["vectors_from"] or Path(settings.RECALL["VECTOR_INDEX_DIR"])
+            reuse = {"vectors_from": vectors} if vectors.is_dir() else {}
+            call_command("reindex", stdout=self.stdout, stderr=self.stderr, **reuse)
         else:
             migrating.close(target)
             self.stdout.write(

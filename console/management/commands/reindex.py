@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 from tqdm import tqdm
 
 from console import selectors, services
@@ -14,12 +15,24 @@ from console import selectors, services
 class Command(BaseCommand):
     help = "Rebuild the full-text and vector planes from the database, with batched embedding."
 
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--vectors-from",
+            type=Path,
+            help="an embedded deployment's LanceDB directory (RECALL_DATA_DIR/vectors) whose "
+            "vectors to copy where the text and model are unchanged, instead of embedding",
+        )
+
     def handle(self, *args: Any, **options: Any) -> None:
         services.bulk_mode()
         total = selectors.item_count()
         started = time.perf_counter()
+        source = options.get("vectors_from")
         with tqdm(total=total, unit="item", desc="reindex", disable=total < 50) as bar:
-            done = services.index_rebuild(progress=bar.update)
+            done = services.index_rebuild(progress=bar.update, vectors_from=source)
         seconds = time.perf_counter() - started
-        rate = done / seconds if seconds else 0.0
-        self.stdout.write(f"reindexed {done} items in {seconds:.1f} s ({rate:.0f} items/s)")
+        rate = done.items / seconds if seconds else 0.0
+        self.stdout.write(
+            f"reindexed {done.items} items in {seconds:.1f} s ({rate:.0f} items/s); "
+            f"embedded {done.embedded} texts, the other vectors copied"
+        )
