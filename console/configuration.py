@@ -77,7 +77,9 @@ def base() -> Configs:
     return Configs(**values)
 
 
-_ROW = Prepared(lambda _, key: Setting.objects.filter(key=key).values_list("value")[:1])
+_ROW = Prepared(
+    lambda _, key: Setting.objects.filter(key=key)[:1], model=Setting, columns=("value",)
+)
 
 
 def override_row(section: str) -> Mapping[str, Any] | str | None:

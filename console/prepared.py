@@ -2,11 +2,18 @@
 
 Django compiles a QuerySet to SQL each time it is evaluated. For the few
 tiny queries the palette's fast path makes per keystroke (identifier lookup,
-hydration, the settings row), compiling costs more than SQLite answering:
-about 0.15-0.3 ms per query against tens of microseconds. `Prepared` builds a
-query *shape* once, with placeholder values in place of the arguments,
-keeps Django's SQL and column converters, and afterwards binds the real
-values and converts each row exactly as Django would.
+hydration, the settings row), compiling costs more than the database
+answering: about 0.15-0.3 ms per query against tens of microseconds.
+`Prepared` builds a query *shape* once, with placeholder values in place of
+the arguments, keeps its SQL, and afterwards binds the real values and
+converts each column as the ORM would.
+
+Public Django API only, so it holds on both databases and across Django
+releases: the SQL is what the ORM hands the database, caught by a
+`connection.execute_wrapper` (the query itself is not run); each column's
+conversion follows its model field (`Model._meta.get_field`): datetimes
+aware in UTC (the databases' time zone: no DATABASES TIME_ZONE is set),
+JSON decoded by the field's own `from_db_value`, booleans as bool.
 
 A shape is identified by a key the caller gives (for example the scope
 filter and the number of ids); everything not passed as an argument is part
@@ -21,23 +28,79 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
-from django.core.exceptions import EmptyResultSet
 from django.db import connections
-from django.db.models import QuerySet
+from django.db.models import Field, Model, QuerySet
+from django.utils.dateparse import parse_datetime
 
 _MARK = "\x00prepared-arg-{}\x00"
+
+Convert = Callable[[Any], Any]
+
+
+class _Caught(Exception):
+    """Raised by the execute wrapper once it holds the SQL: nothing is run."""
+
+    def __init__(self, sql: str, params: Sequence[Any]) -> None:
+        super().__init__(sql)
+        self.sql, self.params = sql, list(params)
+
+
+def _catch(execute: Any, sql: str, params: Sequence[Any], many: bool, context: Any) -> None:
+    raise _Caught(sql, params or ())
+
+
+def _field(model: type[Model], path: str) -> Field[Any, Any]:
+    """The field a values_list name reads: "pk", "name", "project__slug", "superseded_by_id"."""
+    *joins, last = path.split("__")
+    for name in joins:
+        related = model._meta.get_field(name).related_model
+        if related is None or isinstance(related, str):
+            raise ValueError(f"{path!r}: {name!r} is not a relation")
+        model = related
+    if last == "pk":
+        return model._meta.pk
+    return model._meta.get_field(last)  # type: ignore[return-value]
+
+
+def _aware(value: Any) -> Any:
+    if isinstance(value, str):
+        value = parse_datetime(value)
+    if isinstance(value, datetime) and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+def _converter(field: Field[Any, Any], using: str) -> Convert | None:
+    kind = field.get_internal_type()
+    if kind == "DateTimeField":
+        return _aware
+    if kind == "BooleanField":
+        return lambda v: v if v is None else bool(v)
+    if kind == "JSONField":
+        connection = connections[using]
+
+        def decode(value: Any) -> Any:
+            if isinstance(value, str | bytes | bytearray):
+                return field.from_db_value(value, None, connection)  # type: ignore[attr-defined]
+            return value  # a driver that decodes JSON itself
+
+        return decode
+    return None
 
 
 class _Shape:
     def __init__(self, qs: QuerySet[Any], arity: int, using: str) -> None:
-        compiler = qs.query.get_compiler(using=using)
         self.empty = False
         try:
-            sql, params = compiler.as_sql()
-        except EmptyResultSet:  # e.g. `.none()`: no SQL, never any rows
-            sql, params, self.empty = "", (), True
+            with connections[using].execute_wrapper(_catch):
+                list(qs)
+        except _Caught as caught:
+            sql, params = caught.sql, caught.params
+        else:  # e.g. `.none()`: no SQL, never any rows
+            sql, params, self.empty = "", [], True
             arity = 0
         marks = {_MARK.format(i): i for i in range(arity)}
         self.slots: list[int | None] = [
@@ -49,12 +112,11 @@ class _Shape:
                 f"{sql!r} {params!r}"
             )
         self.sql = sql
-        self.constants = list(params)
-        self.compiler = compiler
-        columns = [column for column, _, _ in compiler.select or ()]
-        self.converters = compiler.get_converters(columns)
+        self.constants = params
 
-    def rows(self, args: Sequence[Any], using: str) -> list[tuple[Any, ...]]:
+    def rows(
+        self, args: Sequence[Any], using: str, converters: Sequence[Convert | None]
+    ) -> list[tuple[Any, ...]]:
         if self.empty:
             return []
         params = [
@@ -64,30 +126,46 @@ class _Shape:
         with connections[using].cursor() as cursor:
             cursor.execute(self.sql, params)
             rows = cursor.fetchall()
-        if self.converters:
-            return [tuple(row) for row in self.compiler.apply_converters(rows, self.converters)]
-        return [tuple(row) for row in rows]
+        if not any(converters):
+            return [tuple(row) for row in rows]
+        return [
+            tuple(v if c is None else c(v) for c, v in zip(converters, row, strict=True))
+            for row in rows
+        ]
 
 
 class Prepared:
-    """A family of compiled query shapes built by `build(key, *placeholders)`.
+    """A family of compiled query shapes of `model`, each read as `columns`.
 
-    `build` receives the shape key and one placeholder per argument and
-    returns the QuerySet (values_list or values of plain columns). `rows(key,
-    *args)` runs the shape for `key` with `args` bound.
+    `build(key, *placeholders)` receives the shape key and one placeholder
+    per argument and returns a QuerySet of `model` (filtered, ordered,
+    sliced); Prepared reads it as `values_list(*columns)`. `rows(key, *args)`
+    runs the shape for `key` with `args` bound: tuples as the ORM's
+    values_list gives them.
     """
 
     def __init__(
-        self, build: Callable[..., QuerySet[Any]], *, using: str = "default", size: int = 256
+        self,
+        build: Callable[..., QuerySet[Any]],
+        *,
+        model: type[Model],
+        columns: Sequence[str],
+        using: str = "default",
+        size: int = 256,
     ) -> None:
         self._build = build
+        self._columns = tuple(columns)
+        self._fields = [_field(model, c) for c in self._columns]
         self._using = using
         self._size = size
         self._shapes: OrderedDict[Hashable, _Shape] = OrderedDict()
+        self._converters: list[Convert | None] | None = None
         self._lock = threading.Lock()
 
     def rows(self, key: Hashable, *args: Any) -> list[tuple[Any, ...]]:
-        return self._shape(key, len(args)).rows(args, self._using)
+        if self._converters is None:
+            self._converters = [_converter(f, self._using) for f in self._fields]
+        return self._shape(key, len(args)).rows(args, self._using, self._converters)
 
     def _shape(self, key: Hashable, arity: int) -> _Shape:
         database = connections[self._using].settings_dict["NAME"]
@@ -98,7 +176,8 @@ class Prepared:
                 self._shapes.move_to_end(full)
                 return shape
         marks = [_MARK.format(i) for i in range(arity)]
-        shape = _Shape(self._build(key, *marks), arity, self._using)
+        query = self._build(key, *marks).values_list(*self._columns)
+        shape = _Shape(query, arity, self._using)
         with self._lock:
             self._shapes[full] = shape
             while len(self._shapes) > self._size:

@@ -149,49 +149,59 @@ def _notes(where: Filter) -> QuerySet[Note]:
 
 
 def _identify(rows: QuerySet[Any], name: str, limit: int, *args: str) -> QuerySet[Any]:
-    """Keys (pk, name) of `rows` matching an exact id, name, or id range."""
+    """`rows` matching an exact id, name, or id range (read as keys: pk, `name`)."""
     upper, lower, *prefix = args
     match = Q(pk=upper) | Q(**{name: lower})
     if prefix:
         match |= Q(pk__gte=prefix[0], pk__lt=prefix[1])
-    return rows.filter(match).order_by().values_list("pk", name)[:limit]
+    return rows.filter(match).order_by()[:limit]
 
 
-_IDENTIFY_MEMORY = Prepared(lambda key, *args: _identify(_memories(key[0]), "name", key[1], *args))
-_IDENTIFY_NOTE = Prepared(lambda key, *args: _identify(_notes(key[0]), "slug", key[1], *args))
+EDGE_COLUMNS = ("src_id", "dst_id", "weight", "rel")
+_IDENTIFY_MEMORY = Prepared(
+    lambda key, *args: _identify(_memories(key[0]), "name", key[1], *args),
+    model=Memory,
+    columns=("pk", "name"),
+)
+_IDENTIFY_NOTE = Prepared(
+    lambda key, *args: _identify(_notes(key[0]), "slug", key[1], *args),
+    model=Note,
+    columns=("pk", "slug"),
+)
 _HYDRATE = Prepared(
-    lambda n, *ids: Memory.objects.filter(pk__in=ids).order_by().values_list(*MEMORY_COLUMNS)
+    lambda n, *ids: Memory.objects.filter(pk__in=ids).order_by(),
+    model=Memory,
+    columns=MEMORY_COLUMNS,
 )
 _LINKS = Prepared(
-    lambda n, *ids: (
-        Edge.objects.filter(src_id__in=ids)
-        .order_by("src_id", "position", "id")
-        .values_list("src_id", "dst_id", "weight", "rel")
-    )
+    lambda n, *ids: Edge.objects.filter(src_id__in=ids).order_by("src_id", "position", "id"),
+    model=Edge,
+    columns=EDGE_COLUMNS,
 )
 
 # The graph walk's reads (`edges`): keyed by (filter, number of ids, min_weight).
 _EDGES_OUT = Prepared(
-    lambda key, *ids: (
-        Edge.objects.filter(_ends(key[0], "dst"), src_id__in=ids, weight__gte=key[2])
-        .order_by("src_id", "position", "dst_id", "rel")
-        .values_list("src_id", "dst_id", "weight", "rel")
-    )
+    lambda key, *ids: Edge.objects.filter(
+        _ends(key[0], "dst"), src_id__in=ids, weight__gte=key[2]
+    ).order_by("src_id", "position", "dst_id", "rel"),
+    model=Edge,
+    columns=EDGE_COLUMNS,
 )
 _EDGES_IN = Prepared(
-    lambda key, *ids: (
-        Edge.objects.filter(_ends(key[0], "src"), dst_id__in=ids, weight__gte=key[2])
-        .order_by("dst_id", "position", "src_id", "rel")
-        .values_list("src_id", "dst_id", "weight", "rel")
-    )
+    lambda key, *ids: Edge.objects.filter(
+        _ends(key[0], "src"), dst_id__in=ids, weight__gte=key[2]
+    ).order_by("dst_id", "position", "src_id", "rel"),
+    model=Edge,
+    columns=EDGE_COLUMNS,
 )
 _REPLACED = Prepared(
     lambda key, *ids: (
         Memory.objects.filter(_ends(key[0], "superseded_by"), pk__in=ids)
         .filter(superseded_by__isnull=False)
         .order_by("id")
-        .values_list("id", "superseded_by_id")
-    )
+    ),
+    model=Memory,
+    columns=("id", "superseded_by_id"),
 )
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from django.db.models import QuerySet
 
@@ -33,17 +31,21 @@ def memories(planes: object) -> list[Memory]:
     return made
 
 
-def by_ids(n: int, *ids: str) -> QuerySet[Any]:
-    return Memory.objects.filter(pk__in=ids).order_by("pk").values_list(*COLUMNS)
+def by_ids(n: int, *ids: str) -> QuerySet[Memory]:
+    return Memory.objects.filter(pk__in=ids).order_by("pk")
+
+
+def by_name(key: str, name: str) -> QuerySet[Memory]:
+    return Memory.objects.filter(name=name)
 
 
 def test_rows_equal_the_orm_with_converted_columns(memories: list[Memory]) -> None:
-    prepared = Prepared(by_ids)
+    prepared = Prepared(by_ids, model=Memory, columns=COLUMNS)
     ids = [m.pk for m in memories[:3]]
 
     rows = prepared.rows(len(ids), *ids)
 
-    assert rows == list(by_ids(0, *ids))
+    assert rows == list(by_ids(0, *ids).values_list(*COLUMNS))
     assert rows[0][COLUMNS.index("invalid_at")] is not None  # an aware datetime
     assert rows[0][COLUMNS.index("created")].tzinfo is not None
     assert rows[1][COLUMNS.index("tags")] == ["t1", "shared"]  # JSON decoded
@@ -51,7 +53,7 @@ def test_rows_equal_the_orm_with_converted_columns(memories: list[Memory]) -> No
 
 
 def test_one_shape_serves_every_value(memories: list[Memory]) -> None:
-    prepared = Prepared(lambda key, name: Memory.objects.filter(name=name).values_list("pk"))
+    prepared = Prepared(by_name, model=Memory, columns=("pk",))
 
     found = [prepared.rows("by-name", m.name) for m in memories]
 
@@ -61,20 +63,22 @@ def test_one_shape_serves_every_value(memories: list[Memory]) -> None:
 
 
 def test_a_value_sql_would_transform_is_refused(memories: list[Memory]) -> None:
-    prepared = Prepared(lambda key, q: Memory.objects.filter(name__icontains=q).values_list("pk"))
+    prepared = Prepared(
+        lambda key, q: Memory.objects.filter(name__icontains=q), model=Memory, columns=("pk",)
+    )
 
     with pytest.raises(ValueError, match="verbatim"):
         prepared.rows("contains", "fact")
 
 
 def test_an_empty_queryset_has_no_rows(memories: list[Memory]) -> None:
-    prepared = Prepared(lambda key, name: Memory.objects.none().values_list("pk"))
+    prepared = Prepared(lambda key, name: Memory.objects.none(), model=Memory, columns=("pk",))
 
     assert prepared.rows("none", "fact-1") == []
 
 
 def test_the_cache_is_bounded(memories: list[Memory]) -> None:
-    prepared = Prepared(by_ids, size=2)
+    prepared = Prepared(by_ids, model=Memory, columns=("pk",), size=2)
 
     for n in range(1, 5):
         assert len(prepared.rows(n, *[m.pk for m in memories[:n]])) == n
@@ -83,15 +87,25 @@ def test_the_cache_is_bounded(memories: list[Memory]) -> None:
 
 
 def test_project_scope_is_part_of_the_shape(memories: list[Memory]) -> None:
-    def build(slug: str | None, name: str) -> QuerySet[Any]:
+    def build(slug: str | None, name: str) -> QuerySet[Memory]:
         rows = Memory.objects.filter(name=name)
         if slug is not None:
             rows = rows.filter(project__slug=slug)
-        return rows.values_list("pk")
+        return rows
 
-    prepared = Prepared(build)
+    prepared = Prepared(build, model=Memory, columns=("pk",))
 
     assert prepared.rows("ops", "fact-1") == [(memories[1].pk,)]
     assert prepared.rows("web", "fact-1") == []
     assert prepared.rows(None, "fact-2") == [(memories[2].pk,)]
     assert Project.objects.count() == 1
+
+
+def test_json_objects_and_datetimes_convert_as_the_orm_converts(memories: list[Memory]) -> None:
+    columns = ("pk", "created", "metadata", "importance")
+    prepared = Prepared(by_name, model=Memory, columns=columns)
+
+    rows = prepared.rows("by-name", "fact-2")
+
+    assert rows == list(by_name("", "fact-2").values_list(*columns))
+    assert isinstance(rows[0][2], dict) and rows[0][1].tzinfo is not None
