@@ -204,6 +204,12 @@ _REPLACED = Prepared(
     columns=("id", "superseded_by_id"),
 )
 
+_ISOLATION = Prepared(
+    lambda _, slug: Project.objects.filter(slug=slug).order_by()[:1],
+    model=Project,
+    columns=("isolation",),
+)
+
 
 def usage_cut(now: datetime) -> datetime:
     """The latest snapshot instant at or before `now` (a multiple of USAGE_SNAPSHOT_S)."""
@@ -365,5 +371,6 @@ class DjangoStore:
             return self._usage
 
     def isolation(self, project: str) -> str:
-        value = Project.objects.filter(slug=project).values_list("isolation", flat=True).first()
-        return value or "open"
+        """Read on every Recall (the scope filter): compiled once."""
+        rows = _ISOLATION.rows("isolation", project)
+        return str(rows[0][0]) if rows and rows[0][0] else "open"

@@ -67,6 +67,17 @@ def test_no_matching_term_scores_zero() -> None:
         ([["aa", "a"], []], ["a"], [{"a": 1}, {}], [2, 0]),  # whole tokens only
         ([["x"], ["y", "x", "x"]], ["x", "y"], [{"x": 1}, {"x": 2, "y": 1}], [1, 3]),
         ([[]], ["a"], [{}], [0]),
+        # Several terms are found in one scan: whole tokens, adjacent repeats, regex
+        # metacharacters taken literally, a term that is a prefix of another.
+        ([["aa", "a", "ab", "abc"]], ["a", "ab"], [{"a": 1, "ab": 1}], [4]),
+        ([["a", "a", "a", "b"]], ["a", "b", "a"], [{"a": 3, "b": 1}], [4]),
+        (
+            [["c++", "c", "v1.2", "v1x2"]],
+            ["c++", "v1.2", "c"],
+            [{"c++": 1, "v1.2": 1, "c": 1}],
+            [4],
+        ),
+        ([["a", "b"]], [], [{}], [2]),
     ],
 )
 def test_encode_and_count_terms_round_trip(
