@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 
 from recall.errors import ConfigError
 from recall.graph import GRAPH_WEIGHT, check_graph
+from recall.routing import ROUTINGS, check_shares, default_shares
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,7 @@ DEFAULT_SEARCH_LIMIT = 20
 MAX_SEARCH_LIMIT = 200
 MAX_SEARCH_DEPTH = 500  # the deepest page a search reaches (offset bound)
 MAX_K = 10_000
+MAX_RECALL_DEPTH = 200  # the most candidates per channel a Recall may ask for (`k`)
 MAX_WEIGHT = 1000.0
 
 
@@ -114,6 +116,12 @@ class RecallConfig:
     associated_depth: int = 1  # hops from the main items, 1..3 (Dakera)
     associated_min_weight: float = 0.0  # edges lighter than this are not followed
     # --- end graph ---
+    # --- routing and fabriq's per-request knobs (recall/routing.py, README "Routing") ---
+    routing: str = "auto"  # auto | vector | bm25 | hybrid (Dakera CE-12; a request's `routing`)
+    # auto: each query class's meaning share of the full-text + meaning weight
+    routing_weights: Mapping[str, float] = field(default_factory=default_shares)
+    max_depth: int = MAX_RECALL_DEPTH  # the cap on a request's `k` (candidates per channel)
+    # --- end routing ---
     favorite_boost: float = 1.15
     usage_boost: float = 0.1  # score x (1 + usage_boost * utility)
 
@@ -127,6 +135,11 @@ class RecallConfig:
             raise ValueError("depth must be >= 1, item_tokens >= 0")
         check_graph(self)
         _check_prior(self.session_prior)
+        if self.routing not in ROUTINGS:
+            raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}, not {self.routing!r}")
+        check_shares(self.routing_weights)
+        if not 1 <= self.depth <= self.max_depth:
+            raise ValueError(f"depth must be within 1..max_depth ({self.max_depth})")
 
 
 @dataclass(frozen=True, slots=True)

@@ -569,15 +569,12 @@ def test_the_preview_uses_unsaved_fields(admin_client: Client, memory: Memory) -
 def test_inspector_shows_channels_ranks_tokens_and_records_nothing(
     admin_client: Client, memory: Memory
 ) -> None:
-    html = admin_client.get(
-        "/inspect/",
-        {"mode": "recall", "query": "chroma", "project": "billing-api", "w_fts": "1", "k": "10"},
-        **HX,
-    ).content.decode()
+    ask = {"mode": "recall", "query": "chroma", "project": "billing-api", "w_fts": "1"}
+    html = admin_client.get("/inspect/", {**ask, "rrf_k": "10"}, **HX).content.decode()
 
     assert "Full text: rank" in html
     assert "omitted" in html
-    assert "k 10" in html
+    assert "RRF k 10" in html
     assert "total" in html
     assert not RetrievalEvent.objects.exists()
 
