@@ -85,9 +85,14 @@ class RecallConfig:
     """Agent Recall (ARCHITECTURE section 4, ANCHORS seamless)."""
 
     k: int = 60  # RRF constant
-    # Candidates per leg. 50, not seamless's 24: on LoCoMo turns gold found at
-    # ranks 25-100 of a leg drops from 8.8% to 4.2% of queries at 24 (R@10 0.687
-    # vs 0.703, `manage.py bench quality`); 50 scores the same as 100.
+    # Candidates per leg (a request's `k`, fabriq K). 50, not seamless's or
+    # fabriq's 24: on LoCoMo turns gold found at ranks 25-100 of a leg drops
+    # from 8.8% to 4.2% of queries at 24 (R@10 0.687 vs 0.703, `manage.py bench
+    # quality`); 50 scores the same as 100. Measured again with BM25F and
+    # routing (R@10 / nDCG@10, 24 vs 50): turns 0.798 / 0.602 vs 0.797 / 0.603,
+    # observations 0.800 / 0.663 vs 0.799 / 0.665, summaries 0.861 / 0.697 vs
+    # 0.864 / 0.701, SciFact 0.853 / 0.734 vs 0.846 / 0.730: 24 loses nDCG on
+    # every LoCoMo set, so 50 stays.
     depth: int = 50
     limit: int = DEFAULT_RECALL_LIMIT  # default hits when a caller gives none
     max_limit: int = MAX_RECALL_LIMIT
