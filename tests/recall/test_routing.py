@@ -21,7 +21,7 @@ from recall.routing import (
     route,
 )
 from recall.testing import FakeEmbedder
-from tests.recall.conftest import MakeEngine, SpyVectorIndex, ids, make_memory, make_note
+from tests.recall.conftest import MakeEngine, SpySearches, ids, make_memory, make_note
 
 WEIGHTS = {"fts": 0.6, "semantic": 0.4, "graph": 0.3}
 SHARES = {IDENTIFIER: 0.0, TEMPORAL: 0.1, KEYWORD: 0.25, NATURAL: 0.75}
@@ -99,10 +99,10 @@ def test_routing_knobs_are_checked_when_the_config_is_built() -> None:
 
 @pytest.mark.parametrize(("routing", "embeds"), [(BM25, 0), (HYBRID, 1), (VECTOR, 1)])
 def test_bm25_routing_never_embeds(make_engine: MakeEngine, routing: str, embeds: int) -> None:
-    embedder, vectors = FakeEmbedder(), SpyVectorIndex()
-    engine = make_engine(
-        [make_memory(1, description="chroma boot race")], embedder=embedder, vectors=vectors
-    )
+    embedder = FakeEmbedder()
+    engine = make_engine([make_memory(1, description="chroma boot race")], embedder=embedder)
+    vectors = engine.planes.vectors
+    assert isinstance(vectors, SpySearches)
 
     pack = engine.recall(ask("why does chroma race at boot", routing=routing, debug=True))
 
@@ -152,9 +152,10 @@ def test_k_is_the_candidates_per_channel(make_engine: MakeEngine) -> None:
 
 
 def test_strict_turns_a_channel_failure_into_an_error(make_engine: MakeEngine) -> None:
-    engine = make_engine(
-        [make_memory(1, description="chroma boot race")], vectors=SpyVectorIndex(fail=True)
-    )
+    engine = make_engine([make_memory(1, description="chroma boot race")])
+    vectors = engine.planes.vectors
+    assert isinstance(vectors, SpySearches)
+    vectors.fail = True
 
     lenient = engine.recall(ask("chroma boot", routing=HYBRID))
     with pytest.raises(IndexUnavailable, match="strict recall: semantic channel skipped"):
