@@ -11,8 +11,17 @@ from django import forms
 
 from console.models import validate_name
 from recall.associated import FIELDS as GRAPH_FIELDS
-from recall.config import FUSIONS, MAX_K, MAX_RECALL_LIMIT, MAX_WEIGHT, decode_over
+from recall.config import (
+    FUSIONS,
+    MAX_K,
+    MAX_RECALL_DEPTH,
+    MAX_RECALL_LIMIT,
+    MAX_WEIGHT,
+    decode_over,
+)
 from recall.graph import MAX_ASSOCIATED, MAX_CAP, MAX_HOPS, MAX_SEEDS
+from recall.requests import ENTITIES
+from recall.routing import ROUTINGS
 from recall.types import MEMORY_KINDS
 
 SINCE_CHOICES = [
@@ -206,7 +215,7 @@ class InspectForm(ChoicesForm):
         max_value=MAX_RECALL_LIMIT,
         help_text="Blank uses the setting.",
     )
-    k = forms.IntegerField(
+    rrf_k = forms.IntegerField(
         label="Rank smoothing (RRF k)",
         required=False,
         min_value=1,
@@ -257,6 +266,36 @@ class InspectForm(ChoicesForm):
         label="Associated: lightest link", required=False, min_value=0, max_value=1,
         help_text="0-1; lighter links are skipped.",
     )  # fmt: skip
+
+    # Routing and fabriq's per-request knobs (recall/routing.py; blank = the setting).
+    routing = forms.ChoiceField(
+        label="Routing", required=False,
+        choices=[("", "Setting"), *((r, r) for r in ROUTINGS)],
+        help_text="auto picks weights by the query's kind; bm25 never embeds the query.",
+    )  # fmt: skip
+    k = forms.IntegerField(
+        label="Candidates per channel (k)", required=False, min_value=1,
+        max_value=MAX_RECALL_DEPTH, help_text="How deep each channel looks; blank: the setting.",
+    )  # fmt: skip
+    strict = forms.BooleanField(
+        label="Strict", required=False,
+        help_text="A channel that fails is an error instead of a warning.",
+    )  # fmt: skip
+    entities = forms.MultipleChoiceField(
+        label="Recall from", required=False, widget=forms.CheckboxSelectMultiple,
+        choices=[(e, e) for e in ENTITIES], help_text="None ticked: both.",
+    )  # fmt: skip
+
+    def knob_options(self) -> dict[str, Any]:
+        """Routing and fabriq's knobs given (`recall.requests.KNOB_FIELDS`)."""
+        data = self.cleaned_data
+        given: dict[str, Any] = {
+            "routing": data.get("routing") or None,
+            "k": data.get("k"),
+            "strict": bool(data.get("strict")),
+            "entities": list(data.get("entities") or []) or None,
+        }
+        return {f: v for f, v in given.items() if v is not None}
 
     def graph_options(self) -> dict[str, Any]:
         """The graph and associated fields given (`recall.associated.FIELDS`)."""

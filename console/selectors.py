@@ -72,18 +72,24 @@ def memory_recall(
     limit: int | None = None,
     scope: str = "all",
     kind: str | None = None,
-    k: int | None = None,
+    rrf_k: int | None = None,
     channel_weights: Mapping[str, float] | None = None,
     debug: bool = False,
     detail: str = "full",
     graph: Mapping[str, Any] | None = None,
+    knobs: Mapping[str, Any] | None = None,
 ) -> ContextPack:
     """Agent Recall -> ContextPack. Raises recall.errors.QueryError on bad input.
 
-    `graph` holds the graph and associated-memory fields (`recall.associated.FIELDS`).
+    `graph` holds the graph and associated-memory fields (`recall.associated.FIELDS`);
+    `knobs` routing and fabriq's per-request fields (`recall.requests.KNOB_FIELDS`).
     """
+    given = dict(knobs or {})
+    if given.get("entities") is not None:
+        given["entities"] = tuple(given["entities"])
     request = RecallRequest(
         **(graph or {}),
+        **given,
         detail=detail,
         query=query,
         project=project,
@@ -91,7 +97,7 @@ def memory_recall(
         limit=limit,
         scope=scope,
         kind=kind,
-        k=k,
+        rrf_k=rrf_k,
         channel_weights=channel_weights,
         debug=debug,
     )

@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 
 from recall.errors import ConfigError
 from recall.graph import GRAPH_WEIGHT, check_graph
+from recall.routing import ROUTINGS, check_shares, default_shares
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,7 @@ DEFAULT_SEARCH_LIMIT = 20
 MAX_SEARCH_LIMIT = 200
 MAX_SEARCH_DEPTH = 500  # the deepest page a search reaches (offset bound)
 MAX_K = 10_000
+MAX_RECALL_DEPTH = 200  # the most candidates per channel a Recall may ask for (`k`)
 MAX_WEIGHT = 1000.0
 
 
@@ -83,9 +85,14 @@ class RecallConfig:
     """Agent Recall (ARCHITECTURE section 4, ANCHORS seamless)."""
 
     k: int = 60  # RRF constant
-    # Candidates per leg. 50, not seamless's 24: on LoCoMo turns gold found at
-    # ranks 25-100 of a leg drops from 8.8% to 4.2% of queries at 24 (R@10 0.687
-    # vs 0.703, `manage.py bench quality`); 50 scores the same as 100.
+    # Candidates per leg (a request's `k`, fabriq K). 50, not seamless's or
+    # fabriq's 24: on LoCoMo turns gold found at ranks 25-100 of a leg drops
+    # from 8.8% to 4.2% of queries at 24 (R@10 0.687 vs 0.703, `manage.py bench
+    # quality`); 50 scores the same as 100. Measured again with BM25F and
+    # routing (R@10 / nDCG@10, 24 vs 50): turns 0.798 / 0.602 vs 0.797 / 0.603,
+    # observations 0.800 / 0.663 vs 0.799 / 0.665, summaries 0.861 / 0.697 vs
+    # 0.864 / 0.701, SciFact 0.853 / 0.734 vs 0.846 / 0.730: 24 loses nDCG on
+    # every LoCoMo set, so 50 stays.
     depth: int = 50
     limit: int = DEFAULT_RECALL_LIMIT  # default hits when a caller gives none
     max_limit: int = MAX_RECALL_LIMIT
@@ -114,6 +121,12 @@ class RecallConfig:
     associated_depth: int = 1  # hops from the main items, 1..3 (Dakera)
     associated_min_weight: float = 0.0  # edges lighter than this are not followed
     # --- end graph ---
+    # --- routing and fabriq's per-request knobs (recall/routing.py, README "Routing") ---
+    routing: str = "auto"  # auto | vector | bm25 | hybrid (Dakera CE-12; a request's `routing`)
+    # auto: each query class's meaning share of the full-text + meaning weight
+    routing_weights: Mapping[str, float] = field(default_factory=default_shares)
+    max_depth: int = MAX_RECALL_DEPTH  # the cap on a request's `k` (candidates per channel)
+    # --- end routing ---
     favorite_boost: float = 1.15
     usage_boost: float = 0.1  # score x (1 + usage_boost * utility)
 
@@ -127,6 +140,11 @@ class RecallConfig:
             raise ValueError("depth must be >= 1, item_tokens >= 0")
         check_graph(self)
         _check_prior(self.session_prior)
+        if self.routing not in ROUTINGS:
+            raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}, not {self.routing!r}")
+        check_shares(self.routing_weights)
+        if not 1 <= self.depth <= self.max_depth:
+            raise ValueError(f"depth must be within 1..max_depth ({self.max_depth})")
 
 
 @dataclass(frozen=True, slots=True)

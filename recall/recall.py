@@ -16,11 +16,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, replace
 
-from recall import associated, expansion
+from recall import associated, expansion, routing
 from recall.agent import DETAILS
 from recall.channels import SEMANTIC
 from recall.config import MIN_BUDGET, RecallConfig
-from recall.errors import QueryError
+from recall.errors import IndexUnavailable, QueryError
 from recall.fusion import fuse
 from recall.gather import check_names, gather, select
 from recall.packing import attach, pack
@@ -29,7 +29,7 @@ from recall.ports import EXPAND, RANK, Channel
 from recall.query import clean, words
 from recall.requests import RecallRequest
 from recall.results import ContextPack, Hit, to_hit
-from recall.scope import recall_filter
+from recall.scope import recall_filter, scope_of
 from recall.scoring import Scored, admits, boost, guard, hydrate, rank
 from recall.types import MEMORY_KINDS, ChannelQuery, Filter, Record
 
@@ -59,8 +59,15 @@ def validate(req: RecallRequest, config: RecallConfig, channels: Sequence[Channe
         raise QueryError(f"detail must be one of {', '.join(DETAILS)}, not {req.detail!r}")
     if req.kind is not None and req.kind not in MEMORY_KINDS:
         raise QueryError(f"kind must be one of {', '.join(MEMORY_KINDS)}, not {req.kind!r}")
-    if req.k is not None and req.k < 1:
-        raise QueryError(f"k must be >= 1, not {req.k}")
+    if req.rrf_k is not None and req.rrf_k < 1:
+        raise QueryError(f"rrf_k must be >= 1, not {req.rrf_k}")
+    # --- routing and fabriq's knobs (recall/routing.py) ---
+    if req.routing is not None and req.routing not in routing.ROUTINGS:
+        choices = ", ".join(routing.ROUTINGS)
+        raise QueryError(f"routing must be one of {choices}, not {req.routing!r}")
+    if req.k is not None and not 1 <= req.k <= config.max_depth:
+        raise QueryError(f"k (candidates per channel) must be within 1..{config.max_depth}")
+    scope_of(req.scope, req.entities)
     weights = req.channel_weights or {}
     for channel, weight in weights.items():
         if not isinstance(weight, int | float) or not math.isfinite(weight) or weight < 0:
@@ -81,12 +88,14 @@ def run(
     req = with_defaults(req, config)
     validate(req, config, channels)
     budget, limit = req.budget or config.budget, req.limit or config.limit
-    where = recall_filter(planes.store, project=req.project, scope=req.scope, kind=req.kind)
-    k = req.k or config.k
+    scope = scope_of(req.scope, req.entities)
+    where = recall_filter(planes.store, project=req.project, scope=scope, kind=req.kind)
+    rrf_k = req.rrf_k or config.k
+    depth = req.k or config.depth  # fabriq K: candidates per channel
     query = clean(req.query)
-    if not query and req.kind is not None and req.scope != "notes":
-        return browse(req, planes=planes, where=where, k=k, started=started, config=config)
-    nothing = KIND_OF_NOTES if req.kind is not None and req.scope == "notes" else None
+    if not query and req.kind is not None and scope != "notes":
+        return browse(req, planes=planes, where=where, k=rrf_k, started=started, config=config)
+    nothing = KIND_OF_NOTES if req.kind is not None and scope == "notes" else None
     if nothing or not words(query):  # nothing to look for: an empty pack that says why
         why = nothing or (NO_WORDS if query else EMPTY_QUERY)
         empty = pack(
@@ -96,16 +105,20 @@ def run(
         none = () if req.include_associated else None
         return ContextPack((), 0, empty.tokens, budget, empty.warnings, None, req.detail, 0, none)
 
-    weights = {**config.channel_weights, **(req.channel_weights or {})}
+    merged = {**config.channel_weights, **(req.channel_weights or {})}
+    mode = req.routing or config.routing
+    routed = routing.route(mode, query, merged, config.routing_weights, given=req.channel_weights)
+    weights = routed.weights
     off = () if config.semantic else (SEMANTIC,)
     ranking = select(channels, RANK, weights, off=off)
     gathered = gather(
-        ranking, ChannelQuery(query), where=where, depth=config.depth, embedder=planes.embedder
+        ranking, ChannelQuery(query), where=where, depth=depth, embedder=planes.embedder
     )
+    _strict(req, gathered.warnings)
     timings = gathered.timings
 
     start = time.perf_counter()
-    fused = fuse(gathered.lists, method=config.fusion, weights=weights, k=k)
+    fused = fuse(gathered.lists, method=config.fusion, weights=weights, k=rrf_k)
     timings["fusion"] = _ms(start)
 
     start = time.perf_counter()
@@ -118,12 +131,11 @@ def run(
         seeds = expansion.seeds(scored, limit=graph_seeds)
         expanding = select(channels, EXPAND, weights)
         walked = replace(gathered.query or ChannelQuery(query), walk=associated.walk(req, config))
-        extra = gather(
-            expanding, walked, where=where, depth=config.depth, embedder=None, seeds=seeds
-        )
+        extra = gather(expanding, walked, where=where, depth=depth, embedder=None, seeds=seeds)
+        _strict(req, extra.warnings)
         refused = expansion.refuse(
             gathered.lists, extra.lists, scored, store=planes.store, method=config.fusion,
-            weights=weights, k=k,
+            weights=weights, k=rrf_k,
         )  # fmt: skip
         scored = guard(where, refused)
         gathered.merge(extra)
@@ -160,7 +172,9 @@ def run(
             "semantic": gathered.status.get(SEMANTIC, "off: not asked"),
             "channel_status": dict(gathered.status),
             "fusion": config.fusion,
-            "k": k,
+            "rrf_k": rrf_k,
+            "k": depth,
+            "routing": routed.as_debug(),
             "weights": weights,
             "channels": _ranks(scored),
             "omitted_ids": [h.id for h, _ in ranked[len(packed.items) :]],
@@ -171,6 +185,12 @@ def run(
         packed.items, packed.omitted, packed.tokens, budget, packed.warnings, debug, req.detail,
         len(scored), linked,
     )  # fmt: skip
+
+
+def _strict(req: RecallRequest, warnings: Sequence[str]) -> None:
+    """With `strict` (fabriq), a channel that failed is an error, not a warning."""
+    if req.strict and warnings:
+        raise IndexUnavailable("strict recall: " + "; ".join(warnings))
 
 
 def _ranks(scored: Sequence[Scored]) -> dict[str, dict[str, int]]:

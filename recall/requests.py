@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 SCOPES = ("all", "memories", "notes")
+ENTITIES = ("memories", "notes")  # fabriq's `entities`: the list form of `scope`
+# Routing and fabriq's per-request knobs: the RecallRequest fields the edges pass through.
+KNOB_FIELDS = ("routing", "k", "strict", "entities")
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,11 +22,12 @@ class RecallRequest:
     """An agent's recall, bound to one project (None = global only).
 
     An empty query with a `kind` browses that kind newest first. `detail`
-    "full" packs each item's text, "index" only its description. `k`
+    "full" packs each item's text, "index" only its description. `rrf_k`
     overrides the RRF constant;
     `channel_weights` are merged over the configured weights (0 turns a
     channel off; a name that is not a registered channel is a QueryError).
-    The graph and associated-memory fields are read by `recall.associated`.
+    The graph and associated-memory fields are read by `recall.associated`;
+    `routing` by `recall.routing`; `k`, `strict` and `entities` by `recall.recall`.
     """
 
     query: str
@@ -32,7 +36,7 @@ class RecallRequest:
     limit: int | None = None
     scope: str = "all"
     kind: str | None = None
-    k: int | None = None
+    rrf_k: int | None = None
     channel_weights: Mapping[str, float] | None = None
     debug: bool = False
     detail: str = "full"
@@ -47,6 +51,14 @@ class RecallRequest:
     associated_cap: int | None = None
     associated_depth: int | None = None
     associated_min_weight: float | None = None
+    # Routing (Dakera CE-12) and fabriq's per-request knobs; None = the config's
+    # value (`routing`, `depth`). `k`: candidates per channel (at most the
+    # config's `max_depth`); `strict`: a channel failure is an error, not a
+    # warning; `entities`: "memories", "notes" or both (the list form of `scope`).
+    routing: str | None = None
+    k: int | None = None
+    strict: bool = False
+    entities: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

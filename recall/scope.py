@@ -10,8 +10,26 @@ from __future__ import annotations
 
 from recall.errors import QueryError
 from recall.ports import MemoryStore
-from recall.requests import SCOPES
+from recall.requests import ENTITIES, SCOPES
 from recall.types import ISOLATION_SEALED, MEMORY, NOTE, Filter
+
+
+def scope_of(scope: str, entities: tuple[str, ...] | None) -> str:
+    """The scope a Recall asks for: fabriq's `entities` list, else `scope` (its alias).
+
+    QueryError for an unknown entity, an empty list, or a `scope` other than
+    the default "all" that says something else than `entities`.
+    """
+    if entities is None:
+        return scope
+    unknown = [e for e in entities if e not in ENTITIES]
+    if unknown or not entities:
+        given = ", ".join(map(repr, unknown)) or "nothing"
+        raise QueryError(f"entities must list memories, notes or both, not {given}")
+    wanted = "all" if set(entities) == set(ENTITIES) else entities[0]
+    if scope not in ("all", wanted):
+        raise QueryError(f"scope {scope!r} and entities {list(entities)} disagree; give one")
+    return wanted
 
 
 def recall_filter(

@@ -19,6 +19,12 @@ full-text leg for another index over the same rows: `"context": false`
 b 0.75, instead of the BM25F re-scoring). The fused runs apply the session
 prior from each memory's session, as Recall does after hydration.
 
+Routing (recall/routing.py): every run routes each query as Recall does
+(its config's `routing`, e.g. a variant `{"routing": "hybrid"}`), and every
+report holds `routing-auto`, `routing-hybrid`, `routing-vector` and
+`routing-bm25` (the base config under each mode) and the classes `auto`
+gave the queries (`routing_classes`, overall and per category).
+
 Ablations (unless the spec says `"ablate": false`): each component off on
 its own (`-nocontext`, `-nobm25f` for the fts channel and the default,
 `-noprior` for the default). `ci` holds paired bootstrap 95% intervals of
@@ -47,6 +53,7 @@ from recall.indexes.pg_text_index import PgTextIndex
 from recall.ports import TextIndex
 from recall.query import clean
 from recall.requests import RecallRequest
+from recall.routing import ROUTINGS, classify, route
 from recall.scope import recall_filter
 from recall.types import Candidate
 
@@ -111,6 +118,9 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
     wanted = {leg for _, leg in (*configs.values(), *ablations.values())} - {MAIN}
     others = {leg: _variant_index(root, leg) for leg in sorted(wanted)}
 
+    texts = [clean(q.text) for q in queries]
+    for mode in ROUTINGS:  # each routing mode over the base config
+        configs[f"routing-{mode}"] = (replace(base, routing=mode), MAIN)
     legs: list[dict[str, list[Candidate]]] = []
     other_fts: dict[Leg, list[list[Candidate]]] = {leg: [] for leg in others}
     qvecs: list[Any] = []
@@ -144,7 +154,7 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
             runs[f"fts-{suffix}"] = [_ranked([c.id for c in f], ext) for f in other_fts[leg]]
     for name, (config, leg) in {**configs, **ablations}.items():
         fts_lists = other_fts.get(leg)
-        runs[name] = _fused_runs(legs, fts_lists, config, ext, sessions)
+        runs[name] = _fused_runs(legs, fts_lists, config, ext, sessions, texts)
 
     peer_runs, peer_ms = peers.run_all(queries, qvecs, root, skip=spec.get("skip_peers", False))
     runs |= peer_runs
@@ -175,14 +185,27 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
         },
         "variants": raw,
         "systems": systems,
+        "routing_classes": _classes(texts, categories),
         "ci": ci,
         "first_gold_rank": {
             name: [metrics.first_rank(r, q.gold) for r, q in zip(ranked, queries, strict=True)]
             for name, ranked in runs.items()
         },
         "latency_ms_mean": {k: round(v * 1000 / n, 3) for k, v in spent.items()} | peer_ms,
-        "engine_check": _engine_check(engine, queries, legs, base, ext, sessions),
+        "engine_check": _engine_check(engine, queries, legs, base, ext, sessions, texts),
     }
+
+
+def _classes(texts: Sequence[str], categories: Sequence[Any]) -> dict[str, dict[str, int]]:
+    """How many queries `auto` put in each class, overall and per category."""
+    out: dict[str, dict[str, int]] = {}
+    for text, category in zip(texts, categories, strict=True):
+        found = classify(text)
+        groups = ["overall"] + ([f"cat{category}"] if category is not None else [])
+        for group in groups:
+            out.setdefault(group, {}).setdefault(found, 0)
+            out[group][found] += 1
+    return out
 
 
 def _fused_runs(
@@ -191,14 +214,18 @@ def _fused_runs(
     config: RecallConfig,
     ext: Mapping[str, str],
     sessions: Mapping[str, str],
+    texts: Sequence[str],
 ) -> list[list[str]]:
+    """Each query's ranking under `config`, routed as Recall routes it."""
     out = []
     for i, lg in enumerate(legs):
         fts = other_fts[i] if other_fts is not None else lg[FTS]
-        channels = {FTS: fts[: config.depth], SEMANTIC: lg[SEMANTIC][: config.depth]}
-        fused = fuse(
-            channels, method=config.fusion, weights=dict(config.channel_weights), k=config.k
-        )
+        weights = route(
+            config.routing, texts[i], dict(config.channel_weights), config.routing_weights
+        ).weights
+        both = ((FTS, fts), (SEMANTIC, lg[SEMANTIC]))
+        channels = {name: found[: config.depth] for name, found in both if weights[name] > 0}
+        fused = fuse(channels, method=config.fusion, weights=weights, k=config.k)
         fused = session_prior(fused, sessions, weight=config.session_prior)
         out.append(_ranked([f.id for f in fused], ext))
     return out
@@ -211,11 +238,12 @@ def _engine_check(
     base: RecallConfig,
     ext: Mapping[str, str],
     sessions: Mapping[str, str],
+    texts: Sequence[str],
 ) -> dict[str, Any]:
     """Engine.recall's top 10 against the core's, for the default config; and the
     graph channel's effect: the default (graph on) against graph_seeds=0 (off)."""
     config = replace(base, graph_seeds=0)
-    core = _fused_runs(legs[:CHECK_QUERIES], None, config, ext, sessions)
+    core = _fused_runs(legs[:CHECK_QUERIES], None, config, ext, sessions, texts)
     same = graph_same = 0
     for q, expected in zip(queries[:CHECK_QUERIES], core, strict=False):
         request = RecallRequest(query=q.text, project=q.project, budget=100_000, limit=100)

@@ -78,6 +78,7 @@ def quality_tables(body: Mapping[str, Any]) -> str:
             rows = [[name, *(s[c][metric] for c in cats)] for name, s in systems.items()]
             head = [f"{c} (n={next(iter(systems.values()))[c]['n']})" for c in cats]
             parts.append(f"\n[{metric} per category]\n" + table(["system", *head], rows))
+    parts.append(routing_table(body))
     ci: Mapping[str, Mapping[str, Mapping[str, float]]] = body.get("ci") or {}
     if ci:
         rows = [
@@ -88,3 +89,34 @@ def quality_tables(body: Mapping[str, Any]) -> str:
         head = ["paired bootstrap, 95%", "metric", "diff", "interval"]
         parts.append("\n[default minus each peer]\n" + table(head, rows))
     return "\n".join(parts)
+
+
+ROUTING_RUNS = ("routing-auto", "routing-hybrid", "routing-vector", "routing-bm25")
+
+
+def routing_table(body: Mapping[str, Any]) -> str:
+    """auto vs hybrid vs vector vs bm25: R@10 / nDCG@10 overall, then per category,
+    and the classes `auto` gave the queries."""
+    systems: Mapping[str, Mapping[str, Mapping[str, float]]] = body["systems"]
+    present = [name for name in ROUTING_RUNS if name in systems]
+    if not present:
+        return ""
+    groups = list(systems[present[0]])  # overall, no-cat5 and each category when there are
+    head = ["routing", *(f"{g} R@10 / nDCG@10" for g in groups)]
+    rows = [
+        [name.removeprefix("routing-"),
+         *(f"{systems[name][g]['R@10']:.3f} / {systems[name][g]['nDCG@10']:.3f}" for g in groups)]
+        for name in present
+    ]  # fmt: skip
+    classes: Mapping[str, Mapping[str, int]] = body.get("routing_classes") or {}
+    counts = [
+        f"{g}: " + ", ".join(f"{c} {n}" for c, n in sorted(classes[g].items()))
+        for g in groups
+        if g in classes
+    ]
+    return (
+        "\n[routing: R@10 / nDCG@10]\n"
+        + table(head, rows)
+        + "\nauto's classes: "
+        + "; ".join(counts)
+    )

@@ -22,13 +22,15 @@ from recall.agent import DETAILS
 from recall.config import (
     MAX_BUDGET,
     MAX_K,
+    MAX_RECALL_DEPTH,
     MAX_RECALL_LIMIT,
     MAX_WEIGHT,
     MIN_BUDGET,
 )
 from recall.graph import MAX_ASSOCIATED, MAX_CAP, MAX_HOPS, MAX_SEEDS
-from recall.requests import SCOPES
+from recall.requests import ENTITIES, SCOPES
 from recall.results import SOURCES
+from recall.routing import ROUTINGS
 from recall.types import ISOLATIONS, ITEM_KINDS, MEMORY_KINDS
 
 # Vocabularies the engine owns, as the schemas' enums (never copied here).
@@ -37,6 +39,9 @@ Scope = Literal[SCOPES]  # type: ignore[valid-type]
 Source = Literal[SOURCES]  # type: ignore[valid-type]
 ItemKind = Literal[ITEM_KINDS]  # type: ignore[valid-type]
 Detail = Literal[DETAILS]  # type: ignore[valid-type]
+# Routing and fabriq's knobs (recall/routing.py, recall/requests.py)
+Routing = Literal[ROUTINGS]  # type: ignore[valid-type]
+Entity = Literal[ENTITIES]  # type: ignore[valid-type]
 Isolation = Literal[ISOLATIONS]  # type: ignore[valid-type]
 # The registered channels' names (settings.RECALL["CHANNELS"]), so a weight for
 # a channel that does not exist is a schema error naming the known ones.
@@ -120,6 +125,7 @@ Budget = _int(MIN_BUDGET, MAX_BUDGET)  # a pack: its own envelope needs room
 TextBudget = _int(1, MAX_BUDGET)  # a block of text: may be empty
 RecallLimit = _int(1, MAX_RECALL_LIMIT)
 RrfK = _int(1, MAX_K)
+Candidates = _int(1, MAX_RECALL_DEPTH)  # fabriq K: candidates per channel
 Order = _int(0, 1_000_000)
 Hops = _int(0, MAX_HOPS)
 Depth = _int(1, MAX_HOPS)

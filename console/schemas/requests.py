@@ -16,10 +16,12 @@ from console.schemas.common import (
     AssociatedCap,
     Body,
     Budget,
+    Candidates,
     ChannelName,
     DateTime,
     Depth,
     Detail,
+    Entity,
     GraphCap,
     GraphSeeds,
     Hops,
@@ -29,6 +31,7 @@ from console.schemas.common import (
     Order,
     Params,
     RecallLimit,
+    Routing,
     RrfK,
     Scope,
     Slug,
@@ -75,7 +78,7 @@ class RecallIn(Body):
     )
     scope: Scope = Field("all", description="memories, notes, or both")
     kind: MemoryKind | None = Field(None, description="only this memory kind (browse if no query)")
-    k: RrfK | None = Field(None, description="RRF constant (when fusion is rrf)")
+    rrf_k: RrfK | None = Field(None, description="RRF constant (when fusion is rrf)")
     channel_weights: dict[ChannelName, Weight] | None = Field(
         None,
         description="weights by channel over the configured ones; 0 turns a channel off, "
@@ -111,6 +114,22 @@ class RecallIn(Body):
     associated_depth: Depth | None = Field(None, description="hops from the items, 1-3 (default 1)")
     associated_min_weight: Unit | None = Field(
         None, description="edges lighter than this are not followed, 0-1 (default 0)"
+    )
+    # Routing (Dakera CE-12) and fabriq's per-request knobs; null = the setting.
+    routing: Routing | None = Field(
+        None,
+        description="auto: by the query's class (the default); vector, bm25 (never embeds) "
+        "or hybrid: those channels at the configured weights",
+    )
+    k: Candidates | None = Field(
+        None, description="candidates per channel, 1-200 (default: the setting, 50)"
+    )
+    strict: bool = Field(False, description="a channel that fails is an error (503), not a warning")
+    entities: list[Entity] | None = Field(
+        None,
+        min_length=1,
+        max_length=2,
+        description='what to recall: ["memories"], ["notes"] or both (the list form of scope)',
     )
 
 

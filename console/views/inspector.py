@@ -35,10 +35,11 @@ def _recall(form: InspectForm) -> dict[str, Any]:
         project=data["project"] or None,
         budget=data["budget"],
         limit=data["limit"],
-        k=data["k"],
+        rrf_k=data["rrf_k"],
         channel_weights=form.channel_weights(),
         debug=True,
         graph=form.graph_options(),
+        knobs=form.knob_options(),
     )
     matcher = Matcher.for_query(data["query"])
     texts = browse.texts(ids=[h.id for h in pack.items])

@@ -84,6 +84,16 @@ HELP: dict[str, dict[str, tuple[str, str]]] = {
             "Associated: lightest link",
             "0 to 1. Lighter links are skipped.",
         ),
+        # routing and fabriq's knobs (recall/routing.py)
+        "routing": (
+            "Routing",
+            "auto: weights by the kind of query; hybrid, vector or bm25: always those channels.",
+        ),
+        "routing_weights.identifier": ("Auto: meaning share for a name or id", "0 to 1."),
+        "routing_weights.temporal": ("Auto: meaning share for a when-question", "0 to 1."),
+        "routing_weights.keyword": ("Auto: meaning share for a few keywords", "0 to 1."),
+        "routing_weights.natural": ("Auto: meaning share for a question or sentence", "0 to 1."),
+        "max_depth": ("Most candidates per channel", "The largest `k` an agent may ask for."),
         "favorite_boost": ("Starred boost", "Starred memories' scores are multiplied by this."),
         "usage_boost": ("Usage boost", "How much being useful to agents before lifts a memory."),
     },

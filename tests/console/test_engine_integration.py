@@ -169,6 +169,25 @@ def test_sealed_project_sees_no_global_hits(alpha: Project):
     assert shared.name not in selectors.briefing_render(project="vault").text
 
 
+# -- routing (Dakera CE-12) --------------------------------------------------------
+
+
+def test_bm25_routing_never_calls_the_embedder_or_the_vector_index(
+    alpha: Project, monkeypatch: pytest.MonkeyPatch
+):
+    memory = remember(alpha, "chroma-boot-race", "chroma boot race")
+    sync()
+    embeds, searches = spy_embedder(monkeypatch), spy_vectors(monkeypatch)
+
+    bm25 = recall("why does chroma race at boot", debug=True, knobs={"routing": "bm25"})
+    assert (embeds.calls, searches.calls) == (0, 0)
+    hybrid = recall("why does chroma race at boot", debug=True, knobs={"routing": "hybrid"})
+
+    assert (embeds.calls, searches.calls) == (1, 1)
+    assert ids(bm25.items) == ids(hybrid.items) == [memory.pk]
+    assert bm25.debug["embedded"] is False and bm25.debug["semantic"] == "off: not asked"
+
+
 # -- degrading and failing -------------------------------------------------------
 
 

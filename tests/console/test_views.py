@@ -569,15 +569,12 @@ def test_the_preview_uses_unsaved_fields(admin_client: Client, memory: Memory) -
 def test_inspector_shows_channels_ranks_tokens_and_records_nothing(
     admin_client: Client, memory: Memory
 ) -> None:
-    html = admin_client.get(
-        "/inspect/",
-        {"mode": "recall", "query": "chroma", "project": "billing-api", "w_fts": "1", "k": "10"},
-        **HX,
-    ).content.decode()
+    ask = {"mode": "recall", "query": "chroma", "project": "billing-api", "w_fts": "1"}
+    html = admin_client.get("/inspect/", {**ask, "rrf_k": "10"}, **HX).content.decode()
 
     assert "Full text: rank" in html
     assert "omitted" in html
-    assert "k 10" in html
+    assert "RRF k 10" in html
     assert "total" in html
     assert not RetrievalEvent.objects.exists()
 
@@ -602,6 +599,53 @@ def test_inspector_walks_the_graph_and_lists_associated_memories(
     assert "data-associated" in html and "far-away" in html and "(caused)" in html
     assert "and <strong>2 associated</strong>" in html
     assert "less than or equal to 3" in bad.content.decode()
+
+
+def test_inspector_has_a_control_for_routing_k_strict_and_entities(
+    admin_client: Client, memory: Memory
+) -> None:
+    services.note_create(project=memory.project, title="Chroma runbook", description="chroma")
+    indexing.apply_pending()
+    ask = {"mode": "recall", "query": "chroma", "project": "billing-api"}
+
+    page = admin_client.get("/inspect/").content.decode()
+    bm25 = admin_client.get("/inspect/", {**ask, "routing": "bm25", "k": "3"}, **HX)
+    auto = admin_client.get("/inspect/", {**ask, "routing": "auto"}, **HX)
+    notes = admin_client.get("/inspect/", {**ask, "entities": "notes"}, **HX)
+    strict = admin_client.get("/inspect/", {**ask, "strict": "on"}, **HX)
+    bad = admin_client.get("/inspect/", {**ask, "k": "201", "routing": "smart"}, **HX)
+
+    for control in ('name="routing"', 'name="k"', 'name="strict"', 'name="entities"'):
+        assert control in page
+    html = bm25.content.decode()
+    assert "data-routing" in html and "Routing bm25" in html and "semantic 0.00" in html
+    assert "not embedded" in html and "3 candidates per channel" in html
+    assert "Routing auto: the query reads as keyword" in auto.content.decode()
+    found = notes.content.decode()
+    assert "Chroma runbook" in found and memory.name not in found
+    ran = strict.content.decode()
+    assert "Routing auto" in ran and 'role="alert"' not in ran
+    refused = bad.content.decode()
+    assert "less than or equal to 200" in refused and "smart is not one of" in refused
+
+
+def test_inspector_shows_a_strict_channel_failure_as_an_error(
+    admin_client: Client, memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from console import wiring
+    from recall.errors import IndexUnavailable
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise IndexUnavailable("vector table unreadable")
+
+    monkeypatch.setattr(wiring.vector_index(), "search", broken)
+    ask = {"mode": "recall", "query": "chroma", "project": "billing-api", "routing": "hybrid"}
+
+    lenient = admin_client.get("/inspect/", ask, **HX).content.decode()
+    strict = admin_client.get("/inspect/", {**ask, "strict": "on"}, **HX).content.decode()
+
+    assert "semantic channel skipped" in lenient and "data-pack" in lenient
+    assert "strict recall: semantic channel skipped" in strict and "data-pack" not in strict
 
 
 def test_inspector_reports_omitted_items_under_a_tight_budget(

@@ -18,8 +18,11 @@ from tests.recall.conftest import (
     uid,
 )
 
-# The RRF arithmetic, without the session prior (its own tests are below and in test_fusion).
-RRF = RecallConfig(fusion="rrf", channel_weights={"fts": 1.0, "semantic": 1.0}, session_prior=0.0)
+# The RRF arithmetic, without the session prior (its own tests are below and in test_fusion)
+# and without routing (hybrid: the weights as given; routing has its own tests below).
+RRF = RecallConfig(
+    fusion="rrf", channel_weights={"fts": 1.0, "semantic": 1.0}, session_prior=0.0, routing="hybrid"
+)
 
 
 def ask(query: str, project: str | None = "alpha", **kw: object) -> RecallRequest:
@@ -291,7 +294,13 @@ def test_a_request_with_nothing_to_look_for_is_an_empty_pack_saying_why(
         ({"budget": 10_000_000}, "budget"),
         ({"scope": "everything"}, "scope"),
         ({"kind": "gossip"}, "kind"),
-        ({"k": 0}, "k must be"),
+        ({"rrf_k": 0}, "rrf_k must be"),
+        ({"k": 0}, "candidates per channel"),
+        ({"k": 201}, "candidates per channel"),
+        ({"routing": "smart"}, "routing must be"),
+        ({"entities": ("memories", "people")}, "entities must"),
+        ({"entities": ()}, "entities must"),
+        ({"entities": ("notes",), "scope": "memories"}, "disagree"),
         ({"channel_weights": {"fts": -1.0}}, "weight"),
     ],
 )
