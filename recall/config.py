@@ -56,7 +56,13 @@ MAX_WEIGHT = 1000.0
 
 
 def _recall_weights() -> dict[str, float]:
-    return {"fts": 0.6, "semantic": 0.4, "graph": GRAPH_WEIGHT}
+    return {"fts": 0.6, "semantic": 0.4, "graph": GRAPH_WEIGHT, "session": SESSION_WEIGHT}
+
+
+# --- session neighbourhood (Dakera 004; recall/neighbourhood.py) ---
+# The session channel's fusion weight (set by `manage.py bench quality`, README).
+SESSION_WEIGHT = 0.2
+# --- end session neighbourhood ---
 
 
 def _search_weights() -> dict[str, float]:
@@ -71,6 +77,15 @@ def _check_fusion(fusion: str, k: int, weights: Mapping[str, float]) -> None:
     for channel, weight in weights.items():
         if not math.isfinite(weight) or weight < 0:
             raise ValueError(f"channel weight {channel}={weight} must be a finite number >= 0")
+
+
+def _check_session(config: RecallConfig) -> None:
+    if config.session_seeds < 0 or config.session_turns < 0 or config.session_cap < 0:
+        raise ValueError("session_seeds, session_turns and session_cap must be >= 0")
+    if not math.isfinite(config.session_window_minutes) or config.session_window_minutes < 0:
+        raise ValueError("session_window_minutes must be a finite number >= 0")
+    if not 0 < config.session_decay <= 1:
+        raise ValueError(f"session_decay must be within (0, 1], not {config.session_decay}")
 
 
 def _check_prior(weight: float) -> None:
@@ -114,6 +129,14 @@ class RecallConfig:
     associated_depth: int = 1  # hops from the main items, 1..3 (Dakera)
     associated_min_weight: float = 0.0  # edges lighter than this are not followed
     # --- end graph ---
+    # --- session neighbourhood (recall/neighbourhood.py, README "Session neighbourhood") ---
+    session_neighbours: bool = True  # expand the top episodic hits to their session neighbours
+    session_seeds: int = 8  # top fused memories whose neighbourhood is read
+    session_window_minutes: float = 5.0  # +- minutes by occurred_at (Dakera)
+    session_turns: int = 2  # +- turns by session order (Dakera)
+    session_cap: int = 10  # most neighbours per seed
+    session_decay: float = 0.5  # a neighbour's score: seed score x this per turn away
+    # --- end session neighbourhood ---
     favorite_boost: float = 1.15
     usage_boost: float = 0.1  # score x (1 + usage_boost * utility)
 
@@ -126,6 +149,7 @@ class RecallConfig:
         if self.depth < 1 or self.item_tokens < 0:
             raise ValueError("depth must be >= 1, item_tokens >= 0")
         check_graph(self)
+        _check_session(self)
         _check_prior(self.session_prior)
 
 
