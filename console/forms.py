@@ -13,6 +13,9 @@ from console.models import validate_name
 from recall.associated import FIELDS as GRAPH_FIELDS
 from recall.config import FUSIONS, MAX_K, MAX_RECALL_LIMIT, MAX_WEIGHT, decode_over
 from recall.graph import MAX_ASSOCIATED, MAX_CAP, MAX_HOPS, MAX_SEEDS
+from recall.neighbourhood import FIELDS as SESSION_FIELDS
+from recall.neighbourhood import MAX_CAP as MAX_SESSION_CAP
+from recall.neighbourhood import MAX_TURNS, MAX_WINDOW_MINUTES
 from recall.types import MEMORY_KINDS
 
 SINCE_CHOICES = [
@@ -257,6 +260,32 @@ class InspectForm(ChoicesForm):
         label="Associated: lightest link", required=False, min_value=0, max_value=1,
         help_text="0-1; lighter links are skipped.",
     )  # fmt: skip
+
+    # --- session neighbourhood (recall/neighbourhood.py, Dakera 004; blank = the setting) ---
+    session_neighbours = forms.NullBooleanField(
+        label="Add session neighbours", required=False,
+        widget=forms.Select(choices=[("", "Setting"), ("true", "Yes"), ("false", "No")]),
+        help_text="Memories of a top result's session said just before or after it.",
+    )  # fmt: skip
+    session_window_minutes = forms.FloatField(
+        label="Session: minutes around", required=False, min_value=0,
+        max_value=MAX_WINDOW_MINUTES, help_text="By when they happened; blank: the setting (5).",
+    )  # fmt: skip
+    session_turns = forms.IntegerField(
+        label="Session: turns around", required=False, min_value=0, max_value=MAX_TURNS,
+        help_text="By their order in the session; blank uses the setting (2).",
+    )  # fmt: skip
+    session_cap = forms.IntegerField(
+        label="Session: most per result", required=False, min_value=0, max_value=MAX_SESSION_CAP,
+        help_text="Blank uses the setting (10).",
+    )  # fmt: skip
+
+    def session_options(self) -> dict[str, Any]:
+        """The session-neighbourhood fields given (`recall.neighbourhood.FIELDS`)."""
+        given = {f: self.cleaned_data.get(f) for f in SESSION_FIELDS}
+        return {f: v for f, v in given.items() if v is not None}
+
+    # --- end session neighbourhood ---
 
     def graph_options(self) -> dict[str, Any]:
         """The graph and associated fields given (`recall.associated.FIELDS`)."""

@@ -38,7 +38,7 @@ def _recall(form: InspectForm) -> dict[str, Any]:
         k=data["k"],
         channel_weights=form.channel_weights(),
         debug=True,
-        graph=form.graph_options(),
+        graph={**form.graph_options(), **form.session_options()},
     )
     matcher = Matcher.for_query(data["query"])
     texts = browse.texts(ids=[h.id for h in pack.items])
