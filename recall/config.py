@@ -60,7 +60,9 @@ def _recall_weights() -> dict[str, float]:
 
 
 # --- session neighbourhood (Dakera 004; recall/neighbourhood.py) ---
-# The session channel's fusion weight (set by `manage.py bench quality`, README).
+# The session channel's fusion weight, set by `manage.py bench quality` (README
+# "Session neighbourhood"): 0.1 / 0.2 / 0.3 give R@10 0.807 / 0.813 / 0.805 on
+# LoCoMo observations (off 0.799) and 0.799 / 0.800 / 0.802 on turns (off 0.797).
 SESSION_WEIGHT = 0.2
 # --- end session neighbourhood ---
 
