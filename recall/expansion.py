@@ -1,15 +1,19 @@
 """The expand stage: channels that read the best fused memories join the fusion.
 
-Expand channels (`recall.ports.EXPAND`, the graph) are asked with seeds: the
-top `seeds` memories of the guarded, fused list of the rank channels, best
-first, each with its fused score (fabriq expands the top GraphSeeds of the
-pre-fused vector + search list). When any of them finds something, every
-list (the rank channels' and theirs) is fused again by weight, so a
-neighbour is one more channel's vote: a memory both a text channel and the
-graph found rises, a graph-only one enters where its weight puts it. When
-none finds anything the first fusion stands unchanged. Each graph
-provenance carries its hop count and path. Expansion is skipped under a
-kind filter (seamless: a kind filter is a targeted enumeration).
+Expand channels (`recall.ports.EXPAND`: the graph, the session
+neighbourhood) are asked with seeds: the top memories of the guarded, fused
+list of the rank channels, best first, each with its fused score (fabriq
+expands the top GraphSeeds of the pre-fused vector + search list; each
+channel reads its own count of them). When any of them finds something,
+every list (the rank channels' and theirs) is fused again by weight and the
+session prior applied again, so a neighbour is one more channel's vote: a
+memory both a text channel and an expand channel found rises, one only an
+expand channel found enters where its weight puts it, but never above the
+seed that found it (Dakera: a neighbour ranks below its hit). When none
+finds anything the first fusion stands unchanged. Each expand provenance
+carries its distance (`hops`: graph edges, or session turns) and path.
+Expansion is skipped under a kind filter (seamless: a kind filter is a
+targeted enumeration).
 """
 
 from __future__ import annotations
