@@ -20,6 +20,9 @@ from recall.config import (
     decode_over,
 )
 from recall.graph import MAX_ASSOCIATED, MAX_CAP, MAX_HOPS, MAX_SEEDS
+from recall.neighbourhood import FIELDS as SESSION_FIELDS
+from recall.neighbourhood import MAX_CAP as MAX_SESSION_CAP
+from recall.neighbourhood import MAX_TURNS, MAX_WINDOW_MINUTES
 from recall.requests import ENTITIES
 from recall.routing import ROUTINGS
 from recall.types import MEMORY_KINDS
@@ -296,6 +299,32 @@ class InspectForm(ChoicesForm):
             "entities": list(data.get("entities") or []) or None,
         }
         return {f: v for f, v in given.items() if v is not None}
+
+    # --- session neighbourhood (recall/neighbourhood.py, Dakera 004; blank = the setting) ---
+    session_neighbours = forms.NullBooleanField(
+        label="Add session neighbours", required=False,
+        widget=forms.Select(choices=[("", "Setting"), ("true", "Yes"), ("false", "No")]),
+        help_text="Memories of a top result's session said just before or after it.",
+    )  # fmt: skip
+    session_window_minutes = forms.FloatField(
+        label="Session: minutes around", required=False, min_value=0,
+        max_value=MAX_WINDOW_MINUTES, help_text="By when they happened; blank: the setting (5).",
+    )  # fmt: skip
+    session_turns = forms.IntegerField(
+        label="Session: turns around", required=False, min_value=0, max_value=MAX_TURNS,
+        help_text="By their order in the session; blank uses the setting (2).",
+    )  # fmt: skip
+    session_cap = forms.IntegerField(
+        label="Session: most per result", required=False, min_value=0, max_value=MAX_SESSION_CAP,
+        help_text="Blank uses the setting (10).",
+    )  # fmt: skip
+
+    def session_options(self) -> dict[str, Any]:
+        """The session-neighbourhood fields given (`recall.neighbourhood.FIELDS`)."""
+        given = {f: self.cleaned_data.get(f) for f in SESSION_FIELDS}
+        return {f: v for f, v in given.items() if v is not None}
+
+    # --- end session neighbourhood ---
 
     def graph_options(self) -> dict[str, Any]:
         """The graph and associated fields given (`recall.associated.FIELDS`)."""

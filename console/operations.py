@@ -38,6 +38,7 @@ from console.schemas import (
 )
 from recall.agent import dumps, pack_view
 from recall.associated import FIELDS as GRAPH_FIELDS
+from recall.neighbourhood import FIELDS as SESSION_FIELDS
 from recall.requests import KNOB_FIELDS
 
 NOT_INDEXED = (
@@ -72,7 +73,8 @@ def recall(who: Access, p: RecallIn) -> Answer:
     pack = access.recall(
         who, project=p.project, record=p.record, query=p.query, budget=p.budget, limit=p.limit,
         scope=p.scope, kind=p.kind, rrf_k=p.rrf_k, channel_weights=p.channel_weights,
-        debug=p.debug, detail=p.detail, graph=p.dict(include=set(GRAPH_FIELDS), exclude_none=True),
+        debug=p.debug, detail=p.detail,
+        graph=p.dict(include={*GRAPH_FIELDS, *SESSION_FIELDS}, exclude_none=True),
         knobs=p.dict(include=set(KNOB_FIELDS), exclude_none=True),
     )  # fmt: skip
     return _json(pack_view(pack))

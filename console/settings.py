@@ -286,6 +286,7 @@ RECALL: dict[str, Any] = {
         "recall.channels.semantic.Semantic",
         "recall.channels.identifier.Identifier",
         "recall.channels.graph.Graph",
+        "recall.channels.session.Session",  # session neighbourhood (Dakera 004)
     ],
     # Where the full-text index and the LanceDB table live (default OPTIONS paths).
     "TEXT_INDEX_DIR": DATA_DIR / "text",

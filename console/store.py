@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,7 +14,8 @@ from django.utils import timezone
 
 from console.models import Edge, Memory, Note, Project, RetrievalEvent
 from console.prepared import Prepared
-from recall.types import MEMORY, NOTE, SUPERSEDES, Filter, Link, Record
+from recall.neighbourhood import near
+from recall.types import MEMORY, NOTE, SUPERSEDES, Filter, Link, Neighbour, Record
 
 # Usage ranking reads a snapshot of retrieval events cut every USAGE_SNAPSHOT_S
 # seconds (aligned to the clock, so every process cuts at the same instants).
@@ -42,6 +43,7 @@ MEMORY_COLUMNS = (
     "source",
     "valid_from",
     "occurred_at",
+    "session_order",
 )
 
 
@@ -49,7 +51,7 @@ def memory_row_record(row: Sequence[Any]) -> Record:
     """The one memory -> Record mapping, from a `values_list(*MEMORY_COLUMNS)` row."""
     (pk, project, kind, name, description, body, tags, importance, favorite, invalid_at,
      created, updated, superseded_by, session_id, source, valid_from,
-     occurred_at) = row  # fmt: skip
+     occurred_at, session_order) = row  # fmt: skip
     return Record(
         id=pk,
         item=MEMORY,
@@ -70,6 +72,7 @@ def memory_row_record(row: Sequence[Any]) -> Record:
         source=source,
         valid_from=valid_from,
         occurred_at=occurred_at,
+        session_order=session_order,
     )
 
 
@@ -314,6 +317,38 @@ class DjangoStore:
         if reverse:
             for old, new in _REPLACED.rows((where, len(wanted)), *wanted):
                 found[old].append(Link(new, 1.0, SUPERSEDES, reverse=True))
+
+    def session_neighbours(
+        self,
+        ids: Sequence[str],
+        *,
+        where: Filter,
+        minutes: float,
+        turns: int,
+        cap: int,
+        kinds: Collection[str] | None = None,
+    ) -> dict[str, tuple[Neighbour, ...]]:
+        """One read of the seeds' rows, one of their sessions' rows near them
+        (both bounded by the session index); `recall.neighbourhood.near` decides."""
+        rows = Memory.objects.filter(pk__in=list(ids)).exclude(session_id="")
+        if kinds is not None:
+            rows = rows.filter(kind__in=list(kinds))
+        seeds = [memory_row_record(r) for r in rows.order_by().values_list(*MEMORY_COLUMNS)]
+        if not seeds or cap <= 0:
+            return {}
+        reach = Q(pk__in=[])
+        for seed in seeds:
+            q = Q(session_id=seed.session_id)
+            if seed.session_order is not None:
+                low, high = seed.session_order - turns, seed.session_order + turns
+                q &= Q(session_order__range=(low, high)) | Q(session_order__isnull=True)
+            if seed.occurred_at is not None:
+                span = timedelta(minutes=minutes)
+                at = (seed.occurred_at - span, seed.occurred_at + span)
+                q &= Q(occurred_at__range=at) | Q(occurred_at__isnull=True)
+            reach |= q
+        found = memory_records(_memories(where).filter(reach).order_by())
+        return near(seeds, found, where=where, minutes=minutes, turns=turns, cap=cap)
 
     def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]:
         """Exact id (lane 0), exact name/slug (1), id prefix of 8+ characters (2).

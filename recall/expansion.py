@@ -1,23 +1,28 @@
 """The expand stage: channels that read the best fused memories join the fusion.
 
-Expand channels (`recall.ports.EXPAND`, the graph) are asked with seeds: the
-top `seeds` memories of the guarded, fused list of the rank channels, best
-first, each with its fused score (fabriq expands the top GraphSeeds of the
-pre-fused vector + search list). When any of them finds something, every
-list (the rank channels' and theirs) is fused again by weight, so a
-neighbour is one more channel's vote: a memory both a text channel and the
-graph found rises, a graph-only one enters where its weight puts it. When
-none finds anything the first fusion stands unchanged. Each graph
-provenance carries its hop count and path. Expansion is skipped under a
-kind filter (seamless: a kind filter is a targeted enumeration).
+Expand channels (`recall.ports.EXPAND`: the graph, the session
+neighbourhood) are asked with seeds: the top memories of the guarded, fused
+list of the rank channels, best first, each with its fused score (fabriq
+expands the top GraphSeeds of the pre-fused vector + search list; each
+channel reads its own count of them). When any of them finds something,
+every list (the rank channels' and theirs) is fused again by weight and the
+session prior applied again, so a neighbour is one more channel's vote: a
+memory both a text channel and an expand channel found rises, one only an
+expand channel found enters where its weight puts it, but never above the
+seed that found it (Dakera: a neighbour ranks below its hit). When none
+finds anything the first fusion stands unchanged. Each expand provenance
+carries its distance (`hops`: graph edges, or session turns) and path.
+Expansion is skipped under a kind filter (seamless: a kind filter is a
+targeted enumeration).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from recall.fusion import Fused, fuse
+from recall.fusion import Fused, fuse, session_prior
 from recall.ports import MemoryStore
 from recall.scoring import Scored, positive
 from recall.types import MEMORY, Candidate, Filter
@@ -34,14 +39,17 @@ def wanted(where: Filter, *, limit: int) -> bool:
     return limit > 0 and where.kinds is None
 
 
-def _with_paths(fused: Fused, paths: Mapping[tuple[str, str], tuple[str, ...]]) -> Fused:
+def _with_paths(fused: Fused, paths: Mapping[tuple[str, str], Candidate]) -> Fused:
     sources = tuple(
-        replace(p, hops=len(path) - 1, path=path)
-        if (path := paths.get((p.channel, fused.id)))
-        else p
+        replace(p, hops=_hops(c), path=c.path) if (c := paths.get((p.channel, fused.id))) else p
         for p in fused.sources
     )
     return replace(fused, sources=sources)
+
+
+def _hops(c: Candidate) -> int:
+    """A graph path's edge count; a session neighbour's turns from its seed."""
+    return c.distance if c.distance is not None else len(c.path) - 1
 
 
 def refuse(
@@ -53,19 +61,25 @@ def refuse(
     method: str,
     weights: Mapping[str, float],
     k: int,
+    prior: float = 0.0,
 ) -> list[Scored]:
     """`scored` again with the expand channels' lists fused in (see the module docstring).
 
     Records already hydrated are reused; new ids are hydrated once. The
-    caller guards the result like every other hit.
+    session prior (`prior`, as `recall.scoring.hydrate` applies it to the
+    first fusion) is applied again to the new fusion. The caller guards the
+    result like every other hit.
     """
     if not any(expanded.values()):
         return list(scored)
     fused = fuse({**ranked, **expanded}, method=method, weights=weights, k=k)
-    paths = {(ch, c.id): c.path for ch, found in expanded.items() for c in found if c.path}
+    paths = {(ch, c.id): c for ch, found in expanded.items() for c in found if c.path}
     known = {s.record.id: s for s in scored}
     records = store.hydrate([f.id for f in fused if f.id not in known])
     records.update({i: s.record for i, s in known.items()})
+    if prior:
+        sessions = {i: r.session_id for i, r in records.items()}
+        fused = session_prior(fused, sessions, weight=prior)
     out: list[Scored] = []
     for f in fused:
         record = records.get(f.id)
@@ -74,4 +88,20 @@ def refuse(
         f = _with_paths(f, paths)
         snippet = known[f.id].snippet if f.id in known else f.snippet
         out.append(Scored(record, positive(f.score, method), f.sources, f.source, snippet))
-    return out
+    return _below_their_seeds(out, paths, set(expanded))
+
+
+def _below_their_seeds(
+    out: list[Scored], paths: Mapping[tuple[str, str], Candidate], expanding: set[str]
+) -> list[Scored]:
+    """A hit only expand channels found ranks below the seed that found it
+    (Dakera: a neighbour is ranked below its hit), whatever the weights."""
+    score = {s.record.id: s.score for s in out}
+    for s in out:
+        if not s.sources or any(p.channel not in expanding for p in s.sources):
+            continue
+        seeds = [c.path[0] for p in s.sources if (c := paths.get((p.channel, s.record.id)))]
+        held = [score[i] for i in seeds if i in score and i != s.record.id]
+        if held and s.score >= min(held):
+            s.score = math.nextafter(min(held), -math.inf)
+    return sorted(out, key=lambda s: (-s.score, s.record.id))

@@ -9,13 +9,22 @@ module per channel (`recall.channels.*`), registered in the composition root.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-from recall.types import Candidate, ChannelQuery, Doc, Filter, Link, Record, VectorRow
+from recall.types import (
+    Candidate,
+    ChannelQuery,
+    Doc,
+    Filter,
+    Link,
+    Neighbour,
+    Record,
+    VectorRow,
+)
 
 Vectors = npt.NDArray[np.float32]
 
@@ -167,6 +176,23 @@ class MemoryStore(Protocol):
         One read for all `ids` (the graph walk asks once per hop). Per memory:
         outgoing before incoming, each by (position, target id); an id with
         no such edge is absent."""
+        ...
+
+    def session_neighbours(
+        self,
+        ids: Sequence[str],
+        *,
+        where: Filter,
+        minutes: float,
+        turns: int,
+        cap: int,
+        kinds: Collection[str] | None = None,
+    ) -> dict[str, tuple[Neighbour, ...]]:
+        """Each given memory's session neighbours (`recall.neighbourhood.near`,
+        the one rule): same non-empty session, within `minutes` by occurred_at
+        and `turns` by session order where both ends have them, in scope and
+        live per `where`, nearest first, at most `cap` per seed; only seeds of
+        `kinds` (None: any) are read. A seed with none is absent."""
         ...
 
     def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]: ...

@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, replace
 
-from recall import associated, expansion, routing
+from recall import associated, expansion, neighbourhood, routing
 from recall.agent import DETAILS
 from recall.channels import SEMANTIC
 from recall.config import MIN_BUDGET, RecallConfig
@@ -74,6 +74,7 @@ def validate(req: RecallRequest, config: RecallConfig, channels: Sequence[Channe
             raise QueryError(f"channel weight {channel}={weight!r} must be a number >= 0")
     check_names(weights, channels)
     associated.validate(req)
+    neighbourhood.validate(req)
 
 
 def _ms(start: float) -> float:
@@ -127,15 +128,20 @@ def run(
     timings["hydrate"] = _ms(start)
 
     graph_seeds = associated.seeds(req, config)
-    if expansion.wanted(where, limit=graph_seeds):  # the graph channel (recall/expansion.py)
-        seeds = expansion.seeds(scored, limit=graph_seeds)
+    session_seeds = neighbourhood.seeds(req, config)  # the session channel (Dakera 004)
+    if expansion.wanted(where, limit=max(graph_seeds, session_seeds)):  # recall/expansion.py
+        seeds = expansion.seeds(scored, limit=max(graph_seeds, session_seeds))
         expanding = select(channels, EXPAND, weights)
-        walked = replace(gathered.query or ChannelQuery(query), walk=associated.walk(req, config))
+        walked = replace(
+            gathered.query or ChannelQuery(query),
+            walk=replace(associated.walk(req, config), seeds=graph_seeds),
+            nearby=neighbourhood.nearby(req, config),
+        )
         extra = gather(expanding, walked, where=where, depth=depth, embedder=None, seeds=seeds)
         _strict(req, extra.warnings)
         refused = expansion.refuse(
             gathered.lists, extra.lists, scored, store=planes.store, method=config.fusion,
-            weights=weights, k=rrf_k,
+            weights=weights, k=rrf_k, prior=config.session_prior,
         )  # fmt: skip
         scored = guard(where, refused)
         gathered.merge(extra)

@@ -59,6 +59,13 @@ class RecallRequest:
     k: int | None = None
     strict: bool = False
     entities: tuple[str, ...] | None = None
+    # --- session neighbourhood (`recall.neighbourhood`, Dakera 004); None =
+    # the config's `session_neighbours`, `session_window_minutes`, ... ---
+    session_neighbours: bool | None = None
+    session_window_minutes: float | None = None
+    session_turns: int | None = None
+    session_cap: int | None = None
+    # --- end session neighbourhood ---
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,13 +10,14 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
 
 import numpy as np
 
 from recall import links
 from recall.errors import EmbedderUnavailable
+from recall.neighbourhood import near
 from recall.ports import Vectors
 from recall.query import words
 from recall.types import (
@@ -27,6 +28,7 @@ from recall.types import (
     Doc,
     Filter,
     Link,
+    Neighbour,
     Record,
     VectorRow,
 )
@@ -324,6 +326,24 @@ class InMemoryStore:
                 if edge.weight >= min_weight:
                     out.setdefault(here, []).append(edge)
         return {here: tuple(sorted(found, key=lambda e: e.reverse)) for here, found in out.items()}
+
+    def session_neighbours(
+        self,
+        ids: Sequence[str],
+        *,
+        where: Filter,
+        minutes: float,
+        turns: int,
+        cap: int,
+        kinds: Collection[str] | None = None,
+    ) -> dict[str, tuple[Neighbour, ...]]:
+        seeds = [
+            r
+            for r in (self.records.get(i) for i in ids)
+            if r is not None and r.item == MEMORY and (kinds is None or r.kind in kinds)
+        ]
+        rows = [r for r in self.records.values() if r.item == MEMORY]
+        return near(seeds, rows, where=where, minutes=minutes, turns=turns, cap=cap)
 
     def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]:
         token = text.strip()

@@ -147,6 +147,8 @@ class Candidate:
     score: float
     snippet: str | None = None
     path: tuple[str, ...] = ()  # graph candidates: seed ... this id
+    # session candidates: steps from the seed (turns, or 1 inside the time window)
+    distance: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +165,47 @@ class Walk:
     min_weight: float = 0.0
     cap: int = 10
     decay: float = 0.5
+    seeds: int | None = None  # expand from only the first `seeds` seeds (None: all)
+
+
+# --- session neighbourhood (Dakera 004; recall/channels/session.py) ---
+EPISODIC_KINDS = ("episode", "working")
+
+
+@dataclass(frozen=True, slots=True)
+class Nearby:
+    """How the session channel reads its seeds' neighbourhoods.
+
+    The first `seeds` seeds of an episodic kind (`kinds`) each bring at most
+    `cap` memories of their own session within `minutes` (by `occurred_at`)
+    and `turns` (by session order) of them, each measure applied where both
+    ends have it; a neighbour scores seed score x `decay` per step away.
+    """
+
+    seeds: int = 8
+    minutes: float = 5.0
+    turns: int = 2
+    cap: int = 10
+    decay: float = 0.5
+    kinds: tuple[str, ...] | None = EPISODIC_KINDS
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbour:
+    """A memory of a seed's session near it: `turns` apart in session order and
+    `minutes` apart by `occurred_at` (None where either end lacks the field)."""
+
+    id: str
+    turns: int | None = None
+    minutes: float | None = None
+
+    @property
+    def steps(self) -> int:
+        """Steps from the seed: its turn distance, or 1 when only time places it."""
+        return max(1, self.turns) if self.turns is not None else 1
+
+
+# --- end session neighbourhood ---
 
 
 # Edge types the engine writes itself; explicit associations carry any other.
@@ -239,6 +282,7 @@ class Record:
     source: str = ""
     valid_from: datetime | None = None  # when it became true (memories)
     occurred_at: datetime | None = None  # when the event it records happened, if known
+    session_order: int | None = None  # its place in its session (an episodic turn)
 
 
 def unless_repeated(description: str, body: str) -> str:
@@ -289,3 +333,4 @@ class ChannelQuery:
     snippets: bool = False
     vector: npt.NDArray[np.float32] | None = None
     walk: Walk | None = None  # the graph channel's walk (None: its defaults)
+    nearby: Nearby | None = None  # the session channel's reach (None: it does not run)

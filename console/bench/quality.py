@@ -8,7 +8,7 @@ project exactly as Recall scopes it (`recall_filter`), and ranked to 100
 smaller `depth` sees the top `depth` of each leg, which is what a query at
 that depth returns (ranks are contiguous, ties by id). This is Recall's
 ranking minus what does not apply to eval data (token packing, favourite and
-usage boosts, link expansion); `engine_check` confirms on the first queries
+usage boosts, graph expansion); `engine_check` confirms on the first queries
 that `Engine.recall` (limit 100, huge budget, no link seeds) returns the same
 top 10 as the core for the default config.
 
@@ -27,7 +27,12 @@ gave the queries (`routing_classes`, overall and per category).
 
 Ablations (unless the spec says `"ablate": false`): each component off on
 its own (`-nocontext`, `-nobm25f` for the fts channel and the default,
-`-noprior` for the default). `ci` holds paired bootstrap 95% intervals of
+`-noprior` for the default), and on every set the session neighbourhood
+(Dakera 004, `console/bench/neighbours.py`) off (`session-off`), as a fused
+channel (`session-channel`) and as associated items listed below their hit
+(`session-assoc`; a variant picks that mode with `"session_as": "associated"`).
+Every fused run expands its top hits to their session neighbours as Recall
+does when the config has them on. `ci` holds paired bootstrap 95% intervals of
 the default minus each peer (`metrics.paired_bootstrap`).
 """
 
@@ -42,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from console import selectors, wiring
-from console.bench import loading, metrics, peers
+from console.bench import loading, metrics, neighbours, peers
 from console.bench.queries import Query, read_queries
 from console.indexing import memory_docs
 from console.models import Edge, Memory
@@ -55,11 +60,13 @@ from recall.query import clean
 from recall.requests import RecallRequest
 from recall.routing import ROUTINGS, classify, route
 from recall.scope import recall_filter
-from recall.types import Candidate
+from recall.types import Candidate, Filter
 
 DEPTH = 100
 CHECK_QUERIES = 25
-HARNESS_KEYS = ("context", "bm25f")
+# "session_as": "associated" uses the session neighbours as associated items
+# listed below their hit instead of as a fused channel (console/bench/neighbours.py).
+HARNESS_KEYS = ("context", "bm25f", "session_as")
 Leg = tuple[bool, bool]  # (context, bm25f): which full-text index a run reads
 MAIN: Leg = (True, True)
 
@@ -115,6 +122,12 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
             ablations["default-nocontext"] = (base, (False, True))
         if sessions:
             ablations["default-noprior"] = (replace(base, session_prior=0.0), MAIN)
+        # The session neighbourhood (Dakera 004), on every set: off, and as associated items.
+        ablations["session-off"] = (replace(base, session_neighbours=False), MAIN)
+        ablations["session-channel"] = (replace(base, session_neighbours=True), MAIN)
+        ablations["session-assoc"] = (replace(base, session_neighbours=True), MAIN)
+    modes = {name: str(values.get("session_as", "channel")) for name, values in raw.items()}
+    modes["session-assoc"] = "associated"
     wanted = {leg for _, leg in (*configs.values(), *ablations.values())} - {MAIN}
     others = {leg: _variant_index(root, leg) for leg in sorted(wanted)}
 
@@ -152,9 +165,11 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
     for leg, suffix in (((False, True), "nocontext"), ((True, False), "nobm25f")):
         if leg in other_fts and f"default-{suffix}" in ablations:
             runs[f"fts-{suffix}"] = [_ranked([c.id for c in f], ext) for f in other_fts[leg]]
+    wheres = [recall_filter(planes.store, project=q.project) for q in queries]
     for name, (config, leg) in {**configs, **ablations}.items():
         fts_lists = other_fts.get(leg)
-        runs[name] = _fused_runs(legs, fts_lists, config, ext, sessions, texts)
+        mode = modes.get(name, "channel")
+        runs[name] = _fused_runs(legs, fts_lists, config, ext, sessions, texts, wheres, mode)
 
     peer_runs, peer_ms = peers.run_all(queries, qvecs, root, skip=spec.get("skip_peers", False))
     runs |= peer_runs
@@ -215,6 +230,8 @@ def _fused_runs(
     ext: Mapping[str, str],
     sessions: Mapping[str, str],
     texts: Sequence[str],
+    wheres: Sequence[Filter],
+    mode: str = "channel",
 ) -> list[list[str]]:
     """Each query's ranking under `config`, routed as Recall routes it."""
     out = []
@@ -227,6 +244,10 @@ def _fused_runs(
         channels = {name: found[: config.depth] for name, found in both if weights[name] > 0}
         fused = fuse(channels, method=config.fusion, weights=weights, k=config.k)
         fused = session_prior(fused, sessions, weight=config.session_prior)
+        if mode == "associated":  # the session neighbourhood (console/bench/neighbours.py)
+            fused = neighbours.below(fused, config, where=wheres[i])
+        else:
+            fused = neighbours.expand(fused, channels, config, where=wheres[i], sessions=sessions)
         out.append(_ranked([f.id for f in fused], ext))
     return out
 
@@ -243,7 +264,8 @@ def _engine_check(
     """Engine.recall's top 10 against the core's, for the default config; and the
     graph channel's effect: the default (graph on) against graph_seeds=0 (off)."""
     config = replace(base, graph_seeds=0)
-    core = _fused_runs(legs[:CHECK_QUERIES], None, config, ext, sessions, texts)
+    wheres = [recall_filter(wiring.planes().store, project=q.project) for q in queries]
+    core = _fused_runs(legs[:CHECK_QUERIES], None, config, ext, sessions, texts, wheres)
     same = graph_same = 0
     for q, expected in zip(queries[:CHECK_QUERIES], core, strict=False):
         request = RecallRequest(query=q.text, project=q.project, budget=100_000, limit=100)

@@ -55,6 +55,26 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+# --- session neighbourhood (Dakera 004): its effect on every set, on and off ---
+SESSION_RUNS = (
+    ("off", "session-off"),
+    ("channel", "session-channel"),
+    ("associated", "session-assoc"),
+)
+
+
+def _session_effect(systems: Mapping[str, Mapping[str, Mapping[str, float]]]) -> list[str]:
+    """The session neighbourhood's line: off, as a fused channel, as associated items."""
+    runs = [(label, systems[name]["overall"]) for label, name in SESSION_RUNS if name in systems]
+    if len(runs) < 2:
+        return []
+    cells = ", ".join(f"{label} {s['R@10']:.3f} / {s['nDCG@10']:.3f}" for label, s in runs)
+    return [f"session neighbourhood, R@10 / nDCG@10: {cells}"]
+
+
+# --- end session neighbourhood ---
+
+
 def quality_tables(body: Mapping[str, Any]) -> str:
     """Overall and no-cat5 rows per system, then R@10 / nDCG@10 per category."""
     systems: Mapping[str, Mapping[str, Mapping[str, float]]] = body["systems"]
@@ -68,6 +88,7 @@ def quality_tables(body: Mapping[str, Any]) -> str:
         f"{check.get('edges', '?')} edges)",
         "mean ms/query: " + json.dumps(body["latency_ms_mean"]),
     ]
+    parts += _session_effect(systems)
     groups = [g for g in ("overall", "no-cat5") if g in next(iter(systems.values()))]
     for group in groups:
         rows = [[name, *(s[group][m] for m in METRICS)] for name, s in systems.items()]

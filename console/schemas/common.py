@@ -28,6 +28,8 @@ from recall.config import (
     MIN_BUDGET,
 )
 from recall.graph import MAX_ASSOCIATED, MAX_CAP, MAX_HOPS, MAX_SEEDS
+from recall.neighbourhood import MAX_CAP as MAX_SESSION_CAP
+from recall.neighbourhood import MAX_TURNS, MAX_WINDOW_MINUTES
 from recall.requests import ENTITIES, SCOPES
 from recall.results import SOURCES
 from recall.routing import ROUTINGS
@@ -150,3 +152,12 @@ class Error(Schema):
         description="invalid | unknown_field | missing | unauthorized | forbidden | not_found "
         "| method_not_allowed | conflict | too_large | unavailable | server_error"
     )
+
+
+# --- session neighbourhood (Dakera 004): the request fields' bounds (recall/neighbourhood.py) ---
+WindowMinutes = Annotated[
+    float, Strict(False), Field(ge=0, le=MAX_WINDOW_MINUTES), BeforeValidator(_json_number)
+]
+SessionTurns = _int(0, MAX_TURNS)
+SessionCap = _int(0, MAX_SESSION_CAP)
+# --- end session neighbourhood ---

@@ -34,11 +34,14 @@ from console.schemas.common import (
     Routing,
     RrfK,
     Scope,
+    SessionCap,
+    SessionTurns,
     Slug,
     Tag,
     TextBudget,
     Unit,
     Weight,
+    WindowMinutes,
 )
 from console.selectors import CURSOR_PATTERN
 from recall.config import (
@@ -131,6 +134,22 @@ class RecallIn(Body):
         max_length=2,
         description='what to recall: ["memories"], ["notes"] or both (the list form of scope)',
     )
+    # --- session neighbourhood (Dakera 004; recall/neighbourhood.py); null = the setting ---
+    session_neighbours: bool | None = Field(
+        None,
+        description="add the session neighbours of the top episodic hits, ranked below them "
+        "(default true)",
+    )
+    session_window_minutes: WindowMinutes | None = Field(
+        None, description="+- minutes by occurred_at around each top hit (default 5)"
+    )
+    session_turns: SessionTurns | None = Field(
+        None, description="+- turns by session order around each top hit (default 2)"
+    )
+    session_cap: SessionCap | None = Field(
+        None, description="most neighbours per top hit (default 10)"
+    )
+    # --- end session neighbourhood ---
 
 
 class SearchIn(Params):

@@ -38,7 +38,7 @@ def _recall(form: InspectForm) -> dict[str, Any]:
         rrf_k=data["rrf_k"],
         channel_weights=form.channel_weights(),
         debug=True,
-        graph=form.graph_options(),
+        graph={**form.graph_options(), **form.session_options()},
         knobs=form.knob_options(),
     )
     matcher = Matcher.for_query(data["query"])

@@ -94,6 +94,17 @@ HELP: dict[str, dict[str, tuple[str, str]]] = {
         "routing_weights.keyword": ("Auto: meaning share for a few keywords", "0 to 1."),
         "routing_weights.natural": ("Auto: meaning share for a question or sentence", "0 to 1."),
         "max_depth": ("Most candidates per channel", "The largest `k` an agent may ask for."),
+        # --- session neighbourhood (recall/neighbourhood.py) ---
+        "session_neighbours": (
+            "Add session neighbours",
+            "Bring the memories said just before or after a top result in its session.",
+        ),
+        "session_seeds": ("Results whose session is read", "Only episodic memories count."),
+        "session_window_minutes": ("Session: minutes around", "By when they happened."),
+        "session_turns": ("Session: turns around", "By their order in the session."),
+        "session_cap": ("Session: most per result", "How many neighbours one result may bring."),
+        "session_decay": ("Per-turn discount", "A neighbour two turns away counts this much less."),
+        # --- end session neighbourhood ---
         "favorite_boost": ("Starred boost", "Starred memories' scores are multiplied by this."),
         "usage_boost": ("Usage boost", "How much being useful to agents before lifts a memory."),
     },

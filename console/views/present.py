@@ -35,6 +35,7 @@ CHANNELS = {
     "semantic": "Meaning",
     "identifier": "Name or id",
     "graph": "Graph",
+    "session": "Same session",
     "browse": "Browse",
 }
 
@@ -116,6 +117,7 @@ def judge(hit: Any, matcher: Matcher, text: Text | None) -> tuple[int, str, list
         _words_reason(found, head, total),
         _meaning_reason(sim) if "semantic" in channels else "",
         _graph_reason(hit) if "graph" in channels else "",
+        "said next to a top result in its session" if "session" in channels else "",
         "newest of its kind" if "browse" in channels else "",
     ]
     if "fts" in channels and not found and tier != EXACT:
@@ -143,6 +145,9 @@ def _numbers(hit: Any) -> list[str]:
         elif p.channel == "graph":
             hops = f"{p.hops} hop{'s' if p.hops != 1 else ''}" if p.hops is not None else "linked"
             lines.append(f"{name}: rank {p.rank}, {hops} from a top result, path score {p.raw:.3f}")
+        elif p.channel == "session":  # the session neighbourhood (Dakera 004)
+            turns = f"{p.hops} turn{'s' if p.hops != 1 else ''}" if p.hops is not None else "near"
+            lines.append(f"{name}: rank {p.rank}, {turns} from a top result, score {p.raw:.3f}")
         elif p.channel == "identifier":
             lanes = {0: "exact id", 1: "exact name", 2: "id prefix"}
             lines.append(f"{name}: {lanes.get(int(p.raw), 'identifier')}")

@@ -12,6 +12,7 @@ from recall.channels.fulltext import FullText
 from recall.channels.graph import Graph
 from recall.channels.identifier import Identifier
 from recall.channels.semantic import Semantic
+from recall.channels.session import Session
 from recall.planes import Planes
 from recall.ports import Channel
 
@@ -19,12 +20,13 @@ FTS = FullText.name
 SEMANTIC = Semantic.name
 IDENTIFIER = Identifier.name
 GRAPH = Graph.name
-STANDARD = (FullText, Semantic, Identifier, Graph)
+SESSION = Session.name  # the session neighbourhood (Dakera 004)
+STANDARD = (FullText, Semantic, Identifier, Graph, Session)
 
 
 def standard(planes: Planes) -> tuple[Channel, ...]:
-    """The four built-in channels over `planes`."""
+    """The built-in channels over `planes`."""
     return tuple(cls(planes) for cls in STANDARD)
 
 
-__all__ = ["FTS", "GRAPH", "IDENTIFIER", "SEMANTIC", "STANDARD", "standard"]
+__all__ = ["FTS", "GRAPH", "IDENTIFIER", "SEMANTIC", "SESSION", "STANDARD", "standard"]

@@ -36,9 +36,10 @@ class Graph:
         self, query: ChannelQuery, where: Filter, depth: int, seeds: Sequence[Candidate]
     ) -> list[Candidate]:
         walk = query.walk or Walk()
+        chosen = seeds if walk.seeds is None else seeds[: walk.seeds]
         reached = traverse(
             self._store,
-            [(s.id, s.score) for s in seeds],
+            [(s.id, s.score) for s in chosen],
             where=where,
             hops=walk.hops,
             reverse=walk.reverse,

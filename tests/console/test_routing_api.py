@@ -115,8 +115,9 @@ def test_the_routing_decision_and_weights_are_in_debug(world: World, monkeypatch
     assert by_name["debug"]["embedded"] is False  # an identifier is not embedded
     assert question["debug"]["routing"]["class"] == "natural"
     assert vector["debug"]["routing"] == {
-        "mode": "vector", "class": None, "weights": {"fts": 0.0, "semantic": 1.0, "graph": 0.3},
-    }  # fmt: skip
+        "mode": "vector", "class": None,
+        "weights": {"fts": 0.0, "semantic": 1.0, "graph": 0.3, "session": 0.2},
+    }  # fmt: skip  # the expand channels (graph, session) keep their own weights
     assert status == 200 and over_mcp["debug"]["routing"]["class"] == "keyword"
 
 

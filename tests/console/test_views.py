@@ -956,3 +956,34 @@ def test_the_error_pages_are_styled_without_a_request_too(admin_user: User, plan
     assert refused.status_code == 403
     assert "Form expired" in refused.content.decode()
     assert "app.css" in refused.content.decode()
+
+
+# --- session neighbourhood (Dakera 004) ---
+
+
+def test_inspector_shows_session_neighbours_and_turns_them_off(
+    admin_client: Client, project: Project
+) -> None:
+    session = {"kind": "episode", "session_id": "billing-api:S1"}
+    # the hit is the later turn: full text indexes a turn with the ones before it
+    make_memory(project, name="turn-one", description="where is the bird now",
+                body="where is the bird now", session_order=1, **session)  # fmt: skip
+    make_memory(project, name="turn-two", description="the albatross landed on the roof",
+                body="the albatross landed on the roof", session_order=2, **session)  # fmt: skip
+    ask = {"mode": "recall", "query": "albatross", "project": "billing-api", "w_semantic": "0"}
+
+    on = admin_client.get("/inspect/", ask, **HX).content.decode()
+    off = admin_client.get("/inspect/", {**ask, "session_neighbours": "false"}, **HX)
+    bad = admin_client.get("/inspect/", {**ask, "session_turns": "99"}, **HX)
+    form = admin_client.get("/inspect/").content.decode()
+
+    assert "Same session: rank 1, 1 turn from a top result" in on and "turn-one" in on
+    assert "Said next to a top result in its session" in on
+    html = off.content.decode()
+    assert "turn-one" not in html and "Same session" not in html
+    assert "less than or equal to 20" in bad.content.decode()
+    for name in ("session_neighbours", "session_window_minutes", "session_turns", "session_cap"):
+        assert f'name="{name}"' in form
+
+
+# --- end session neighbourhood ---

@@ -374,3 +374,51 @@ def test_supersession_is_an_edge_and_associations_follow_the_replacement(writer:
     assert all(e.target != old for e in store.edges([new, other], where=ALPHA)[other])
     back = store.edges([old], where=ALPHA, reverse=True)[old]
     assert Link(new, 1.0, "supersedes", reverse=True) in back
+
+
+# --- session neighbourhood (Dakera 004; recall.neighbourhood) ---
+
+
+def test_session_neighbours_are_near_in_scope_live_and_capped(writer: Writer) -> None:
+    writer.project("alpha")
+    writer.project("beta")
+
+    def turn(project: str | None, order: int, minutes: int = 0, **kw: Any) -> str:
+        fields: dict[str, Any] = {"kind": "episode", "session_id": "alpha:S1"}
+        fields.update(session_order=order, occurred_at=T0 + timedelta(minutes=minutes), **kw)
+        return writer.memory(project, f"turn-{project}-{order}-{minutes}", **fields)
+
+    seed = turn("alpha", 5)
+    before, after, two = turn("alpha", 4), turn("alpha", 6), turn("alpha", 7)
+    far = turn("alpha", 8)  # three turns away
+    late = turn("alpha", 3, minutes=30)  # two turns, but half an hour later
+    gone = turn("alpha", 6, minutes=1)
+    writer.archive(gone)
+    other = turn("beta", 4)  # the same session id, another project: out of scope
+    elsewhere = writer.memory(
+        "alpha", "elsewhere", kind="episode", session_id="alpha:S2", session_order=5,
+        occurred_at=T0,
+    )  # fmt: skip
+    fact = writer.memory("alpha", "a-fact", kind="fact", session_id="alpha:S1", session_order=9)
+    store = writer.store
+    alpha_only = Filter(projects=("alpha",), include_global=False)
+
+    found = store.session_neighbours([seed], where=alpha_only, minutes=5, turns=2, cap=10)
+    capped = store.session_neighbours([seed], where=alpha_only, minutes=5, turns=2, cap=2)
+    wide = store.session_neighbours([seed], where=Filter(), minutes=5, turns=2, cap=10)
+    facts = store.session_neighbours(
+        [fact], where=alpha_only, minutes=5, turns=2, cap=10, kinds=("episode", "working")
+    )
+
+    assert [(n.id, n.turns) for n in found[seed]] == sorted(
+        [(before, 1), (after, 1), (two, 2)], key=lambda t: (t[1], t[0])
+    )
+    assert {n.minutes for n in found[seed]} == {0.0}
+    assert not {far, late, gone, other, elsewhere, fact} & {n.id for n in found[seed]}
+    assert [n.turns for n in capped[seed]] == [1, 1]
+    assert other in {n.id for n in wide[seed]}  # in scope once the filter admits beta
+    assert facts == {}  # a fact is not a seed under an episodic kinds filter
+    assert store.session_neighbours([elsewhere], where=alpha_only, minutes=5, turns=2, cap=10) == {}
+
+
+# --- end session neighbourhood ---

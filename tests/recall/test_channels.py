@@ -65,7 +65,7 @@ def test_every_channel_meets_the_port():
     for channel in [*standard(planes), Echo(planes)]:
         assert isinstance(channel, Channel)
         assert channel.role in (RANK, PIN, EXPAND)
-    assert [c.name for c in STANDARD] == ["fts", "semantic", "identifier", "graph"]
+    assert [c.name for c in STANDARD] == ["fts", "semantic", "identifier", "graph", "session"]
 
 
 def planes_with(*records: object, embedder: FakeEmbedder | None = None) -> Planes:

@@ -39,7 +39,7 @@ def test_defaults_follow_the_design():
     assert (search.k, search.depth, search.limit, search.semantic_floor) == (60, 60, 20, 0.40)
     assert (recall.fusion, dict(recall.channel_weights)) == (
         "zscore",
-        {"fts": 0.6, "semantic": 0.4, "graph": 0.3},
+        {"fts": 0.6, "semantic": 0.4, "graph": 0.3, "session": 0.2},
     )
     assert dict(search.channel_weights) == {"identifier": 1.0, "fts": 0.6, "semantic": 0.4}
     assert (BriefingConfig().budget, BriefingConfig().hard_cap_factor) == (1500, 2.0)
@@ -100,7 +100,7 @@ def test_an_unreadable_row_falls_back_to_the_base(row: str):
 
 def test_weights_merge_over_the_base_so_other_channels_keep_theirs():
     config, _ = decode_over(RecallConfig(), {"channel_weights": {"fts": 1.0}})
-    assert config.channel_weights == {"fts": 1.0, "semantic": 0.4, "graph": 0.3}
+    assert config.channel_weights == {"fts": 1.0, "semantic": 0.4, "graph": 0.3, "session": 0.2}
 
 
 def test_a_json_row_and_no_row():

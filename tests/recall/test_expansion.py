@@ -75,7 +75,9 @@ def test_graph_neighbours_join_recall_with_source_graph(make_engine: MakeEngine)
 
     assert ids(pack.items) == [seed.id, neighbour.id]
     assert pack.items[1].source == "graph"
-    assert pack.items[1].score == pytest.approx(1 / (60 + 1))
+    # RRF rank 1 in the graph's list, plus the session prior (0.3 x its own
+    # score: no session), applied to the second fusion as to the first
+    assert pack.items[1].score == pytest.approx(1.3 / (60 + 1))
     (prov,) = pack.items[1].sources
     assert (prov.channel, prov.hops, prov.path) == ("graph", 1, (seed.id, neighbour.id))
 

@@ -352,7 +352,9 @@ def test_debug_reports_ranks_timings_and_config(make_engine: MakeEngine):
         "total",
     }  # type: ignore[arg-type]
     assert debug["embedded"] is True
-    assert debug["channel_status"] == {"fts": "on", "semantic": "on", "graph": "on"}
+    assert debug["channel_status"] == {
+        "fts": "on", "semantic": "on", "graph": "on", "session": "on"
+    }  # fmt: skip
     assert debug["config"]["k"] == 60  # type: ignore[index]
 
 

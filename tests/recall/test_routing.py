@@ -123,8 +123,8 @@ def test_auto_routing_decision_and_weights_are_in_debug(make_engine: MakeEngine)
     assert by_name.debug["routing"] == {
         "mode": AUTO,
         "class": IDENTIFIER,
-        "weights": {"fts": 1.0, "semantic": 0.0, "graph": 0.3},
-    }
+        "weights": {**RecallConfig().channel_weights, "fts": 1.0, "semantic": 0.0},
+    }  # the expand channels (graph, session) keep their configured weights
     assert embedder.calls == 1  # only the question was embedded
     assert question.debug["routing"]["class"] == NATURAL  # type: ignore[index]
     assert question.debug["weights"]["semantic"] == pytest.approx(0.75)  # type: ignore[index]
@@ -136,7 +136,8 @@ def test_the_request_routing_overrides_the_config(make_engine: MakeEngine) -> No
     pack = engine.recall(ask("chroma", routing=HYBRID, debug=True), config=RecallConfig())
 
     assert pack.debug is not None
-    assert pack.debug["routing"] == {"mode": HYBRID, "class": None, "weights": WEIGHTS}
+    weights = dict(RecallConfig().channel_weights)
+    assert pack.debug["routing"] == {"mode": HYBRID, "class": None, "weights": weights}
 
 
 def test_k_is_the_candidates_per_channel(make_engine: MakeEngine) -> None:
