@@ -57,8 +57,7 @@ def validate(req: RecallRequest, config: RecallConfig, channels: Sequence[Channe
         raise QueryError(message)
     if req.detail not in DETAILS:
         raise QueryError(f"detail must be one of {', '.join(DETAILS)}, not {req.detail!r}")
-    if req.kind is not None and req.kind not in MEMORY_KINDS:
-        raise QueryError(f"kind must be one of {', '.join(MEMORY_KINDS)}, not {req.kind!r}")
+    narrowing(req)
     if req.k is not None and req.k < 1:
         raise QueryError(f"k must be >= 1, not {req.k}")
     weights = req.channel_weights or {}
@@ -67,6 +66,66 @@ def validate(req: RecallRequest, config: RecallConfig, channels: Sequence[Channe
             raise QueryError(f"channel weight {channel}={weight!r} must be a number >= 0")
     check_names(weights, channels)
     associated.validate(req)
+
+
+MAX_FILTER_TAGS = 32
+MAX_TAG_CHARS = 64
+MAX_ID_CHARS = 120
+
+
+def kinds_of(req: RecallRequest) -> tuple[str, ...] | None:
+    """The kinds asked for: `kinds`, or `kind` as a one-item list, or None (any)."""
+    if req.kind is not None:
+        return (req.kind,)
+    return None if req.kinds is None else tuple(dict.fromkeys(req.kinds))
+
+
+def _tags(name: str, tags: Sequence[str]) -> tuple[str, ...]:
+    """Tags as memories store them (stripped, lower-cased), checked."""
+    out = tuple(dict.fromkeys(str(t).strip().lower() for t in tags))
+    if len(out) > MAX_FILTER_TAGS:
+        raise QueryError(f"{name} takes at most {MAX_FILTER_TAGS} tags, not {len(out)}")
+    for tag in out:
+        if not 1 <= len(tag) <= MAX_TAG_CHARS:
+            raise QueryError(f"each of {name} must be 1..{MAX_TAG_CHARS} characters, not {tag!r}")
+    return out
+
+
+def _ident(name: str, value: str | None) -> str | None:
+    if value is not None and not 1 <= len(value) <= MAX_ID_CHARS:
+        raise QueryError(f"{name} must be 1..{MAX_ID_CHARS} characters (omit it for any)")
+    return value
+
+
+def narrowing(req: RecallRequest) -> Filter:
+    """The request's attribute filters as a Filter (tags ... until; scope is added by
+    `recall_filter`); QueryError with a clear message for a bad value."""
+    if req.kind is not None and req.kinds is not None:
+        raise QueryError("give kind or kinds, not both (kind is a one-item kinds)")
+    if req.kinds is not None and not req.kinds:
+        raise QueryError("kinds must name at least one kind (omit it for any kind)")
+    for kind in kinds_of(req) or ():
+        if kind not in MEMORY_KINDS:
+            raise QueryError(f"kind must be one of {', '.join(MEMORY_KINDS)}, not {kind!r}")
+    low = req.min_importance
+    if low is not None and (
+        not isinstance(low, int | float) or not math.isfinite(low) or not 0 <= low <= 1
+    ):
+        raise QueryError(f"min_importance must be a number within 0..1, not {low!r}")
+    for name, instant in (("since", req.since), ("until", req.until)):
+        if instant is not None and instant.utcoffset() is None:
+            raise QueryError(f"{name} must carry a time zone (e.g. 2024-01-01T00:00:00Z)")
+    if req.since is not None and req.until is not None and req.since > req.until:
+        raise QueryError("since must be at or before until")
+    return Filter(
+        tags=_tags("tags", req.tags),
+        any_tags=_tags("any_tags", req.any_tags),
+        agent_id=_ident("agent_id", req.agent_id),
+        session_id=_ident("session_id", req.session_id),
+        min_importance=None if low is None else float(low),
+        since=req.since,
+        until=req.until,
+    )
 
 
 def _ms(start: float) -> float:
@@ -81,12 +140,15 @@ def run(
     req = with_defaults(req, config)
     validate(req, config, channels)
     budget, limit = req.budget or config.budget, req.limit or config.limit
-    where = recall_filter(planes.store, project=req.project, scope=req.scope, kind=req.kind)
+    kinds = kinds_of(req)
+    where = recall_filter(
+        planes.store, project=req.project, scope=req.scope, kinds=kinds, narrow=narrowing(req)
+    )
     k = req.k or config.k
     query = clean(req.query)
-    if not query and req.kind is not None and req.scope != "notes":
+    if not query and kinds is not None and req.scope != "notes":
         return browse(req, planes=planes, where=where, k=k, started=started, config=config)
-    nothing = KIND_OF_NOTES if req.kind is not None and req.scope == "notes" else None
+    nothing = KIND_OF_NOTES if kinds is not None and req.scope == "notes" else None
     if nothing or not words(query):  # nothing to look for: an empty pack that says why
         why = nothing or (NO_WORDS if query else EMPTY_QUERY)
         empty = pack(
