@@ -38,6 +38,7 @@ from console.schemas import (
 )
 from recall.agent import dumps, pack_view
 from recall.associated import FIELDS as GRAPH_FIELDS
+from recall.requests import FILTER_FIELDS
 
 NOT_INDEXED = (
     "written but not indexed yet (the index is catching up): findable by id and name now, "
@@ -72,6 +73,7 @@ def recall(who: Access, p: RecallIn) -> Answer:
         who, project=p.project, record=p.record, query=p.query, budget=p.budget, limit=p.limit,
         scope=p.scope, kind=p.kind, k=p.k, channel_weights=p.channel_weights, debug=p.debug,
         detail=p.detail, graph=p.dict(include=set(GRAPH_FIELDS), exclude_none=True),
+        filters=p.dict(include=set(FILTER_FIELDS), exclude_none=True),
     )  # fmt: skip
     return _json(pack_view(pack))
 

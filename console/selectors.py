@@ -77,13 +77,19 @@ def memory_recall(
     debug: bool = False,
     detail: str = "full",
     graph: Mapping[str, Any] | None = None,
+    filters: Mapping[str, Any] | None = None,
 ) -> ContextPack:
     """Agent Recall -> ContextPack. Raises recall.errors.QueryError on bad input.
 
-    `graph` holds the graph and associated-memory fields (`recall.associated.FIELDS`).
+    `graph` holds the graph and associated-memory fields (`recall.associated.FIELDS`),
+    `filters` the filter fields (`recall.requests.FILTER_FIELDS`; lists as given).
     """
+    narrow: dict[str, Any] = {
+        f: tuple(v) if isinstance(v, list | tuple) else v for f, v in (filters or {}).items()
+    }
     request = RecallRequest(
         **(graph or {}),
+        **narrow,
         detail=detail,
         query=query,
         project=project,
