@@ -39,6 +39,7 @@ def _recall(form: InspectForm) -> dict[str, Any]:
         channel_weights=form.channel_weights(),
         debug=True,
         graph=form.graph_options(),
+        filters=form.filter_options(),
     )
     matcher = Matcher.for_query(data["query"])
     texts = browse.texts(ids=[h.id for h in pack.items])

@@ -164,3 +164,50 @@ def test_an_empty_query_with_kinds_browses_them(world: World) -> None:
                   "record": False}).json()  # fmt: skip
 
     assert ids(reply) == {made[0].pk, made[1].pk}
+
+
+# The Recall inspector: one control per filter, the same engine request.
+INSPECT = {"mode": "recall", "query": "lighthouse", "project": "alpha", "limit": str(PAGE),
+           "budget": "8000"}  # fmt: skip
+CONTROLS: dict[str, dict[str, Any]] = {  # what a person types into each control
+    "kinds": {"kinds": ["decision", "episode"]},
+    "kind": {"kinds": ["decision"]},
+    "tags": {"tags": "red, blue"},
+    "any_tags": {"any_tags": "blue,green"},
+    "agent_id": {"agent_id": "ag-1"},
+    "session_id": {"session_id": "s-2"},
+    "min_importance": {"min_importance": "0.5"},
+    "since": {"since": "2024-06-01 00:00"},
+    "until": {"until": "2024-06-01 00:00"},
+}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "refused", "admitted"), CASES, ids=[c[0] for c in CASES]
+)
+def test_each_filter_has_an_inspector_control_that_fills_the_page(
+    world: World, admin_client: Any, field: str, value: Any, refused: dict, admitted: dict
+) -> None:
+    lighthouses(refused, admitted)
+
+    html = admin_client.get(
+        "/inspect/", {**INSPECT, **CONTROLS[field]}, HTTP_HX_REQUEST="true"
+    ).content.decode()
+
+    assert f"The agent gets <strong>{PAGE} items</strong>" in html
+    shown = {f"light-{n:03d}" for n in range(100) if f">light-{n:03d}<" in html}
+    assert shown == {f"light-{n:03d}" for n in range(0, 100, 10)}  # the admitted ten
+
+
+def test_the_inspector_shows_every_filter_control_and_refuses_a_bad_value(
+    world: World, admin_client: Any
+) -> None:
+    page = admin_client.get("/inspect/").content.decode()
+    bad = admin_client.get(
+        "/inspect/", {**INSPECT, "min_importance": "2"}, HTTP_HX_REQUEST="true"
+    ).content.decode()
+
+    for name in ("kinds", "tags", "any_tags", "agent_id", "session_id", "min_importance",
+                 "since", "until"):  # fmt: skip
+        assert f'name="{name}"' in page
+    assert "less than or equal to 1" in bad
