@@ -85,7 +85,7 @@ def build_schema() -> Schema:
         fp=STORED(),
         updated=DATETIME(),
         tag=KEYWORD(),
-        importance=NUMERIC(numtype=float),
+        importance=NUMERIC(numtype=float, bits=64),
         created=NUMERIC(numtype=int, bits=64, signed=True),
         **exact,
         **text,

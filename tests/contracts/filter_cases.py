@@ -19,7 +19,7 @@ DAY = timedelta(days=1)
 TAGS = [(), ("red",), ("red", "blue"), ("blue", "red team"), ("o'clock",), ("green",)]
 AGENTS = ["", "ag-1", "o'brien"]
 SESSIONS = ["", "s-1", "s-2", "s-3"]
-IMPORTANCES = [0.1, 0.5, 0.7, 0.9, 1.0]
+IMPORTANCES = [0.1, 0.5, 0.7, 0.69999999, 0.9, 1.0]  # 0.69999999: below 0.7 in every plane
 
 
 def attributes(n: int) -> dict[str, Any]:
