@@ -416,7 +416,10 @@ class HotVectorIndex:
     ) -> list[tuple[str, float]]:
         size = len(part)
         filtered = where.items is not None or where.kinds is not None or where.narrowed
-        if filtered and part.index is None:  # flat: scan only the admitted rows (a mask)
+        if where.narrowed and part.index is None:
+            # Flat, under an attribute filter (which may admit few rows): scan only the
+            # rows it admits (a mask). Scope-like filters (items, kinds) admit most
+            # rows, so those keep the cheaper fetch-deeper loop below.
             admitted = [k for k, row in part.items.items() if _admits_row(where, row)]
             keys, distances = part.search_among(query, admitted, limit + _TIE_PAD)
             return self._hits(keys, distances)
@@ -434,7 +437,7 @@ class HotVectorIndex:
             if fetch >= size:
                 break
             fetch = min(size, fetch * 4)
-        if not filtered:
+        if not filtered or part.index is None:  # a flat read of every row is exact
             return hits
         # The whole graph was read and the page is still short (HNSW need not
         # reach every row): scan the rows the filter admits, exactly.
