@@ -36,6 +36,8 @@ from recall.types import MEMORY_KINDS, ChannelQuery, Filter, Record
 NO_WORDS = "the query has no searchable words"
 EMPTY_QUERY = "the query is empty: give a query, or a kind to browse"
 KIND_OF_NOTES = "a kind filter selects memories, and scope 'notes' has none: nothing to recall"
+SINCE_AFTER_UNTIL = "since is after until: no item was created in that window"
+BLANK_TAG = "a blank tag matches no item: nothing to recall"
 
 
 def with_defaults(req: RecallRequest, config: RecallConfig) -> RecallRequest:
@@ -74,20 +76,22 @@ MAX_ID_CHARS = 120
 
 
 def kinds_of(req: RecallRequest) -> tuple[str, ...] | None:
-    """The kinds asked for: `kinds`, or `kind` as a one-item list, or None (any)."""
-    if req.kind is not None:
-        return (req.kind,)
-    return None if req.kinds is None else tuple(dict.fromkeys(req.kinds))
+    """The kinds asked for: `kind` (a one-item alias) joined to `kinds`, or None (any)."""
+    if req.kind is None and req.kinds is None:
+        return None
+    return tuple(dict.fromkeys([*([req.kind] if req.kind is not None else []),
+                                *(req.kinds or ())]))  # fmt: skip
 
 
 def _tags(name: str, tags: Sequence[str]) -> tuple[str, ...]:
-    """Tags as memories store them (stripped, lower-cased), checked."""
+    """Tags as memories store them (stripped, lower-cased), checked. A tag that is
+    blank once stripped is kept as "": no item carries it (see `unmatchable`)."""
     out = tuple(dict.fromkeys(str(t).strip().lower() for t in tags))
     if len(out) > MAX_FILTER_TAGS:
         raise QueryError(f"{name} takes at most {MAX_FILTER_TAGS} tags, not {len(out)}")
     for tag in out:
-        if not 1 <= len(tag) <= MAX_TAG_CHARS:
-            raise QueryError(f"each of {name} must be 1..{MAX_TAG_CHARS} characters, not {tag!r}")
+        if len(tag) > MAX_TAG_CHARS:
+            raise QueryError(f"each of {name} must be at most {MAX_TAG_CHARS} characters")
     return out
 
 
@@ -99,9 +103,8 @@ def _ident(name: str, value: str | None) -> str | None:
 
 def narrowing(req: RecallRequest) -> Filter:
     """The request's attribute filters as a Filter (tags ... until; scope is added by
-    `recall_filter`); QueryError with a clear message for a bad value."""
-    if req.kind is not None and req.kinds is not None:
-        raise QueryError("give kind or kinds, not both (kind is a one-item kinds)")
+    `recall_filter`); QueryError with a clear message for a bad value. A filter no
+    item can pass is not an error (the schema cannot say so): see `unmatchable`."""
     if req.kinds is not None and not req.kinds:
         raise QueryError("kinds must name at least one kind (omit it for any kind)")
     for kind in kinds_of(req) or ():
@@ -115,8 +118,6 @@ def narrowing(req: RecallRequest) -> Filter:
     for name, instant in (("since", req.since), ("until", req.until)):
         if instant is not None and instant.utcoffset() is None:
             raise QueryError(f"{name} must carry a time zone (e.g. 2024-01-01T00:00:00Z)")
-    if req.since is not None and req.until is not None and req.since > req.until:
-        raise QueryError("since must be at or before until")
     return Filter(
         tags=_tags("tags", req.tags),
         any_tags=_tags("any_tags", req.any_tags),
@@ -126,6 +127,15 @@ def narrowing(req: RecallRequest) -> Filter:
         since=req.since,
         until=req.until,
     )
+
+
+def unmatchable(where: Filter) -> str | None:
+    """Why no item can pass `where`'s attribute filters, or None (then the planes decide)."""
+    if where.since is not None and where.until is not None and where.since > where.until:
+        return SINCE_AFTER_UNTIL
+    if "" in where.tags or (where.any_tags and not any(where.any_tags)):
+        return BLANK_TAG
+    return None
 
 
 def _ms(start: float) -> float:
@@ -146,9 +156,11 @@ def run(
     )
     k = req.k or config.k
     query = clean(req.query)
-    if not query and kinds is not None and req.scope != "notes":
+    nothing = unmatchable(where) or (
+        KIND_OF_NOTES if kinds is not None and req.scope == "notes" else None
+    )
+    if not nothing and not query and kinds is not None and req.scope != "notes":
         return browse(req, planes=planes, where=where, k=k, started=started, config=config)
-    nothing = KIND_OF_NOTES if kinds is not None and req.scope == "notes" else None
     if nothing or not words(query):  # nothing to look for: an empty pack that says why
         why = nothing or (NO_WORDS if query else EMPTY_QUERY)
         empty = pack(
