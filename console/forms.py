@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import fields as dc_fields
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django import forms
@@ -197,6 +197,18 @@ class NewMemoryForm(ChoicesForm, MemoryForm):
         self.order_fields(self.field_order)
 
 
+def _tag_list(text: str | None) -> tuple[str, ...]:
+    """Comma-separated tags as a tuple (blank parts dropped)."""
+    return tuple(t.strip() for t in (text or "").split(",") if t.strip())
+
+
+def _utc(instant: datetime | None) -> datetime | None:
+    """A typed date-time as UTC: the form's inputs carry no zone."""
+    if instant is None or instant.tzinfo is not None:
+        return instant
+    return instant.replace(tzinfo=UTC)
+
+
 class InspectForm(ChoicesForm):
     """A Recall or Briefing as an agent would ask it; one weight field per registered channel."""
 
@@ -325,6 +337,55 @@ class InspectForm(ChoicesForm):
         return {f: v for f, v in given.items() if v is not None}
 
     # --- end session neighbourhood ---
+
+    # Recall's filters (Dakera seed 004; blank = no restriction), inside every channel.
+    kinds = forms.MultipleChoiceField(
+        label="Only these kinds", required=False, choices=[(k, k) for k in MEMORY_KINDS],
+        widget=forms.CheckboxSelectMultiple, help_text="None ticked: every kind.",
+    )  # fmt: skip
+    tags = forms.CharField(
+        label="Tags: all of", required=False, max_length=2000,
+        help_text="Comma-separated; items must carry every one.",
+    )  # fmt: skip
+    any_tags = forms.CharField(
+        label="Tags: any of", required=False, max_length=2000,
+        help_text="Comma-separated; items must carry at least one.",
+    )  # fmt: skip
+    agent_id = forms.CharField(
+        label="Written by agent", required=False, max_length=120,
+        help_text="Only memories this agent wrote.",
+    )  # fmt: skip
+    session_id = forms.CharField(
+        label="Session", required=False, max_length=120,
+        help_text="Only memories of this session.",
+    )  # fmt: skip
+    min_importance = forms.FloatField(
+        label="Least importance", required=False, min_value=0, max_value=1,
+        help_text="0-1; less important memories are left out.",
+    )  # fmt: skip
+    since = forms.DateTimeField(
+        label="Created since", required=False,
+        help_text="e.g. 2024-06-01 00:00 (UTC); at or after.",
+    )  # fmt: skip
+    until = forms.DateTimeField(
+        label="Created until", required=False,
+        help_text="e.g. 2024-06-30 23:59 (UTC); at or before.",
+    )  # fmt: skip
+
+    def filter_options(self) -> dict[str, Any]:
+        """The filters given (`recall.requests.FILTER_FIELDS`), as the engine takes them."""
+        data = self.cleaned_data
+        given: dict[str, Any] = {
+            "kinds": tuple(data.get("kinds") or ()) or None,
+            "tags": _tag_list(data.get("tags")),
+            "any_tags": _tag_list(data.get("any_tags")),
+            "agent_id": (data.get("agent_id") or "").strip() or None,
+            "session_id": (data.get("session_id") or "").strip() or None,
+            "min_importance": data.get("min_importance"),
+            "since": _utc(data.get("since")),
+            "until": _utc(data.get("until")),
+        }
+        return {f: v for f, v in given.items() if v not in (None, ())}
 
     def graph_options(self) -> dict[str, Any]:
         """The graph and associated fields given (`recall.associated.FIELDS`)."""

@@ -281,6 +281,11 @@ def write_docs(docs: list[Doc], *, known: Mapping[str, Vectors] | None = None) -
             updated=d.updated,
             fingerprint=d.vector_fingerprint(embedder.model),
             text_hash=hashes[i],
+            tags=d.tags,
+            agent_id=d.agent_id,
+            session_id=d.session_id,
+            importance=d.importance,
+            created=d.created,
         )
         for i, d in enumerate(docs)
     ]

@@ -39,7 +39,7 @@ from console.schemas import (
 from recall.agent import dumps, pack_view
 from recall.associated import FIELDS as GRAPH_FIELDS
 from recall.neighbourhood import FIELDS as SESSION_FIELDS
-from recall.requests import KNOB_FIELDS
+from recall.requests import FILTER_FIELDS, KNOB_FIELDS
 
 NOT_INDEXED = (
     "written but not indexed yet (the index is catching up): findable by id and name now, "
@@ -76,6 +76,7 @@ def recall(who: Access, p: RecallIn) -> Answer:
         debug=p.debug, detail=p.detail,
         graph=p.dict(include={*GRAPH_FIELDS, *SESSION_FIELDS}, exclude_none=True),
         knobs=p.dict(include=set(KNOB_FIELDS), exclude_none=True),
+        filters=p.dict(include=set(FILTER_FIELDS), exclude_none=True),
     )  # fmt: skip
     return _json(pack_view(pack))
 

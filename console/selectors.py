@@ -78,18 +78,24 @@ def memory_recall(
     detail: str = "full",
     graph: Mapping[str, Any] | None = None,
     knobs: Mapping[str, Any] | None = None,
+    filters: Mapping[str, Any] | None = None,
 ) -> ContextPack:
     """Agent Recall -> ContextPack. Raises recall.errors.QueryError on bad input.
 
     `graph` holds the graph and associated-memory fields (`recall.associated.FIELDS`);
-    `knobs` routing and fabriq's per-request fields (`recall.requests.KNOB_FIELDS`).
+    `knobs` routing and fabriq's per-request fields (`recall.requests.KNOB_FIELDS`);
+    `filters` the filter fields (`recall.requests.FILTER_FIELDS`; lists as given).
     """
     given = dict(knobs or {})
     if given.get("entities") is not None:
         given["entities"] = tuple(given["entities"])
+    narrow: dict[str, Any] = {
+        f: tuple(v) if isinstance(v, list | tuple) else v for f, v in (filters or {}).items()
+    }
     request = RecallRequest(
         **(graph or {}),
         **given,
+        **narrow,
         detail=detail,
         query=query,
         project=project,

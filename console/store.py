@@ -9,7 +9,8 @@ from collections.abc import Collection, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db import connection
+from django.db.models import BooleanField, F, Func, Q, QuerySet, Value
 from django.utils import timezone
 
 from console.models import Edge, Memory, Note, Project, RetrievalEvent
@@ -44,6 +45,7 @@ MEMORY_COLUMNS = (
     "valid_from",
     "occurred_at",
     "session_order",
+    "agent_id",
 )
 
 
@@ -51,7 +53,7 @@ def memory_row_record(row: Sequence[Any]) -> Record:
     """The one memory -> Record mapping, from a `values_list(*MEMORY_COLUMNS)` row."""
     (pk, project, kind, name, description, body, tags, importance, favorite, invalid_at,
      created, updated, superseded_by, session_id, source, valid_from,
-     occurred_at, session_order) = row  # fmt: skip
+     occurred_at, session_order, agent_id) = row  # fmt: skip
     return Record(
         id=pk,
         item=MEMORY,
@@ -73,6 +75,7 @@ def memory_row_record(row: Sequence[Any]) -> Record:
         valid_from=valid_from,
         occurred_at=occurred_at,
         session_order=session_order,
+        agent_id=agent_id,
     )
 
 
@@ -132,6 +135,80 @@ def _ends(where: Filter, end: str) -> Q:
         q &= Q(**{f"{end}__kind__in": list(where.kinds)})
     if where.items is not None and MEMORY not in where.items:
         q &= Q(pk__in=[])
+    if where.narrowed:
+        q &= _attributes(where, f"{end}__")
+    return q
+
+
+def _attributes(where: Filter, prefix: str = "") -> Q:
+    """Recall's attribute filters (tags ... until) on memories, as one Q (mirrors
+    `Filter.admits`); `prefix` reaches a related memory (an edge's end)."""
+    q = Q()
+    if where.agent_id is not None:
+        q &= Q(**{f"{prefix}agent_id": where.agent_id})
+    if where.session_id is not None:
+        q &= Q(**{f"{prefix}session_id": where.session_id})
+    if where.min_importance is not None:
+        q &= Q(**{f"{prefix}importance__gte": where.min_importance})
+    if where.since is not None:
+        q &= Q(**{f"{prefix}created__gte": where.since})
+    if where.until is not None:
+        q &= Q(**{f"{prefix}created__lte": where.until})
+    if where.tags or where.any_tags:
+        q &= _tagged(where, f"{prefix}tags")
+    return q
+
+
+class _JsonHas(Func):
+    """SQLite: whether a JSON list column holds `values[0]` (or any of `values` with
+    `any_of`), as an EXISTS over `json_each`; the column is compiled by Django, so
+    it is aliased right inside joins and subqueries."""
+
+    output_field = BooleanField()
+    conditional = True
+
+    def __init__(self, column: str, values: Sequence[str], *, any_of: bool = False) -> None:
+        super().__init__(F(column), *(Value(v) for v in values))
+        self.any_of = any_of
+
+    def as_sql(
+        self,
+        compiler: Any,
+        connection: Any,
+        function: str | None = None,
+        template: str | None = None,
+        arg_joiner: str | None = None,
+        **extra_context: Any,
+    ) -> Any:
+        column, *values = self.get_source_expressions()
+        column_sql, params = compiler.compile(column)
+        marks = []
+        for value in values:
+            value_sql, value_params = compiler.compile(value)
+            marks.append(value_sql)
+            params = [*params, *value_params]
+        test = f"IN ({', '.join(marks)})" if self.any_of else f"= {marks[0]}"
+        return f"EXISTS (SELECT 1 FROM json_each({column_sql}) WHERE value {test})", list(params)
+
+
+def _tagged(where: Filter, column: str) -> Q:
+    """Every tag of `where.tags` and one of `where.any_tags` in the JSON list `column`.
+
+    PostgreSQL matches with jsonb containment (`@>`, `?|`); SQLite, which has
+    no JSON containment lookup, with EXISTS over `json_each`. Either way the
+    match runs inside the query, before any limit.
+    """
+    q = Q()
+    if connection.vendor == "postgresql":
+        for tag in where.tags:
+            q &= Q(**{f"{column}__contains": [tag]})
+        if where.any_tags:
+            q &= Q(**{f"{column}__has_any_keys": list(where.any_tags)})
+        return q
+    for tag in where.tags:
+        q &= Q(_JsonHas(column, [tag]))
+    if where.any_tags:
+        q &= Q(_JsonHas(column, list(where.any_tags), any_of=True))
     return q
 
 
@@ -141,6 +218,8 @@ def _memories(where: Filter) -> QuerySet[Memory]:
         rows = rows.filter(invalid_at__isnull=True)
     if where.kinds is not None:
         rows = rows.filter(kind__in=list(where.kinds))
+    if where.narrowed:
+        rows = rows.filter(_attributes(where))
     return rows
 
 
@@ -148,7 +227,13 @@ def _notes(where: Filter) -> QuerySet[Note]:
     rows = Note.objects.filter(_scope(where)).select_related("project")
     if where.kinds is not None and "note" not in where.kinds:
         return rows.none()
-    return rows
+    if where.memories_only:  # a note has no agent, session or importance
+        return rows.none()
+    if where.since is not None:
+        rows = rows.filter(created__gte=where.since)
+    if where.until is not None:
+        rows = rows.filter(created__lte=where.until)
+    return rows.filter(_tagged(where, "tags")) if where.tags or where.any_tags else rows
 
 
 def _identify(rows: QuerySet[Any], name: str, limit: int, *args: str) -> QuerySet[Any]:

@@ -100,9 +100,7 @@ def find(
     out: list[tuple[Hit, Record]] = []
     for n, r in enumerate(reached, 1):
         record = records.get(r.id)
-        if record is None or not where.admits(
-            project=record.project, active=record.active, item=record.item, kind=record.kind
-        ):
+        if record is None or not where.admits_record(record):
             continue
         sources = (Provenance("graph", n, r.score, hops=r.hops, path=r.path),)
         hit = to_hit(record, now=now, source="graph", score=r.score, sources=sources)

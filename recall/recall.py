@@ -36,6 +36,8 @@ from recall.types import MEMORY_KINDS, ChannelQuery, Filter, Record
 NO_WORDS = "the query has no searchable words"
 EMPTY_QUERY = "the query is empty: give a query, or a kind to browse"
 KIND_OF_NOTES = "a kind filter selects memories, and scope 'notes' has none: nothing to recall"
+SINCE_AFTER_UNTIL = "since is after until: no item was created in that window"
+BLANK_TAG = "a blank tag matches no item: nothing to recall"
 
 
 def with_defaults(req: RecallRequest, config: RecallConfig) -> RecallRequest:
@@ -57,8 +59,7 @@ def validate(req: RecallRequest, config: RecallConfig, channels: Sequence[Channe
         raise QueryError(message)
     if req.detail not in DETAILS:
         raise QueryError(f"detail must be one of {', '.join(DETAILS)}, not {req.detail!r}")
-    if req.kind is not None and req.kind not in MEMORY_KINDS:
-        raise QueryError(f"kind must be one of {', '.join(MEMORY_KINDS)}, not {req.kind!r}")
+    narrowing(req)
     if req.rrf_k is not None and req.rrf_k < 1:
         raise QueryError(f"rrf_k must be >= 1, not {req.rrf_k}")
     # --- routing and fabriq's knobs (recall/routing.py) ---
@@ -77,6 +78,74 @@ def validate(req: RecallRequest, config: RecallConfig, channels: Sequence[Channe
     neighbourhood.validate(req)
 
 
+MAX_FILTER_TAGS = 32
+MAX_TAG_CHARS = 64
+MAX_ID_CHARS = 120
+
+
+def kinds_of(req: RecallRequest) -> tuple[str, ...] | None:
+    """The kinds asked for: `kind` (a one-item alias) joined to `kinds`, or None (any)."""
+    if req.kind is None and req.kinds is None:
+        return None
+    return tuple(dict.fromkeys([*([req.kind] if req.kind is not None else []),
+                                *(req.kinds or ())]))  # fmt: skip
+
+
+def _tags(name: str, tags: Sequence[str]) -> tuple[str, ...]:
+    """Tags as memories store them (stripped, lower-cased), checked. A tag that is
+    blank once stripped is kept as "": no item carries it (see `unmatchable`)."""
+    out = tuple(dict.fromkeys(str(t).strip().lower() for t in tags))
+    if len(out) > MAX_FILTER_TAGS:
+        raise QueryError(f"{name} takes at most {MAX_FILTER_TAGS} tags, not {len(out)}")
+    for tag in out:
+        if len(tag) > MAX_TAG_CHARS:
+            raise QueryError(f"each of {name} must be at most {MAX_TAG_CHARS} characters")
+    return out
+
+
+def _ident(name: str, value: str | None) -> str | None:
+    if value is not None and not 1 <= len(value) <= MAX_ID_CHARS:
+        raise QueryError(f"{name} must be 1..{MAX_ID_CHARS} characters (omit it for any)")
+    return value
+
+
+def narrowing(req: RecallRequest) -> Filter:
+    """The request's attribute filters as a Filter (tags ... until; scope is added by
+    `recall_filter`); QueryError with a clear message for a bad value. A filter no
+    item can pass is not an error (the schema cannot say so): see `unmatchable`."""
+    if req.kinds is not None and not req.kinds:
+        raise QueryError("kinds must name at least one kind (omit it for any kind)")
+    for kind in kinds_of(req) or ():
+        if kind not in MEMORY_KINDS:
+            raise QueryError(f"kind must be one of {', '.join(MEMORY_KINDS)}, not {kind!r}")
+    low = req.min_importance
+    if low is not None and (
+        not isinstance(low, int | float) or not math.isfinite(low) or not 0 <= low <= 1
+    ):
+        raise QueryError(f"min_importance must be a number within 0..1, not {low!r}")
+    for name, instant in (("since", req.since), ("until", req.until)):
+        if instant is not None and instant.utcoffset() is None:
+            raise QueryError(f"{name} must carry a time zone (e.g. 2024-01-01T00:00:00Z)")
+    return Filter(
+        tags=_tags("tags", req.tags),
+        any_tags=_tags("any_tags", req.any_tags),
+        agent_id=_ident("agent_id", req.agent_id),
+        session_id=_ident("session_id", req.session_id),
+        min_importance=None if low is None else float(low),
+        since=req.since,
+        until=req.until,
+    )
+
+
+def unmatchable(where: Filter) -> str | None:
+    """Why no item can pass `where`'s attribute filters, or None (then the planes decide)."""
+    if where.since is not None and where.until is not None and where.since > where.until:
+        return SINCE_AFTER_UNTIL
+    if "" in where.tags or (where.any_tags and not any(where.any_tags)):
+        return BLANK_TAG
+    return None
+
+
 def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 3)
 
@@ -90,13 +159,18 @@ def run(
     validate(req, config, channels)
     budget, limit = req.budget or config.budget, req.limit or config.limit
     scope = scope_of(req.scope, req.entities)
-    where = recall_filter(planes.store, project=req.project, scope=scope, kind=req.kind)
+    kinds = kinds_of(req)
+    where = recall_filter(
+        planes.store, project=req.project, scope=scope, kinds=kinds, narrow=narrowing(req)
+    )
     rrf_k = req.rrf_k or config.k
     depth = req.k or config.depth  # fabriq K: candidates per channel
     query = clean(req.query)
-    if not query and req.kind is not None and scope != "notes":
+    nothing = unmatchable(where) or (
+        KIND_OF_NOTES if kinds is not None and scope == "notes" else None
+    )
+    if not nothing and not query and kinds is not None and scope != "notes":
         return browse(req, planes=planes, where=where, k=rrf_k, started=started, config=config)
-    nothing = KIND_OF_NOTES if req.kind is not None and scope == "notes" else None
     if nothing or not words(query):  # nothing to look for: an empty pack that says why
         why = nothing or (NO_WORDS if query else EMPTY_QUERY)
         empty = pack(

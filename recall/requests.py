@@ -15,13 +15,19 @@ SCOPES = ("all", "memories", "notes")
 ENTITIES = ("memories", "notes")  # fabriq's `entities`: the list form of `scope`
 # Routing and fabriq's per-request knobs: the RecallRequest fields the edges pass through.
 KNOB_FIELDS = ("routing", "k", "strict", "entities")
+# Recall's filters (Dakera seed 004), as request fields: see `RecallRequest`.
+FILTER_FIELDS = (
+    "kinds", "tags", "any_tags", "agent_id", "session_id", "min_importance", "since", "until",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
 class RecallRequest:
     """An agent's recall, bound to one project (None = global only).
 
-    An empty query with a `kind` browses that kind newest first. `detail`
+    An empty query with a `kind` (or `kinds`) browses those kinds newest
+    first. `kinds`, `tags` ... `until` filter inside every channel's query
+    (`recall.types.Filter`); `kind` is a one-item alias of `kinds`. `detail`
     "full" packs each item's text, "index" only its description. `rrf_k`
     overrides the RRF constant;
     `channel_weights` are merged over the configured weights (0 turns a
@@ -66,6 +72,16 @@ class RecallRequest:
     session_turns: int | None = None
     session_cap: int | None = None
     # --- end session neighbourhood ---
+    # Filters (Dakera seed 004), applied inside every channel's query: see
+    # `recall.types.Filter`. Empty / None means no restriction.
+    kinds: tuple[str, ...] | None = None
+    tags: tuple[str, ...] = ()  # all of these
+    any_tags: tuple[str, ...] = ()  # at least one of these
+    agent_id: str | None = None
+    session_id: str | None = None
+    min_importance: float | None = None
+    since: datetime | None = None  # created at or after
+    until: datetime | None = None  # created at or before
 
 
 @dataclass(frozen=True, slots=True)

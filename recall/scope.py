@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from recall.errors import QueryError
 from recall.ports import MemoryStore
 from recall.requests import ENTITIES, SCOPES
@@ -33,19 +35,31 @@ def scope_of(scope: str, entities: tuple[str, ...] | None) -> str:
 
 
 def recall_filter(
-    store: MemoryStore, *, project: str | None, scope: str = "all", kind: str | None = None
+    store: MemoryStore,
+    *,
+    project: str | None,
+    scope: str = "all",
+    kind: str | None = None,
+    kinds: tuple[str, ...] | None = None,
+    narrow: Filter | None = None,
 ) -> Filter:
-    """Recall's scope: the bound project plus global (none if sealed); None = global only."""
+    """Recall's scope: the bound project plus global (none if sealed); None = global only.
+
+    `kind` is a one-item `kinds`; `narrow` carries the attribute filters
+    (tags ... until) to add.
+    """
     if scope not in SCOPES:
         raise QueryError(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
     items = {"all": None, "memories": (MEMORY,), "notes": (NOTE,)}[scope]
-    kinds = None if kind is None else (kind,)
-    if kind is not None:  # kinds are memories' own: with scope "notes" nothing is admitted
+    if kind is not None:
+        kinds = (kind,)
+    if kinds is not None:  # kinds are memories' own: with scope "notes" nothing is admitted
         items = (MEMORY,) if scope != "notes" else (NOTE,)
+    base = narrow or Filter()
     if project is None:
-        return Filter(projects=(), include_global=True, items=items, kinds=kinds)
+        return replace(base, projects=(), include_global=True, items=items, kinds=kinds)
     sealed = store.isolation(project) == ISOLATION_SEALED
-    return Filter(projects=(project,), include_global=not sealed, items=items, kinds=kinds)
+    return replace(base, projects=(project,), include_global=not sealed, items=items, kinds=kinds)
 
 
 def search_filter(

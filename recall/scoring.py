@@ -66,9 +66,7 @@ def hydrate(
 
 
 def admits(where: Filter, record: Record) -> bool:
-    return where.admits(
-        project=record.project, active=record.active, item=record.item, kind=record.kind
-    )
+    return where.admits_record(record)
 
 
 def guard(where: Filter, scored: Sequence[Scored]) -> list[Scored]:

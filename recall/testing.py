@@ -56,7 +56,7 @@ def _ranked(scored: Iterable[tuple[str, float, str | None]], limit: int) -> list
 
 
 def _admits(where: Filter, doc: Doc | VectorRow) -> bool:
-    return where.admits(project=doc.project, active=doc.active, item=doc.item, kind=doc.kind)
+    return where.admits_record(doc)
 
 
 class InMemoryTextIndex:
@@ -370,4 +370,4 @@ class InMemoryStore:
 
     @staticmethod
     def _admits(where: Filter, r: Record) -> bool:
-        return where.admits(project=r.project, active=r.active, item=r.item, kind=r.kind)
+        return where.admits_record(r)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 import numpy as np
 import numpy.typing as npt
@@ -38,6 +38,27 @@ ISOLATION_OPEN = "open"
 ISOLATION_CONFIDENTIAL = "confidential"
 ISOLATION_SEALED = "sealed"
 ISOLATIONS = (ISOLATION_OPEN, ISOLATION_CONFIDENTIAL, ISOLATION_SEALED)
+
+
+def facets_part(
+    tags: tuple[str, ...], agent_id: str, session_id: str, importance: float,
+    created: datetime | None,
+) -> str:  # fmt: skip
+    """Recall's filtered attributes as one string (a fingerprint part)."""
+    stamp = created.isoformat() if created else ""
+    return "\x1d".join(("\x1e".join(tags), agent_id, session_id, repr(float(importance)), stamp))
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def micros(instant: datetime) -> int:
+    """An aware instant as whole microseconds since the Unix epoch (exact, unlike a
+    float): how the planes store and compare creation times."""
+    if instant.tzinfo is None:  # a naive instant is read as UTC
+        instant = instant.replace(tzinfo=UTC)
+    delta = instant - EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def fingerprint(*parts: object) -> str:
@@ -71,6 +92,17 @@ class Doc:
     tags: tuple[str, ...] = ()
     updated: datetime | None = None
     context: tuple[str, ...] = ()
+    # What Recall's filters read (`Filter.admits`); a note has no agent,
+    # session or importance of its own (those filters admit memories only).
+    agent_id: str = ""
+    session_id: str = ""
+    importance: float = 0.5
+    created: datetime | None = None
+
+    def facets(self) -> str:
+        """The filtered attributes as one fingerprint part (see `fingerprint`)."""
+        return facets_part(self.tags, self.agent_id, self.session_id, self.importance,
+                           self.created)  # fmt: skip
 
     def fingerprint(self) -> str:
         """A digest of the item's own fields as the text plane indexes them: a
@@ -80,14 +112,14 @@ class Doc:
         return fingerprint(
             self.item, self.project, self.active, self.kind, self.name, self.title,
             self.description, self.body, "\x1e".join(self.tags),
-            self.updated.isoformat() if self.updated else "",
+            self.updated.isoformat() if self.updated else "", self.facets(),
         )  # fmt: skip
 
     def vector_fingerprint(self, model: str) -> str:
         """A digest of what the vector plane stores for this doc under `model`."""
         return fingerprint(
             self.item, self.project, self.active, self.kind, model, self.embedding_text(),
-            self.updated.isoformat() if self.updated else "",
+            self.updated.isoformat() if self.updated else "", self.facets(),
         )  # fmt: skip
 
     def embedding_hash(self, model: str) -> str:
@@ -104,13 +136,21 @@ class Doc:
 
 @dataclass(frozen=True, slots=True)
 class Filter:
-    """Scope and validity applied INSIDE a plane's query, before its limit.
+    """Scope, validity and Recall's filters, applied INSIDE a plane's query, before its limit.
 
     projects: None means every project; otherwise the allowed project slugs.
     include_global: whether items with no project (global) are in scope.
     active_only: drop invalidated (superseded or archived) memories.
     items: restrict to "memory" and/or "note"; None means both.
     kinds: restrict memories to these kinds; None means any kind.
+    tags: every one of these tags (all-of); any_tags: at least one of these
+    (any-of); empty means no restriction. Tags match exactly.
+    agent_id / session_id: only memories written by that agent / in that
+    session (None: any). min_importance: only memories at least that
+    important (None: any). These three admit memories only: a note has no
+    agent, session or importance.
+    since / until: created at or after / at or before that instant (None:
+    unbounded); an item with no creation time is outside any bound.
     """
 
     projects: tuple[str, ...] | None = None
@@ -118,8 +158,44 @@ class Filter:
     active_only: bool = True
     items: tuple[str, ...] | None = None
     kinds: tuple[str, ...] | None = None
+    tags: tuple[str, ...] = ()
+    any_tags: tuple[str, ...] = ()
+    agent_id: str | None = None
+    session_id: str | None = None
+    min_importance: float | None = None
+    since: datetime | None = None
+    until: datetime | None = None
 
-    def admits(self, *, project: str | None, active: bool, item: str, kind: str) -> bool:
+    @property
+    def memories_only(self) -> bool:
+        """Whether a memory-only attribute (agent, session, importance) is filtered."""
+        return (
+            self.agent_id is not None
+            or self.session_id is not None
+            or self.min_importance is not None
+        )
+
+    @property
+    def narrowed(self) -> bool:
+        """Whether any of Recall's attribute filters (tags ... until) is set."""
+        return bool(
+            self.tags or self.any_tags or self.memories_only
+            or self.since is not None or self.until is not None
+        )  # fmt: skip
+
+    def admits(
+        self,
+        *,
+        project: str | None,
+        active: bool,
+        item: str,
+        kind: str,
+        tags: tuple[str, ...] = (),
+        agent_id: str = "",
+        session_id: str = "",
+        importance: float = 0.5,
+        created: datetime | None = None,
+    ) -> bool:
         """The reference predicate every plane's filter must agree with."""
         if self.active_only and not active:
             return False
@@ -127,9 +203,45 @@ class Filter:
             return False
         if self.kinds is not None and kind not in self.kinds:
             return False
+        if self.narrowed and not self._attributes(item, tags, agent_id, session_id,
+                                                  importance, created):  # fmt: skip
+            return False
         if project is None:
             return self.include_global
         return self.projects is None or project in self.projects
+
+    def admits_facets(self, item: str, facets: Facets) -> bool:
+        """The attribute filters alone (tags ... until) on one row's facets."""
+        return self._attributes(item, facets.tags, facets.agent_id, facets.session_id,
+                                facets.importance, facets.created)  # fmt: skip
+
+    def _attributes(
+        self, item: str, tags: tuple[str, ...], agent_id: str, session_id: str,
+        importance: float, created: datetime | None,
+    ) -> bool:  # fmt: skip
+        if self.memories_only and item != MEMORY:
+            return False
+        if self.agent_id is not None and agent_id != self.agent_id:
+            return False
+        if self.session_id is not None and session_id != self.session_id:
+            return False
+        if self.min_importance is not None and not importance >= self.min_importance:
+            return False
+        if any(t not in tags for t in self.tags):
+            return False
+        if self.any_tags and not any(t in tags for t in self.any_tags):
+            return False
+        if self.since is not None and (created is None or created < self.since):
+            return False
+        return self.until is None or (created is not None and created <= self.until)
+
+    def admits_record(self, record: Record | Doc | VectorRow) -> bool:
+        """`admits` on a hydrated record, an indexed doc or a vector row."""
+        return self.admits(
+            project=record.project, active=record.active, item=record.item, kind=record.kind,
+            tags=record.tags, agent_id=record.agent_id, session_id=record.session_id,
+            importance=record.importance, created=record.created,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +354,12 @@ class VectorRow:
     updated: datetime | None = None
     fingerprint: str = ""  # Doc.vector_fingerprint(model)
     text_hash: str = ""  # Doc.embedding_hash(model): equal hashes, equal vectors
+    # What Recall's filters read (as on `Doc`).
+    tags: tuple[str, ...] = ()
+    agent_id: str = ""
+    session_id: str = ""
+    importance: float = 0.5
+    created: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +375,22 @@ class VectorBlock:
     vectors: npt.NDArray[np.float32]  # shape (len(ids), dims)
     high_water: int = 0  # the highest write sequence number among the rows (0: none)
     text_hashes: list[str] | None = None  # VectorRow.text_hash per row, where stored
+    facets: list[Facets] | None = None  # what Recall's filters read, per row (None: defaults)
+
+
+@dataclass(frozen=True, slots=True)
+class Facets:
+    """One vector row's attributes that Recall's filters read (`Filter.admits`)."""
+
+    tags: tuple[str, ...] = ()
+    agent_id: str = ""
+    session_id: str = ""
+    importance: float = 0.5
+    created: datetime | None = None
+
+    @classmethod
+    def of(cls, row: VectorRow | Doc) -> Facets:
+        return cls(row.tags, row.agent_id, row.session_id, row.importance, row.created)
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,6 +417,7 @@ class Record:
     valid_from: datetime | None = None  # when it became true (memories)
     occurred_at: datetime | None = None  # when the event it records happened, if known
     session_order: int | None = None  # its place in its session (an episodic turn)
+    agent_id: str = ""  # the agent that wrote it (memories)
 
 
 def unless_repeated(description: str, body: str) -> str:
@@ -314,6 +449,10 @@ def to_doc(record: Record, *, context: tuple[str, ...] = ()) -> Doc:
         tags=record.tags,
         updated=record.updated,
         context=context,
+        agent_id=record.agent_id,
+        session_id=record.session_id,
+        importance=record.importance,
+        created=record.created,
     )
 
 

@@ -61,6 +61,7 @@ SourceUrl = Annotated[
     StringConstraints(strip_whitespace=True, max_length=200, pattern=f"^$|{SOURCE_URL_RE.pattern}"),
 ]
 PROJECT = "one of the token's projects (default: its only one)"
+AgentId = Annotated[str, Field(min_length=1, max_length=120)]
 RECORD = "record what was returned (feeds usage ranking and history); false for evaluations"
 
 
@@ -150,6 +151,24 @@ class RecallIn(Body):
         None, description="most neighbours per top hit (default 10)"
     )
     # --- end session neighbourhood ---
+    # Filters (Dakera seed 004), inside every channel's query, before its depth;
+    # null or absent = no restriction.
+    kinds: list[MemoryKind] | None = Field(
+        None, min_length=1, description="only these memory kinds (`kind` is a one-item alias)"
+    )
+    tags: list[Tag] | None = Field(
+        None, max_length=32, description="items carrying all of these tags"
+    )
+    any_tags: list[Tag] | None = Field(
+        None, max_length=32, description="items carrying at least one of these tags"
+    )
+    agent_id: AgentId | None = Field(None, description="only memories written by this agent")
+    session_id: AgentId | None = Field(None, description="only memories of this session")
+    min_importance: Unit | None = Field(
+        None, description="only memories at least this important, 0-1"
+    )
+    since: DateTime | None = Field(None, description="created at or after (ISO 8601)")
+    until: DateTime | None = Field(None, description="created at or before (ISO 8601)")
 
 
 class SearchIn(Params):

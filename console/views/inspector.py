@@ -40,6 +40,7 @@ def _recall(form: InspectForm) -> dict[str, Any]:
         debug=True,
         graph={**form.graph_options(), **form.session_options()},
         knobs=form.knob_options(),
+        filters=form.filter_options(),
     )
     matcher = Matcher.for_query(data["query"])
     texts = browse.texts(ids=[h.id for h in pack.items])

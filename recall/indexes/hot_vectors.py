@@ -7,9 +7,12 @@ then answers from memory, one partition per (project, active): a matrix
 scanned exactly while the partition holds at most `exact_below` rows, a
 USearch HNSW graph (Malkov and Yashunin 2018) past that, vectors as f32 so
 scores are the exact cosine. A filter's scope and validity pick the
-partitions, so a scoped page is never short; `items` and `kinds` filter the
-partition's hits, fetching deeper until the page is full or the partition is
-exhausted.
+partitions, so a scoped page is never short. The rest of the filter (`items`,
+`kinds` and Recall's attribute filters, tags ... until) is a per-row
+predicate inside the partition's search: a flat partition scans only the rows
+it admits (a mask); an HNSW partition fetches deeper until the page is full
+and, once that would read the whole graph, scans the rows it admits exactly,
+so a narrow filter never leaves the page short.
 
 Writes go to the plane first, then to the copy (this process reads its own
 writes at once). Writes by other processes (the index worker, other
@@ -41,12 +44,14 @@ import numpy as np
 import numpy.typing as npt
 
 from recall.ports import VectorIndex, Vectors
-from recall.types import Candidate, Filter, VectorBlock, VectorRow
+from recall.types import Candidate, Facets, Filter, VectorBlock, VectorRow
 
 log = logging.getLogger(__name__)
 _TIE_PAD = 8
 _LOAD_BLOCK = 8192  # rows read from the plane at a time on the first load
 Partition = tuple[str | None, bool]  # (project, active)
+Row = tuple[str, str, Facets]  # (item, kind, facets): what a partition filters on
+_NO_FACETS = Facets()
 _STOPPING = threading.Event()
 _THREADS: list[threading.Thread] = []
 
@@ -80,12 +85,12 @@ class _Part:
     Flat, the vectors sit in a matrix (swap-remove on delete) scanned with
     USearch's SIMD kernels; past `exact_below` rows they move into a USearch
     HNSW index, built in one multi-threaded add. `items` holds each key's
-    item and kind for the filters the partition itself does not encode.
+    item, kind and facets for the filters the partition itself does not encode.
     """
 
     def __init__(self, dims: int, options: dict[str, Any], exact_below: int) -> None:
         self.dims, self.options, self.exact_below = dims, options, exact_below
-        self.items: dict[int, tuple[str, str]] = {}
+        self.items: dict[int, Row] = {}
         self.index: Any = None  # the HNSW index, once the partition outgrows the flat matrix
         self.matrix = np.empty((0, dims), dtype=np.float32)
         self.keys = np.empty(0, dtype=np.uint64)
@@ -139,6 +144,22 @@ class _Part:
         rows = len(self.row_of)
         found = search(self.matrix[:rows], query, count, metric="cos", exact=True, threads=1)
         return self.keys[found.keys], found.distances
+
+    def search_among(
+        self, query: npt.NDArray[np.float32], keys: Sequence[int], count: int
+    ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]:
+        """(keys, cosine distances) of the `count` nearest of these rows, exactly."""
+        from usearch.index import search
+
+        if not keys:
+            return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.float32)
+        wanted = np.asarray(keys, dtype=np.uint64)
+        if self.index is not None:
+            vectors = np.stack(self.index.get(wanted, dtype=np.float32)).astype(np.float32)
+        else:
+            vectors = self.matrix[[self.row_of[int(k)] for k in keys]]
+        found = search(vectors, query, min(count, len(keys)), metric="cos", exact=True, threads=1)
+        return wanted[found.keys], found.distances
 
     def _to_graph(self) -> None:
         from usearch.index import Index
@@ -220,6 +241,7 @@ class HotVectorIndex:
                         kinds=[r.kind for r in rows],
                         fingerprints=[r.fingerprint for r in rows],
                         vectors=matrix,
+                        facets=[Facets.of(r) for r in rows],
                     )
                 )
 
@@ -362,7 +384,8 @@ class HotVectorIndex:
             self._entries[id_] = _Entry(key, partition, block.fingerprints[row])
             self._ids_by_key[key] = id_
             item, kind = sys.intern(block.items[row]), sys.intern(block.kinds[row])
-            self._part(partition).items[key] = (item, kind)
+            facets = block.facets[row] if block.facets is not None else _NO_FACETS
+            self._part(partition).items[key] = (item, kind, facets)
             keys, rows = adds.setdefault(partition, ([], []))
             keys.append(key)
             rows.append(row)
@@ -392,7 +415,14 @@ class HotVectorIndex:
         self, part: _Part, query: npt.NDArray[np.float32], where: Filter, limit: int
     ) -> list[tuple[str, float]]:
         size = len(part)
-        filtered = where.items is not None or where.kinds is not None
+        filtered = where.items is not None or where.kinds is not None or where.narrowed
+        if where.narrowed and part.index is None:
+            # Flat, under an attribute filter (which may admit few rows): scan only the
+            # rows it admits (a mask). Scope-like filters (items, kinds) admit most
+            # rows, so those keep the cheaper fetch-deeper loop below.
+            admitted = [k for k, row in part.items.items() if _admits_row(where, row)]
+            keys, distances = part.search_among(query, admitted, limit + _TIE_PAD)
+            return self._hits(keys, distances)
         fetch = min(size, limit + _TIE_PAD)
         while True:
             keys, distances = part.search(query, fetch)
@@ -401,12 +431,26 @@ class HotVectorIndex:
                 for k, d in zip(keys, distances, strict=True)
                 if not filtered or _admits_row(where, part.items[int(k)])
             ]
-            if fetch >= size:
-                return hits
             # Enough hits, unless a tie runs past the window (it could hide a smaller id).
             if len(hits) >= limit + _TIE_PAD and hits[-1][1] < hits[limit - 1][1]:
                 return hits
+            if fetch >= size:
+                break
             fetch = min(size, fetch * 4)
+        if not filtered or part.index is None:  # a flat read of every row is exact
+            return hits
+        # The whole graph was read and the page is still short (HNSW need not
+        # reach every row): scan the rows the filter admits, exactly.
+        admitted = [k for k, row in part.items.items() if _admits_row(where, row)]
+        keys, distances = part.search_among(query, admitted, limit + _TIE_PAD)
+        return self._hits(keys, distances)
+
+    def _hits(
+        self, keys: npt.NDArray[np.uint64], distances: npt.NDArray[np.float32]
+    ) -> list[tuple[str, float]]:
+        return [
+            (self._ids_by_key[int(k)], 1.0 - float(d)) for k, d in zip(keys, distances, strict=True)
+        ]
 
 
 def _keep_current(ref: weakref.ref[HotVectorIndex]) -> None:
@@ -438,8 +482,10 @@ def _admits_partition(where: Filter, partition: Partition) -> bool:
     return where.projects is None or project in where.projects
 
 
-def _admits_row(where: Filter, row: tuple[str, str]) -> bool:
-    item, kind = row
+def _admits_row(where: Filter, row: Row) -> bool:
+    item, kind, facets = row
     if where.items is not None and item not in where.items:
         return False
-    return where.kinds is None or kind in where.kinds
+    if where.kinds is not None and kind not in where.kinds:
+        return False
+    return not where.narrowed or where.admits_facets(item, facets)

@@ -1,7 +1,9 @@
 """The vector plane on LanceDB: cosine search with a SQL prefilter.
 
 One table of rows (id, item, project, active, kind, updated, model, fp, seq,
-th, vector); a global item has a null project, `fp` is the row's
+th, tags, agent_id, session_id, importance, created, vector); a global item
+has a null project; `tags` ... `created` are what Recall's attribute filters
+read (`created` in microseconds since the epoch, null when unknown); `fp` is the row's
 `VectorRow.fingerprint`, which `index_status` compares with the database,
 and `th` its `VectorRow.text_hash` (a reindex reuses vectors by it).
 `seq` orders writes: every upsert stamps its rows, under the write lock, with
@@ -35,7 +37,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +48,24 @@ from recall.errors import ConfigError, IndexUnavailable, RecallError
 from recall.indexes import layout
 from recall.locks import FileLock
 from recall.ports import Vectors
-from recall.types import Candidate, Filter, VectorBlock, VectorRow
+from recall.types import (
+    EPOCH,
+    MEMORY,
+    Candidate,
+    Facets,
+    Filter,
+    VectorBlock,
+    VectorRow,
+    micros,
+)
 
 _DELETE_CHUNK = 500
 _TIE_PAD = 8
 _EF_BUILD = 150
 _PARTITION_ROWS = 25_000
-LAYOUT = 3  # layout.VERSION 2 plus the `seq` and `th` columns
+# layout.VERSION 2 plus the `seq` and `th` columns (3), plus the filter columns
+# `tags`, `agent_id`, `session_id`, `importance` and `created` (4).
+LAYOUT = 4
 
 
 def sql_string(value: str) -> str:
@@ -80,7 +93,30 @@ def where_sql(where: Filter) -> str | None:
     scope = _scope_sql(where)
     if scope is not None:
         clauses.append(scope)
+    if where.narrowed:
+        clauses.extend(_attribute_sql(where))
     return " AND ".join(clauses) or None
+
+
+def _attribute_sql(where: Filter) -> list[str]:
+    """Recall's attribute filters (tags ... until) as SQL (mirrors `Filter.admits`)."""
+    clauses: list[str] = []
+    if where.memories_only:
+        clauses.append(f"item = {sql_string(MEMORY)}")
+    for column in ("agent_id", "session_id"):
+        value = getattr(where, column)
+        if value is not None:
+            clauses.append(f"{column} = {sql_string(value)}")
+    for test, tags in (("array_has_all", where.tags), ("array_has_any", where.any_tags)):
+        if tags:
+            clauses.append(f"{test}(tags, [{', '.join(sql_string(t) for t in tags)}])")
+    if where.min_importance is not None:
+        clauses.append(f"importance >= {float(where.min_importance)!r}")
+    if where.since is not None:
+        clauses.append(f"created >= {micros(where.since)}")
+    if where.until is not None:
+        clauses.append(f"created <= {micros(where.until)}")
+    return clauses
 
 
 def _scope_sql(where: Filter) -> str | None:
@@ -107,12 +143,18 @@ def _schema(dims: int) -> Any:
             pa.field("fp", pa.string(), nullable=False),
             pa.field("seq", pa.int64(), nullable=False),
             pa.field("th", pa.string(), nullable=False),
+            pa.field("tags", pa.list_(pa.string()), nullable=False),
+            pa.field("agent_id", pa.string(), nullable=False),
+            pa.field("session_id", pa.string(), nullable=False),
+            pa.field("importance", pa.float64(), nullable=False),
+            pa.field("created", pa.int64(), nullable=True),
             pa.field("vector", pa.list_(pa.float32(), dims), nullable=False),
         ]
     )
 
 
-_BLOCK_COLUMNS = ("id", "item", "project", "active", "kind", "fp", "seq", "th", "vector")
+_FACETS = ("tags", "agent_id", "session_id", "importance", "created")
+_BLOCK_COLUMNS = ("id", "item", "project", "active", "kind", "fp", "seq", "th", *_FACETS, "vector")
 
 
 def _block(data: Any, dims: int) -> VectorBlock:
@@ -132,7 +174,18 @@ def _block(data: Any, dims: int) -> VectorBlock:
         vectors=np.asarray(flat, dtype=np.float32).reshape(data.num_rows, dims),
         high_water=int(seqs.max()) if len(seqs) else 0,
         text_hashes=[str(v) for v in data.column("th").to_pylist()],
+        facets=[
+            Facets(tuple(tags or ()), agent, session, float(importance), _instant(created))
+            for tags, agent, session, importance, created in zip(
+                *(data.column(c).to_pylist() for c in _FACETS), strict=True
+            )
+        ],
     )
+
+
+def _instant(stamp: int | None) -> datetime | None:
+    """Microseconds since the epoch back as an aware instant (None stays None)."""
+    return None if stamp is None else EPOCH + timedelta(microseconds=stamp)
 
 
 class LanceIndex:
@@ -426,6 +479,11 @@ class LanceIndex:
             "fp": [r.fingerprint for r in rows],
             "seq": [seq] * len(rows),
             "th": [r.text_hash for r in rows],
+            "tags": [list(r.tags) for r in rows],
+            "agent_id": [r.agent_id for r in rows],
+            "session_id": [r.session_id for r in rows],
+            "importance": [float(r.importance) for r in rows],
+            "created": [None if r.created is None else micros(r.created) for r in rows],
         }
         schema = _schema(self.dims)
         arrays = [pa.array(columns[f.name], type=f.type) for f in schema if f.name != "vector"]

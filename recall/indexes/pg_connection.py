@@ -38,7 +38,7 @@ import psycopg
 from psycopg import sql
 
 from recall.errors import IndexUnavailable
-from recall.types import Filter
+from recall.types import MEMORY, Filter
 
 Borrow = Callable[[], psycopg.Connection[Any]]
 Statement = sql.SQL | sql.Composed
@@ -229,6 +229,58 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+# The columns Recall's attribute filters read, on both planes' tables; an
+# older table gains them on first use (its rows then drift: reindex fills them).
+ATTRIBUTE_COLUMNS = (
+    "tags text[] NOT NULL DEFAULT '{}'",
+    "agent_id text NOT NULL DEFAULT ''",
+    "session_id text NOT NULL DEFAULT ''",
+    "importance double precision NOT NULL DEFAULT 0.5",
+    "created timestamptz",
+)
+
+
+def attribute_ddl(table: str) -> list[Statement]:
+    """Add the attribute columns (idempotent) and a GIN index on `tags`."""
+    t = sql.Identifier(table)
+    return [
+        *(
+            sql.SQL("ALTER TABLE {t} ADD COLUMN IF NOT EXISTS {c}").format(t=t, c=sql.SQL(column))
+            for column in ATTRIBUTE_COLUMNS
+        ),
+        sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} USING gin (tags)").format(
+            i=sql.Identifier(f"{table}_tags"), t=t
+        ),
+    ]
+
+
+def _attribute_sql(where: Filter, clauses: list[sql.Composable], params: list[Any]) -> None:
+    """Recall's attribute filters (tags ... until) as clauses (mirrors `Filter.admits`)."""
+    if where.memories_only:
+        clauses.append(sql.SQL("item = %s"))
+        params.append(MEMORY)
+    for column in ("agent_id", "session_id"):
+        value = getattr(where, column)
+        if value is not None:
+            clauses.append(sql.SQL("{} = %s").format(sql.Identifier(column)))
+            params.append(value)
+    if where.tags:
+        clauses.append(sql.SQL("tags @> %s::text[]"))
+        params.append(list(where.tags))
+    if where.any_tags:
+        clauses.append(sql.SQL("tags && %s::text[]"))
+        params.append(list(where.any_tags))
+    if where.min_importance is not None:
+        clauses.append(sql.SQL("importance >= %s"))
+        params.append(float(where.min_importance))
+    if where.since is not None:
+        clauses.append(sql.SQL("created >= %s"))
+        params.append(where.since)
+    if where.until is not None:
+        clauses.append(sql.SQL("created <= %s"))
+        params.append(where.until)
+
+
 def filter_sql(where: Filter) -> tuple[sql.Composable, list[Any]]:
     """`where` as a SQL predicate over (item, project, active, kind) and its parameters.
 
@@ -251,6 +303,8 @@ def filter_sql(where: Filter) -> tuple[sql.Composable, list[Any]]:
         params.append(list(where.projects))
     elif not where.include_global:
         clauses.append(sql.SQL("project IS NOT NULL"))
+    if where.narrowed:
+        _attribute_sql(where, clauses, params)
     if not clauses:
         return sql.SQL("true"), params
     return sql.SQL(" AND ").join(clauses), params

@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from psycopg import sql
+from psycopg.types.json import Jsonb
 
 from recall.indexes import fragments, pg_bm25
 from recall.indexes.pg_bm25 import (
@@ -57,6 +58,7 @@ from recall.indexes.pg_connection import (
     Connections,
     PgTable,
     Statement,
+    attribute_ddl,
     filter_sql,
     table_name,
 )
@@ -152,10 +154,12 @@ class PgTextIndex(PgTable):
             sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} (project, kind)").format(
                 i=sql.Identifier(f"{self.table}_scope"), t=t
             ),
+            *attribute_ddl(self.table),
         ]
 
     def _ready(self) -> sql.Identifier:
-        made = [self.table, *(f"{self.table}_{i}" for i in ("document", "words", "scope"))]
+        kinds = ("document", "words", "scope", "tags")
+        made = [self.table, *(f"{self.table}_{i}" for i in kinds)]
         self._db.ensure(self.table, self._ddl, relations=made)
         return sql.Identifier(self.table)
 
@@ -169,22 +173,30 @@ class PgTextIndex(PgTable):
         latest = sorted({d.id: d for d in docs}.values(), key=lambda d: d.id)
         statement = sql.SQL(
             "INSERT INTO {t} (id, item, project, active, kind, name, title, description, body,"
-            " fingerprint, updated, doclen, document, words)"
+            " fingerprint, updated, doclen, document, words, tags, agent_id, session_id,"
+            " importance, created)"
             " SELECT id, item, project, active, kind, name, title, description, body,"
             " fingerprint, updated, doclen,"
             " setweight(to_tsvector({c}, w_a), 'A') || setweight(to_tsvector({c}, w_b), 'B')"
             " || setweight(to_tsvector({c}, w_c), 'C') || setweight(to_tsvector({c}, w_d), 'D'),"
-            " to_tsvector('simple', w_a || ' ' || w_b || ' ' || w_c)"
+            " to_tsvector('simple', w_a || ' ' || w_b || ' ' || w_c),"
+            " ARRAY(SELECT jsonb_array_elements_text(tags)), agent_id, session_id,"
+            " importance, created"
             " FROM unnest(%s::text[], %s::text[], %s::text[], %s::boolean[], %s::text[],"
             " %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::timestamptz[],"
-            " %s::real[], %s::text[], %s::text[], %s::text[], %s::text[])"
+            " %s::real[], %s::text[], %s::text[], %s::text[], %s::text[], %s::jsonb[],"
+            " %s::text[], %s::text[], %s::float8[], %s::timestamptz[])"
             " AS u(id, item, project, active, kind, name, title, description, body, fingerprint,"
-            " updated, doclen, w_a, w_b, w_c, w_d)"
+            " updated, doclen, w_a, w_b, w_c, w_d, tags, agent_id, session_id, importance,"
+            " created)"
             " ON CONFLICT (id) DO UPDATE SET item = excluded.item, project = excluded.project,"
             " active = excluded.active, kind = excluded.kind, name = excluded.name,"
             " title = excluded.title, description = excluded.description, body = excluded.body,"
             " fingerprint = excluded.fingerprint, updated = excluded.updated,"
-            " doclen = excluded.doclen, document = excluded.document, words = excluded.words"
+            " doclen = excluded.doclen, document = excluded.document, words = excluded.words,"
+            " tags = excluded.tags, agent_id = excluded.agent_id,"
+            " session_id = excluded.session_id, importance = excluded.importance,"
+            " created = excluded.created"
         ).format(t=t, c=sql.Literal(CONFIG))
         fields = [
             {
@@ -209,6 +221,11 @@ class PgTextIndex(PgTable):
             [d.updated for d in latest],
             [weighted_length(f) for f in fields],
             *([f[w] for f in fields] for w in "ABCD"),
+            [Jsonb(list(d.tags)) for d in latest],  # text[][] cannot be ragged: jsonb
+            [d.agent_id for d in latest],
+            [d.session_id for d in latest],
+            [float(d.importance) for d in latest],
+            [d.created for d in latest],
         ]
         with self._db.cursor() as cur:
             cur.execute(statement, columns)

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import psycopg
 from psycopg import sql
+from psycopg.types.json import Jsonb
 
 from recall.errors import ConfigError
 from recall.indexes.pg_connection import (
@@ -37,6 +38,7 @@ from recall.indexes.pg_connection import (
     Connections,
     PgTable,
     Statement,
+    attribute_ddl,
     filter_sql,
     table_name,
 )
@@ -114,11 +116,12 @@ class PgVectorIndex(PgTable):
             sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} (project, kind)").format(
                 i=sql.Identifier(f"{self.table}_scope"), t=t
             ),
+            *attribute_ddl(self.table),
         ]
 
     def _ready(self) -> sql.Identifier:
         """The table, made on first use; ConfigError when it holds another dimension."""
-        made = [self.table, f"{self.table}_hnsw", f"{self.table}_scope"]
+        made = [self.table, f"{self.table}_hnsw", f"{self.table}_scope", f"{self.table}_tags"]
         self._db.ensure(self.table, self._ddl, relations=made, verify=self._check_dims)
         return sql.Identifier(self.table)
 
@@ -161,13 +164,20 @@ class PgVectorIndex(PgTable):
             )
         statement = sql.SQL(
             "INSERT INTO {t} (id, item, project, active, kind, model, updated, fingerprint,"
-            " embedding) SELECT * FROM unnest(%s::text[], %s::text[], %s::text[],"
+            " embedding, tags, agent_id, session_id, importance, created)"
+            " SELECT id, item, project, active, kind, model, updated, fingerprint, embedding,"
+            " ARRAY(SELECT jsonb_array_elements_text(tags)), agent_id, session_id,"
+            " importance, created FROM unnest(%s::text[], %s::text[], %s::text[],"
             " %s::boolean[], %s::text[], %s::text[], %s::timestamptz[], %s::text[],"
-            " %s::vector[])"
+            " %s::vector[], %s::jsonb[], %s::text[], %s::text[], %s::float8[],"
+            " %s::timestamptz[]) AS u(id, item, project, active, kind, model, updated,"
+            " fingerprint, embedding, tags, agent_id, session_id, importance, created)"
             " ON CONFLICT (id) DO UPDATE SET item = excluded.item, project = excluded.project,"
             " active = excluded.active, kind = excluded.kind, model = excluded.model,"
             " updated = excluded.updated, fingerprint = excluded.fingerprint,"
-            " embedding = excluded.embedding"
+            " embedding = excluded.embedding, tags = excluded.tags,"
+            " agent_id = excluded.agent_id, session_id = excluded.session_id,"
+            " importance = excluded.importance, created = excluded.created"
         ).format(t=t)
         ordered = sorted(latest.values(), key=lambda r: r.id)  # one lock order for every writer
         columns = [
@@ -180,6 +190,11 @@ class PgVectorIndex(PgTable):
             [r.updated for r in ordered],
             [r.fingerprint for r in ordered],
             [vector_literal(r.vector) for r in ordered],
+            [Jsonb(list(r.tags)) for r in ordered],  # text[][] cannot be ragged: jsonb
+            [r.agent_id for r in ordered],
+            [r.session_id for r in ordered],
+            [float(r.importance) for r in ordered],
+            [r.created for r in ordered],
         ]
         with self._db.cursor() as cur:
             cur.execute(statement, columns)

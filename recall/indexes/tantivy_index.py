@@ -50,7 +50,7 @@ from recall import bm25
 from recall.errors import IndexUnavailable
 from recall.indexes import layout
 from recall.query import words
-from recall.types import Candidate, Doc, Filter
+from recall.types import MEMORY, Candidate, Doc, Filter, micros
 
 GLOBAL = "_global_"
 TEXT_FIELDS = ("name", "title", "description", "body", "tags")
@@ -59,8 +59,13 @@ BOOSTS = {"context": 0.5}
 TERMS_FIELD = "terms"
 LENGTH_FIELD = "length"
 # Layout 3 added `text`, `context` as the joined previous turns, `terms` and
-# `length`: an older directory is cleared on open and rebuilt by reindex.
-LAYOUT = 3
+# `length`; 4 the filter fields `tag`, `agent_id`, `session_id`, `importance`
+# and `created`: an older directory is cleared on open and rebuilt by reindex.
+LAYOUT = 4
+# What Recall's attribute filters read (`Filter.tags` ... `until`): `tag` holds
+# each tag as one exact term, `created` microseconds since the epoch (an item
+# with no creation time has none, so any bound excludes it).
+TAG_FIELD = "tag"
 # Candidates re-scored with BM25F: on LoCoMo turns, the top 100 of tantivy's
 # BM25 hold the top 100 of BM25F (R@10 and nDCG@10 equal at 100, 200, 300).
 RESCORE_POOL = 100
@@ -101,8 +106,10 @@ def build_schema() -> tantivy.Schema:
     sb = tantivy.SchemaBuilder()
     sb.add_text_field("id", stored=True, tokenizer_name="raw")
     sb.add_text_field("fp", stored=True, tokenizer_name="raw", index_option="basic")
-    for name in ("item", "project", "active", "kind"):
+    for name in ("item", "project", "active", "kind", TAG_FIELD, "agent_id", "session_id"):
         sb.add_text_field(name, tokenizer_name="raw", index_option="basic")
+    sb.add_float_field("importance", indexed=True, fast=True)
+    sb.add_integer_field("created", indexed=True, fast=True)
     for name in (*TEXT_FIELDS, *QUERY_FIELDS):
         stored = name in SNIPPET_FIELDS or name == "name"
         sb.add_text_field(name, stored=stored, tokenizer_name="en_stem", index_option="freq")
@@ -142,6 +149,13 @@ def to_document(doc: Doc) -> tantivy.Document:
     out.add_text("project", doc.project if doc.project is not None else GLOBAL)
     out.add_text("active", "1" if doc.active else "0")
     out.add_text("kind", doc.kind)
+    for tag in doc.tags:
+        out.add_text(TAG_FIELD, tag)
+    out.add_text("agent_id", doc.agent_id)
+    out.add_text("session_id", doc.session_id)
+    out.add_float("importance", float(doc.importance))
+    if doc.created is not None:
+        out.add_integer("created", micros(doc.created))
     tags = " ".join(doc.tags)
     texts = {"name": doc.name, "title": doc.title, "description": doc.description}
     texts |= {"body": doc.body, "tags": tags}
@@ -161,11 +175,35 @@ def to_document(doc: Doc) -> tantivy.Document:
     return out
 
 
+def attribute_clauses(schema: tantivy.Schema, where: Filter) -> list[tantivy.Query]:
+    """Recall's attribute filters (tags ... until) as MUST queries (mirrors `Filter.admits`)."""
+    must: list[tantivy.Query] = []
+    if where.memories_only:
+        must.append(tantivy.Query.term_query(schema, "item", MEMORY))
+    for field in ("agent_id", "session_id"):
+        value = getattr(where, field)
+        if value is not None:
+            must.append(tantivy.Query.term_query(schema, field, value))
+    must.extend(tantivy.Query.term_query(schema, TAG_FIELD, tag) for tag in where.tags)
+    if where.any_tags:
+        must.append(any_of(schema, TAG_FIELD, where.any_tags))
+    if where.min_importance is not None:
+        floor = float(where.min_importance)
+        must.append(tantivy.Query.range_query(schema, "importance", tantivy.FieldType.Float, floor))
+    if where.since is not None or where.until is not None:
+        low = None if where.since is None else micros(where.since)
+        high = None if where.until is None else micros(where.until)
+        must.append(
+            tantivy.Query.range_query(schema, "created", tantivy.FieldType.Integer, low, high)
+        )
+    return must
+
+
 def filter_clauses(
     schema: tantivy.Schema, where: Filter
 ) -> list[tuple[tantivy.Occur, tantivy.Query]]:
     """`where` as zero-scored MUST / MUST_NOT clauses (mirrors `Filter.admits`)."""
-    must: list[tantivy.Query] = []
+    must: list[tantivy.Query] = attribute_clauses(schema, where) if where.narrowed else []
     if where.active_only:
         must.append(tantivy.Query.term_query(schema, "active", "1"))
     if where.items is not None:

@@ -32,16 +32,16 @@ from typing import Any
 
 from whoosh import highlight, index
 from whoosh.analysis import LowercaseFilter, RegexTokenizer, StemmingAnalyzer
-from whoosh.fields import DATETIME, ID, STORED, TEXT, Schema
+from whoosh.fields import DATETIME, ID, KEYWORD, NUMERIC, STORED, TEXT, Schema
 from whoosh.lang import stemmer_for_language
-from whoosh.query import And, Or, Query, Term
+from whoosh.query import And, NumericRange, Or, Query, Term
 from whoosh.searching import Searcher
 from whoosh.writing import CLEAR, IndexWriter
 
 from recall.errors import IndexUnavailable
 from recall.indexes import layout
 from recall.query import words
-from recall.types import Candidate, Doc, Filter
+from recall.types import MEMORY, Candidate, Doc, Filter, micros
 
 GLOBAL = "_global_"
 TEXT_FIELDS = ("name", "title", "description", "body", "tags", "context")
@@ -55,6 +55,9 @@ SNIPPET_CHARS = 150
 HEAD_WORDS = 24
 MAX_WORD_CHARS = 39  # tantivy's en_stem drops tokens of 40 bytes or more
 _TOKEN = r"[^\W_]+"
+# Layout 3 added the filter fields `tag` (each tag one exact term), `agent_id`,
+# `session_id`, `importance` and `created` (microseconds since the epoch).
+LAYOUT = 3
 
 
 def build_schema() -> Schema:
@@ -76,11 +79,14 @@ def build_schema() -> Schema:
         name: TEXT(analyzer=stem, stored=name in SNIPPET_FIELDS or name == "name", phrase=False)
         for name in TEXT_FIELDS
     }
-    exact = {name: ID() for name in ("item", "project", "active", "kind")}
+    exact = {name: ID() for name in ("item", "project", "active", "kind", "agent_id", "session_id")}
     return Schema(
         id=ID(stored=True, unique=True),
         fp=STORED(),
         updated=DATETIME(),
+        tag=KEYWORD(),
+        importance=NUMERIC(numtype=float, bits=64),
+        created=NUMERIC(numtype=int, bits=64, signed=True),
         **exact,
         **text,
         **{PREFIX_FIELD: TEXT(analyzer=plain, phrase=False)},
@@ -97,6 +103,9 @@ def to_fields(doc: Doc) -> dict[str, Any]:
         "project": doc.project if doc.project is not None else GLOBAL,
         "active": "1" if doc.active else "0",
         "kind": doc.kind,
+        "agent_id": doc.agent_id,
+        "session_id": doc.session_id,
+        "importance": float(doc.importance),
         "name": doc.name,
         "title": doc.title,
         "description": doc.description,
@@ -107,12 +116,37 @@ def to_fields(doc: Doc) -> dict[str, Any]:
     }
     if doc.updated is not None:
         fields["updated"] = doc.updated
+    if doc.tags:  # a list: each value one exact term (KEYWORD splits a string on spaces)
+        fields["tag"] = list(doc.tags)
+    if doc.created is not None:
+        fields["created"] = micros(doc.created)
     return fields
+
+
+def attribute_queries(where: Filter) -> list[Query]:
+    """Recall's attribute filters (tags ... until) as MUST queries (mirrors `Filter.admits`)."""
+    must: list[Query] = []
+    if where.memories_only:
+        must.append(Term("item", MEMORY))
+    for field in ("agent_id", "session_id"):
+        value = getattr(where, field)
+        if value is not None:
+            must.append(Term(field, value))
+    must.extend(Term("tag", tag) for tag in where.tags)
+    if where.any_tags:
+        must.append(Or([Term("tag", tag) for tag in where.any_tags]))
+    if where.min_importance is not None:
+        must.append(NumericRange("importance", float(where.min_importance), None))
+    if where.since is not None or where.until is not None:
+        low = None if where.since is None else micros(where.since)
+        high = None if where.until is None else micros(where.until)
+        must.append(NumericRange("created", low, high))
+    return must
 
 
 def filter_queries(where: Filter) -> tuple[Query | None, Query | None]:
     """`where` as Whoosh (filter, mask) queries (mirrors `Filter.admits`)."""
-    must: list[Query] = []
+    must: list[Query] = attribute_queries(where) if where.narrowed else []
     if where.active_only:
         must.append(Term("active", "1"))
     for field, allowed in (("item", where.items), ("kind", where.kinds)):
@@ -163,7 +197,7 @@ class WhooshIndex:
         # Whoosh reports a damaged directory with many unrelated exception
         # types (pickle, struct, EOF, its own), hence the broad catch.
         try:
-            layout.prepare(self.path, "the Whoosh text index")
+            layout.prepare(self.path, "the Whoosh text index", version=LAYOUT)
             if index.exists_in(str(self.path)):
                 return index.open_dir(str(self.path))
             return index.create_in(str(self.path), build_schema())

@@ -248,3 +248,43 @@ def test_past_exact_below_rows_a_write_keeps_the_counts_until_they_expire(
     first = small.search("kraken", where=EVERYTHING, limit=5)[0].score
     small.upsert([doc("s2", "squid")])  # 2 rows, under EXACT_BELOW: recounted at once
     assert small.search("kraken", where=EVERYTHING, limit=5)[0].score > first
+
+
+def test_a_table_made_before_the_filter_columns_gains_them_and_its_rows_drift(
+    table: str,
+) -> None:
+    """The upgrade path: an older table has no tags ... created columns; the first use
+    adds them, its old rows show as drift (their fingerprints lack the new fields),
+    and rewriting them (what reindex does) makes them filterable."""
+    old = doc("m1", "lantern", tags=("red",))
+    with psycopg.connect(pg.database_url(), autocommit=True) as conn:
+        conn.execute(
+            psycopg.sql.SQL(
+                "CREATE TABLE {t} (id text PRIMARY KEY, item text NOT NULL, project text,"
+                " active boolean NOT NULL, kind text NOT NULL, name text NOT NULL,"
+                " title text NOT NULL, description text NOT NULL, body text NOT NULL,"
+                " fingerprint text NOT NULL, updated timestamptz, doclen real NOT NULL,"
+                " document tsvector NOT NULL, words tsvector NOT NULL)"
+            ).format(t=psycopg.sql.Identifier(table))
+        )
+        conn.execute(
+            psycopg.sql.SQL(
+                "INSERT INTO {t} VALUES ('m1', 'memory', 'a', true, 'fact', '', '', '',"
+                " 'lantern', 'old', NULL, 1, to_tsvector('simple', 'lantern'),"
+                " to_tsvector('simple', 'lantern'))"
+            ).format(t=psycopg.sql.Identifier(table))
+        )
+    index = PgTextIndex(dsn=pg.database_url(), table=table)
+    try:
+        assert [c.id for c in index.search("lantern", where=EVERYTHING, limit=5)] == ["m1"]
+        assert index.search("lantern", where=Filter(tags=("red",)), limit=5) == []
+        assert index.fingerprints() != [("m1", old.fingerprint())]  # drift: reindex it
+
+        index.upsert([old])
+
+        assert [c.id for c in index.search("lantern", where=Filter(tags=("red",)), limit=5)] == [
+            "m1"
+        ]
+        assert index.fingerprints() == [("m1", old.fingerprint())]
+    finally:
+        index.drop()

@@ -28,6 +28,7 @@ from recall.ports import TextIndex
 from recall.testing import InMemoryTextIndex
 from recall.types import Doc, Filter
 from tests import pg
+from tests.contracts import filter_cases
 
 ROOT = Path(__file__).resolve().parents[2]
 ADAPTERS = ["tantivy", "whoosh", "memory", "postgres"]
@@ -760,3 +761,40 @@ def test_an_index_in_an_older_layout_is_cleared_on_open(real: Any, tmp_path: Pat
     assert reopened.ids() == set()
     reopened.upsert([make_doc(body="layout")])
     assert real(path).ids() == {"m1"}
+
+
+# -- Recall's attribute filters (tags ... until) ----------------------------------
+
+
+def attribute_grid() -> list[Doc]:
+    return [
+        make_doc(id=f"a{n:02d}", body="widget", project=["alpha", None][n % 2],
+                 kind=["fact", "gotcha"][n % 3 == 0], **filter_cases.attributes(n))
+        for n in range(filter_cases.GRID_SIZE)
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("where", filter_cases.FILTERS, ids=range(len(filter_cases.FILTERS)))
+def test_attribute_filters_agree_with_the_reference_predicate(index: Any, where: Filter) -> None:
+    grid = attribute_grid()
+    index.upsert(grid)
+    expected = {d.id for d in grid if where.admits_record(d)}
+
+    assert expected  # every case admits something, so a plane that drops all fails
+    assert set(search(index, "widget", where, limit=100)) == expected
+
+
+@pytest.mark.parametrize(
+    ("label", "refused", "admitted", "where"),
+    filter_cases.NARROW,
+    ids=[c[0] for c in filter_cases.NARROW],
+)
+def test_attribute_filters_apply_before_the_limit(
+    index: Any, label: str, refused: dict[str, Any], admitted: dict[str, Any], where: Filter
+) -> None:
+    loud = [make_doc(id=f"out{i:02d}", body="turbine " * 5, **refused) for i in range(45)]
+    quiet = [make_doc(id=f"in{i}", body="turbine " + "filler " * 40, **admitted) for i in range(5)]
+    index.upsert([*loud, *quiet])
+
+    assert search(index, "turbine", limit=5) == [d.id for d in loud[:5]]  # unfiltered: all out
+    assert search(index, "turbine", where, limit=5) == [d.id for d in quiet]

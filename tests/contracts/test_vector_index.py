@@ -27,6 +27,7 @@ from recall.ports import VectorIndex
 from recall.testing import InMemoryVectorIndex
 from recall.types import Filter, VectorRow
 from tests import pg
+from tests.contracts import filter_cases
 
 ROOT = Path(__file__).resolve().parents[2]
 DIMS = 8
@@ -555,3 +556,44 @@ def test_single_row_writes_are_compacted_every_few_writes(tmp_path: Path) -> Non
     assert fragments <= 4  # without compaction: one per write, 13
     assert index.count() == 11
     assert ids(index.search(X, where=EVERYTHING, limit=3)) == ["m1", "m10", "m11"]
+
+
+# -- Recall's attribute filters (tags ... until) ----------------------------------
+
+
+@pytest.mark.parametrize("where", filter_cases.FILTERS, ids=range(len(filter_cases.FILTERS)))
+def test_attribute_filters_agree_with_the_reference_predicate(
+    index: VectorIndex, where: Filter
+) -> None:
+    rng = np.random.default_rng(5)
+    rows = [
+        row(f"a{n:02d}", unit(*rng.standard_normal(DIMS)), project=["alpha", None][n % 2],
+            kind=["fact", "gotcha"][n % 3 == 0], **filter_cases.attributes(n))
+        for n in range(filter_cases.GRID_SIZE)
+    ]  # fmt: skip
+    index.upsert(rows)
+    expected = {r.id for r in rows if where.admits_record(r)}
+
+    assert expected  # every case admits something, so a plane that drops all fails
+    assert set(ids(index.search(X, where=where, limit=100))) == expected
+
+
+@pytest.mark.parametrize(
+    ("label", "refused", "admitted", "where"),
+    filter_cases.NARROW,
+    ids=[c[0] for c in filter_cases.NARROW],
+)
+def test_attribute_filters_apply_before_the_limit(
+    index: VectorIndex,
+    label: str,
+    refused: dict[str, object],
+    admitted: dict[str, object],
+    where: Filter,
+) -> None:
+    """90 of 100 rows, all nearer the query, are refused: the page is still full."""
+    near = [row(f"out{i:02d}", unit(1, 0.01 * i), **refused) for i in range(90)]
+    far = [row(f"in{i}", unit(1, 2 + 0.1 * i), **admitted) for i in range(10)]
+    index.upsert([*near, *far])
+
+    assert ids(index.search(X, where=EVERYTHING, limit=10)) == [r.id for r in near[:10]]
+    assert ids(index.search(X, where=where, limit=10)) == [r.id for r in far]
