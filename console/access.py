@@ -362,7 +362,13 @@ def memory_associate(
     """An association from a memory in one of the token's projects to one it sees
     (same project or global: `services.link_refusal`); (edge, created)."""
     src = _memory_to_change(access, memory_id)
-    dst = memory_find(access, memory_id=target, project=src.project.slug if src.project else None)
+    try:
+        dst = memory_find(
+            access, memory_id=target, project=src.project.slug if src.project else None
+        )
+    except NotVisible as exc:  # 409, not 404: the memory in the path is there
+        missing = f"No memory {target!r} this token can see to associate with."
+        raise services.StateConflict({"target": missing}) from exc
     return services.association_write(src=src, dst=dst, rel=rel, weight=weight)
 
 

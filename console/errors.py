@@ -108,8 +108,9 @@ def describe(exc: BaseException) -> ErrorReply | None:
         )
         first = listed[0]
         return ErrorReply(400, str(exc), "invalid", first["field"], listed)
-    if isinstance(exc, StateConflict):
-        return ErrorReply(409, " ".join(exc.messages), "conflict", None)
+    if isinstance(exc, StateConflict):  # the field it names, when it names one
+        field = next(iter(exc.message_dict), None) if hasattr(exc, "error_dict") else None
+        return ErrorReply(409, " ".join(exc.messages), "conflict", field)
     if isinstance(exc, DjangoValidationError):
         detail, field = _validation_text(exc)
         return ErrorReply(400, detail, "invalid", field)

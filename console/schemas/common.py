@@ -70,22 +70,24 @@ def _without_nul(value: Any) -> Any:
 
 
 class Body(Schema):
-    """A JSON body: strict types, unknown fields refused, NUL characters dropped."""
+    """A JSON body: strict types, unknown fields refused, NUL characters dropped
+    once the value is valid (a length limit counts them, as the schema does)."""
 
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    @field_validator("*", mode="before")
+    @field_validator("*", mode="after")
     @classmethod
     def _drop_nul(cls, value: Any) -> Any:
         return _without_nul(value)
 
 
 class Params(Schema):
-    """Query-string parameters: strings coerced, unknown parameters refused, NUL dropped."""
+    """Query-string parameters: strings coerced, unknown parameters refused, NUL dropped
+    once the value is valid."""
 
     model_config = ConfigDict(extra="forbid")
 
-    @field_validator("*", mode="before")
+    @field_validator("*", mode="after")
     @classmethod
     def _drop_nul(cls, value: Any) -> Any:
         return _without_nul(value)

@@ -71,7 +71,10 @@ def test_an_agent_associates_two_memories_and_sets_the_weight_again(world: World
 @pytest.mark.parametrize(
     ("who", "body", "status", "field"),
     [
-        ("alpha", {"target": "beta-bergamot"}, 404, None),  # another project's memory
+        # A target the token cannot see, or none at all: the same 409 (the memory in
+        # the path is there, so not 404), and nothing says which of the two it was.
+        ("alpha", {"target": "beta-bergamot"}, 409, "target"),  # another project's memory
+        ("alpha", {"target": "no-such-memory"}, 409, "target"),
         ("alpha_ro", {"target": "global-gazetteer"}, 403, None),  # read-only token
         ("alpha", {"target": "global-gazetteer", "weight": 1.5}, 422, "weight"),
         ("alpha", {"target": "global-gazetteer", "rel": "links"}, 400, "rel"),  # reserved
