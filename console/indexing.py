@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import socket
 import uuid
 from collections import Counter
@@ -44,7 +45,7 @@ from django.utils import timezone
 
 from console import store, wiring
 from console.models import IndexJob, Memory, Note
-from recall.errors import ConfigError, IndexUnavailable
+from recall.indexes import layout
 from recall.indexes.hot_vectors import Replicable
 from recall.locks import FileLock
 from recall.ports import TextIndex, VectorIndex, Vectors
@@ -305,31 +306,22 @@ def stored_vectors() -> dict[str, Vectors]:
 
 
 def vectors_in(path: Path) -> dict[str, Vectors]:
-    """The vectors of an embedded deployment's LanceDB directory by text hash.
+    """The vectors of a LanceDB vector directory by text hash, read as it is.
 
     `reindex --vectors-from` (and `migrate_data`, from the old deployment's
     RECALL_DATA_DIR) hand them to `rebuild`, so moving to another vector
-    plane copies what the model already computed. A text hash names the
+    plane copies what the model already computed; so does the plane's own
+    table from before a layout change (`rebuild`). A text hash names the
     model too, so vectors of another model are never reused. Empty when the
-    directory holds no vector table.
+    directory holds no vector table with text hashes.
     """
-    from recall.indexes.lance_index import LanceIndex
+    from recall.indexes.lance_index import hashed_vectors
 
-    if not path.is_dir() or not any(path.glob("*.lance")):
-        return {}
-    embedder = wiring.embedder()
-    if embedder is None:
-        return {}
-    plane = LanceIndex(path, dims=embedder.dims, auto_index=False, compact_every=0)
-    found: dict[str, Vectors] = {}
     try:
-        for block in plane.blocks(8192):
-            hashes = block.text_hashes or ()
-            found.update((h, block.vectors[i]) for i, h in enumerate(hashes) if h)
-    except (IndexUnavailable, ConfigError) as exc:  # an older layout, other dims: embed
+        return hashed_vectors(path)
+    except Exception as exc:  # unreadable: the rebuild embeds instead, as before
         log.warning("not reusing the vectors in %s: %s", path, exc)
         return {}
-    return found
 
 
 def memory_docs(rows: QuerySet[Memory]) -> list[Doc]:
@@ -402,8 +394,13 @@ def rebuild(
     text, vectors = wiring.text_index(), wiring.vector_index()
     last_job = IndexJob.objects.order_by("-id").values_list("id", flat=True).first() or 0
     done = embedded = 0
+    aside = layout.previous(Path(settings.RECALL["VECTOR_INDEX_DIR"]))
     with plane_lock().held(timeout_s=3600):
-        known = {**(known or {}), **(stored_vectors() if vectors is not None else {})}
+        known = {
+            **(vectors_in(aside) if vectors is not None else {}),  # before a layout change
+            **(known or {}),
+            **(stored_vectors() if vectors is not None else {}),
+        }
         text.clear()
         if vectors is not None:
             vectors.clear()
@@ -414,6 +411,7 @@ def rebuild(
                 progress(len(docs))
     # Jobs queued before the rebuild began are covered by it; later ones stay.
     IndexJob.objects.filter(id__lte=last_job).delete()
+    shutil.rmtree(aside, ignore_errors=True)
     maintain()
     return Rebuilt(done, embedded)
 

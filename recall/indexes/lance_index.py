@@ -188,6 +188,36 @@ def _instant(stamp: int | None) -> datetime | None:
     return None if stamp is None else EPOCH + timedelta(microseconds=stamp)
 
 
+def hashed_vectors(path: Path, *, table: str = "items", batch: int = 8192) -> dict[str, Vectors]:
+    """A LanceDB vector directory's vectors by text hash, in any layout that has the
+    hash column (3 on), read as it is: never prepared, so never cleared.
+
+    What a rebuild reuses instead of embedding again (`console.indexing.vectors_in`):
+    another deployment's table, or this plane's own table from before a layout
+    change (`layout.previous`). Empty when there is no such table or column.
+    """
+    import lancedb
+
+    if not path.is_dir():
+        return {}
+    try:
+        handle = lancedb.connect(path).open_table(table)
+    except (ValueError, FileNotFoundError, OSError):
+        return {}
+    if "th" not in handle.schema.names or "vector" not in handle.schema.names:
+        return {}
+    found: dict[str, Vectors] = {}
+    reader = handle.search().select(["th", "vector"]).limit(None).to_batches(batch)
+    for part in reader:
+        column = part.column("vector")
+        dims = column.type.list_size
+        flat = column.flatten().to_numpy(zero_copy_only=False)
+        matrix = np.asarray(flat, dtype=np.float32).reshape(part.num_rows, dims)
+        hashes = part.column("th").to_pylist()
+        found.update((str(h), matrix[i]) for i, h in enumerate(hashes) if h)
+    return found
+
+
 class LanceIndex:
     """A VectorIndex on a LanceDB directory (see the module docstring).
 
@@ -563,7 +593,11 @@ class LanceIndex:
             import lancedb
 
             def connect() -> Any:
-                layout.prepare(self.path, "vector plane", version=LAYOUT)
+                # A stale layout is moved aside, not deleted: the rebuild copies its
+                # vectors by text hash instead of embedding them again.
+                layout.prepare(
+                    self.path, "vector plane", version=LAYOUT, keep=layout.previous(self.path)
+                )
                 options: dict[str, Any] = {"read_consistency_interval": self._consistency}
                 if self.cache_mb is not None:
                     size = self.cache_mb << 20

@@ -15,6 +15,7 @@ and a text hash per row).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -38,8 +39,17 @@ def current(path: Path, version: int = VERSION) -> bool:
     return not path.exists() or not any(not p.name.startswith(".") for p in path.iterdir())
 
 
-def prepare(path: Path, plane: str, *, version: int = VERSION) -> None:
+def previous(path: Path) -> Path:
+    """Where `prepare(..., keep=...)` moves a plane written in another layout."""
+    return path.with_name(path.name + ".previous")
+
+
+def prepare(path: Path, plane: str, *, version: int = VERSION, keep: Path | None = None) -> None:
     """Make `path` a directory in layout `version`, clearing a stale plane first.
+
+    With `keep`, a stale plane is moved there instead of deleted (replacing an
+    older one), for a rebuild to reuse what it can (the vector plane's vectors);
+    the rebuild removes it.
 
     The marker is written only when it is missing or stale, and atomically
     (a temporary file renamed over it): another process opening the plane at
@@ -48,6 +58,15 @@ def prepare(path: Path, plane: str, *, version: int = VERSION) -> None:
     path.mkdir(parents=True, exist_ok=True)
     if current(path, version) and (path / MARKER).exists():
         return
+    if not current(path, version) and keep is not None:
+        log.warning(
+            "%s at %s was written in another layout: moved to %s; run manage.py reindex",
+            plane, path, keep,
+        )  # fmt: skip
+        shutil.rmtree(keep, ignore_errors=True)
+        with contextlib.suppress(OSError):  # another process moved it first
+            os.replace(path, keep)
+        path.mkdir(parents=True, exist_ok=True)
     if not current(path, version):
         log.warning(
             "%s at %s was written in an older layout: cleared; run manage.py reindex", plane, path

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from console import indexing, services, wiring
 from console.models import Edge, IndexJob, Memory, Project
+from recall.indexes import layout
 from recall.indexes.hot_vectors import Replicable
 from recall.types import Filter
 
@@ -265,6 +266,30 @@ def test_rebuild_copies_vectors_from_another_deployments_lancedb_directory(
     assert dict(vector_rows()) == before
     assert {m.pk for m in memories} <= vector_ids()
     assert indexing.vectors_in(tmp_path / "nothing-here") == {}
+
+
+def test_a_vector_plane_of_another_layout_is_rebuilt_without_embedding_again(
+    project: Project, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A layout change moves the old table aside; reindex copies its vectors by text hash."""
+    if not isinstance(wiring.vector_plane(), Replicable):  # the PostgreSQL profile
+        pytest.skip("the LanceDB plane's layout is what changes here")
+    [make_memory(project, name=f"fact-{i}", kind="fact") for i in range(3)]
+    indexing.apply_pending()
+    before = dict(vector_rows())
+    where = Path(settings.RECALL["VECTOR_INDEX_DIR"])
+    (where / layout.MARKER).write_text("3\n")  # as an older release left it
+    wiring.reset()  # a fresh process opens the plane: moved aside, not deleted
+    assert vector_ids() == set() and layout.previous(where).is_dir()
+    embedder = wiring.embedder()
+    assert embedder is not None
+    monkeypatch.setattr(embedder, "embed", lambda texts: pytest.fail(f"embedded {texts}"))
+
+    rebuilt = indexing.rebuild()
+
+    assert (rebuilt.items, rebuilt.embedded) == (3, 0)
+    assert dict(vector_rows()) == before
+    assert not layout.previous(where).exists()  # used, then removed
 
 
 def test_vectors_from_another_model_are_drift_until_reindexed(
