@@ -25,4 +25,4 @@ def post_worker_init(worker: Any) -> None:
     meanwhile."""
     from console import selectors
 
-    threading.Thread(target=selectors.warm, name="warm-up", daemon=True).start()
+    threading.Thread(target=selectors.warm_quietly, name="warm-up", daemon=True).start()

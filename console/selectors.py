@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django.db import connections
 from django.db.models import Count, Q, QuerySet
 
 from console import configuration, indexing, wiring
@@ -166,6 +167,15 @@ def warm() -> None:
     wiring.warm()
     for slug in [None, *Project.objects.values_list("slug", flat=True)]:
         prompt_recall(project=slug, prompt="warm up")
+
+
+def warm_quietly() -> None:
+    """`warm` on a thread of its own (a server's start): its database connection is
+    given back at the end (PostgreSQL's pool would lose it with the thread)."""
+    try:
+        warm()
+    finally:
+        connections.close_all()
 
 
 def memory_dedup_hint(

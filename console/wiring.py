@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from django.conf import settings
+from django.db import connections
 
 from console import configuration
 from recall.engine import Engine
@@ -156,6 +157,9 @@ def engine() -> Engine:
             channels=channels(built),
             base=configuration.base(),
             overrides=configuration.override_row,
+            # A background rebuild's thread gives its database connection back
+            # (with PostgreSQL's pool, a connection a dead thread kept is lost).
+            thread_done=connections.close_all,
         )
 
     return _once("engine", make)

@@ -48,7 +48,8 @@ class Engine:
 
     `channels` defaults to the standard four over `planes`; the embedder is
     wrapped in a small query cache. `background_rebuild=False` rebuilds a
-    stale prompt corpus synchronously (deterministic tests).
+    stale prompt corpus synchronously (deterministic tests); `thread_done`
+    runs at the end of each background rebuild's thread.
     """
 
     planes: Planes
@@ -56,6 +57,7 @@ class Engine:
     base: Configs = field(default_factory=Configs)
     overrides: Overrides = _no_overrides
     background_rebuild: bool = True
+    thread_done: Callable[[], None] | None = None
     corpora: prompt.CorpusCache = field(init=False)
 
     def __post_init__(self) -> None:
@@ -65,7 +67,7 @@ class Engine:
         if self.channels is None:
             self.channels = standard(self.planes)
         self.corpora = prompt.CorpusCache(
-            clock=self.planes.clock, background=self.background_rebuild
+            clock=self.planes.clock, background=self.background_rebuild, finished=self.thread_done
         )
 
     @property

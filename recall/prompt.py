@@ -112,12 +112,21 @@ class CorpusCache:
     `get` builds synchronously only when a key has no corpus yet. A stale
     corpus is returned at once and one rebuild starts (single-flight: a
     rebuild already running for that key is not doubled). `background=False`
-    rebuilds synchronously (deterministic tests).
+    rebuilds synchronously (deterministic tests). `finished` runs at the end of
+    each background rebuild's thread (the console returns the thread's
+    database connection to its pool there).
     """
 
-    def __init__(self, *, clock: Callable[[], datetime], background: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], datetime],
+        background: bool = True,
+        finished: Callable[[], None] | None = None,
+    ) -> None:
         self._clock = clock
         self._background = background
+        self._finished = finished
         self._lock = threading.Lock()
         self._corpora: dict[Hashable, tuple[datetime, Corpus]] = {}
         self._building: set[Hashable] = set()
@@ -162,6 +171,9 @@ class CorpusCache:
             self._rebuild(key, build)
         except Exception:
             return
+        finally:
+            if self._finished is not None:
+                self._finished()
 
     def clear(self) -> None:
         with self._lock:

@@ -128,6 +128,36 @@ def test_stale_corpus_is_served_while_one_background_rebuild_runs():
     assert cache.get("k", slow_build, ttl=30) is not first  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("fails", [False, True])
+def test_each_background_rebuild_thread_ends_with_finished(fails: bool) -> None:
+    """The console gives the thread's database connection back there (a pool would
+    otherwise lose one connection per rebuild), whether or not the build worked."""
+    import threading
+
+    now = [NOW]
+    done: list[str] = []
+    cache = CorpusCache(
+        clock=lambda: now[0], background=True,
+        finished=lambda: done.append(threading.current_thread().name),
+    )  # fmt: skip
+    cache.get("k", lambda: build_corpus([]), ttl=30)
+    assert done == []  # a first, synchronous build runs on the caller's thread
+
+    def build() -> object:
+        if fails:
+            raise RuntimeError("the store is down")
+        return build_corpus([make_memory(1)])
+
+    now[0] += timedelta(seconds=60)
+    cache.get("k", build, ttl=30)  # type: ignore[arg-type]
+    for _ in range(200):
+        if done:
+            break
+        threading.Event().wait(0.01)
+
+    assert len(done) == 1 and done[0] != threading.current_thread().name
+
+
 def test_the_block_fits_its_budget_and_reports_its_tokens(make_engine: MakeEngine):
     deploys = [
         make_memory(i, f"deploy-rollback-{i}", description="deploy rollback " * 6)
