@@ -284,6 +284,9 @@ def _serve(spec: Mapping[str, Any]) -> dict[str, Any]:
     out["ops"] = ops
     out["peak_rss_mb"] = vm("VmHWM")
     out["rss_mb"] = vm("VmRSS")
+    # Of the RSS now: the process's own memory, and pages of files it has mapped
+    # (tantivy's and LanceDB's files, the model): the OS can drop the latter.
+    out["rss_anon_mb"], out["rss_file_mb"] = vm("RssAnon"), vm("RssFile")
     out["ann_recall_at_10"] = _ann_recall(recall_q[warmup:])
     if spec.get("api_ingest"):
         out["api_write"] = percentiles(_api_single_writes(n))
@@ -524,8 +527,10 @@ def tables(body: Mapping[str, Any]) -> str:
         keys = ("text_reindex_s", "text_docs_per_s", "vector_copy_load_s", "ann_recall_at_10")
         extra = {k: b[k] for k in keys if b.get(k) is not None}
         lines.append(
-            f"{name}: peak RSS {b['peak_rss_mb']} MB (now {b['rss_mb']} MB); recall "
-            f"end-to-end / raw parts = {b['recall_over_raw']}; palette: {b['palette_path']}; "
+            f"{name}: peak RSS {b['peak_rss_mb']} MB (now {b['rss_mb']} MB: "
+            f"{b.get('rss_anon_mb', '?')} anonymous, {b.get('rss_file_mb', '?')} file pages); "
+            f"recall end-to-end / raw parts = {b['recall_over_raw']}; "
+            f"palette: {b['palette_path']}; "
             f"load {b['loadavg_start']}->{b['loadavg_end']} {extra or ''}"
         )
         if b.get("api_write"):
