@@ -48,6 +48,17 @@ def call(client: Client, method: str, path: str, body: Any = None) -> Any:
     return getattr(client, method)(url, data, content_type="application/json")
 
 
+def mcp(world: World, who: str, tool: str, args: dict[str, Any], monkeypatch: Any) -> Any:
+    """Call one MCP tool in process, exactly as `manage.py mcp` runs it."""
+    from console.mcp import SPECS, TOKEN_ENV
+
+    monkeypatch.setenv(TOKEN_ENV, world.secrets[who])
+    spec = next(s for s in SPECS if s.name == tool)
+    result = spec.build().fn(**args)
+    body = json.loads(result.content[0].text)
+    return (body["status"] if result.is_error else 200), body
+
+
 def build_world() -> World:
     world = World()
     for slug, isolation in (

@@ -11,7 +11,7 @@ import pytest
 from console import indexing, services
 from console.models import Edge, Memory, Project
 from console.schemas import AssociationOut, ContextPackOut, GraphOut, SearchOut
-from tests.console.api_world import World, call, world_fixture  # noqa: F401
+from tests.console.api_world import World, call, mcp, world_fixture  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
@@ -23,17 +23,6 @@ def remember(world: World, slug: str | None, name: str, description: str) -> Mem
     )
     indexing.apply_pending()
     return memory
-
-
-def mcp(world: World, who: str, tool: str, args: dict[str, Any], monkeypatch: Any) -> Any:
-    """Call one MCP tool in process, exactly as `manage.py mcp` runs it."""
-    from console.mcp import SPECS, TOKEN_ENV
-
-    monkeypatch.setenv(TOKEN_ENV, world.secrets[who])
-    spec = next(s for s in SPECS if s.name == tool)
-    result = spec.build().fn(**args)
-    body = json.loads(result.content[0].text)
-    return (body["status"] if result.is_error else 200), body
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ in-scope candidates, and a bad value is refused by name on both surfaces."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,7 +11,7 @@ import pytest
 from console import indexing, services
 from console.models import Project
 from console.schemas import ContextPackOut
-from tests.console.api_world import World, call, world_fixture  # noqa: F401
+from tests.console.api_world import World, call, mcp, world_fixture  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
@@ -32,17 +31,6 @@ CASES: list[tuple[str, Any, dict[str, Any], dict[str, Any]]] = [
     ("until", JUNE, {"created": JUL}, {"created": JAN}),
 ]
 PAGE = 10
-
-
-def mcp(world: World, who: str, tool: str, args: dict[str, Any], monkeypatch: Any) -> Any:
-    """Call one MCP tool in process, exactly as `manage.py mcp` runs it."""
-    from console.mcp import SPECS, TOKEN_ENV
-
-    monkeypatch.setenv(TOKEN_ENV, world.secrets[who])
-    spec = next(s for s in SPECS if s.name == tool)
-    result = spec.build().fn(**args)
-    body = json.loads(result.content[0].text)
-    return (body["status"] if result.is_error else 200), body
 
 
 def lighthouses(refused: dict[str, Any], admitted: dict[str, Any]) -> set[str]:

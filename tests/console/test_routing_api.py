@@ -4,7 +4,6 @@ planes and the real embedder."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -12,20 +11,9 @@ import pytest
 from console import wiring
 from console.schemas import ContextPackOut
 from recall.errors import IndexUnavailable
-from tests.console.api_world import World, call, world_fixture  # noqa: F401
+from tests.console.api_world import World, call, mcp, world_fixture  # noqa: F401
 
 pytestmark = pytest.mark.django_db
-
-
-def mcp(world: World, who: str, tool: str, args: dict[str, Any], monkeypatch: Any) -> Any:
-    """Call one MCP tool in process, exactly as `manage.py mcp` runs it."""
-    from console.mcp import SPECS, TOKEN_ENV
-
-    monkeypatch.setenv(TOKEN_ENV, world.secrets[who])
-    spec = next(s for s in SPECS if s.name == tool)
-    result = spec.build().fn(**args)
-    body = json.loads(result.content[0].text)
-    return (body["status"] if result.is_error else 200), body
 
 
 class EmbedSpy:

@@ -12,8 +12,7 @@ import pytest
 from console import indexing, services
 from console.models import Memory, Project
 from console.schemas import ContextPackOut
-from tests.console.api_world import World, call, world_fixture  # noqa: F401
-from tests.console.test_graph_api import mcp
+from tests.console.api_world import World, call, mcp, world_fixture  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 AT = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
