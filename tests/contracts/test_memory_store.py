@@ -168,7 +168,10 @@ class DjangoWriter:
         return str(services.memory_supersede(memory=old, name=name, description=name).pk)
 
 
-@pytest.fixture(params=["django", "memory"])
+# The Django case is marked statically: pytest-django creates the test database
+# only for a session whose collected tests say they need it, so this file run on
+# its own found no tables when the mark came from a fixture at run time.
+@pytest.fixture(params=[pytest.param("django", marks=pytest.mark.django_db), "memory"])
 def writer(request: pytest.FixtureRequest) -> Iterator[Writer]:
     if request.param == "memory":
         yield ReferenceWriter()
