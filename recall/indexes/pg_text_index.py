@@ -108,6 +108,12 @@ def config_ddl() -> list[Statement]:
     ]
 
 
+# The rows' lengths (`doclen`) are counted at `pg_bm25.WEIGHTS`; the stored fingerprint
+# carries which weights, and a row written under others reads as drift (`fingerprints`),
+# so `index_status` reports it and `sync_indexes --repair` or `reindex` rewrites it.
+LENGTHS = "w2"
+
+
 class PgTextIndex(PgTable):
     """A TextIndex on a PostgreSQL table (see the module docstring).
 
@@ -163,6 +169,15 @@ class PgTextIndex(PgTable):
         self._db.ensure(self.table, self._ddl, relations=made)
         return sql.Identifier(self.table)
 
+    def fingerprints(self) -> list[tuple[str, str]]:
+        """(id, fingerprint); a row whose lengths were counted at other weights (an
+        older release) gets a fingerprint no database row has: drift, to rewrite."""
+        out = []
+        for row_id, marked in super().fingerprints():
+            weights, sep, fingerprint = marked.partition(":")
+            out.append((row_id, fingerprint if sep and weights == LENGTHS else f"old:{marked}"))
+        return out
+
     # -- writes ---------------------------------------------------------------
 
     def upsert(self, docs: Sequence[Doc]) -> None:
@@ -217,7 +232,7 @@ class PgTextIndex(PgTable):
             [stored(d.title) for d in latest],
             [stored(d.description) for d in latest],
             [stored(d.body) for d in latest],
-            [d.fingerprint() for d in latest],
+            [f"{LENGTHS}:{d.fingerprint()}" for d in latest],
             [d.updated for d in latest],
             [weighted_length(f) for f in fields],
             *([f[w] for f in fields] for w in "ABCD"),
@@ -307,7 +322,8 @@ class PgTextIndex(PgTable):
         config = sql.Literal(CONFIG)
         terms: list[sql.Composable] = [pg_bm25.norm_sql(average)]
         scores: list[sql.Composable] = []
-        factors = [(word, idf[word][0]) for word in query]
+        power = 1 + pg_bm25.QUERY_IDF_POWER  # each query word once, at idf ** power
+        factors = [(word, idf[word][0] ** power) for word in dict.fromkeys(query)]
         for n, (word, weight) in enumerate(factors):
             terms.append(
                 sql.SQL(

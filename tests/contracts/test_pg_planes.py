@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 from recall.errors import ConfigError, IndexUnavailable
-from recall.indexes import pg_text_index
+from recall.indexes import pg_bm25, pg_text_index
 from recall.indexes.pg_text_index import PgTextIndex
 from recall.indexes.pg_vector_index import PgVectorIndex
 from recall.types import Doc, Filter, VectorRow
@@ -161,17 +161,40 @@ def test_idf_weighs_rare_words_above_common_ones(table: str) -> None:
 def test_the_score_is_bm25f_over_weighted_occurrences(table: str) -> None:
     index = PgTextIndex(dsn=pg.database_url(), table=table)
     index.upsert([doc("a", "kraken kraken"), doc("b", "", name="kraken"), doc("c", "squid")])
-    # Weighted lengths: a two body words (0.4 each), b one name word (1.0), c one body word.
-    average = (0.8 + 1.0 + 0.4) / 3
+    body, name = pg_bm25.FIELD_WEIGHT["C"], pg_bm25.FIELD_WEIGHT["A"]
+    # Weighted lengths: a two body words, b one name word, c one body word.
+    average = (2 * body + name + body) / 3
     idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))  # "kraken" is in 2 of 3 rows
+    weight = idf ** (1 + pg_bm25.QUERY_IDF_POWER)
+    k1, b = pg_bm25.K1, pg_bm25.B
 
     def bm25(tf: float, length: float) -> float:
-        return idf * tf * 2.2 / (tf + 1.2 * (1 - 0.75 + 0.75 * length / average))
+        return weight * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average))
 
-    found = index.search("kraken", where=EVERYTHING, limit=5)
-    assert [(c.id, c.rank) for c in found] == [("b", 1), ("a", 2)]
-    assert found[0].score == pytest.approx(bm25(1.0, 1.0), rel=1e-5)
-    assert found[1].score == pytest.approx(bm25(0.8, 0.8), rel=1e-5)
+    found = {c.id: c for c in index.search("kraken", where=EVERYTHING, limit=5)}
+    expected = {"a": bm25(2 * body, 2 * body), "b": bm25(name, name)}
+    assert sorted(found) == ["a", "b"]
+    for row_id, score in expected.items():
+        assert found[row_id].score == pytest.approx(score, rel=1e-5)
+    best = max(expected, key=lambda k: expected[k])
+    assert found[best].rank == 1
+
+
+def test_rows_written_under_other_length_weights_read_as_drift(table: str) -> None:
+    """An older release counted `doclen` at other weights: those rows must be rewritten."""
+    index = PgTextIndex(dsn=pg.database_url(), table=table)
+    written = doc("a", "kraken")
+    index.upsert([written])
+    assert index.fingerprints() == [("a", written.fingerprint())]
+    with psycopg.connect(pg.database_url(), autocommit=True) as conn:
+        conn.execute(
+            psycopg.sql.SQL("UPDATE {} SET fingerprint = %s").format(psycopg.sql.Identifier(table)),
+            [written.fingerprint()],  # as the release before LENGTHS stored it
+        )
+
+    assert index.fingerprints() == [("a", f"old:{written.fingerprint()}")]
+    index.upsert([written])
+    assert index.fingerprints() == [("a", written.fingerprint())]
 
 
 def test_a_short_row_lacking_a_word_does_not_outrank_one_holding_every_word(table: str) -> None:
