@@ -183,3 +183,43 @@ def test_a_process_killed_before_its_commit_leaves_neither_row_nor_plane_rows(
     )  # fmt: skip
     after = json.loads(counted.stdout.strip().splitlines()[-1])
     assert after == {"memories": 0, "jobs": 0, "text": 0, "vectors": 0, "drift": 0}, memory_id
+
+
+def test_background_rebuild_threads_give_their_pooled_connections_back(planes: Path) -> None:
+    """More stale PromptRecall rebuilds than the pool has connections, each on a thread of
+    its own that reads the database: every connection comes back (before aa25ab6 each
+    dead thread kept one, and the next reader waited out the pool's timeout)."""
+    import threading
+    from datetime import timedelta
+
+    from recall.prompt import build_corpus
+
+    pool = getattr(connection, "pool", None)
+    if pool is None:
+        pytest.skip("the database is configured without a connection pool")
+    corpora = wiring.engine().corpora
+    now = [wiring.planes().clock()]
+    corpora._clock = lambda: now[0]  # the cache's own clock, moved on below
+    rebuilt: list[str] = []
+
+    def build() -> Any:
+        rebuilt.append(threading.current_thread().name)
+        Project.objects.count()  # a read on this thread's own connection
+        return build_corpus([])
+
+    keys = [("leak", n) for n in range(pool.max_size + 4)]
+    for key in keys:
+        corpora.get(key, build, ttl=60)  # the first build runs on this thread
+    now[0] += timedelta(minutes=5)
+    first = len(rebuilt)
+    for key in keys:
+        corpora.get(key, build, ttl=60)  # stale: one background rebuild each
+    for _ in range(500):
+        if len(rebuilt) == first + len(keys):
+            break
+        threading.Event().wait(0.02)
+
+    assert len(rebuilt) == first + len(keys)
+    threading.Event().wait(0.2)  # the last threads' `finished` hooks
+    stats = pool.get_stats()
+    assert stats.get("pool_size", 0) - stats.get("pool_available", 0) <= 1  # only this thread's
