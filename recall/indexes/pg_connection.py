@@ -32,10 +32,12 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from datetime import datetime
+from typing import Any, Protocol
 
 import psycopg
 from psycopg import sql
+from psycopg.types.json import Jsonb
 
 from recall.errors import IndexUnavailable
 from recall.types import MEMORY, Filter
@@ -238,6 +240,34 @@ ATTRIBUTE_COLUMNS = (
     "importance double precision NOT NULL DEFAULT 0.5",
     "created timestamptz",
 )
+
+
+class Attributed(Protocol):
+    """What both planes' rows (`Doc`, `VectorRow`) carry for the attribute filters."""
+
+    @property
+    def tags(self) -> tuple[str, ...]: ...
+    @property
+    def agent_id(self) -> str: ...
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def importance(self) -> float: ...
+    @property
+    def created(self) -> datetime | None: ...
+
+
+def attribute_values(rows: Sequence[Attributed]) -> list[list[Any]]:
+    """The attribute columns' values for an unnest insert, in the order both planes'
+    inserts list them: tags (as jsonb: a text[][] cannot be ragged), agent_id,
+    session_id, importance, created."""
+    return [
+        [Jsonb(list(r.tags)) for r in rows],
+        [r.agent_id for r in rows],
+        [r.session_id for r in rows],
+        [float(r.importance) for r in rows],
+        [r.created for r in rows],
+    ]
 
 
 def attribute_ddl(table: str) -> list[Statement]:

@@ -44,7 +44,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from psycopg import sql
-from psycopg.types.json import Jsonb
 
 from recall.indexes import fragments, pg_bm25
 from recall.indexes.pg_bm25 import (
@@ -59,6 +58,7 @@ from recall.indexes.pg_connection import (
     PgTable,
     Statement,
     attribute_ddl,
+    attribute_values,
     filter_sql,
     table_name,
 )
@@ -236,11 +236,7 @@ class PgTextIndex(PgTable):
             [d.updated for d in latest],
             [weighted_length(f) for f in fields],
             *([f[w] for f in fields] for w in "ABCD"),
-            [Jsonb(list(d.tags)) for d in latest],  # text[][] cannot be ragged: jsonb
-            [d.agent_id for d in latest],
-            [d.session_id for d in latest],
-            [float(d.importance) for d in latest],
-            [d.created for d in latest],
+            *attribute_values(latest),
         ]
         with self._db.cursor() as cur:
             cur.execute(statement, columns)

@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 import psycopg
 from psycopg import sql
-from psycopg.types.json import Jsonb
 
 from recall.errors import ConfigError
 from recall.indexes.pg_connection import (
@@ -39,6 +38,7 @@ from recall.indexes.pg_connection import (
     PgTable,
     Statement,
     attribute_ddl,
+    attribute_values,
     filter_sql,
     table_name,
 )
@@ -190,11 +190,7 @@ class PgVectorIndex(PgTable):
             [r.updated for r in ordered],
             [r.fingerprint for r in ordered],
             [vector_literal(r.vector) for r in ordered],
-            [Jsonb(list(r.tags)) for r in ordered],  # text[][] cannot be ragged: jsonb
-            [r.agent_id for r in ordered],
-            [r.session_id for r in ordered],
-            [float(r.importance) for r in ordered],
-            [r.created for r in ordered],
+            *attribute_values(ordered),
         ]
         with self._db.cursor() as cur:
             cur.execute(statement, columns)
