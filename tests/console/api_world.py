@@ -59,6 +59,13 @@ def mcp(world: World, who: str, tool: str, args: dict[str, Any], monkeypatch: An
     return (body["status"] if result.is_error else 200), body
 
 
+def recall_both(world: World, body: dict[str, Any], monkeypatch: Any) -> tuple[Any, Any]:
+    """The same recall as alpha over REST (`POST /recall`) and over MCP (`memory_recall`):
+    the REST response and MCP's (status, body)."""
+    rest = call(world.client("alpha"), "post", "/recall", body)
+    return rest, mcp(world, "alpha", "memory_recall", body, monkeypatch)
+
+
 def build_world() -> World:
     world = World()
     for slug, isolation in (

@@ -11,7 +11,13 @@ import pytest
 from console import indexing, services
 from console.models import Edge, Memory, Project
 from console.schemas import AssociationOut, ContextPackOut, GraphOut, SearchOut
-from tests.console.api_world import World, call, mcp, world_fixture  # noqa: F401
+from tests.console.api_world import (  # noqa: F401
+    World,
+    call,
+    mcp,
+    recall_both,
+    world_fixture,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -261,10 +267,8 @@ FIELDS = [  # (field, a value it takes, one it refuses)
 def test_every_graph_field_on_rest_and_mcp(world: World, monkeypatch, field, good, bad) -> None:
     ask = {"query": "albatross", "record": False}
 
-    rest_ok = call(world.client("alpha"), "post", "/recall", {**ask, field: good})
-    rest_bad = call(world.client("alpha"), "post", "/recall", {**ask, field: bad})
-    mcp_ok, body = mcp(world, "alpha", "memory_recall", {**ask, field: good}, monkeypatch)
-    mcp_bad, refused = mcp(world, "alpha", "memory_recall", {**ask, field: bad}, monkeypatch)
+    rest_ok, (mcp_ok, body) = recall_both(world, {**ask, field: good}, monkeypatch)
+    rest_bad, (mcp_bad, refused) = recall_both(world, {**ask, field: bad}, monkeypatch)
 
     assert rest_ok.status_code == mcp_ok == 200
     assert rest_ok.json()["items"] == body["items"]

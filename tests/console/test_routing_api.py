@@ -11,7 +11,13 @@ import pytest
 from console import wiring
 from console.schemas import ContextPackOut
 from recall.errors import IndexUnavailable
-from tests.console.api_world import World, call, mcp, world_fixture  # noqa: F401
+from tests.console.api_world import (  # noqa: F401
+    World,
+    call,
+    mcp,
+    recall_both,
+    world_fixture,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -51,10 +57,8 @@ def test_every_routing_and_knob_field_on_rest_and_mcp(
 ) -> None:
     ask = {"query": "albatross", "record": False}
 
-    rest_ok = call(world.client("alpha"), "post", "/recall", {**ask, field: good})
-    rest_bad = call(world.client("alpha"), "post", "/recall", {**ask, field: bad})
-    mcp_ok, body = mcp(world, "alpha", "memory_recall", {**ask, field: good}, monkeypatch)
-    mcp_bad, refused = mcp(world, "alpha", "memory_recall", {**ask, field: bad}, monkeypatch)
+    rest_ok, (mcp_ok, body) = recall_both(world, {**ask, field: good}, monkeypatch)
+    rest_bad, (mcp_bad, refused) = recall_both(world, {**ask, field: bad}, monkeypatch)
 
     assert rest_ok.status_code == mcp_ok == 200
     ContextPackOut.model_validate(rest_ok.json())
