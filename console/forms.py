@@ -301,6 +301,15 @@ class InspectForm(ChoicesForm):
         choices=[(e, e) for e in ENTITIES], help_text="None ticked: both.",
     )  # fmt: skip
 
+    include_graph = forms.BooleanField(
+        label="Show each result's links", required=False,
+        help_text="Each item lists its 1-hop neighbours (id, name, link type, weight).",
+    )  # fmt: skip
+    include_history = forms.BooleanField(
+        label="Include archived and superseded", required=False,
+        help_text="Past memories are candidates too (the cold tier).",
+    )  # fmt: skip
+
     def knob_options(self) -> dict[str, Any]:
         """Routing and fabriq's knobs given (`recall.requests.KNOB_FIELDS`)."""
         data = self.cleaned_data
@@ -309,6 +318,8 @@ class InspectForm(ChoicesForm):
             "k": data.get("k"),
             "strict": bool(data.get("strict")),
             "entities": list(data.get("entities") or []) or None,
+            "include_graph": bool(data.get("include_graph")),
+            "include_history": bool(data.get("include_history")),
         }
         return {f: v for f, v in given.items() if v is not None}
 

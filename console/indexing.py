@@ -59,6 +59,7 @@ CONTEXT_TURNS = 2
 
 def enqueue(item: str, item_id: str, op: str) -> None:
     """Record the job in the current transaction; apply it once that commits."""
+    transaction.on_commit(wiring.forget_recalls)
     if _written_in_transaction([(item, item_id, op)]):
         return
     IndexJob.objects.create(item=item, item_id=item_id, op=op)
@@ -80,6 +81,7 @@ def enqueue_many(
     where the planes could be written in the transaction (`import --no-index`).
     """
     jobs = list(jobs)
+    transaction.on_commit(wiring.forget_recalls)
     if in_transaction and _written_in_transaction(jobs):
         return
     IndexJob.objects.bulk_create(

@@ -131,8 +131,14 @@ def search_hit_view(h: Hit) -> dict[str, Any]:
         "active": h.active,
         "updated": iso(h.updated),
         "valid_from": iso(h.valid_from),
+        "invalid_at": iso(h.invalid_at),
         "occurred_at": iso(h.occurred_at),
         "session_id": sanitize.name(h.session_id) or None,
+        "attribution": {
+            "source": sanitize.name(h.origin) or None,
+            "agent": sanitize.name(h.agent_id) or None,
+            "session": sanitize.name(h.session_id) or None,
+        },
     }
 
 

@@ -76,6 +76,7 @@ def memory_row_record(row: Sequence[Any]) -> Record:
         occurred_at=occurred_at,
         session_order=session_order,
         agent_id=agent_id,
+        invalid_at=invalid_at,
     )
 
 

@@ -165,6 +165,14 @@ def engine() -> Engine:
     return _once("engine", make)
 
 
+def forget_recalls() -> None:
+    """A write committed: this process's hot-tier packs may be stale (`recall.tiers`).
+    Other processes see the write through their planes' stamps."""
+    made = _cache.get("engine")
+    if made is not None:
+        made.forget()
+
+
 def warm() -> None:
     """Load what the first request would otherwise wait for: the planes, the
     model (one embedding) and the in-process vector copy. For a server

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from recall import sanitize
-from recall.results import ContextPack, Hit, Provenance
+from recall.results import ContextPack, GraphLink, Hit, Provenance
 from recall.types import MEMORY, Record
 
 INDEX, FULL = "index", "full"
@@ -88,11 +88,18 @@ def item_view(hit: Hit, *, detail: str = FULL, debug: bool = False) -> dict[str,
         view["text"] = hit.text or ""
         if hit.truncated:
             view["truncated"] = True
-    for key, value in (("valid_from", hit.valid_from), ("occurred_at", hit.occurred_at)):
+    times = (
+        ("valid_from", hit.valid_from), ("invalid_at", hit.invalid_at),
+        ("occurred_at", hit.occurred_at),
+    )  # fmt: skip
+    for key, value in times:
         if value is not None:
             view[key] = iso(value)
-    if hit.session_id:
-        view["session_id"] = sanitize.name(hit.session_id)
+    attribution = _attribution(hit)
+    if attribution:
+        view["attribution"] = attribution
+    if hit.graph is not None:
+        view["graph"] = [_link(link) for link in hit.graph]
     if hit.favorite:
         view["favorite"] = True
     view["source"] = hit.source
@@ -104,6 +111,24 @@ def item_view(hit: Hit, *, detail: str = FULL, debug: bool = False) -> dict[str,
     view["tokens"] = hit.tokens if hit.tokens is not None else 0
     if debug:
         view["sources"] = [_provenance(p) for p in hit.sources]
+    return view
+
+
+def _attribution(hit: Hit) -> dict[str, str]:
+    """Who and what a memory came from (seed 003): its source, agent and session."""
+    given = (("source", hit.origin), ("agent", hit.agent_id), ("session", hit.session_id))
+    return {key: sanitize.name(value) for key, value in given if value}
+
+
+def _link(link: GraphLink) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "id": link.id,
+        "name": sanitize.name(link.name),
+        "rel": sanitize.name(link.rel),
+        "weight": round(link.weight, 4),
+    }
+    if link.reverse:
+        view["reverse"] = True
     return view
 
 

@@ -11,11 +11,12 @@ this module imports it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from recall import briefing, dedup, prompt, recall, search
+from recall import briefing, dedup, prompt, recall, search, tiers
 from recall.channels import standard
 from recall.config import (
     SECTIONS,
@@ -59,6 +60,7 @@ class Engine:
     background_rebuild: bool = True
     thread_done: Callable[[], None] | None = None
     corpora: prompt.CorpusCache = field(init=False)
+    hot: tiers.HotTier = field(default_factory=tiers.HotTier)
 
     def __post_init__(self) -> None:
         embedder = self.planes.embedder
@@ -88,9 +90,26 @@ class Engine:
         return given if given is not None else self.config(cls)[0]
 
     def recall(self, req: RecallRequest, *, config: RecallConfig | None = None) -> ContextPack:
-        """Agent Recall: a ranked, token-budgeted, scope-guarded context pack."""
+        """Agent Recall: a ranked, token-budgeted, scope-guarded context pack, from
+        the hot, warm or cold tier (`recall.tiers`)."""
+        started = time.perf_counter()
         resolved = self._resolved(RecallConfig, config)
-        return recall.run(req, planes=self.planes, channels=self.registered, config=resolved)
+        tier = tiers.tier_of(req)
+        if tier == tiers.COLD:
+            pack = recall.run(req, planes=self.planes, channels=self.registered, config=resolved)
+            return tiers.answered(pack, tier, started)
+        key = tiers.key(req, resolved)
+        stamp = tiers.stamp(self.planes.text, self.planes.vectors)
+        hot = self.hot.get(key, stamp)
+        if hot is not None:
+            return tiers.answered(hot, tiers.HOT, started)
+        pack = recall.run(req, planes=self.planes, channels=self.registered, config=resolved)
+        self.hot.put(key, stamp, pack)
+        return tiers.answered(pack, tier, started)
+
+    def forget(self) -> None:
+        """A write committed: the hot tier's packs may be stale (`recall.tiers`)."""
+        self.hot.forget()
 
     def search(self, req: SearchRequest, *, config: SearchConfig | None = None) -> SearchResult:
         """Console Search: every hit up to the limit, no budget."""

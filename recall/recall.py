@@ -31,6 +31,7 @@ from recall.requests import RecallRequest
 from recall.results import ContextPack, Hit, to_hit
 from recall.scope import recall_filter, scope_of
 from recall.scoring import Scored, admits, boost, guard, hydrate, rank
+from recall.shape import with_graph
 from recall.types import MEMORY_KINDS, ChannelQuery, Filter, Record
 
 NO_WORDS = "the query has no searchable words"
@@ -134,6 +135,7 @@ def narrowing(req: RecallRequest) -> Filter:
         min_importance=None if low is None else float(low),
         since=req.since,
         until=req.until,
+        active_only=not req.include_history,
     )
 
 
@@ -228,6 +230,8 @@ def run(
         (to_hit(s.record, now=now, source=s.source, score=s.score, sources=s.sources), s.record)
         for s in scored[:limit]
     ]
+    if req.include_graph:  # seed 003: each hit's 1-hop neighbours, counted in its tokens
+        ranked = with_graph(planes.store, ranked, where=where)
     start = time.perf_counter()
     packed = pack(
         ranked, budget=budget, counter=planes.tokens, detail=req.detail,
@@ -294,6 +298,8 @@ def browse(
         (to_hit(r, now=now, source="browse", score=1 / (k + i)), r)
         for i, r in enumerate(records, 1)
     ]
+    if req.include_graph:
+        ranked = with_graph(planes.store, ranked, where=where)
     packed = pack(
         ranked, budget=budget, counter=planes.tokens, detail=req.detail,
         total_found=len(records), associated=req.include_associated,

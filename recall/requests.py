@@ -14,7 +14,7 @@ from datetime import datetime
 SCOPES = ("all", "memories", "notes")
 ENTITIES = ("memories", "notes")  # fabriq's `entities`: the list form of `scope`
 # Routing and fabriq's per-request knobs: the RecallRequest fields the edges pass through.
-KNOB_FIELDS = ("routing", "k", "strict", "entities")
+KNOB_FIELDS = ("routing", "k", "strict", "entities", "include_graph", "include_history")
 # Recall's filters (Dakera seed 004), as request fields: see `RecallRequest`.
 FILTER_FIELDS = (
     "kinds", "tags", "any_tags", "agent_id", "session_id", "min_importance", "since", "until",
@@ -82,6 +82,10 @@ class RecallRequest:
     min_importance: float | None = None
     since: datetime | None = None  # created at or after
     until: datetime | None = None  # created at or before
+    # Seed 003: each hit's 1-hop neighbours (`recall.shape`); archived and
+    # superseded memories as candidates too (the cold tier, `recall.tiers`).
+    include_graph: bool = False
+    include_history: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,19 @@ class Provenance:
 
 
 @dataclass(frozen=True, slots=True)
+class GraphLink:
+    """One 1-hop neighbour of a hit (`include_graph`, seed 003's `graph`): the
+    memory at the other end of an edge, the edge's type and weight, and
+    `reverse` when the edge points at the hit."""
+
+    id: str
+    name: str
+    rel: str
+    weight: float
+    reverse: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Hit:
     """One result, the same JSON contract for agents and people.
 
@@ -43,6 +56,11 @@ class Hit:
     hits and `similarity` (raw cosine) on every hit the semantic leg found;
     Recall sets neither, but sets `tokens` and `sources`, and, packed for an
     agent, `text` (sanitized, maybe cut short: `truncated`).
+
+    Seed 003's hit shape: `valid_from` / `invalid_at` (valid time),
+    `origin`, `agent_id` and `session_id` (the attribution: how the memory
+    was learnt, by which agent, in which session) and, when asked
+    (`include_graph`), `graph`: its 1-hop neighbours in scope.
     """
 
     kind: str
@@ -71,6 +89,10 @@ class Hit:
     depth: int | None = None  # an associated item: hops from the main item `via`
     via: str | None = None
     rel: str | None = None  # an associated item: the type of the edge that reached it
+    invalid_at: datetime | None = None
+    origin: str = ""  # the memory's source: user_stated, agent_inferred, ...
+    agent_id: str = ""
+    graph: tuple[GraphLink, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,4 +201,7 @@ def to_hit(
         valid_from=record.valid_from,
         occurred_at=record.occurred_at,
         session_id=record.session_id,
+        invalid_at=record.invalid_at,
+        origin=record.source,
+        agent_id=record.agent_id,
     )

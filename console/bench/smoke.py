@@ -28,6 +28,8 @@ SPEED_OPS = (
     *(f"palette {n}-letter" for n in (1, 2, 3, 4)),
     "search hybrid",
     "recall budget 1000",
+    "recall hot tier",
+    "recall cold tier",
     "briefing",
     "prompt recall",
     "raw embed",

@@ -32,6 +32,20 @@ class ProvenanceOut(Reply):
     path: list[str] | None = Field(None, description="graph: ids from the seed to this item")
 
 
+class AttributionOut(Reply):
+    source: str | None = Field(None, description="how it was learnt: user_stated, ...")
+    agent: str | None = Field(None, description="the agent that wrote it")
+    session: str | None = Field(None, description="the session it was written in")
+
+
+class GraphLinkOut(Reply):
+    id: str
+    name: str
+    rel: str = Field(description="the edge's type")
+    weight: float = Field(description="the edge's weight, 0-1")
+    reverse: bool | None = Field(None, description="true: the edge points at the item")
+
+
 class PackItem(Reply):
     id: str
     kind: ItemKind
@@ -43,8 +57,16 @@ class PackItem(Reply):
     truncated: bool | None = Field(None, description="true when the text was cut to fit")
     description: str | None = Field(None, description="one line (detail index)")
     valid_from: str | None = Field(None, description="when it became true (ISO 8601, UTC)")
+    invalid_at: str | None = Field(
+        None, description="when it stopped being true (superseded or archived)"
+    )
     occurred_at: str | None = Field(None, description="when the event happened, if known")
-    session_id: str | None = None
+    attribution: AttributionOut | None = Field(
+        None, description="its source, agent and session (those known)"
+    )
+    graph: list[GraphLinkOut] | None = Field(
+        None, description="with include_graph: its 1-hop neighbours in scope"
+    )
     favorite: bool | None = Field(None, description="starred by a person")
     source: Source
     score: float
@@ -89,8 +111,10 @@ class SearchHitOut(Reply):
     active: bool
     updated: str | None
     valid_from: str | None = None
+    invalid_at: str | None = None
     occurred_at: str | None = None
     session_id: str | None = None
+    attribution: AttributionOut
 
 
 class SearchOut(Reply):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from ninja import Field
-from pydantic import StringConstraints
+from pydantic import StringConstraints, model_validator
 
 from console.models import SOURCE_URL_RE
 from console.schemas.common import (
@@ -169,6 +169,31 @@ class RecallIn(Body):
     )
     since: DateTime | None = Field(None, description="created at or after (ISO 8601)")
     until: DateTime | None = Field(None, description="created at or before (ISO 8601)")
+    # Seed 003 (memory_recall): its names for limit and kinds, its hit graph, the cold tier.
+    top_k: RecallLimit | None = Field(
+        None, description="seed 003's name for `limit`; when given, it is the limit"
+    )
+    types: list[MemoryKind] | None = Field(
+        None,
+        min_length=1,
+        description="seed 003's name for `kinds`; when given, they are the kinds",
+    )
+    include_graph: bool = Field(
+        False, description="each item carries `graph`: its 1-hop neighbours in scope"
+    )
+    include_history: bool = Field(
+        False, description="archived and superseded memories are candidates too (the cold tier)"
+    )
+
+    @model_validator(mode="after")
+    def _aliases(self) -> RecallIn:
+        """`top_k` and `types`, when given, are the `limit` and `kinds` the engine reads
+        (seed 003's names; given beside the others, they win)."""
+        if self.top_k is not None:
+            self.limit = self.top_k
+        if self.types is not None:
+            self.kinds = self.types
+        return self
 
 
 class SearchIn(Params):

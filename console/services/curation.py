@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
+from console import wiring
 from console.models import Memory, Note, Setting
 
 
@@ -15,6 +17,7 @@ def favorite_toggle(*, item: Memory | Note, value: bool | None = None) -> bool:
     new = (not item.favorite) if value is None else value
     type(item).objects.filter(pk=item.pk).update(favorite=new)
     item.favorite = new
+    transaction.on_commit(wiring.forget_recalls)  # a star boosts: hot packs may be stale
     return new
 
 

@@ -213,6 +213,7 @@ class HotVectorIndex:
         self.poll_seconds = poll_seconds
         self._lock = threading.RLock()
         self._entries: dict[str, _Entry] = {}
+        self._changes = 0  # rows put or dropped: part of `stamp`
         self._parts: dict[Partition, _Part] = {}
         self._ids_by_key: dict[int, str] = {}
         self._next_key = 0
@@ -288,6 +289,7 @@ class HotVectorIndex:
             self._parts.clear()
             self._ids_by_key.clear()
             self._version = None
+            self._changes += 1
 
     def stored_model(self) -> str | None:
         return self.inner.stored_model()
@@ -341,6 +343,14 @@ class HotVectorIndex:
                 self._put(changes)
         return len(gone) + len(changed)
 
+    def stamp(self) -> object:
+        """Which rows searches see (`recall.tiers.Stamped`): the plane's version the
+        copy last caught up with; None while searches still go to the plane."""
+        if not self.ready:
+            return None
+        with self._lock:
+            return (self._version, self._mark, self._changes)
+
     @property
     def ready(self) -> bool:
         """Whether searches are answered from memory (else by the plane)."""
@@ -371,6 +381,7 @@ class HotVectorIndex:
     # -- the partitions -------------------------------------------------------------
 
     def _put(self, block: VectorBlock) -> None:
+        self._changes += 1
         if not block.ids:
             return
         vectors = np.asarray(block.vectors, dtype=np.float32)
@@ -393,6 +404,7 @@ class HotVectorIndex:
             self._parts[partition].add(np.asarray(keys, dtype=np.uint64), vectors[rows])
 
     def _drop(self, id_: str) -> None:
+        self._changes += 1
         entry = self._entries.pop(id_, None)
         if entry is None:
             return

@@ -600,6 +600,17 @@ class TantivyIndex:
         """The number of live documents."""
         return int(self._searcher().num_docs)
 
+    def stamp(self) -> object:
+        """Which commit the reader sees (`recall.tiers.Stamped`): meta.json's change
+        time, which every commit by any process moves, and the searcher's shape,
+        which moves once this process's reader has reloaded onto it."""
+        searcher = self._searcher()
+        try:
+            changed = (self.path / "meta.json").stat().st_mtime_ns
+        except OSError:
+            return None
+        return (changed, int(searcher.num_docs), int(searcher.num_segments))
+
     def _searcher(self) -> tantivy.Searcher:
         try:
             return self._index.searcher()

@@ -280,6 +280,13 @@ class WhooshIndex:
             raise IndexUnavailable(f"cannot read the text index at {self.path}: {exc}") from exc
         return self._searcher
 
+    def stamp(self) -> object:
+        """Which commit the reader sees (`recall.tiers.Stamped`): the index's generation."""
+        try:
+            return int(self._index.latest_generation())
+        except Exception:  # unreadable: no stamp, so nothing is served hot
+            return None
+
     def search(
         self,
         text: str,

@@ -46,7 +46,15 @@ def test_recall_reply_matches_the_context_pack_contract_field_by_field(world: Wo
             PACK_ITEM - {"memory_kind", "valid_from"}
             <= set(item)
             <= PACK_ITEM
-            | {"title", "truncated", "occurred_at", "session_id", "favorite", "sources"}
+            | {
+                "title",
+                "truncated",
+                "occurred_at",
+                "attribution",
+                "invalid_at",
+                "favorite",
+                "sources",
+            }
         )
         assert item["kind"] in {"memory", "note"} and item["source"] in SOURCES
         assert isinstance(item["score"], float) and isinstance(item["tokens"], int)

@@ -151,3 +151,21 @@ def test_a_partition_moves_from_the_flat_scan_to_a_graph_as_it_grows(tmp_path: P
         want = ids(exact.search(q, where=ACTIVE_A, limit=5))
         assert ids(hot.search(q, where=ACTIVE_A, limit=5)) == want
         assert not {"m03", "m17", "m50"} & set(want)
+
+
+def test_the_stamp_is_none_until_loaded_then_moves_with_every_change(tmp_path: Path) -> None:
+    """What recall.tiers keys hot packs on: unknown while loading, then every put or drop."""
+    writer = LanceIndex(tmp_path / "v", dims=DIMS)
+    writer.upsert([row("one", e(0))])
+    hot = HotVectorIndex(LanceIndex(tmp_path / "v", dims=DIMS), poll_seconds=0)
+    assert hot.stamp() is None
+    assert hot.wait_ready(30)
+    loaded = hot.stamp()
+    assert loaded is not None and hot.stamp() == loaded
+
+    hot.upsert([row("one", e(1))])  # an own write, in place: the count stays
+    assert hot.stamp() != loaded
+    own = hot.stamp()
+    writer.delete(["one"])  # another handle's write, seen on refresh
+    hot.refresh()
+    assert hot.stamp() != own

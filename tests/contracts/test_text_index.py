@@ -798,3 +798,22 @@ def test_attribute_filters_apply_before_the_limit(
 
     assert search(index, "turbine", limit=5) == [d.id for d in loud[:5]]  # unfiltered: all out
     assert search(index, "turbine", where, limit=5) == [d.id for d in quiet]
+
+
+# -- the stamp the hot tier keys on (recall.tiers) ------------------------------
+
+
+def test_a_real_index_stamp_moves_with_every_commit_of_any_handle(
+    real: type[TantivyIndex] | type[WhooshIndex], tmp_path: Path
+) -> None:
+    index = real(tmp_path / "fts")
+    other = real(tmp_path / "fts")  # what another process holds
+    index.upsert([make_doc()])
+    before = index.stamp()
+
+    assert before is not None and index.stamp() == before  # nothing committed since
+    other.upsert([make_doc(body="changed wording")])  # same id, same count
+    assert index.stamp() != before
+    moved = index.stamp()
+    other.delete(["m1"])
+    assert index.stamp() != moved

@@ -44,6 +44,8 @@ def test_an_item_holds_what_an_agent_needs_and_nothing_raw():
     record = make_memory(
         1, "deploy-order", kind="runbook", description="d", body="b",
         session_id="s1", valid_from=datetime(2023, 5, 8, 13, 56, tzinfo=UTC), favorite=True,
+        invalid_at=datetime(2024, 1, 2, 3, 4, tzinfo=UTC), source="user_stated",
+        agent_id="claude-code",
     )  # fmt: skip
     provenance = (Provenance("fts", 1, 2),)
     hit = to_hit(record, now=NOW, source="fused", score=0.123456, sources=provenance)
@@ -53,7 +55,9 @@ def test_an_item_holds_what_an_agent_needs_and_nothing_raw():
     assert view == {
         "id": record.id, "kind": "memory", "name": "deploy-order", "memory_kind": "runbook",
         "project": "alpha", "text": "", "valid_from": "2023-05-08T13:56:00Z",
-        "session_id": "s1", "favorite": True, "source": "fused", "score": 0.1235, "tokens": 0,
+        "invalid_at": "2024-01-02T03:04:00Z",
+        "attribution": {"source": "user_stated", "agent": "claude-code", "session": "s1"},
+        "favorite": True, "source": "fused", "score": 0.1235, "tokens": 0,
     }  # fmt: skip
     assert "sources" in item_view(hit, debug=True)
 

@@ -1,0 +1,134 @@
+"""Recall's three tiers (seed 003: hot < 5 ms, warm < 15 ms, cold < 200 ms).
+
+- **hot**: a request this process answered a moment ago, answered again
+  from `HotTier`, a small LRU of packs keyed by the request (its query with
+  whitespace collapsed) and the resolved config. An entry serves while
+    - the planes' stamps are the ones it was computed under (`stamp`): every
+      write, by any process, reaches the planes (a text index commit, a
+      vector copy refresh), so every process's hot entries give way then;
+    - no write committed in this process since (the console calls
+      `Engine.forget` when a write commits, before its index job is applied);
+    - it is younger than `ttl_seconds` (ages, usage and stars drift slowly).
+  Planes that cannot say their stamp (PostgreSQL's, LanceDB without its
+  in-process copy) leave the hot tier off: every request is then warm.
+- **warm**: the pipeline (`recall.recall.run`).
+- **cold**: a request that reaches past the live memories
+  (`include_history`: archived and superseded memories are candidates too);
+  never cached.
+
+`debug.tier` says which tier answered and `debug.latency_ms` how long it took.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Protocol, runtime_checkable
+
+from recall.requests import RecallRequest
+from recall.results import ContextPack
+
+HOT, WARM, COLD = "hot", "warm", "cold"
+HOT_SIZE = 512
+HOT_TTL_SECONDS = 30.0
+
+
+@runtime_checkable
+class Stamped(Protocol):
+    """A plane that can say, cheaply, which state its readers see now: the stamp
+    changes whenever what a search returns may have changed."""
+
+    def stamp(self) -> object: ...
+
+
+def stamp(*planes: object) -> tuple[object, ...] | None:
+    """The planes' stamps together; None when a plane cannot tell (no hot tier)."""
+    out: list[object] = []
+    for plane in planes:
+        if plane is None:
+            continue
+        if not isinstance(plane, Stamped):
+            return None
+        value = plane.stamp()
+        if value is None:
+            return None
+        out.append(value)
+    return tuple(out)
+
+
+def tier_of(req: RecallRequest) -> str:
+    """The tier a request goes to when the hot tier cannot answer it."""
+    return COLD if req.include_history else WARM
+
+
+def key(req: RecallRequest, config: object) -> str:
+    """The request (query whitespace-collapsed) and the resolved config, as one key."""
+    return repr((replace(req, query=" ".join(req.query.split())), config))
+
+
+@dataclass(slots=True)
+class _Entry:
+    pack: ContextPack
+    stamp: tuple[object, ...]
+    made: float
+
+
+class HotTier:
+    """The hot tier's packs (thread-safe; see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        size: int = HOT_SIZE,
+        ttl_seconds: float = HOT_TTL_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.size = size
+        self.ttl_seconds = ttl_seconds
+        self._clock = clock
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str, stamp: tuple[object, ...] | None) -> ContextPack | None:
+        if stamp is None or not self.size:
+            return None
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            if entry.stamp != stamp or self._clock() - entry.made > self.ttl_seconds:
+                del self._entries[key]
+                return None
+            self._entries.move_to_end(key)
+            return entry.pack
+
+    def put(self, key: str, stamp: tuple[object, ...] | None, pack: ContextPack) -> None:
+        if stamp is None or not self.size:
+            return
+        with self._lock:
+            self._entries[key] = _Entry(pack, stamp, self._clock())
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def forget(self) -> None:
+        """Drop every entry (a write committed in this process)."""
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def answered(pack: ContextPack, tier: str, started: float) -> ContextPack:
+    """`pack` with its debug (when asked) saying which tier answered, in how long."""
+    if pack.debug is None:
+        return pack
+    latency = round((time.perf_counter() - started) * 1000, 3)
+    debug = {**pack.debug, "tier": tier, "latency_ms": latency}
+    if tier == HOT:  # the stages ran for the entry, not for this answer
+        debug["timings_ms"] = {"hot": latency, "total": latency}
+    return replace(pack, debug=debug)

@@ -1,0 +1,192 @@
+"""Seed 003's hit shape and tiers over REST and MCP, on the real planes and embedder.
+
+Every hit carries `valid_from`, `invalid_at` (when set) and `attribution`;
+`include_graph` adds its 1-hop neighbours in scope; `top_k` and `types` are
+`limit` and `kinds`; `debug` says which tier answered (hot, warm, cold) and
+how long it took.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from ulid import ULID
+
+from console import indexing, services, wiring
+from console.models import Edge
+from console.schemas import ContextPackOut
+from recall.indexes.hot_vectors import HotVectorIndex
+from recall.indexes.tantivy_index import TantivyIndex
+from recall.types import Doc
+from tests.console.api_world import (  # noqa: F401
+    World,
+    call,
+    mcp,
+    recall_both,
+    world_fixture,
+)
+
+pytestmark = pytest.mark.django_db
+
+ASK = {"query": "albatross warm cache", "record": False}
+
+
+def rest(world: World, body: dict[str, Any]) -> dict[str, Any]:
+    response = call(world.client("alpha"), "post", "/recall", {**ASK, **body})
+    assert response.status_code == 200, response.content
+    reply: dict[str, Any] = response.json()
+    ContextPackOut.model_validate(reply)
+    return reply
+
+
+def item(reply: dict[str, Any], memory_id: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(i for i in reply["items"] if i["id"] == memory_id)
+    return found
+
+
+def test_every_hit_carries_valid_time_and_attribution_on_both_surfaces(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = world.memories["alpha"]
+    services.memory_update(memory=memory, agent_id="claude-code", session_id="s-42")
+    indexing.apply_pending()
+
+    rest_reply, (status, mcp_reply) = recall_both(world, ASK, monkeypatch)
+
+    assert rest_reply.status_code == status == 200
+    for reply in (rest_reply.json(), mcp_reply):
+        hit = item(reply, memory.pk)
+        assert hit["valid_from"].endswith("Z")
+        assert "invalid_at" not in hit  # still true
+        assert hit["attribution"] == {
+            "source": "user_stated", "agent": "claude-code", "session": "s-42",
+        }  # fmt: skip
+        assert "session_id" not in hit  # said once, in the attribution
+
+
+def test_include_history_is_the_cold_tier_and_shows_when_a_memory_stopped_being_true(
+    world: World,
+) -> None:
+    memory = world.memories["alpha"]
+    services.memory_archive(memory=memory)
+    indexing.apply_pending()
+
+    live = rest(world, {"debug": True})
+    past = rest(world, {"debug": True, "include_history": True})
+
+    assert memory.pk not in [i["id"] for i in live["items"]]
+    archived = item(past, memory.pk)
+    assert archived["invalid_at"].endswith("Z")
+    assert (live["debug"]["tier"], past["debug"]["tier"]) == ("warm", "cold")
+
+
+def test_include_graph_names_the_neighbours_in_scope_and_counts_their_tokens(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alpha, beta = world.memories["alpha"], world.memories["beta"]
+    other = services.memory_create(
+        project=alpha.project, kind="fact", name="albatross-owner", description="Team Kestrel"
+    )
+    services.association_write(src=alpha, dst=other, rel="depends-on", weight=0.7)
+    # An edge across projects cannot be written through the services; stored
+    # anyway (older data), its far end must still never be named.
+    Edge.objects.create(src=alpha, dst=beta, rel="related", weight=1.0, origin="explicit")
+    indexing.apply_pending()
+
+    plain = rest(world, {})
+    rest_reply, (status, mcp_reply) = recall_both(
+        world, {**ASK, "include_graph": True}, monkeypatch
+    )
+
+    assert rest_reply.status_code == status == 200
+    assert "graph" not in item(plain, alpha.pk)
+    for reply in (rest_reply.json(), mcp_reply):
+        hit = item(reply, alpha.pk)
+        assert hit["graph"] == [
+            {"id": other.pk, "name": "albatross-owner", "rel": "depends-on", "weight": 0.7}
+        ]
+        assert beta.pk not in str(reply)
+        back = item(reply, other.pk) if other.pk in [i["id"] for i in reply["items"]] else None
+        if back is not None:  # seen from the other end, the edge points at it
+            assert back["graph"][0]["reverse"] is True
+    assert item(rest_reply.json(), alpha.pk)["tokens"] > item(plain, alpha.pk)["tokens"]
+
+
+def test_top_k_and_types_are_limit_and_kinds_and_win_when_both_are_given(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    services.memory_create(
+        project=world.memories["alpha"].project, kind="fact", name="albatross-fact",
+        description="The albatross cache holds 4 GB",
+    )  # fmt: skip
+    indexing.apply_pending()
+
+    top1 = rest(world, {"top_k": 1})
+    facts = rest(world, {"types": ["fact"]})
+    both_rest, (status, both_mcp) = recall_both(
+        world, {**ASK, "top_k": 1, "limit": 3, "types": ["fact"], "kinds": ["gotcha"]},
+        monkeypatch,
+    )  # fmt: skip
+
+    assert len(top1["items"]) == 1
+    assert facts["items"] and {i["memory_kind"] for i in facts["items"]} == {"fact"}
+    assert both_rest.status_code == status == 200
+    for reply in (both_rest.json(), both_mcp):
+        assert [i["name"] for i in reply["items"]] == ["albatross-fact"]
+
+
+def copy_loaded() -> None:
+    """The in-process vector copy loads on the first search; until it has, the
+    vector plane has no stamp and nothing is served hot."""
+    vectors = wiring.engine().planes.vectors
+    assert isinstance(vectors, HotVectorIndex)
+    assert vectors.wait_ready(30)
+
+
+def test_a_repeated_recall_is_hot_until_a_write(world: World) -> None:
+    copy_loaded()
+    first = rest(world, {"debug": True})
+    again = rest(world, {"debug": True, "query": "  albatross   warm cache "})
+
+    assert (first["debug"]["tier"], again["debug"]["tier"]) == ("warm", "hot")
+    assert again["items"] == first["items"]
+    assert again["debug"]["latency_ms"] >= 0 and "hot" in again["debug"]["timings_ms"]
+
+    services.memory_create(
+        project=world.memories["alpha"].project, kind="gotcha", name="albatross-new",
+        description="The albatross warm cache needs a second warm-up pass",
+    )  # fmt: skip
+    indexing.apply_pending()
+    after = rest(world, {"debug": True})
+
+    assert after["debug"]["tier"] == "warm"
+    assert "albatross-new" in [i["name"] for i in after["items"]]
+
+
+def test_a_commit_by_another_process_ends_the_hot_answer(world: World) -> None:
+    """Another process's write reaches this one through the text plane's stamp."""
+    copy_loaded()
+    rest(world, {"debug": True})
+    assert rest(world, {"debug": True})["debug"]["tier"] == "hot"
+    text = wiring.text_index()
+    assert isinstance(text, TantivyIndex)
+
+    elsewhere = TantivyIndex(text.path)  # a second handle: what another process holds
+    elsewhere.upsert(
+        [
+            Doc(
+                id=str(ULID()),
+                item="note",
+                project="alpha",
+                active=True,
+                kind="note",
+                name="elsewhere",
+                title="elsewhere",
+                description="albatross",
+                body="",
+            )
+        ]  # fmt: skip
+    )
+
+    assert rest(world, {"debug": True})["debug"]["tier"] == "warm"
