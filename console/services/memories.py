@@ -19,7 +19,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from console import indexing, selectors
-from console.models import Edge, Memory, Project
+from console.models import Edge, IdempotencyKey, Memory, Project
 from console.services.associations import associations_carry
 from recall import links
 
@@ -217,9 +217,12 @@ def memory_restore(*, memory: Memory) -> Memory:
 
 @transaction.atomic
 def memory_delete(*, memory: Memory) -> None:
+    """Delete it; a write's kept answer naming it goes too, so a retry of that
+    write creates it again instead of answering with an id that is gone."""
     pk = memory.pk
     Memory.objects.filter(superseded_by_id=pk).update(superseded_by=None)
     Memory.objects.filter(pk=pk).delete()
+    IdempotencyKey.objects.filter(response__memory__id=pk).delete()
     indexing.enqueue("memory", pk, "delete")
 
 

@@ -34,6 +34,20 @@ def test_a_retry_with_the_same_key_gets_the_first_answer(world: World) -> None:
     assert IdempotencyKey.objects.filter(key="turn-1-once").count() == 1
 
 
+def test_a_retry_after_its_memory_was_deleted_creates_it_again(world: World) -> None:
+    first = write(world, TURN, key="turn-1-gone").json()["memory"]["id"]
+    assert world.client("alpha").delete(f"/api/v1/memories/{first}").status_code == 200
+
+    again = write(world, TURN, key="turn-1-gone")
+
+    assert again.status_code == 201
+    assert again.json()["memory"]["id"] != first
+    assert (
+        world.client("alpha").get(f"/api/v1/memories/{again.json()['memory']['id']}").status_code
+        == 200
+    )
+
+
 def test_a_key_reused_for_another_request_is_a_409(world: World) -> None:
     write(world, TURN, key="k")
 
@@ -137,7 +151,10 @@ def test_turns_take_their_place_in_the_session_and_keep_their_time(world: World)
 
     assert orders == {"turn-0": 0, "turn-1": 1, "turn-2": 2}
     item = next(i for i in pack["items"] if i["name"] == "turn-2")
-    assert item["occurred_at"] == "2023-05-08T13:56:00Z" and item["session_id"] == "conv:S1"
+    assert (
+        item["occurred_at"] == "2023-05-08T13:56:00Z"
+        and item["attribution"]["session"] == "conv:S1"
+    )
 
 
 # --- verbs ---------------------------------------------------------------------------
