@@ -115,7 +115,10 @@ def recall(
 ) -> ContextPack:
     """Recall in one of the token's projects (+ global unless the project is sealed)."""
     bound = project_of(access, project)
-    pack = selectors.memory_recall(project=bound, **options)
+    altitude = options.get("altitude")
+    if altitude not in (None, "entity"):  # a first digest is built by the worker, not here
+        services.digest_request(project=bound)
+    pack = selectors.memory_recall(project=bound, visible=access.projects, **options)
     if record:
         ids = [h.id for h in pack.items]
         _seen(access, "recalled", ids, query=options.get("query", ""), project=bound)

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from recall.types import MEMORY, Record
 
-SOURCES = ("semantic", "fts", "fused", "graph", "browse", "identifier")
+SOURCES = ("semantic", "fts", "fused", "graph", "browse", "identifier", "digest")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +71,7 @@ class Hit:
     depth: int | None = None  # an associated item: hops from the main item `via`
     via: str | None = None
     rel: str | None = None  # an associated item: the type of the edge that reached it
+    covers: int | None = None  # a digest item: how many rows it covers (recall/altitude.py)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from pydantic import StringConstraints
 
 from console.models import SOURCE_URL_RE
 from console.schemas.common import (
+    Altitude,
     AssociatedCap,
     Body,
     Budget,
@@ -169,6 +170,13 @@ class RecallIn(Body):
     )
     since: DateTime | None = Field(None, description="created at or after (ISO 8601)")
     until: DateTime | None = Field(None, description="created at or before (ISO 8601)")
+    # Altitude (fabriq AltEntity / AltScope / AltTenant / AltAuto; recall/altitude.py)
+    altitude: Altitude = Field(
+        "entity",
+        description="entity: rows; scope: the project's digest, then rows it does not cover; "
+        "tenant: the digest of every project you may see; auto: rows when they fit the budget, "
+        "else the digest (no digest yet: rows and a warning)",
+    )
 
 
 class SearchIn(Params):

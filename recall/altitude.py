@@ -1,0 +1,198 @@
+"""Which altitude answers a recall: entity rows, a scope digest or a tenant digest.
+
+fabriq's AltEntity / AltScope / AltTenant / AltAuto (seed 000), over the
+digests of recall/digest.py:
+
+- `entity`: the ranked rows, packed as always (the default);
+- `scope`: the bound project's digest, then the ranked rows it does not cover;
+- `tenant`: the digest over every project the caller may see (the edge
+  passes only those digests), then the rows it does not cover;
+- `auto`: rows when they fit, else the scope digest (the tenant digest when
+  the recall is bound to no project). The rows **do not fit** when the
+  entity pack leaves out or cuts short any row ranked within `limit`
+  (`omitted > 0` or an item `truncated`): the limit is the relevance cut.
+
+A digest and a row it covers never share a pack: the digest goes first, cut
+to the whole sentences that fit, and covers what those sentences cover; the
+rows follow in rank order without the covered ones. Asked for a digest
+that is not built (or whose first sentence alone overflows the budget), the
+recall answers with rows and a warning says so. `debug["altitude"]` says
+which altitude answered and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from recall import digest as digests
+from recall.agent import FULL, dumps, envelope
+from recall.errors import QueryError
+from recall.packing import Packed, _cost, _fill, _settle
+from recall.ports import TokenCounter
+from recall.results import Hit
+from recall.types import Record
+
+AUTO, ENTITY, SCOPE, TENANT = "auto", "entity", "scope", "tenant"
+ALTITUDES = (AUTO, ENTITY, SCOPE, TENANT)
+DIGEST = "digest"
+NO_DIGEST = "altitude {altitude}: no digest of {where} is built yet; answered with rows"
+TOO_BIG = "altitude {altitude}: the digest's first sentence exceeds the budget; answered with rows"
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """The pack at the altitude that answered, what its digest covers, and why."""
+
+    packed: Packed
+    altitude: str
+    covered: frozenset[str] = frozenset()
+    debug: dict[str, object] = field(default_factory=dict)
+
+
+def validate(altitude: str | None) -> None:
+    if altitude is not None and altitude not in ALTITUDES:
+        raise QueryError(f"altitude must be one of {', '.join(ALTITUDES)}, not {altitude!r}")
+
+
+def fits(packed: Packed) -> bool:
+    """Whether every ranked row went in whole (see the module docstring)."""
+    return packed.omitted == 0 and not any(h.truncated for h in packed.items)
+
+
+def wanted(
+    asked: str, entity: Packed, *, project: str | None, digests_: Sequence[digests.Digest]
+) -> tuple[str, digests.Digest | None, str]:
+    """(altitude to try, its digest or None, why) for a recall asked at `asked`."""
+    if asked == ENTITY:
+        return ENTITY, None, "asked for rows"
+    if asked == AUTO:
+        if fits(entity):
+            return ENTITY, None, "auto: every ranked row fits the budget"
+        climb = SCOPE if project is not None else TENANT
+        why = f"auto: the ranked rows need more than the budget, so {climb}"
+        return climb, pick(climb, project=project, digests_=digests_), why
+    return asked, pick(asked, project=project, digests_=digests_), f"asked for {asked}"
+
+
+def pick(
+    altitude: str, *, project: str | None, digests_: Sequence[digests.Digest]
+) -> digests.Digest | None:
+    """The scope digest of `project`, or the tenant digest over all of `digests_`."""
+    if altitude == SCOPE:
+        return next((d for d in digests_ if d.project == project and d.sentences), None)
+    return digests.tenant([d for d in digests_ if d.sentences])
+
+
+def answer(
+    asked: str,
+    entity: Packed,
+    ranked: Sequence[tuple[Hit, Record]],
+    *,
+    project: str | None,
+    digests_: Sequence[digests.Digest],
+    budget: int,
+    counter: TokenCounter,
+    detail: str,
+    item_tokens: int,
+    warnings: Sequence[str],
+    total_found: int | None,
+    associated: bool,
+) -> Answered:
+    """The pack at the altitude `asked` (see the module docstring)."""
+    altitude, chosen, why = wanted(asked, entity, project=project, digests_=digests_)
+    debug: dict[str, object] = {"asked": asked, "answered": altitude, "why": why}
+    if altitude == ENTITY:
+        return Answered(entity, ENTITY, debug=debug)
+    packed, covered = None, frozenset[str]()
+    if chosen is None:
+        where = "the visible projects" if altitude == TENANT else project or "the global memories"
+        said = NO_DIGEST.format(altitude=altitude, where=where)
+    else:
+        packed, covered = with_digest(
+            chosen, ranked, altitude=altitude, project=project, budget=budget, counter=counter,
+            detail=detail, item_tokens=item_tokens, warnings=warnings, total_found=total_found,
+            associated=associated,
+        )  # fmt: skip
+        said = TOO_BIG.format(altitude=altitude)
+    if packed is None:  # fall back to the rows, and say so
+        fallback = _settle(
+            counter, list(entity.items), len(ranked), budget, (*entity.warnings, said), detail,
+            total_found, [] if associated else None,
+        )  # fmt: skip
+        debug.update(answered=ENTITY, why=f"{why}; {said}")
+        return Answered(fallback, ENTITY, debug=debug)
+    debug.update(
+        digest_sentences=len((packed.items[0].text or "").split("\n")),
+        covered=sorted(covered), stale=chosen is not None and chosen.stale,
+    )  # fmt: skip
+    return Answered(packed, altitude, covered, debug)
+
+
+def digest_hit(
+    digest: digests.Digest, sentences: int, *, altitude: str, project: str | None
+) -> Hit:
+    """The first `sentences` sentences of `digest` as a pack item (kind "digest")."""
+    where = digest.project if altitude == SCOPE else None
+    name = f"digest-{where or ('global' if altitude == SCOPE else 'tenant')}"
+    chosen = digest.sentences[:sentences]
+    covers = len({i for s in chosen for i in s.covers})
+    return Hit(
+        kind=DIGEST, id=name, name=name, title=name, description="",
+        project=where if altitude == SCOPE else project, age="", source=DIGEST, score=1.0,
+        text="\n".join(s.text for s in chosen), covers=covers,
+    )  # fmt: skip
+
+
+def with_digest(
+    digest: digests.Digest,
+    ranked: Sequence[tuple[Hit, Record]],
+    *,
+    altitude: str,
+    project: str | None,
+    budget: int,
+    counter: TokenCounter,
+    detail: str,
+    item_tokens: int,
+    warnings: Sequence[str],
+    total_found: int | None,
+    associated: bool,
+) -> tuple[Packed | None, frozenset[str]]:
+    """The digest's longest sentence prefix that fits, then the uncovered rows.
+
+    (None, empty) when not even its first sentence fits.
+    """
+    base = envelope(
+        [], omitted=len(ranked), tokens=budget, budget=budget, warnings=warnings,
+        total_found=total_found, associated=[] if associated else None,
+    )  # fmt: skip
+    left = budget - counter.count(dumps(base))
+    n, hit = _longest(digest, left, counter=counter, altitude=altitude, project=project)
+    if hit is None:
+        return None, frozenset()
+    covered = frozenset(i for s in digest.sentences[:n] for i in s.covers)
+    rows = [(h, r) for h, r in ranked if h.id not in covered]
+    items = [hit, *_fill(rows, left - (hit.tokens or 0), counter=counter, detail=detail,
+                         item_tokens=item_tokens)]  # fmt: skip
+    packed = _settle(counter, items, 1 + len(rows), budget, tuple(warnings), detail, total_found,
+                     [] if associated else None)  # fmt: skip
+    if not packed.items or packed.items[0].kind != DIGEST:
+        return None, frozenset()
+    return packed, covered
+
+
+def _longest(
+    digest: digests.Digest, room: int, *, counter: TokenCounter, altitude: str, project: str | None
+) -> tuple[int, Hit | None]:
+    """The most sentences of `digest` whose item costs at most `room` (binary search)."""
+    lo, hi = 1, len(digest.sentences)
+    best: tuple[int, Hit | None] = (0, None)
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        hit = digest_hit(digest, mid, altitude=altitude, project=project)
+        cost = _cost(counter, hit, FULL)
+        if cost <= room:
+            best, lo = (mid, replace(hit, tokens=cost)), mid + 1
+        else:
+            hi = mid - 1
+    return best
