@@ -28,9 +28,9 @@ from dataclasses import dataclass, field, replace
 from recall import digest as digests
 from recall.agent import FULL, dumps, envelope
 from recall.errors import QueryError
-from recall.packing import Packed, _cost, _fill, _settle
+from recall.packing import Packed, _cost, _fill, _settle, pack
 from recall.ports import TokenCounter
-from recall.results import Hit
+from recall.results import ContextPack, Hit
 from recall.types import Record
 
 AUTO, ENTITY, SCOPE, TENANT = "auto", "entity", "scope", "tenant"
@@ -55,7 +55,7 @@ def validate(altitude: str | None) -> None:
         raise QueryError(f"altitude must be one of {', '.join(ALTITUDES)}, not {altitude!r}")
 
 
-def fits(packed: Packed) -> bool:
+def fits_pack(packed: Packed | ContextPack) -> bool:
     """Whether every ranked row went in whole (see the module docstring)."""
     return packed.omitted == 0 and not any(h.truncated for h in packed.items)
 
@@ -67,7 +67,7 @@ def wanted(
     if asked == ENTITY:
         return ENTITY, None, "asked for rows"
     if asked == AUTO:
-        if fits(entity):
+        if fits_pack(entity):
             return ENTITY, None, "auto: every ranked row fits the budget"
         climb = SCOPE if project is not None else TENANT
         why = f"auto: the ranked rows need more than the budget, so {climb}"
@@ -116,9 +116,9 @@ def answer(
         )  # fmt: skip
         said = TOO_BIG.format(altitude=altitude)
     if packed is None:  # fall back to the rows, and say so
-        fallback = _settle(
-            counter, list(entity.items), len(ranked), budget, (*entity.warnings, said), detail,
-            total_found, [] if associated else None,
+        fallback = pack(
+            ranked, budget=budget, counter=counter, detail=detail, item_tokens=item_tokens,
+            warnings=(*warnings, said), total_found=total_found, associated=associated,
         )  # fmt: skip
         debug.update(answered=ENTITY, why=f"{why}; {said}")
         return Answered(fallback, ENTITY, debug=debug)

@@ -139,12 +139,13 @@ def centrality(vectors: np.ndarray) -> np.ndarray:
 
 def mmr(
     vectors: np.ndarray, costs: Sequence[int], *, budget: int, lam: float = LAMBDA,
-    limit: int = MAX_SENTENCES,
+    limit: int = MAX_SENTENCES, redundant: float = COVER,
 ) -> list[int]:  # fmt: skip
     """Indices chosen by MMR over centroid centrality, best first, within `budget` tokens.
 
     A sentence that would overflow the budget is passed over (a shorter one
-    may still fit); ties go to the lower index, so the result is deterministic.
+    may still fit), and so is one that restates a chosen one (cosine >=
+    `redundant`); ties go to the lower index, so the result is deterministic.
     """
     n = len(vectors)
     central = centrality(vectors)
@@ -161,6 +162,7 @@ def mmr(
         chosen.append(best)
         left -= costs[best]
         nearest = np.maximum(nearest, vectors @ vectors[best])
+        open_ &= nearest < redundant
     return chosen
 
 
