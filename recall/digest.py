@@ -41,7 +41,7 @@ MAX_SENTENCES = 40
 LAMBDA = 0.7  # MMR: centrality vs. novelty
 COVER = 0.8  # cosine at which a sentence restates another
 PER_MEMORY = 6  # sentences embedded per memory (description first)
-CHUNK_WORDS = 30  # a run of words without a sentence end is cut into chunks this long
+CHUNK_WORDS = 20  # a run of words without a sentence end is cut into chunks this long
 MIN_WORDS = 4
 EMBED_BATCH = 256
 _BOUNDARY = re.compile(r"(?<=[.!?])\s+|\n+")

@@ -18,8 +18,8 @@ from tests.recall.conftest import make_memory, uid
         ("Warm the big cache. Then deploy it now.", ["Warm the big cache.", "Then deploy it now."]),
         ("- run the nightly backup job\n- too short", ["run the nightly backup job"]),
         ("one two three", []),  # under MIN_WORDS
-        (" ".join(f"w{i}" for i in range(35)), [" ".join(f"w{i}" for i in range(30)),
-                                                 " ".join(f"w{i}" for i in range(30, 35))]),
+        (" ".join(f"w{i}" for i in range(25)), [" ".join(f"w{i}" for i in range(20)),
+                                                 " ".join(f"w{i}" for i in range(20, 25))]),
     ],
 )  # fmt: skip
 def test_split_cuts_at_sentence_ends_lines_and_long_runs(text: str, expected: list[str]):
