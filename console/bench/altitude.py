@@ -94,10 +94,6 @@ def table(body: dict[str, Any]) -> str:
         f"digest {d['sentences']} sentences, {d['tokens']} tokens, covers {d['covers']} rows "
         f"(built in {d['build_s']} s; load {body['load_s']} s)"
     )
-    headers = ("budget", "altitude", "rows", "digest", "covered", "tokens", "omitted")
-    rows = [
-        (r["budget"], r["altitude"], r["rows"], f"{r['digest']:.0%}", r["covered"], r["tokens"],
-         r["omitted"])  # fmt: skip
-        for r in body["rows"]
-    ]
-    return head + "\n" + report.table(headers, rows)
+    keys = ("budget", "altitude", "rows", "digest", "covered", "tokens", "omitted")
+    rows = [[f"{r[k]:.0%}" if k == "digest" else r[k] for k in keys] for r in body["rows"]]
+    return head + "\n" + report.table(keys, rows)
