@@ -9,8 +9,10 @@ digests of recall/digest.py:
   passes only those digests), then the rows it does not cover;
 - `auto`: rows when they fit, else the scope digest (the tenant digest when
   the recall is bound to no project). The rows **do not fit** when the
-  entity pack leaves out or cuts short any row ranked within `limit`
-  (`omitted > 0` or an item `truncated`): the limit is the relevance cut.
+  entity pack leaves out or cuts short any of the top `AUTO_ROWS` ranked
+  rows (fewer when `limit` or the ranking is shorter): those are the rows
+  an agent should see whole (the relevance cut; the default `limit` is
+  "as many as fit", so the limit itself cannot be the cut).
 
 A digest and a row it covers never share a pack: the digest goes first, cut
 to the whole sentences that fit, and covers what those sentences cover; the
@@ -55,22 +57,32 @@ def validate(altitude: str | None) -> None:
         raise QueryError(f"altitude must be one of {', '.join(ALTITUDES)}, not {altitude!r}")
 
 
-def fits_pack(packed: Packed | ContextPack) -> bool:
-    """Whether every ranked row went in whole (see the module docstring)."""
-    return packed.omitted == 0 and not any(h.truncated for h in packed.items)
+AUTO_ROWS = 10  # the relevance cut of `auto` (the recall limit ARCHITECTURE.md names)
+
+
+def fits_pack(packed: Packed | ContextPack, ranked: int) -> bool:
+    """Whether the top min(AUTO_ROWS, `ranked`) ranked rows went in whole."""
+    top = packed.items[: min(AUTO_ROWS, ranked)]
+    return len(top) == min(AUTO_ROWS, ranked) and not any(h.truncated for h in top)
 
 
 def wanted(
-    asked: str, entity: Packed, *, project: str | None, digests_: Sequence[digests.Digest]
+    asked: str,
+    entity: Packed,
+    ranked: int,
+    *,
+    project: str | None,
+    digests_: Sequence[digests.Digest],
 ) -> tuple[str, digests.Digest | None, str]:
     """(altitude to try, its digest or None, why) for a recall asked at `asked`."""
     if asked == ENTITY:
         return ENTITY, None, "asked for rows"
+    top = min(AUTO_ROWS, ranked)
     if asked == AUTO:
-        if fits_pack(entity):
-            return ENTITY, None, "auto: every ranked row fits the budget"
+        if fits_pack(entity, ranked):
+            return ENTITY, None, f"auto: the top {top} ranked rows fit the budget whole"
         climb = SCOPE if project is not None else TENANT
-        why = f"auto: the ranked rows need more than the budget, so {climb}"
+        why = f"auto: the top {top} ranked rows need more than the budget, so {climb}"
         return climb, pick(climb, project=project, digests_=digests_), why
     return asked, pick(asked, project=project, digests_=digests_), f"asked for {asked}"
 
@@ -100,7 +112,7 @@ def answer(
     associated: bool,
 ) -> Answered:
     """The pack at the altitude `asked` (see the module docstring)."""
-    altitude, chosen, why = wanted(asked, entity, project=project, digests_=digests_)
+    altitude, chosen, why = wanted(asked, entity, len(ranked), project=project, digests_=digests_)
     debug: dict[str, object] = {"asked": asked, "answered": altitude, "why": why}
     if altitude == ENTITY:
         return Answered(entity, ENTITY, debug=debug)

@@ -86,7 +86,7 @@ def test_a_digest_whose_first_sentence_overflows_falls_back(make_engine: MakeEng
 def test_auto_descends_to_rows_when_they_fit_and_climbs_one_token_below(make_engine: MakeEngine):
     engine = world(make_engine)
     fits = next(b for b in range(50, 4000)
-                if altitude.fits_pack(engine.recall(ask(budget=b))))  # fmt: skip
+                if altitude.fits_pack(engine.recall(ask(budget=b)), 6))  # fmt: skip
 
     at = engine.recall(ask(altitude="auto", digests=(SCOPE,), budget=fits))
     below = engine.recall(ask(altitude="auto", digests=(SCOPE,), budget=fits - 1))
@@ -119,3 +119,18 @@ def test_entity_is_the_default_and_ignores_digests(make_engine: MakeEngine):
 def test_an_unknown_altitude_is_a_query_error(make_engine: MakeEngine):
     with pytest.raises(QueryError, match="altitude must be one of auto, entity, scope, tenant"):
         world(make_engine).recall(ask(altitude="orbit"))
+
+
+def test_auto_asks_only_the_top_rows_to_fit_whole(make_engine: MakeEngine):
+    records = [make_memory(i, description=f"chroma note {i}", body=BODY) for i in range(1, 15)]
+    engine = make_engine(records, embedder=None)
+
+    def whole(budget: int) -> int:  # how many rows went in whole
+        return sum(1 for h in engine.recall(ask(budget=budget)).items if not h.truncated)
+
+    budget = next(b for b in range(50, 8000) if whole(b) >= altitude.AUTO_ROWS)
+    pack = engine.recall(ask(altitude="auto", digests=(SCOPE,), budget=budget))
+
+    assert pack.omitted > 0  # the rows below the cut do not all fit ...
+    assert pack.debug is not None and pack.debug["altitude"]["answered"] == "entity"  # ... yet
+    assert "top 10 ranked rows fit" in str(pack.debug["altitude"]["why"])
