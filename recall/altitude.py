@@ -96,6 +96,19 @@ def pick(
     return digests.tenant([d for d in digests_ if d.sentences])
 
 
+@dataclass(frozen=True, slots=True)
+class Packing:
+    """What `recall.packing.pack` takes besides the ranking."""
+
+    budget: int
+    counter: TokenCounter
+    detail: str = FULL
+    item_tokens: int = 0
+    warnings: tuple[str, ...] = ()
+    total_found: int | None = None
+    associated: bool = False
+
+
 def answer(
     asked: str,
     entity: Packed,
@@ -103,13 +116,7 @@ def answer(
     *,
     project: str | None,
     digests_: Sequence[digests.Digest],
-    budget: int,
-    counter: TokenCounter,
-    detail: str,
-    item_tokens: int,
-    warnings: Sequence[str],
-    total_found: int | None,
-    associated: bool,
+    how: Packing,
 ) -> Answered:
     """The pack at the altitude `asked` (see the module docstring)."""
     altitude, chosen, why = wanted(asked, entity, len(ranked), project=project, digests_=digests_)
@@ -121,16 +128,13 @@ def answer(
         where = "the visible projects" if altitude == TENANT else project or "the global memories"
         said = NO_DIGEST.format(altitude=altitude, where=where)
     else:
-        packed, covered = with_digest(
-            chosen, ranked, altitude=altitude, project=project, budget=budget, counter=counter,
-            detail=detail, item_tokens=item_tokens, warnings=warnings, total_found=total_found,
-            associated=associated,
-        )  # fmt: skip
+        packed, covered = with_digest(chosen, ranked, altitude=altitude, project=project, how=how)
         said = TOO_BIG.format(altitude=altitude)
     if packed is None:  # fall back to the rows, and say so
         fallback = pack(
-            ranked, budget=budget, counter=counter, detail=detail, item_tokens=item_tokens,
-            warnings=(*warnings, said), total_found=total_found, associated=associated,
+            ranked, budget=how.budget, counter=how.counter, detail=how.detail,
+            item_tokens=how.item_tokens, warnings=(*how.warnings, said),
+            total_found=how.total_found, associated=how.associated,
         )  # fmt: skip
         debug.update(answered=ENTITY, why=f"{why}; {said}")
         return Answered(fallback, ENTITY, debug=debug)
@@ -162,32 +166,28 @@ def with_digest(
     *,
     altitude: str,
     project: str | None,
-    budget: int,
-    counter: TokenCounter,
-    detail: str,
-    item_tokens: int,
-    warnings: Sequence[str],
-    total_found: int | None,
-    associated: bool,
+    how: Packing,
 ) -> tuple[Packed | None, frozenset[str]]:
     """The digest's longest sentence prefix that fits, then the uncovered rows.
 
-    (None, empty) when not even its first sentence fits.
+    (None, empty) when not even its first sentence fits. The digest is not
+    held to `item_tokens` (it is not one of the ranked rows).
     """
     base = envelope(
-        [], omitted=len(ranked), tokens=budget, budget=budget, warnings=warnings,
-        total_found=total_found, associated=[] if associated else None,
+        [], omitted=len(ranked), tokens=how.budget, budget=how.budget, warnings=how.warnings,
+        total_found=how.total_found, associated=[] if how.associated else None,
     )  # fmt: skip
-    left = budget - counter.count(dumps(base))
-    n, hit = _longest(digest, left, counter=counter, altitude=altitude, project=project)
+    left = how.budget - how.counter.count(dumps(base))
+    n, hit = _longest(digest, left, counter=how.counter, altitude=altitude, project=project)
     if hit is None:
         return None, frozenset()
     covered = frozenset(i for s in digest.sentences[:n] for i in s.covers)
     rows = [(h, r) for h, r in ranked if h.id not in covered]
-    items = [hit, *_fill(rows, left - (hit.tokens or 0), counter=counter, detail=detail,
-                         item_tokens=item_tokens)]  # fmt: skip
-    packed = _settle(counter, items, 1 + len(rows), budget, tuple(warnings), detail, total_found,
-                     [] if associated else None)  # fmt: skip
+    room = left - (hit.tokens or 0)
+    items = [hit, *_fill(rows, room, counter=how.counter, detail=how.detail,
+                         item_tokens=how.item_tokens)]  # fmt: skip
+    packed = _settle(how.counter, items, 1 + len(rows), how.budget, how.warnings, how.detail,
+                     how.total_found, [] if how.associated else None)  # fmt: skip
     if not packed.items or packed.items[0].kind != DIGEST:
         return None, frozenset()
     return packed, covered

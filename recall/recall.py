@@ -235,11 +235,13 @@ def run(
         item_tokens=config.item_tokens, warnings=gathered.warnings, total_found=len(scored),
         associated=req.include_associated,
     )  # fmt: skip
+    how = altitude.Packing(
+        budget, planes.tokens, req.detail, config.item_tokens, tuple(gathered.warnings),
+        len(scored), req.include_associated,
+    )  # fmt: skip
     answered = altitude.answer(
         req.altitude or altitude.ENTITY, packed, ranked, project=req.project,
-        digests_=req.digests, budget=budget, counter=planes.tokens, detail=req.detail,
-        item_tokens=config.item_tokens, warnings=gathered.warnings, total_found=len(scored),
-        associated=req.include_associated,
+        digests_=req.digests, how=how,
     )  # fmt: skip
     packed = answered.packed
     linked: tuple[Hit, ...] | None = None
