@@ -445,8 +445,9 @@ def rebuild(
             done += len(docs)
             if progress:
                 progress(len(docs))
-    # Jobs queued before the rebuild began are covered by it; later ones stay.
-    IndexJob.objects.filter(id__lte=last_job).delete()
+    # Jobs queued before the rebuild began are covered by it; later ones stay, and so
+    # do digest jobs (a rebuild of the planes does not rebuild digests).
+    IndexJob.objects.filter(id__lte=last_job).exclude(item=digesting.DIGEST).delete()
     shutil.rmtree(aside, ignore_errors=True)
     maintain()
     return Rebuilt(done, embedded)

@@ -212,3 +212,11 @@ def test_the_inspector_runs_at_an_altitude(world: World, admin_user: Any):
 
     assert "data-altitude" in page and "Answered at altitude <strong>scope</strong>" in page
     assert "digest-alpha" in page
+
+
+def test_a_reindex_keeps_the_queued_digest_jobs(world: World):
+    digesting.queue(["alpha"])
+
+    services.index_rebuild()
+
+    assert _jobs() == ["alpha"]
