@@ -27,6 +27,7 @@ from recall import digest as digests
 
 log = logging.getLogger(__name__)
 DIGEST = "digest"
+VECTORS = digests.VectorCache()  # this process's sentence vectors: rebuilds embed what changed
 
 
 def key_of(project: str | None) -> str:
@@ -108,8 +109,9 @@ def rebuild(project: str | None, *, force: bool = False) -> Digest | None:
         return row
     counter = wiring.engine().planes.tokens
     built = digests.build(
-        records, project=project, embedder=embedder, counter=counter, now=timezone.now()
-    )
+        records, project=project, embedder=embedder, counter=counter, now=timezone.now(),
+        cache=VECTORS,
+    )  # fmt: skip
     row.sentences = sentence_rows(built.sentences)
     row.tokens = counter.count(built.text)
     row.fingerprint, row.model, row.built_at = fingerprint, embedder.model, built.built_at

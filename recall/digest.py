@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -120,6 +121,26 @@ def candidates(records: Sequence[Record]) -> list[Sentence]:
     return out
 
 
+class VectorCache:
+    """Sentence vectors by model and text, the least recently used dropped past `size`:
+    a long-lived builder (the index worker) re-embeds only the sentences that changed."""
+
+    def __init__(self, size: int = 50_000) -> None:
+        self.size = size
+        self._rows: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+
+    def embed(self, embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if (embedder.model, t) not in self._rows]
+        for text, vector in zip(missing, embed(embedder, missing), strict=True):
+            self._rows[(embedder.model, text)] = vector
+        out = [self._rows[(embedder.model, t)] for t in texts]
+        for text in texts:
+            self._rows.move_to_end((embedder.model, text))
+        while len(self._rows) > self.size:
+            self._rows.popitem(last=False)
+        return np.asarray(out, dtype=np.float32).reshape(len(texts), embedder.dims)
+
+
 def embed(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     """Unit vectors for `texts`, embedded in batches of EMBED_BATCH."""
     if not texts:
@@ -194,13 +215,18 @@ def build(
     budget: int = DIGEST_TOKENS,
     summarizer: Summarizer | None = None,
     now: datetime | None = None,
+    cache: VectorCache | None = None,
 ) -> Digest:
-    """The digest of `records` (a project's memories; inactive ones are skipped)."""
+    """The digest of `records` (a project's memories; inactive ones are skipped).
+
+    `cache` keeps sentence vectors between builds (only new sentences are embedded).
+    """
     pool = candidates(records)
     if summarizer is not None:
         chosen = summarizer.summarize(pool, budget=budget, counter=counter)
         return Digest(project, tuple(chosen), built_at=now)
-    vectors = embed(embedder, [s.text for s in pool])
+    texts = [s.text for s in pool]
+    vectors = cache.embed(embedder, texts) if cache is not None else embed(embedder, texts)
     costs = [counter.count(s.text) + 1 for s in pool]  # +1: the line break between sentences
     picked = mmr(vectors, costs, budget=budget)
     central = centrality(vectors)

@@ -111,3 +111,21 @@ def test_fingerprint_changes_when_an_active_row_changes():
     assert digest.fingerprint(one, "m") == digest.fingerprint(list(reversed(one)), "m")
     assert digest.fingerprint(one, "m") != digest.fingerprint(one[:1], "m")
     assert digest.fingerprint(one, "m") != digest.fingerprint(one, "other-model")
+
+
+def test_a_vector_cache_embeds_only_the_sentences_it_has_not_seen():
+    class Seen(FakeEmbedder):
+        texts: list[str] = []
+
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            self.texts += list(texts)
+            return super().embed(texts)
+
+    embedder, cache = Seen(), digest.VectorCache(size=3)
+
+    first = cache.embed(embedder, ["alpha beta", "gamma delta"])
+    again = cache.embed(embedder, ["gamma delta", "epsilon zeta", "alpha beta"])
+
+    assert embedder.texts == ["alpha beta", "gamma delta", "epsilon zeta"]
+    assert np.allclose(again[0], first[1]) and np.allclose(again[2], first[0])
+    assert cache.embed(embedder, []).shape == (0, embedder.dims)
