@@ -9,6 +9,7 @@ from django.utils import timezone
 from console import digesting, wiring
 from console.models import Digest
 from recall import digest as digests
+from recall.agent import body_text
 
 MAX_DIGEST_CHARS = 20_000
 
@@ -22,7 +23,8 @@ def digest_edit(*, project: str | None, text: str, by: str) -> Digest:
     """Replace a built digest's text with a person's, one sentence per line.
 
     A line equal (up to spacing) to a built sentence keeps what that sentence
-    covers; any other line is the person's and covers no row. The digest is
+    covers; any other line is the person's, sanitized for agents
+    (`recall.agent.body_text`), and covers no row. The digest is
     marked edited, so automatic rebuilds keep it (recall/digest.py, "covers").
     """
     if len(text) > MAX_DIGEST_CHARS:
@@ -30,9 +32,10 @@ def digest_edit(*, project: str | None, text: str, by: str) -> Digest:
     row = Digest.objects.select_for_update().get(key=digesting.key_of(project))
     built = {_same(s.text): s for s in digesting.to_value(row).sentences}
     lines = [_same(line) for line in text.splitlines() if line.strip()]
-    sentences = [built.get(line, digests.Sentence(line)) for line in lines]
+    # a person's own line reaches agents: sanitized like every memory text
+    sentences = [built.get(line) or digests.Sentence(body_text(line)) for line in lines]
     row.sentences = digesting.sentence_rows(sentences)
-    row.tokens = wiring.engine().planes.tokens.count("\n".join(lines))
+    row.tokens = wiring.engine().planes.tokens.count("\n".join(s.text for s in sentences))
     row.edited, row.edited_by, row.edited_at = True, by[:150], timezone.now()
     row.save()
     return row
