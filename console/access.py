@@ -115,9 +115,14 @@ def recall(
 ) -> ContextPack:
     """Recall in one of the token's projects (+ global unless the project is sealed)."""
     bound = project_of(access, project)
-    pack = selectors.memory_recall(project=bound, **options)
+    altitude = options.get("altitude")
+    if altitude not in (None, "entity"):  # a first digest is built by the worker, not here
+        wanted = selectors.digest_projects(bound, access.projects)
+        for project_ in wanted if altitude == "tenant" else [bound]:
+            services.digest_request(project=project_)
+    pack = selectors.memory_recall(project=bound, visible=access.projects, **options)
     if record:
-        ids = [h.id for h in pack.items]
+        ids = [h.id for h in pack.items if h.covers is None]  # rows, not a digest
         _seen(access, "recalled", ids, query=options.get("query", ""), project=bound)
     return pack
 

@@ -10,6 +10,7 @@ from typing import Any
 from django import forms
 
 from console.models import validate_name
+from recall.altitude import ALTITUDES
 from recall.associated import FIELDS as GRAPH_FIELDS
 from recall.config import (
     FUSIONS,
@@ -283,6 +284,12 @@ class InspectForm(ChoicesForm):
     )  # fmt: skip
 
     # Routing and fabriq's per-request knobs (recall/routing.py; blank = the setting).
+    altitude = forms.ChoiceField(
+        label="Altitude", required=False,
+        choices=[("", "entity (rows)"), *((a, a) for a in ALTITUDES if a != "entity")],
+        help_text="scope: the project's digest; tenant: every visible project's; "
+        "auto: the digest only when the rows do not fit the budget.",
+    )  # fmt: skip
     routing = forms.ChoiceField(
         label="Routing", required=False,
         choices=[("", "Setting"), *((r, r) for r in ROUTINGS)],

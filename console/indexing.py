@@ -43,7 +43,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from console import store, wiring
+from console import digesting, store, wiring
 from console.models import IndexJob, Memory, Note
 from recall.indexes import layout
 from recall.indexes.hot_vectors import Replicable
@@ -146,7 +146,7 @@ def apply_pending(*, limit: int | None = None) -> ApplyReport:
     failed: set[int] = set()  # tried once per call, like every other job
     while limit is None or report.applied + report.failed < limit:
         size = BATCH if limit is None else min(BATCH, limit - report.applied - report.failed)
-        chunk = claim(size, skip=failed)
+        chunk = claim(size, skip=failed, items=(MEMORY, NOTE))
         if not chunk:
             break
         try:
@@ -167,8 +167,11 @@ def apply_pending(*, limit: int | None = None) -> ApplyReport:
     return report
 
 
-def claim(size: int, *, skip: Iterable[int] = ()) -> list[IndexJob]:
-    """Claim up to `size` of the oldest unclaimed jobs (but `skip`) in one UPDATE.
+def claim(
+    size: int, *, skip: Iterable[int] = (), items: Iterable[str] | None = None
+) -> list[IndexJob]:
+    """Claim up to `size` of the oldest unclaimed jobs (but `skip`; of `items` when
+    given) in one UPDATE.
 
     The UPDATE repeats the "unclaimed" condition, so when two processes pick
     the same candidates each row goes to whichever updates it first (the
@@ -178,6 +181,8 @@ def claim(size: int, *, skip: Iterable[int] = ()) -> list[IndexJob]:
     max_attempts = settings.RECALL["MAX_JOB_ATTEMPTS"]
     free = Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
     waiting = IndexJob.objects.filter(free, attempts__lt=max_attempts).exclude(pk__in=skip)
+    if items is not None:
+        waiting = waiting.filter(item__in=list(items))
     candidates = list(waiting.order_by("id").values_list("pk", flat=True)[:size])
     if not candidates:
         return []
@@ -252,6 +257,37 @@ def _apply(jobs: list[IndexJob]) -> None:
         vectors = wiring.vector_index()
         if vectors is not None:
             vectors.delete(gone)
+    if memory_ids:  # their projects' digests are stale now (rebuilt by `apply_digests`)
+        digesting.touched({d.project for d in docs if d.item == MEMORY}, gone=gone)
+
+
+def apply_digests(*, limit: int | None = None) -> ApplyReport:
+    """Rebuild the digests queued in the outbox (console/digesting.py), one per project.
+
+    Outside the plane lock, and never from a request: the index worker and
+    `manage.py sync_indexes` call it. A failure stays queued with its error.
+    """
+    report = ApplyReport()
+    failed: set[int] = set()
+    while limit is None or report.applied + report.failed < limit:
+        chunk = claim(1, skip=failed, items=(digesting.DIGEST,))
+        if not chunk:
+            break
+        job = chunk[0]
+        try:
+            digesting.rebuild(job.item_id or None)
+        except Exception as exc:
+            report.failed += 1
+            failed.add(job.pk)
+            IndexJob.objects.filter(pk=job.pk).update(
+                attempts=job.attempts + 1, last_error=f"{type(exc).__name__}: {exc}"[:2000],
+                claimed_by="", claimed_until=None,
+            )  # fmt: skip
+            log.warning("digest job %s failed: %s", job.pk, exc)
+            continue
+        IndexJob.objects.filter(pk=job.pk).delete()
+        report.applied += 1
+    return report
 
 
 def write_docs(docs: list[Doc], *, known: Mapping[str, Vectors] | None = None) -> int:
@@ -411,8 +447,9 @@ def rebuild(
             done += len(docs)
             if progress:
                 progress(len(docs))
-    # Jobs queued before the rebuild began are covered by it; later ones stay.
-    IndexJob.objects.filter(id__lte=last_job).delete()
+    # Jobs queued before the rebuild began are covered by it; later ones stay, and so
+    # do digest jobs (a rebuild of the planes does not rebuild digests).
+    IndexJob.objects.filter(id__lte=last_job).exclude(item=digesting.DIGEST).delete()
     shutil.rmtree(aside, ignore_errors=True)
     maintain()
     return Rebuilt(done, embedded)

@@ -293,3 +293,28 @@ class IndexJob(models.Model):
 
     class Meta:
         ordering = ["id"]
+
+
+class Digest(models.Model):
+    """A project's altitude digest (recall/digest.py): `key` is the project's slug, "" for
+    the global memories. Rebuilt by the outbox (`item="digest"` jobs, console/digesting.py);
+    `edited` keeps a person's text from automatic rebuilds; `stale` says rows changed."""
+
+    key = models.CharField(max_length=64, unique=True, blank=True)
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.CASCADE)
+    # [{"text", "source", "covers": [ids], "score"}], best sentence first
+    sentences = models.JSONField(default=list)
+    tokens = models.IntegerField(default=0)
+    fingerprint = models.CharField(max_length=64, blank=True, default="")
+    model = models.CharField(max_length=200, blank=True, default="")
+    built_at = models.DateTimeField(null=True, blank=True)
+    stale = models.BooleanField(default=True)
+    edited = models.BooleanField(default=False)
+    edited_by = models.CharField(max_length=150, blank=True, default="")
+    edited_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["key"]
+
+    def __str__(self) -> str:
+        return f"digest of {self.key or 'global'}"

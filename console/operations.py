@@ -76,7 +76,7 @@ def recall(who: Access, p: RecallIn) -> Answer:
         debug=p.debug, detail=p.detail,
         graph=p.dict(include={*GRAPH_FIELDS, *SESSION_FIELDS}, exclude_none=True),
         knobs=p.dict(include=set(KNOB_FIELDS), exclude_none=True),
-        filters=p.dict(include=set(FILTER_FIELDS), exclude_none=True),
+        filters=p.dict(include=set(FILTER_FIELDS), exclude_none=True), altitude=p.altitude,
     )  # fmt: skip
     return _json(pack_view(pack))
 

@@ -18,13 +18,14 @@ from typing import Any
 from django.db import connections
 from django.db.models import Count, Q, QuerySet
 
-from console import configuration, indexing, wiring
-from console.models import Edge, IndexJob, Memory, Note, Project, RetrievalEvent
+from console import configuration, digesting, indexing, wiring
+from console.models import Digest, Edge, IndexJob, Memory, Note, Project, RetrievalEvent
 from recall import links
 from recall.config import BriefingConfig, Problem, decode_over
 from recall.errors import QueryError
 from recall.requests import BriefingRequest, PromptRequest, RecallRequest, SearchRequest
 from recall.results import Briefing, ContextPack, Hit, PromptResult, SearchResult
+from recall.types import ISOLATION_OPEN, ISOLATION_SEALED
 
 # --- configuration ------------------------------------------------------------
 
@@ -80,8 +81,13 @@ def memory_recall(
     graph: Mapping[str, Any] | None = None,
     knobs: Mapping[str, Any] | None = None,
     filters: Mapping[str, Any] | None = None,
+    altitude: str | None = None,
+    visible: Sequence[str] = (),
 ) -> ContextPack:
     """Agent Recall -> ContextPack. Raises recall.errors.QueryError on bad input.
+
+    `altitude` (recall/altitude.py) other than entity reads the digests of
+    `digest_projects(project, visible)`: the projects the caller may see.
 
     `graph` holds the graph and associated-memory fields (`recall.associated.FIELDS`);
     `knobs` routing and fabriq's per-request fields (`recall.requests.KNOB_FIELDS`);
@@ -107,8 +113,37 @@ def memory_recall(
         rrf_k=rrf_k,
         channel_weights=channel_weights,
         debug=debug,
+        altitude=altitude,
+        digests=tuple(digesting.stored(digest_projects(project, visible)))
+        if altitude not in (None, "entity")
+        else (),
     )
     return wiring.engine().recall(request)
+
+
+def digest_projects(project: str | None, visible: Sequence[str]) -> list[str | None]:
+    """Whose digests a recall bound to `project` may read, the bound project first.
+
+    The tenant digest's scope guard: the other projects the caller may see
+    (`visible`) only when they are open (a confidential project's sentences
+    never leave it; a sealed one's neither), then the global digest unless the
+    bound project is sealed (then its own digest alone).
+    """
+    if project is None:
+        return [None]
+    rows = dict(
+        Project.objects.filter(slug__in=[project, *visible]).values_list("slug", "isolation")
+    )
+    if rows.get(project) == ISOLATION_SEALED:
+        return [project]
+    others = sorted(p for p in set(visible) - {project} if rows.get(p) == ISOLATION_OPEN)
+    return [project, *others, None]
+
+
+def digest_list(*, projects: Sequence[str | None]) -> list[Digest]:
+    """The stored digest rows of these projects (None: the global one), for the console."""
+    keys = [digesting.key_of(p) for p in projects]
+    return list(Digest.objects.filter(key__in=keys))
 
 
 def memory_search(

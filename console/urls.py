@@ -5,7 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from console.api import api
-from console.views import inspector, lists, memories, search, settings_pages
+from console.views import digests, inspector, lists, memories, search, settings_pages
 
 urlpatterns = [
     path("", search.search, name="search"),
@@ -24,6 +24,7 @@ urlpatterns = [
     path("favorites/", lists.favorites, name="favorites"),
     path("projects/", lists.projects, name="projects"),
     path("projects/<str:key>/", lists.project_detail, name="project_detail"),
+    path("projects/<str:key>/digest/", digests.digest_update, name="digest_update"),
     path("settings/", settings_pages.settings_page, name="settings"),
     path("settings/preview/", settings_pages.settings_preview, name="settings_preview"),
     path("settings/<str:key>/", settings_pages.settings_save, name="settings_save"),

@@ -82,7 +82,7 @@ def item_view(hit: Hit, *, detail: str = FULL, debug: bool = False) -> dict[str,
     elif hit.title and hit.title != hit.name:
         view["title"] = sanitize.field(hit.title, 200)
     view["project"] = hit.project
-    if detail == INDEX:
+    if detail == INDEX and hit.covers is None:  # a digest always carries its text
         view["description"] = sanitize.field(hit.description, 150)
     else:
         view["text"] = hit.text or ""
@@ -108,6 +108,8 @@ def item_view(hit: Hit, *, detail: str = FULL, debug: bool = False) -> dict[str,
         view["depth"] = hit.depth
         view["via"] = hit.via
         view["rel"] = sanitize.name(hit.rel or "")
+    if hit.covers is not None:
+        view["covers"] = hit.covers
     view["tokens"] = hit.tokens if hit.tokens is not None else 0
     if debug:
         view["sources"] = [_provenance(p) for p in hit.sources]

@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, replace
 
-from recall import associated, expansion, neighbourhood, routing
+from recall import altitude, associated, expansion, neighbourhood, routing
 from recall.agent import DETAILS
 from recall.channels import SEMANTIC
 from recall.config import MIN_BUDGET, RecallConfig
@@ -77,6 +77,7 @@ def validate(req: RecallRequest, config: RecallConfig, channels: Sequence[Channe
     check_names(weights, channels)
     associated.validate(req)
     neighbourhood.validate(req)
+    altitude.validate(req.altitude)
 
 
 MAX_FILTER_TAGS = 32
@@ -238,11 +239,21 @@ def run(
         item_tokens=config.item_tokens, warnings=gathered.warnings, total_found=len(scored),
         associated=req.include_associated,
     )  # fmt: skip
+    how = altitude.Packing(
+        budget, planes.tokens, req.detail, config.item_tokens, tuple(gathered.warnings),
+        len(scored), req.include_associated,
+    )  # fmt: skip
+    answered = altitude.answer(
+        req.altitude or altitude.ENTITY, packed, ranked, project=req.project,
+        digests_=req.digests, how=how,
+    )  # fmt: skip
+    packed = answered.packed
     linked: tuple[Hit, ...] | None = None
     if req.include_associated:  # Dakera's associated memories (recall/associated.py)
         found = associated.find(
             planes.store, packed.items, where=where, req=req, config=config, now=now
         )
+        found = [(h, r) for h, r in found if h.id not in answered.covered]
         packed, linked = attach(
             packed, found, budget=budget, counter=planes.tokens, detail=req.detail,
             item_tokens=config.item_tokens, total_found=len(scored),
@@ -251,6 +262,7 @@ def run(
     timings["total"] = _ms(started)
     debug: dict[str, object] | None = None
     if req.debug:
+        shown = {h.id for h in packed.items} | answered.covered
         debug = {
             "embedded": gathered.embedded,
             "semantic": gathered.status.get(SEMANTIC, "off: not asked"),
@@ -261,7 +273,8 @@ def run(
             "routing": routed.as_debug(),
             "weights": weights,
             "channels": _ranks(scored),
-            "omitted_ids": [h.id for h, _ in ranked[len(packed.items) :]],
+            "omitted_ids": [h.id for h, _ in ranked if h.id not in shown],
+            "altitude": answered.debug,
             "timings_ms": timings,
             "config": asdict(config),
         }

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from recall.digest import Digest
+
 SCOPES = ("all", "memories", "notes")
 ENTITIES = ("memories", "notes")  # fabriq's `entities`: the list form of `scope`
 # Routing and fabriq's per-request knobs: the RecallRequest fields the edges pass through.
@@ -86,6 +88,11 @@ class RecallRequest:
     # superseded memories as candidates too (the cold tier, `recall.tiers`).
     include_graph: bool = False
     include_history: bool = False
+    # --- altitude (fabriq; recall/altitude.py): "auto" | "entity" | "scope" |
+    # "tenant", None = entity; `digests` are the ones the caller may see (the
+    # edge reads them; the engine never reads storage for them) ---
+    altitude: str | None = None
+    digests: tuple[Digest, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

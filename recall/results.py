@@ -12,7 +12,7 @@ from datetime import datetime
 
 from recall.types import MEMORY, Record
 
-SOURCES = ("semantic", "fts", "fused", "graph", "browse", "identifier")
+SOURCES = ("semantic", "fts", "fused", "graph", "browse", "identifier", "digest")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +93,7 @@ class Hit:
     origin: str = ""  # the memory's source: user_stated, agent_inferred, ...
     agent_id: str = ""
     graph: tuple[GraphLink, ...] | None = None
+    covers: int | None = None  # a digest item: how many rows it covers (recall/altitude.py)
 
 
 @dataclass(frozen=True, slots=True)

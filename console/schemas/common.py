@@ -19,6 +19,7 @@ from pydantic import AfterValidator, BeforeValidator, ConfigDict, Strict, field_
 
 from console.models import NAME_RE
 from recall.agent import DETAILS
+from recall.altitude import ALTITUDES
 from recall.config import (
     MAX_BUDGET,
     MAX_K,
@@ -43,6 +44,7 @@ ItemKind = Literal[ITEM_KINDS]  # type: ignore[valid-type]
 Detail = Literal[DETAILS]  # type: ignore[valid-type]
 # Routing and fabriq's knobs (recall/routing.py, recall/requests.py)
 Routing = Literal[ROUTINGS]  # type: ignore[valid-type]
+Altitude = Literal[ALTITUDES]  # type: ignore[valid-type]
 Entity = Literal[ENTITIES]  # type: ignore[valid-type]
 Isolation = Literal[ISOLATIONS]  # type: ignore[valid-type]
 # The registered channels' names (settings.RECALL["CHANNELS"]), so a weight for

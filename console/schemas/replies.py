@@ -9,7 +9,7 @@ tests check every reply against its model.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from ninja import Field, Schema
 
@@ -48,7 +48,7 @@ class GraphLinkOut(Reply):
 
 class PackItem(Reply):
     id: str
-    kind: ItemKind
+    kind: ItemKind | Literal["digest"]
     name: str
     memory_kind: str | None = Field(None, description="constraint, fact, ... (memories)")
     title: str | None = Field(None, description="a note's title, when it differs from its name")
@@ -73,6 +73,7 @@ class PackItem(Reply):
     depth: int | None = Field(None, description="associated items: hops from `via`")
     via: str | None = Field(None, description="associated items: the item it is linked from")
     rel: str | None = Field(None, description="associated items: the type of the last edge")
+    covers: int | None = Field(None, description="a digest: how many rows it stands for")
     tokens: int = Field(description="what this item costs in the reply")
     sources: list[ProvenanceOut] | None = Field(None, description="with debug only")
 

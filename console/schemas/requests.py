@@ -13,6 +13,7 @@ from pydantic import StringConstraints, model_validator
 
 from console.models import SOURCE_URL_RE
 from console.schemas.common import (
+    Altitude,
     AssociatedCap,
     Body,
     Budget,
@@ -183,6 +184,14 @@ class RecallIn(Body):
     )
     include_history: bool = Field(
         False, description="archived and superseded memories are candidates too (the cold tier)"
+    )
+
+    # Altitude (fabriq AltEntity / AltScope / AltTenant / AltAuto; recall/altitude.py)
+    altitude: Altitude = Field(
+        "entity",
+        description="entity: rows; scope: the project's digest, then rows it does not cover; "
+        "tenant: the digest of every project you may see; auto: rows when they fit the budget, "
+        "else the digest (no digest yet: rows and a warning)",
     )
 
     @model_validator(mode="after")

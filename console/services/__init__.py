@@ -21,6 +21,7 @@ from console.services.associations import (
     link_refusal,
 )
 from console.services.curation import favorite_toggle, setting_reset, setting_save
+from console.services.digests import digest_edit, digest_rebuild, digest_request
 from console.services.events import memory_read_record, retrieval_record
 from console.services.memories import (
     MAX_BODY_CHARS,
@@ -44,6 +45,7 @@ from console.services.memories import (
 from console.services.notes import NOTE_FIELDS, note_create, note_delete, note_update, slugify_name
 from console.services.planes import (
     bulk_mode,
+    digest_sync,
     index_maintain,
     index_rebuild,
     index_repair,
@@ -65,6 +67,10 @@ from console.services.writes import (
 )
 
 __all__ = [
+    "digest_edit",
+    "digest_rebuild",
+    "digest_request",
+    "digest_sync",
     "association_delete",
     "association_write",
     "associations_carry",

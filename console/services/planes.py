@@ -13,6 +13,11 @@ def index_sync(*, limit: int | None = None) -> indexing.ApplyReport:
     return indexing.apply_pending(limit=limit)
 
 
+def digest_sync(*, limit: int | None = None) -> indexing.ApplyReport:
+    """Rebuild the altitude digests queued in the outbox now (console/digesting.py)."""
+    return indexing.apply_digests(limit=limit)
+
+
 def index_repair() -> indexing.RepairReport:
     """Rewrite plane rows that differ from the database (missing, extra, stale, duplicated)."""
     return indexing.repair()

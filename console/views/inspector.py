@@ -28,9 +28,11 @@ OMITTED_SHOWN = 10
 SUBAGENT = "subagent"  # the type a briefing with a query runs as when none is given
 
 
-def _recall(form: InspectForm) -> dict[str, Any]:
+def _recall(form: InspectForm, visible: list[str]) -> dict[str, Any]:
     data = form.cleaned_data
     pack = selectors.memory_recall(
+        altitude=data.get("altitude") or None,
+        visible=visible,
         query=data["query"],
         project=data["project"] or None,
         budget=data["budget"],
@@ -54,7 +56,7 @@ def _recall(form: InspectForm) -> dict[str, Any]:
     associated = [(h, titles.get(h.via or "", h.via)) for h in pack.associated or ()]
     return {
         "pack": pack, "rows": rows, "omitted_items": omitted_items, "omitted_more": more,
-        "associated": associated,
+        "associated": associated, "altitude": (pack.debug or {}).get("altitude"),
     }  # fmt: skip
 
 
@@ -89,7 +91,7 @@ def inspect(request: HtmxHttpRequest) -> HttpResponse:
             if form.cleaned_data["mode"] == "briefing":
                 context.update(_briefing(form))
             else:
-                context.update(_recall(form))
+                context.update(_recall(form, roles.project_slugs(request.user)))
         except RecallError as exc:
             context["error"] = str(exc)
     return page(request, "console/inspect.html", context, "inspect-result")

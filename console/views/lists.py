@@ -61,7 +61,8 @@ def _page_url(request: HtmxHttpRequest, number: int) -> str:
 def project_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
     """A project's memories, sorted, filtered (with counts) and paged, and its notes."""
     project: Project | None = or_404(browse.project_for, key=key)
-    visible_or_404(request, project.slug if project else None)
+    slug = project.slug if project else None
+    visible_or_404(request, slug)
     form = BrowseForm(request.GET)
     filters = form.filters()
     listing = browse.project_memories(project=project, **filters)
@@ -82,5 +83,8 @@ def project_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
         "next_url": _page_url(request, listing.page + 1) if listing.page < listing.pages else "",
         "search_url": reverse("search") + (f"?project={project.slug}" if project else ""),
         "oob": partial(request),  # the facet counts follow the filters
+        "digest": next(
+            iter(selectors.digest_list(projects=[project.slug if project else None])), None
+        ),
     }
     return page(request, "console/project.html", context, "browse")

@@ -58,6 +58,7 @@ BEHAVIOUR_MODULES = (
     "tests.recall.test_engine",
     "tests.recall.test_routing",
     "tests.recall.test_session",  # the session neighbourhood (Dakera 004)
+    "tests.recall.test_altitude",  # altitude digests (fabriq 000)
 )
 # ANCHORS.md, seamless: "behaviours worth owning in ours too" (truncation is
 # pure text, no planes: it runs in tests/recall and end to end in the console).

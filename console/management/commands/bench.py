@@ -81,6 +81,9 @@ class Command(BaseCommand):
             help=PROFILE_HELP + "; both: the embedded backend(s), then the same deployment "
             "moved to PostgreSQL (migrate_data) and served, side by side",
         )
+        alt = sub.add_parser("altitude", help="rows, digest use, tokens per budget: auto vs entity")
+        alt.add_argument("--size", type=int, default=2000, help="memories in the one project")
+        alt.add_argument("--queries", type=int, default=30)
         sub.add_parser("smoke", help="both, on a tiny generated corpus; fails on a missing figure")
         a = sub.add_parser("all", help="quality on every eval set, then speed")
         a.add_argument("--eval", type=Path, default=EVAL)
@@ -111,6 +114,14 @@ class Command(BaseCommand):
                 self.stdout.write(postgres.side_by_side(bodies))
         elif action == "speed":
             self.speed(options["size"], options["backend"], options["queries"], options["profile"])
+        elif action == "altitude":
+            from console.bench import altitude
+            from console.bench.isolate import run_worker
+
+            spec = {"size": options["size"], "queries": options["queries"]}
+            body = run_worker("altitude", spec)
+            self.stdout.write(altitude.table(body))
+            self.stdout.write(f"report: {report.write('altitude', str(options['size']), body)}")
         elif action == "smoke":
             from console.bench import smoke
 
@@ -190,6 +201,11 @@ class Command(BaseCommand):
             from console.bench import quality
 
             body = quality.evaluate(spec, root)
+        elif job == "altitude":
+            from console.bench import altitude, loading
+
+            loading.migrate()
+            body = altitude.measure(size=spec["size"], queries=spec["queries"], root=root)
         elif job.startswith("speed-"):
             from console.bench import speed
 

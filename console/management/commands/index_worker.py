@@ -51,6 +51,11 @@ class Command(BaseCommand):
             report = services.index_sync()
             if report.applied or report.failed:
                 self.stdout.write(f"applied {report.applied} jobs, {report.failed} failed")
+            if not report.applied:  # digests after the rows they summarise (console/digesting.py)
+                built = services.digest_sync(limit=1)
+                if built.applied or built.failed:
+                    self.stdout.write(f"rebuilt {built.applied} digests, {built.failed} failed")
+                report.applied += built.applied
             if every and time.monotonic() - last_upkeep >= every:
                 services.index_maintain()
                 last_upkeep = time.monotonic()

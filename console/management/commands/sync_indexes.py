@@ -28,6 +28,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         report = services.index_sync()
         self.stdout.write(f"applied {report.applied} jobs, {report.failed} failed (still queued)")
+        built = services.digest_sync()
+        self.stdout.write(f"rebuilt {built.applied} digests, {built.failed} failed (still queued)")
         if options["repair"]:
             fixed = services.index_repair()
             self.stdout.write(

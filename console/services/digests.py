@@ -1,0 +1,53 @@
+"""Writes to altitude digests: a person's edit, a rebuild a person asks for, a first build
+an agent's recall asks for (console/digesting.py keeps them fresh through the outbox)."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from console import digesting, wiring
+from console.models import Digest
+from recall import digest as digests
+from recall.agent import body_text
+
+MAX_DIGEST_CHARS = 20_000
+
+
+def _same(text: str) -> str:
+    return " ".join(text.split())
+
+
+@transaction.atomic
+def digest_edit(*, project: str | None, text: str, by: str) -> Digest:
+    """Replace a built digest's text with a person's, one sentence per line.
+
+    A line equal (up to spacing) to a built sentence keeps what that sentence
+    covers; any other line is the person's, sanitized for agents
+    (`recall.agent.body_text`), and covers no row. The digest is
+    marked edited, so automatic rebuilds keep it (recall/digest.py, "covers").
+    """
+    if len(text) > MAX_DIGEST_CHARS:
+        raise ValueError(f"a digest holds at most {MAX_DIGEST_CHARS} characters")
+    row = Digest.objects.select_for_update().get(key=digesting.key_of(project))
+    built = {_same(s.text): s for s in digesting.to_value(row).sentences}
+    lines = [_same(line) for line in text.splitlines() if line.strip()]
+    # a person's own line reaches agents: sanitized like every memory text
+    sentences = [built.get(line) or digests.Sentence(body_text(line)) for line in lines]
+    row.sentences = digesting.sentence_rows(sentences)
+    row.tokens = wiring.engine().planes.tokens.count("\n".join(s.text for s in sentences))
+    row.edited, row.edited_by, row.edited_at = True, by[:150], timezone.now()
+    row.save()
+    return row
+
+
+def digest_rebuild(*, project: str | None) -> Digest | None:
+    """Rebuild now, a person's edit included (they asked); None without an embedder."""
+    return digesting.rebuild(project, force=True)
+
+
+def digest_request(*, project: str | None) -> int:
+    """Queue a first build of the project's digest if it has none (an agent asked for one)."""
+    if Digest.objects.filter(key=digesting.key_of(project)).exists():
+        return 0
+    return digesting.queue([project])

@@ -1,0 +1,222 @@
+"""Altitude digests end to end: REST and MCP, the outbox, the scope guard, the console.
+
+Real SQLite, real full-text and vector planes, the real embedder (the `world`
+of tests/console/api_world.py: alpha and beta open, conf confidential,
+vault sealed, one memory each plus a global one).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from console import digesting, indexing, services, tokens
+from console.models import Digest, IndexJob, Project
+from tests.console.api_world import WORDS, World, call, mcp, recall_both, world_fixture
+
+__all__ = ["world_fixture"]
+
+
+def _jobs() -> list[str]:
+    return sorted(IndexJob.objects.filter(item="digest").values_list("item_id", flat=True))
+
+
+def _memory(slug: str | None, name: str, text: str) -> None:
+    project = Project.objects.get(slug=slug) if slug else None
+    services.memory_create(project=project, kind="fact", name=name, description=text, body="")
+
+
+def _digest_text(body: dict[str, Any]) -> str:
+    return next((i["text"] for i in body["items"] if i["kind"] == "digest"), "")
+
+
+def test_rest_and_mcp_answer_the_same_pack_at_scope(world: World, monkeypatch: Any):
+    digesting.rebuild("alpha")
+    body = {"query": "albatross cache", "altitude": "scope", "budget": 300, "debug": True}
+
+    rest, (status, answer) = recall_both(world, body, monkeypatch)
+
+    assert rest.status_code == status == 200
+    got = rest.json()
+    assert {k: v for k, v in got.items() if k != "debug"} == {
+        k: v for k, v in answer.items() if k != "debug"
+    }
+    assert got["items"][0]["kind"] == "digest" and "albatross" in got["items"][0]["text"]
+    covered = set(got["debug"]["altitude"]["covered"])
+    assert world.memories["alpha"].pk in covered  # the digest stands for it ...
+    assert not covered & {i["id"] for i in got["items"]}  # ... so the row is left out
+    assert got["tokens"] <= 300
+
+
+def test_no_digest_yet_answers_rows_with_a_warning_and_queues_one(world: World):
+    rest = call(
+        world.client("alpha"), "post", "/recall", {"query": "albatross", "altitude": "scope"}
+    )
+
+    body = rest.json()
+    assert rest.status_code == 200
+    assert world.memories["alpha"].pk in {i["id"] for i in body["items"]}
+    assert all(i["kind"] != "digest" for i in body["items"])
+    assert any("no digest of alpha is built yet" in w for w in body["warnings"])
+    assert _jobs() == ["alpha"]
+    indexing.apply_pending()
+    assert _jobs() == ["alpha"]  # digests wait for the worker, never a request's apply
+
+    assert indexing.apply_digests().applied == 1 and _jobs() == []
+    again = call(
+        world.client("alpha"), "post", "/recall", {"query": "albatross", "altitude": "scope"}
+    )
+    assert again.json()["items"][0]["kind"] == "digest" and not again.json()["warnings"]
+
+
+def test_a_write_marks_the_digest_stale_and_the_worker_rebuilds_it_once(world: World):
+    digesting.rebuild("alpha")
+    assert not Digest.objects.get(key="alpha").stale
+
+    for n in range(3):
+        _memory(
+            "alpha", f"pelican-{n}", f"The pelican gateway {n} drops idle sockets after a minute."
+        )
+        indexing.apply_pending()
+    _memory("beta", "beta-only", "Beta has no digest, so nothing is queued for it at all.")
+    indexing.apply_pending()
+
+    assert Digest.objects.get(key="alpha").stale and _jobs() == ["alpha"]  # one per project
+    assert indexing.apply_digests().applied == 1
+    row = Digest.objects.get(key="alpha")
+    assert not row.stale and any("pelican" in s["text"] for s in row.sentences)
+    assert _jobs() == [] and not Digest.objects.filter(key="beta").exists()
+
+
+def test_deleting_a_covered_memory_marks_its_digest_stale(world: World):
+    digesting.rebuild("alpha")
+    services.memory_delete(memory=world.memories["alpha"])
+    indexing.apply_pending()
+
+    assert Digest.objects.get(key="alpha").stale and _jobs() == ["alpha"]
+
+
+@pytest.mark.parametrize(
+    ("who", "seen", "unseen"),
+    [
+        ("alpha", {"alpha", None}, {"beta", "conf", "vault"}),
+        ("alpha_beta", {"alpha", "beta", None}, {"conf", "vault"}),
+        ("alpha_conf", {"alpha", None}, {"conf", "beta", "vault"}),  # confidential stays home
+        ("vault", {"vault"}, {"alpha", "beta", "conf", None}),  # sealed: nothing in or out
+    ],
+)
+def test_a_tenant_digest_shows_only_projects_the_caller_may_see(
+    world: World, who: str, seen: set[str | None], unseen: set[str | None]
+):
+    for slug in ("alpha", "beta", "conf", "vault", None):
+        digesting.rebuild(slug)
+    _, world.secrets["alpha_conf"] = tokens.token_create(agent="ac", projects=["alpha", "conf"])
+    project = "vault" if who == "vault" else "alpha"
+    body = {"query": "cache", "project": project, "altitude": "tenant", "budget": 4000}
+
+    text = _digest_text(call(world.client(who), "post", "/recall", body).json())
+
+    assert all(WORDS[p] in text for p in seen)
+    assert not any(WORDS[p] in text for p in unseen)
+
+
+def test_auto_climbs_under_a_tight_budget_and_descends_under_a_loose_one(
+    world: World, monkeypatch: Any
+):
+    digesting.rebuild("alpha")
+    for n in range(8):
+        _memory("alpha", f"albatross-{n}", f"Albatross cache shard {n} warms in {n + 2} minutes.")
+    indexing.apply_pending()
+
+    tight = {"query": "albatross", "altitude": "auto", "budget": 120, "debug": True}
+    loose = {**tight, "budget": 4000}
+    rest_tight, (_, mcp_tight) = recall_both(world, tight, monkeypatch)
+    _, loose_body = mcp(world, "alpha", "memory_recall", loose, monkeypatch)
+
+    assert rest_tight.json()["debug"]["altitude"]["answered"] == "scope"
+    assert mcp_tight["debug"]["altitude"]["answered"] == "scope"
+    assert loose_body["debug"]["altitude"]["answered"] == "entity"
+    assert all(i["kind"] != "digest" for i in loose_body["items"]) and loose_body["omitted"] == 0
+
+
+def test_a_bad_altitude_is_refused_by_the_schema(world: World):
+    rest = call(world.client("alpha"), "post", "/recall", {"query": "x", "altitude": "orbit"})
+
+    assert rest.status_code == 422
+
+
+@pytest.fixture
+def person(world: World, admin_user: Any) -> Client:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(admin_user)
+    return client
+
+
+def _post(client: Client, data: dict[str, str]) -> Any:
+    page = client.get("/projects/alpha/")
+    return client.post(
+        "/projects/alpha/digest/", {**data, "csrfmiddlewaretoken": page.context["csrf_token"]}
+    )
+
+
+def test_a_persons_edit_is_kept_across_an_automatic_rebuild(person: Client):
+    digesting.rebuild("alpha")
+    built = Digest.objects.get(key="alpha").sentences[0]["text"]
+
+    answer = _post(person, {"action": "edit", "text": f"{built}\nOur own <b>line</b>."})
+    assert answer.status_code == 302
+    row = Digest.objects.get(key="alpha")
+    assert row.edited and row.sentences[1] == {  # sanitized, as it reaches agents
+        "text": "Our own &lt;b&gt;line&lt;/b&gt;.",
+        "source": "",
+        "covers": [],
+        "score": 0.0,
+    }
+    assert row.sentences[0]["covers"]  # the unchanged line keeps the rows it covers
+
+    _memory("alpha", "heron", "The heron queue must drain before the nightly deploy starts.")
+    indexing.apply_pending()
+    indexing.apply_digests()
+    row = Digest.objects.get(key="alpha")
+    assert row.edited and row.stale and row.sentences[1]["text"].startswith("Our own")
+
+    page = person.get("/projects/alpha/").content.decode()
+    assert "Our own &amp;lt;b&amp;gt;line" in page and "<b>line</b>" not in page
+    assert "edited</strong>" in page
+
+    _post(person, {"action": "rebuild"})
+    row = Digest.objects.get(key="alpha")
+    assert not row.edited and not row.stale
+    assert not any("Our own" in s["text"] for s in row.sentences)
+
+
+def test_digest_posts_need_the_csrf_token(person: Client):
+    digesting.rebuild("alpha")
+
+    refused = person.post("/projects/alpha/digest/", {"action": "rebuild"})
+
+    assert refused.status_code == 403
+
+
+def test_the_inspector_runs_at_an_altitude(world: World, admin_user: Any):
+    digesting.rebuild("alpha")
+    client = Client()
+    client.force_login(admin_user)
+
+    page = client.get(
+        "/inspect/",
+        {"mode": "recall", "project": "alpha", "query": "albatross", "altitude": "scope"},
+    ).content.decode()
+
+    assert "data-altitude" in page and "Answered at altitude <strong>scope</strong>" in page
+    assert "digest-alpha" in page
+
+
+def test_a_reindex_keeps_the_queued_digest_jobs(world: World):
+    digesting.queue(["alpha"])
+
+    services.index_rebuild()
+
+    assert _jobs() == ["alpha"]

@@ -1,0 +1,131 @@
+"""The extractive digest builder (recall/digest.py): split, MMR over centrality, covers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from recall import digest
+from recall.digest import Digest, Sentence
+from recall.testing import FakeEmbedder
+from recall.tokens import ByteEstimate
+from tests.recall.conftest import make_memory, uid
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Warm the big cache. Then deploy it now.", ["Warm the big cache.", "Then deploy it now."]),
+        ("- run the nightly backup job\n- too short", ["run the nightly backup job"]),
+        ("one two three", []),  # under MIN_WORDS
+        (" ".join(f"w{i}" for i in range(25)), [" ".join(f"w{i}" for i in range(20)),
+                                                 " ".join(f"w{i}" for i in range(20, 25))]),
+    ],
+)  # fmt: skip
+def test_split_cuts_at_sentence_ends_lines_and_long_runs(text: str, expected: list[str]):
+    assert digest.split(text) == expected
+
+
+def test_mmr_prefers_a_novel_sentence_to_a_duplicate_of_the_first():
+    vectors = np.array([[1.0, 0.0], [1.0, 0.0], [0.6, 0.8]], dtype=np.float32)
+    centroid = np.array([2.6, 0.8]) / np.linalg.norm([2.6, 0.8])
+
+    assert digest.centrality(vectors)[2] == pytest.approx(0.6 * centroid[0] + 0.8 * centroid[1])
+    # a and b tie on centrality 0.9557 (a wins on index); then, without the redundancy
+    # cut, b scores 0.7*0.9557 - 0.3*1.0 = 0.369 and c 0.7*0.8087 - 0.3*0.6 = 0.386
+    assert digest.mmr(vectors, [1, 1, 1], budget=10, redundant=1.01) == [0, 2, 1]
+    assert digest.mmr(vectors, [1, 1, 1], budget=10) == [0, 2]  # b restates a
+
+
+def test_mmr_passes_over_a_sentence_that_overflows_the_budget():
+    vectors = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]], dtype=np.float32)
+
+    # centralities 0.664, 0.996, 0.747: b goes first but costs 50; then c (0.7*0.747) beats a
+    assert digest.mmr(vectors, [5, 50, 5], budget=12) == [2, 0]
+
+
+def test_a_sentence_covers_its_source_and_rows_it_restates_entirely():
+    pool = [Sentence("a", "m1"), Sentence("b", "m2"), Sentence("c", "m3"), Sentence("d", "m3")]
+    vectors = np.array([[1, 0], [0.9, 0.436], [1, 0], [0, 1]], dtype=np.float32)
+
+    # m2's only sentence has cosine 0.9 >= 0.8; m3 has one sentence far away: not covered
+    assert digest.covers(pool, vectors, [0]) == [("m1", "m2")]
+
+
+def test_build_links_each_sentence_to_the_rows_it_covers():
+    records = [
+        make_memory(1, body="The billing worker retries failed invoices every hour."),
+        make_memory(2, body="The billing worker retries failed invoices every hour."),
+        make_memory(3, body="Kafka consumers must commit offsets after processing."),
+        make_memory(4, body="Archived advice nobody should read again today.", active=False),
+    ]
+
+    built = digest.build(records, project="alpha", embedder=FakeEmbedder(), counter=ByteEstimate())
+
+    texts = [s.text for s in built.sentences]
+    assert sorted(texts) == sorted({r.body for r in records[:3]})  # no inactive, no duplicate
+    billing = next(s for s in built.sentences if s.text.startswith("The billing"))
+    assert set(billing.covers) == {uid(1), uid(2)} and billing.covers[0] == billing.source
+    assert built.covered == {uid(1), uid(2), uid(3)}
+
+
+def test_build_stays_within_its_token_budget():
+    records = [make_memory(i, body=f"Sentence number {i} says something rather long here.")
+               for i in range(1, 30)]  # fmt: skip
+    counter = ByteEstimate()
+
+    built = digest.build(records, project="alpha", embedder=FakeEmbedder(), counter=counter,
+                         budget=60)  # fmt: skip
+
+    assert built.sentences
+    assert sum(counter.count(s.text) + 1 for s in built.sentences) <= 60
+
+
+def test_a_summarizer_replaces_the_extractive_step():
+    class Shout:
+        def summarize(self, sentences, *, budget, counter):  # type: ignore[no-untyped-def]
+            return [
+                Sentence(sentences[0].text.upper(), sentences[0].source, (sentences[0].source,))
+            ]
+
+    records = [make_memory(1, body="Warm the cache before traffic.")]
+    built = digest.build(records, project="alpha", embedder=FakeEmbedder(),
+                         counter=ByteEstimate(), summarizer=Shout())  # fmt: skip
+
+    assert built.text == "WARM THE CACHE BEFORE TRAFFIC." and built.covered == {uid(1)}
+
+
+def test_tenant_takes_each_projects_sentences_in_turn():
+    a = Digest("alpha", (Sentence("a1", "1", ("1",)), Sentence("a2", "2", ("2",))))
+    b = Digest("beta", (Sentence("b1", "3", ("3",)),))
+
+    merged = digest.tenant([a, b])
+
+    assert merged is not None and [s.text for s in merged.sentences] == ["a1", "b1", "a2"]
+    assert merged.covered == {"1", "2", "3"} and digest.tenant([]) is None
+
+
+def test_fingerprint_changes_when_an_active_row_changes():
+    one = [make_memory(1), make_memory(2)]
+
+    assert digest.fingerprint(one, "m") == digest.fingerprint(list(reversed(one)), "m")
+    assert digest.fingerprint(one, "m") != digest.fingerprint(one[:1], "m")
+    assert digest.fingerprint(one, "m") != digest.fingerprint(one, "other-model")
+
+
+def test_a_vector_cache_embeds_only_the_sentences_it_has_not_seen():
+    class Seen(FakeEmbedder):
+        texts: list[str] = []
+
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            self.texts += list(texts)
+            return super().embed(texts)
+
+    embedder, cache = Seen(), digest.VectorCache(size=3)
+
+    first = cache.embed(embedder, ["alpha beta", "gamma delta"])
+    again = cache.embed(embedder, ["gamma delta", "epsilon zeta", "alpha beta"])
+
+    assert embedder.texts == ["alpha beta", "gamma delta", "epsilon zeta"]
+    assert np.allclose(again[0], first[1]) and np.allclose(again[2], first[0])
+    assert cache.embed(embedder, []).shape == (0, embedder.dims)
