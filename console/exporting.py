@@ -15,8 +15,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from console.models import Edge, Memory, Note, Project
-from console.records import MEMORY_KEYS, NOTE_KEYS, PROJECT_KEYS, TYPES, iso, markdown_text
+from console.models import Edge, Memory, MemoryRevision, Note, Project
+from console.records import (
+    MEMORY_KEYS,
+    NOTE_KEYS,
+    PROJECT_KEYS,
+    REVISION_KEYS,
+    TYPES,
+    iso,
+    markdown_text,
+)
 
 
 def project_record(p: Project) -> dict[str, Any]:
@@ -72,11 +80,29 @@ def edge_record(e: Edge) -> dict[str, Any]:
     }
 
 
-def export_records(*, project: str | None = None) -> Iterator[dict[str, Any]]:
-    """Projects by slug, then memories, notes and explicit edges by id.
+def revision_record(r: MemoryRevision) -> dict[str, Any]:
+    values = {
+        "type": "revision",
+        "memory": r.memory_id,
+        "project": r.project.slug if r.project else None,
+        "recorded_at": iso(r.recorded_at),
+        "valid_from": iso(r.valid_from),
+        "invalid_at": iso(r.invalid_at),
+        "created": iso(r.created),
+        "superseded_by": r.superseded_by_id or None,
+    }
+    return {k: values[k] if k in values else getattr(r, k) for k in REVISION_KEYS}
+
+
+def export_records(
+    *, project: str | None = None, revisions: bool = True
+) -> Iterator[dict[str, Any]]:
+    """Projects by slug, then memories, notes and explicit edges by id, then (with
+    `revisions`) every memory's revisions by memory id and number, deleted ones' too.
 
     Wikilink edges are not exported: they are derived from bodies on import.
     """
+    history = MemoryRevision.objects.select_related("project").order_by("memory_id", "number")
     projects = Project.objects.select_related("parent").order_by("slug")
     memories = Memory.objects.select_related("project").order_by("pk")
     notes = Note.objects.select_related("project").order_by("pk")
@@ -88,10 +114,13 @@ def export_records(*, project: str | None = None) -> Iterator[dict[str, Any]]:
         memories = memories.filter(project__slug=project)
         notes = notes.filter(project__slug=project)
         edges = edges.filter(src__project__slug=project)
+        history = history.filter(project__slug=project)
     yield from (project_record(p) for p in projects)
     yield from (memory_record(m) for m in memories.iterator(chunk_size=1000))
     yield from (note_record(n) for n in notes.iterator(chunk_size=1000))
     yield from (edge_record(e) for e in edges)
+    if revisions:
+        yield from (revision_record(r) for r in history.iterator(chunk_size=1000))
 
 
 def export_jsonl(out: Path, *, project: str | None = None) -> dict[str, int]:
@@ -109,7 +138,7 @@ def export_markdown(out: Path, *, project: str | None = None) -> dict[str, int]:
     if out.exists() and any(out.iterdir()):
         raise ValueError(f"{out} is not empty: export markdown into a new folder")
     counts = dict.fromkeys(TYPES, 0)
-    records = list(export_records(project=project))
+    records = list(export_records(project=project, revisions=False))  # history: JSON lines
     edges: dict[str, list[dict[str, Any]]] = {}
     for record in records:
         if record["type"] == "edge":

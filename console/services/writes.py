@@ -31,6 +31,7 @@ from console.services.memories import (
     memory_new,
     session_next,
 )
+from console.services.revisions import revision_record
 
 BATCH_MAX = 500
 
@@ -106,6 +107,7 @@ def _save(memory: Memory, *, force: bool) -> Outcome:
     memory.save(force_insert=True)
     memory_links_rewrite(memory=memory)
     link_waiting_sources(memory)
+    revision_record(memory=memory, op="create")
     indexing.enqueue("memory", memory.pk, "upsert")
     return Outcome(memory, True)
 
