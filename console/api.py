@@ -71,6 +71,7 @@ from console.schemas import (
     SearchOut,
     TextOut,
 )
+from console.schemas.requests import AS_OF, RECORDED_AS_OF
 from recall.agent import dumps
 
 log = logging.getLogger(__name__)
@@ -308,12 +309,18 @@ def memory_read(
     project: str | None = Query(  # type: ignore[type-arg]
         None, min_length=1, max_length=64, description="where to resolve a name"
     ),
+    as_of: str | None = Query(None, description=AS_OF),  # type: ignore[type-arg]
+    recorded_as_of: str | None = Query(None, description=RECORDED_AS_OF),  # type: ignore[type-arg]
 ) -> HttpResponse:
-    """Read one memory by id, or by name (in `project` first, then global)."""
-    _known(request, Params, "project")  # project: where to resolve a name
-    ref = MemoryRef(id=memory_id[:26], name=None, project=project)
-    if len(memory_id) > 26:
-        ref = MemoryRef(id=None, name=memory_id, project=project)
+    """Read one memory by id, or by name (in `project` first, then global); with
+    `as_of` / `recorded_as_of`, as it was then (404 if it was not valid / known)."""
+    _known(request, Params, "project", "as_of", "recorded_as_of")
+    when = {"as_of": as_of, "recorded_as_of": recorded_as_of}
+    ref = MemoryRef.model_validate(
+        {"id": memory_id, "name": None, "project": project, **when}
+        if len(memory_id) <= 26
+        else {"id": None, "name": memory_id, "project": project, **when}
+    )
     return _answer(operations.memory_read(_auth(request), ref))
 
 

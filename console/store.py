@@ -6,15 +6,17 @@ import re
 import threading
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import connection
-from django.db.models import BooleanField, F, Func, Q, QuerySet, Value
+from django.db.models import BooleanField, Exists, F, Func, OuterRef, Q, QuerySet, Value
 from django.utils import timezone
 
-from console.models import Edge, Memory, Note, Project, RetrievalEvent
+from console.models import Edge, Memory, MemoryRevision, Note, Project, RetrievalEvent
 from console.prepared import Prepared
+from recall import timetravel
 from recall.neighbourhood import near
 from recall.types import MEMORY, NOTE, SUPERSEDES, Filter, Link, Neighbour, Record
 
@@ -76,6 +78,7 @@ def memory_row_record(row: Sequence[Any]) -> Record:
         occurred_at=occurred_at,
         session_order=session_order,
         agent_id=agent_id,
+        invalid_at=invalid_at,
     )
 
 
@@ -89,6 +92,18 @@ def memory_record(m: Memory) -> Record:
 def memory_records(rows: QuerySet[Memory]) -> list[Record]:
     """Records of a memory queryset, in its order, without model instances."""
     return [memory_row_record(row) for row in rows.values_list(*MEMORY_COLUMNS)]
+
+
+def revision_record(r: MemoryRevision) -> Record:
+    """A recorded state of a memory as the Record it was (`updated`: when recorded)."""
+    return Record(
+        id=r.memory_id, item=MEMORY, project=r.project.slug if r.project else None,
+        kind=r.kind, name=r.name, title=r.name, description=r.description, body=r.body,
+        tags=tuple(r.tags or ()), importance=r.importance, active=r.invalid_at is None,
+        created=r.created, updated=r.recorded_at, superseded_by=r.superseded_by_id or None,
+        session_id=r.session_id, source=r.source, valid_from=r.valid_from,
+        agent_id=r.agent_id, invalid_at=r.invalid_at,
+    )  # fmt: skip
 
 
 def note_record(n: Note) -> Record:
@@ -489,6 +504,29 @@ class DjangoStore:
             self._usage = {i: utility(evts, cut) for i, evts in grouped.items()}
             self._usage_cut = cut
             return self._usage
+
+    def as_of(
+        self, *, where: Filter, valid_at: datetime | None = None,
+        recorded_at: datetime | None = None,
+    ) -> list[Record]:  # fmt: skip
+        """See the port: the current rows, or each memory's latest revision by
+        `recorded_at` (one query: no later revision recorded by then), in scope."""
+        loose = replace(where, active_only=False)
+        if recorded_at is None:
+            known = memory_records(_memories(loose))
+        else:
+            later = MemoryRevision.objects.filter(
+                memory_id=OuterRef("memory_id"), number__gt=OuterRef("number"),
+                recorded_at__lte=recorded_at,
+            )  # fmt: skip
+            rows = MemoryRevision.objects.filter(recorded_at__lte=recorded_at, deleted=False)
+            rows = rows.exclude(Exists(later)).filter(_scope(loose)).select_related("project")
+            if where.kinds is not None:
+                rows = rows.filter(kind__in=list(where.kinds))
+            if where.narrowed:
+                rows = rows.filter(_attributes(where))
+            known = [revision_record(r) for r in rows.iterator(chunk_size=2000)]
+        return timetravel.as_known(known, where=where, instant=valid_at)
 
     def isolation(self, project: str) -> str:
         """Read on every Recall (the scope filter): compiled once."""

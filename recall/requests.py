@@ -18,6 +18,7 @@ KNOB_FIELDS = ("routing", "k", "strict", "entities")
 # Recall's filters (Dakera seed 004), as request fields: see `RecallRequest`.
 FILTER_FIELDS = (
     "kinds", "tags", "any_tags", "agent_id", "session_id", "min_importance", "since", "until",
+    "as_of", "recorded_as_of",
 )  # fmt: skip
 
 
@@ -82,6 +83,9 @@ class RecallRequest:
     min_importance: float | None = None
     since: datetime | None = None  # created at or after
     until: datetime | None = None  # created at or before
+    # Bitemporal reads (`recall.timetravel`): valid at / as recorded at that instant.
+    as_of: datetime | None = None
+    recorded_as_of: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +109,9 @@ class SearchRequest:
     prefix: bool = False
     include_global: bool = True
     offset: int = 0
+    # Bitemporal reads (`recall.timetravel`): valid at / as recorded at that instant.
+    as_of: datetime | None = None
+    recorded_as_of: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
