@@ -27,6 +27,11 @@ from console.records import (
 )
 
 
+def _keyed(row: object, keys: tuple[str, ...], values: dict[str, Any]) -> dict[str, Any]:
+    """The record in `keys` order: the given `values`, else the row's own attribute."""
+    return {k: values[k] if k in values else getattr(row, k) for k in keys}
+
+
 def project_record(p: Project) -> dict[str, Any]:
     values = {
         "type": "project",
@@ -55,7 +60,7 @@ def memory_record(m: Memory) -> dict[str, Any]:
         "updated": iso(m.updated),
         "last_accessed_at": iso(m.last_accessed_at),
     }
-    return {k: values[k] if k in values else getattr(m, k) for k in MEMORY_KEYS}
+    return _keyed(m, MEMORY_KEYS, values)
 
 
 def note_record(n: Note) -> dict[str, Any]:
@@ -66,7 +71,7 @@ def note_record(n: Note) -> dict[str, Any]:
         "created": iso(n.created),
         "updated": iso(n.updated),
     }
-    return {k: values[k] if k in values else getattr(n, k) for k in NOTE_KEYS}
+    return _keyed(n, NOTE_KEYS, values)
 
 
 def edge_record(e: Edge) -> dict[str, Any]:
@@ -91,7 +96,7 @@ def revision_record(r: MemoryRevision) -> dict[str, Any]:
         "created": iso(r.created),
         "superseded_by": r.superseded_by_id or None,
     }
-    return {k: values[k] if k in values else getattr(r, k) for k in REVISION_KEYS}
+    return _keyed(r, REVISION_KEYS, values)
 
 
 def export_records(
