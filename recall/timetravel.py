@@ -19,6 +19,7 @@ consulted; a warning says so. `debug.tier` is "cold".
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -32,7 +33,7 @@ from recall.config import RecallConfig
 from recall.errors import QueryError
 from recall.packing import pack
 from recall.planes import Planes
-from recall.query import clean, words
+from recall.query import MIN_WORD_CHARS, clean, words
 from recall.requests import RecallRequest, SearchRequest
 from recall.results import ContextPack, Hit, Provenance, SearchResult, to_hit
 from recall.scoring import admits
@@ -78,9 +79,13 @@ def as_known(records: Sequence[Record], *, where: Filter, instant: datetime | No
     return sorted((r for r in out if where.admits_record(r)), key=lambda r: r.id)
 
 
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
 def terms(text: str) -> list[str]:
-    """Lower-cased Porter stems of the words (both sides of the lexical match)."""
-    return [stem(w) for w in words(text)]
+    """A text's words (2+ characters, as `recall.query.words` keeps them) as lower-cased
+    Porter stems, in order, repeats kept: a document's tokens and a query's terms."""
+    return [stem(w.lower()) for w in _WORD.findall(text) if len(w) >= MIN_WORD_CHARS]
 
 
 def lexical(records: Sequence[Record], query: str, *, limit: int) -> list[Candidate]:
@@ -88,7 +93,7 @@ def lexical(records: Sequence[Record], query: str, *, limit: int) -> list[Candid
     docs = {
         r.id: terms(" ".join((r.name, r.description, r.body, " ".join(r.tags)))) for r in records
     }
-    wanted = list(dict.fromkeys(terms(query)))
+    wanted = list(dict.fromkeys(terms(" ".join(words(query)))))
     dfs = dict.fromkeys(wanted, 0)
     for tokens in docs.values():
         for term in set(tokens).intersection(dfs):
