@@ -373,12 +373,15 @@ class InspectForm(ChoicesForm):
     )  # fmt: skip
     # Bitemporal recall (recall/timetravel.py): answered by the cold path.
     as_of = forms.DateTimeField(
-        label="As of", required=False, widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
+        label="As of", required=False,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
         help_text="UTC; what was true then (valid time).",
     )  # fmt: skip
     recorded_as_of = forms.DateTimeField(
         label="Recorded as of", required=False,
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local", "step": "1"}),
+        widget=forms.DateTimeInput(
+            attrs={"type": "datetime-local", "step": "1"}, format="%Y-%m-%dT%H:%M:%S"
+        ),
         help_text="UTC; what was known then (transaction time).",
     )  # fmt: skip
 

@@ -53,9 +53,9 @@ class ReferenceWriter:
     def memory(self, project: str, name: str, body: str = "", **fields: Any) -> str:
         self._n += 1
         ident, now = f"01J{self._n:023d}", datetime.now(UTC)
-        values = {"valid_from": now, **fields}
-        record = Record(ident, "memory", project, "fact", name, name, name, body, created=now,
-                        updated=now, **values)  # fmt: skip
+        values = {"valid_from": now, "kind": "fact", **fields}
+        record = Record(ident, "memory", project, name=name, title=name, description=name,
+                        body=body, created=now, updated=now, **values)  # fmt: skip
         self.store.revise(record, now)
         return ident
 
@@ -185,3 +185,16 @@ def test_both_axes_combine_and_the_scope_holds_on_each(writer: Writer) -> None:
     for recorded in (known_a, None):
         seen = writer.store.as_of(where=ALPHA, valid_at=april, recorded_at=recorded)
         assert other not in ids(seen)
+
+
+def test_recalls_filters_read_the_state_known_then(writer: Writer) -> None:
+    m = writer.memory("alpha", "tagged", "Tagged", tags=("red",), kind="gotcha")
+    before = mark()
+    writer.edit(m, tags=("blue",))
+    after = mark()
+    red = replace(ALPHA, tags=("red",), kinds=("gotcha",))
+
+    assert ids(writer.store.as_of(where=red, recorded_at=before)) == [m]
+    assert ids(writer.store.as_of(where=red, recorded_at=after)) == []
+    assert ids(writer.store.as_of(where=replace(red, tags=("blue",)), recorded_at=after)) == [m]
+    assert ids(writer.store.as_of(where=replace(red, kinds=("fact",)), recorded_at=before)) == []
