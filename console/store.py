@@ -94,15 +94,24 @@ def memory_records(rows: QuerySet[Memory]) -> list[Record]:
     return [memory_row_record(row) for row in rows.values_list(*MEMORY_COLUMNS)]
 
 
-def revision_record(r: MemoryRevision) -> Record:
-    """A recorded state of a memory as the Record it was (`updated`: when recorded)."""
+REVISION_COLUMNS = (
+    "memory_id", "project__slug", "kind", "name", "description", "body", "tags", "importance",
+    "invalid_at", "created", "recorded_at", "superseded_by_id", "session_id", "source",
+    "valid_from", "agent_id",
+)  # fmt: skip
+
+
+def revision_row_record(row: Sequence[Any]) -> Record:
+    """A recorded state of a memory, from a `values_list(*REVISION_COLUMNS)` row, as the
+    Record it was (`updated`: when it was recorded; no star: a star is no revision)."""
+    (pk, project, kind, name, description, body, tags, importance, invalid_at, created,
+     recorded_at, superseded_by, session_id, source, valid_from, agent_id) = row  # fmt: skip
     return Record(
-        id=r.memory_id, item=MEMORY, project=r.project.slug if r.project else None,
-        kind=r.kind, name=r.name, title=r.name, description=r.description, body=r.body,
-        tags=tuple(r.tags or ()), importance=r.importance, active=r.invalid_at is None,
-        created=r.created, updated=r.recorded_at, superseded_by=r.superseded_by_id or None,
-        session_id=r.session_id, source=r.source, valid_from=r.valid_from,
-        agent_id=r.agent_id, invalid_at=r.invalid_at,
+        id=pk, item=MEMORY, project=project, kind=kind, name=name, title=name,
+        description=description, body=body, tags=tuple(tags or ()), importance=importance,
+        active=invalid_at is None, created=created, updated=recorded_at,
+        superseded_by=superseded_by or None, session_id=session_id, source=source,
+        valid_from=valid_from, agent_id=agent_id, invalid_at=invalid_at,
     )  # fmt: skip
 
 
@@ -520,12 +529,12 @@ class DjangoStore:
                 recorded_at__lte=recorded_at,
             )  # fmt: skip
             rows = MemoryRevision.objects.filter(recorded_at__lte=recorded_at, deleted=False)
-            rows = rows.exclude(Exists(later)).filter(_scope(loose)).select_related("project")
+            rows = rows.exclude(Exists(later)).filter(_scope(loose))
             if where.kinds is not None:
                 rows = rows.filter(kind__in=list(where.kinds))
             if where.narrowed:
                 rows = rows.filter(_attributes(where))
-            known = [revision_record(r) for r in rows.iterator(chunk_size=2000)]
+            known = [revision_row_record(r) for r in rows.values_list(*REVISION_COLUMNS)]
         return timetravel.as_known(known, where=where, instant=valid_at)
 
     def isolation(self, project: str) -> str:

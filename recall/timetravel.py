@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
+from functools import lru_cache
 
 from whoosh.lang.porter import stem
 
@@ -75,36 +76,52 @@ def valid_at(record: Record, instant: datetime | None) -> bool:
 def as_known(records: Sequence[Record], *, where: Filter, instant: datetime | None) -> list[Record]:
     """`records` (states known at some instant) with `active` meaning valid at
     `instant`, those `where` admits, by id: the tail every store's `as_of` shares."""
-    out = [replace(r, active=valid_at(r, instant)) for r in records if r.item == MEMORY]
-    return sorted((r for r in out if where.admits_record(r)), key=lambda r: r.id)
+    out = []
+    for record in records:
+        if record.item != MEMORY:
+            continue
+        valid = valid_at(record, instant)
+        known = record if record.active == valid else replace(record, active=valid)
+        if where.admits_record(known):
+            out.append(known)
+    return sorted(out, key=lambda r: r.id)
 
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# Porter stemming is pure Python: a word's stem is computed once per process
+# (a vocabulary is far smaller than the tokens a cold ranking reads).
+_stem = lru_cache(maxsize=1 << 17)(stem)
 
 
 def terms(text: str) -> list[str]:
     """A text's words (2+ characters, as `recall.query.words` keeps them) as lower-cased
     Porter stems, in order, repeats kept: a document's tokens and a query's terms."""
-    return [stem(w.lower()) for w in _WORD.findall(text) if len(w) >= MIN_WORD_CHARS]
+    return [_stem(w) for w in _WORD.findall(text.lower()) if len(w) >= MIN_WORD_CHARS]
+
+
+@lru_cache(maxsize=1 << 16)
+def _bag(text: str) -> tuple[int, Counter[str]]:
+    """A document's length in terms and its term counts (read-only, shared): kept per
+    text, so a text already ranked once (unchanged since, or the same revision) is not
+    tokenized again."""
+    tokens = terms(text)
+    return len(tokens), Counter(tokens)
 
 
 def lexical(records: Sequence[Record], query: str, *, limit: int) -> list[Candidate]:
     """BM25F (one stream) of `records` for `query`, best first, ties by id, score > 0."""
-    docs = {
-        r.id: terms(" ".join((r.name, r.description, r.body, " ".join(r.tags)))) for r in records
+    bags = {
+        r.id: _bag(" ".join((r.name, r.description, r.body, " ".join(r.tags)))) for r in records
     }
     wanted = list(dict.fromkeys(terms(" ".join(words(query)))))
-    dfs = dict.fromkeys(wanted, 0)
-    for tokens in docs.values():
-        for term in set(tokens).intersection(dfs):
-            dfs[term] += 1
-    weights = bm25.term_weights(dfs, len(docs), PARAMS)
-    avglen = sum(len(t) for t in docs.values()) / len(docs) if docs else 0.0
+    dfs = {t: sum(1 for _, counts in bags.values() if t in counts) for t in wanted}
+    weights = bm25.term_weights(dfs, len(bags), PARAMS)
+    avglen = sum(n for n, _ in bags.values()) / len(bags) if bags else 0.0
     scored = []
-    for doc_id, tokens in docs.items():
-        counts = Counter(t for t in tokens if t in weights)
-        value = bm25.score([counts], [len(tokens)], weights, avglen=avglen, params=PARAMS)
-        if value > 0:
+    for doc_id, (length, counts) in bags.items():
+        found = {t: counts[t] for t in weights if t in counts}
+        if found:
+            value = bm25.score([found], [length], weights, avglen=avglen, params=PARAMS)
             scored.append((value, doc_id))
     scored.sort(key=lambda s: (-s[0], s[1]))
     return [Candidate(i, n, v) for n, (v, i) in enumerate(scored[:limit], 1)]
