@@ -21,6 +21,7 @@ import inspect
 import json
 import logging
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
@@ -302,6 +303,11 @@ def memory_write_batch(request: HttpRequest, payload: MemoryBatchIn) -> HttpResp
     return _answer(operations.memory_write_batch(_auth(request), payload, key=_key(request)))
 
 
+# A past state of a memory (console/history.py): RFC 3339 instants, with their offset.
+AS_OF_QUERY: Any = Query(None, description=AS_OF)  # type: ignore[type-arg]
+RECORDED_AS_OF_QUERY: Any = Query(None, description=RECORDED_AS_OF)  # type: ignore[type-arg]
+
+
 @endpoint("get", "/memories/{memory_id}", "memory_read", {200: MemoryOut}, ["memories"])
 def memory_read(
     request: HttpRequest,
@@ -309,8 +315,8 @@ def memory_read(
     project: str | None = Query(  # type: ignore[type-arg]
         None, min_length=1, max_length=64, description="where to resolve a name"
     ),
-    as_of: str | None = Query(None, description=AS_OF),  # type: ignore[type-arg]
-    recorded_as_of: str | None = Query(None, description=RECORDED_AS_OF),  # type: ignore[type-arg]
+    as_of: datetime | None = AS_OF_QUERY,
+    recorded_as_of: datetime | None = RECORDED_AS_OF_QUERY,
 ) -> HttpResponse:
     """Read one memory by id, or by name (in `project` first, then global); with
     `as_of` / `recorded_as_of`, as it was then (404 if it was not valid / known)."""

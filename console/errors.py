@@ -20,7 +20,6 @@ from pydantic import ValidationError as PydanticValidationError
 
 from console.access import AccessDenied, NotVisible
 from console.services import BatchError, IdempotencyConflict, StateConflict
-from console.services.memories import ValidTimeError
 from recall.agent import dumps
 from recall.errors import BudgetError, ConfigError, IndexUnavailable, QueryError
 
@@ -114,7 +113,7 @@ def describe(exc: BaseException) -> ErrorReply | None:
         return ErrorReply(409, " ".join(exc.messages), "conflict", field)
     if isinstance(exc, DjangoValidationError):
         detail, field = _validation_text(exc)
-        return ErrorReply(422 if isinstance(exc, ValidTimeError) else 400, detail, "invalid", field)
+        return ErrorReply(400, detail, "invalid", field)
     if isinstance(exc, PydanticValidationError):
         return from_pydantic([dict(e) for e in exc.errors(include_url=False)])
     if isinstance(exc, AccessDenied):

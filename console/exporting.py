@@ -27,8 +27,14 @@ from console.records import (
 )
 
 
-def _keyed(row: object, keys: tuple[str, ...], values: dict[str, Any]) -> dict[str, Any]:
-    """The record in `keys` order: the given `values`, else the row's own attribute."""
+def _keyed(
+    row: Memory | Note | MemoryRevision, keys: tuple[str, ...], times: tuple[str, ...],
+    **values: Any,
+) -> dict[str, Any]:  # fmt: skip
+    """The record in `keys` order: its `type` and `values`, its project's slug, the
+    `times` as ISO-8601 UTC, and otherwise the row's own attribute of that name."""
+    values["project"] = row.project.slug if row.project else None
+    values |= {t: iso(getattr(row, t)) for t in times}
     return {k: values[k] if k in values else getattr(row, k) for k in keys}
 
 
@@ -48,30 +54,12 @@ def project_record(p: Project) -> dict[str, Any]:
 
 
 def memory_record(m: Memory) -> dict[str, Any]:
-    values = {
-        "type": "memory",
-        "id": m.pk,
-        "project": m.project.slug if m.project else None,
-        "superseded_by": m.superseded_by_id,
-        "valid_from": iso(m.valid_from),
-        "occurred_at": iso(m.occurred_at),
-        "invalid_at": iso(m.invalid_at),
-        "created": iso(m.created),
-        "updated": iso(m.updated),
-        "last_accessed_at": iso(m.last_accessed_at),
-    }
-    return _keyed(m, MEMORY_KEYS, values)
+    times = ("valid_from", "occurred_at", "invalid_at", "created", "updated", "last_accessed_at")
+    return _keyed(m, MEMORY_KEYS, times, type="memory", id=m.pk, superseded_by=m.superseded_by_id)
 
 
 def note_record(n: Note) -> dict[str, Any]:
-    values = {
-        "type": "note",
-        "id": n.pk,
-        "project": n.project.slug if n.project else None,
-        "created": iso(n.created),
-        "updated": iso(n.updated),
-    }
-    return _keyed(n, NOTE_KEYS, values)
+    return _keyed(n, NOTE_KEYS, ("created", "updated"), type="note", id=n.pk)
 
 
 def edge_record(e: Edge) -> dict[str, Any]:
@@ -86,17 +74,11 @@ def edge_record(e: Edge) -> dict[str, Any]:
 
 
 def revision_record(r: MemoryRevision) -> dict[str, Any]:
-    values = {
-        "type": "revision",
-        "memory": r.memory_id,
-        "project": r.project.slug if r.project else None,
-        "recorded_at": iso(r.recorded_at),
-        "valid_from": iso(r.valid_from),
-        "invalid_at": iso(r.invalid_at),
-        "created": iso(r.created),
-        "superseded_by": r.superseded_by_id or None,
-    }
-    return _keyed(r, REVISION_KEYS, values)
+    times = ("recorded_at", "valid_from", "invalid_at", "created")
+    return _keyed(
+        r, REVISION_KEYS, times, type="revision", memory=r.memory_id,
+        superseded_by=r.superseded_by_id or None,
+    )  # fmt: skip
 
 
 def export_records(

@@ -6,11 +6,10 @@ arguments, so one rule gives one answer on both surfaces.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Literal
 
 from ninja import Field
-from pydantic import StringConstraints, ValidationInfo, field_validator
+from pydantic import StringConstraints
 
 from console.models import SOURCE_URL_RE
 from console.schemas.common import (
@@ -274,15 +273,9 @@ class MemoryFields(Body):
     valid_from: Instant | None = Field(
         None, description="when it became true (default: now; on supersede, closes the old one)"
     )
-    invalid_at: Instant | None = Field(None, description="when it stops being true, if known")
-
-    @field_validator("invalid_at", mode="after")
-    @classmethod
-    def _valid_time(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
-        began = info.data.get("valid_from")
-        if value is not None and began is not None and not value > began:
-            raise ValueError("invalid_at must be after valid_from: valid time is [from, at)")
-        return value
+    invalid_at: Instant | None = Field(
+        None, description="when it stops being true, if known (after valid_from, else 409)"
+    )
 
 
 class MemoryItem(MemoryFields):

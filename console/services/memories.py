@@ -29,8 +29,9 @@ class StateConflict(ValidationError):
     """A well-formed request the item's current state forbids (the API answers 409)."""
 
 
-class ValidTimeError(ValidationError):
-    """Valid time that is no interval (naive, or invalid_at not after valid_from): 422."""
+class ValidTimeError(StateConflict):
+    """Valid time that is no interval (invalid_at not after valid_from, or a naive
+    instant): a conflict between well-formed values the schema cannot express (409)."""
 
 
 MAX_BODY_CHARS = 200_000

@@ -146,27 +146,33 @@ def test_search_and_read_as_of_valid_time(world: World, monkeypatch: Any) -> Non
     assert call(client, "get", f"/memories/{a}", {"as_of": APR}).status_code == 404
 
 
-def test_valid_time_errors_are_422s_naming_the_field(world: World) -> None:
+def test_a_bare_time_is_a_422_and_an_empty_interval_a_409_each_naming_the_field(
+    world: World,
+) -> None:
+    """A naive instant is schema-invalid (RFC 3339 date-times carry an offset): 422. An
+    interval whose end is not after its start is well-formed values in conflict, which
+    no schema can express: 409, as the schema contract (test_api_schema) requires."""
     client = world.client("alpha")
-    cases = [
-        ("post", "/memories", {"project": "alpha", "name": "x", "valid_from": MAR,
-                               "invalid_at": JAN}, "invalid_at"),
-        ("post", "/memories", {"project": "alpha", "name": "x",
-                               "valid_from": "2024-01-01T00:00:00"}, "valid_from"),
-        ("post", "/recall", {"query": "zebrafish", "as_of": "2024-01-01T00:00:00"}, "as_of"),
-    ]  # fmt: skip
     m = write(world, name="dated", description="dated", valid_from=MAR)
-    cases += [
-        ("post", f"/memories/{m['id']}/supersede", {"valid_from": JAN}, "valid_from"),
-        ("patch", f"/memories/{m['id']}", {"invalid_at": FEB}, "invalid_at"),
-    ]
-    for method, path, body, field in cases:
+    bare = "2024-01-01T00:00:00"
+    cases = [
+        ("post", "/memories", {"project": "alpha", "name": "x", "valid_from": bare}, 422,
+         "valid_from"),
+        ("post", "/recall", {"query": "zebrafish", "as_of": bare}, 422, "as_of"),
+        ("get", f"/memories/{m['id']}", {"as_of": bare}, 422, "as_of"),
+        ("post", "/memories", {"project": "alpha", "name": "x", "valid_from": MAR,
+                               "invalid_at": JAN}, 409, "invalid_at"),
+        ("post", "/memories/batch", {"project": "alpha", "memories": [
+            {"name": "ok"}, {"name": "x", "invalid_at": JAN}]}, 409, "memories.1.invalid_at"),
+        ("post", f"/memories/{m['id']}/supersede", {"valid_from": JAN}, 409, "valid_from"),
+        ("patch", f"/memories/{m['id']}", {"invalid_at": FEB}, 409, "invalid_at"),
+    ]  # fmt: skip
+    for method, path, body, status, field in cases:
         response = call(client, method, path, body)
-        assert response.status_code == 422, (path, response.json())
-        assert response.json()["field"] == field
-    naive = call(client, "get", f"/memories/{m['id']}", {"as_of": "2024-01-01T00:00:00"})
-    assert naive.status_code == 422 and naive.json()["field"] == "as_of"
+        assert response.status_code == status, (path, response.json())
+        assert response.json()["field"] == field, response.json()
     assert MemoryRevision.objects.filter(memory_id=m["id"]).count() == 1  # nothing changed
+    assert not MemoryRevision.objects.filter(name__in=["ok", "x"]).exists()
 
 
 def test_another_projects_history_stays_out_of_reach(world: World, monkeypatch: Any) -> None:
