@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from console import raw, selectors, services
+from console import history, raw, selectors, services
 from console.models import NAME_RE, AgentToken, Edge, Memory, Note, Project
 from recall.errors import QueryError
 from recall.results import Briefing, ContextPack, Hit, PromptResult, SearchResult
@@ -137,6 +137,8 @@ def search(
     semantic: bool = True,
     since: datetime | None = None,
     record: bool = True,
+    as_of: datetime | None = None,
+    recorded_as_of: datetime | None = None,
 ) -> SearchResult:
     """Search the token's projects (or some of them), plus global unless sealed."""
     if since is not None and since.tzinfo is None:
@@ -150,6 +152,8 @@ def search(
         semantic=semantic,
         since=since,
         include_global=not access.sealed,
+        as_of=as_of,
+        recorded_as_of=recorded_as_of,
     )
     if record:
         where = scope[0] if len(scope) == 1 else None
@@ -274,6 +278,19 @@ def memory_read(
     memory = memory_find(access, memory_id=memory_id, name=name, project=project)
     services.memory_read_record(memory=memory, agent=access.agent)
     return memory
+
+
+def memory_read_as_of(
+    access: Access, *, memory_id: str, as_of: datetime | None, recorded_as_of: datetime | None
+) -> Memory:
+    """A memory as it was (`console.history.memory_as_of`), guarded by the project it
+    was in then: a token never sees another project's history."""
+    found = history.memory_as_of(
+        memory_id=memory_id.upper(), as_of=as_of, recorded_as_of=recorded_as_of
+    )
+    if found is None or not access.sees(found.project.slug if found.project else None):
+        raise NotVisible("no such memory at that time")
+    return found
 
 
 def memory_list(

@@ -21,6 +21,7 @@ import inspect
 import json
 import logging
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
@@ -71,6 +72,7 @@ from console.schemas import (
     SearchOut,
     TextOut,
 )
+from console.schemas.requests import AS_OF, RECORDED_AS_OF
 from recall.agent import dumps
 
 log = logging.getLogger(__name__)
@@ -301,6 +303,11 @@ def memory_write_batch(request: HttpRequest, payload: MemoryBatchIn) -> HttpResp
     return _answer(operations.memory_write_batch(_auth(request), payload, key=_key(request)))
 
 
+# A past state of a memory (console/history.py): RFC 3339 instants, with their offset.
+AS_OF_QUERY: Any = Query(None, description=AS_OF)  # type: ignore[type-arg]
+RECORDED_AS_OF_QUERY: Any = Query(None, description=RECORDED_AS_OF)  # type: ignore[type-arg]
+
+
 @endpoint("get", "/memories/{memory_id}", "memory_read", {200: MemoryOut}, ["memories"])
 def memory_read(
     request: HttpRequest,
@@ -308,12 +315,18 @@ def memory_read(
     project: str | None = Query(  # type: ignore[type-arg]
         None, min_length=1, max_length=64, description="where to resolve a name"
     ),
+    as_of: datetime | None = AS_OF_QUERY,
+    recorded_as_of: datetime | None = RECORDED_AS_OF_QUERY,
 ) -> HttpResponse:
-    """Read one memory by id, or by name (in `project` first, then global)."""
-    _known(request, Params, "project")  # project: where to resolve a name
-    ref = MemoryRef(id=memory_id[:26], name=None, project=project)
-    if len(memory_id) > 26:
-        ref = MemoryRef(id=None, name=memory_id, project=project)
+    """Read one memory by id, or by name (in `project` first, then global); with
+    `as_of` / `recorded_as_of`, as it was then (404 if it was not valid / known)."""
+    _known(request, Params, "project", "as_of", "recorded_as_of")
+    when = {"as_of": as_of, "recorded_as_of": recorded_as_of}
+    ref = MemoryRef.model_validate(
+        {"id": memory_id, "name": None, "project": project, **when}
+        if len(memory_id) <= 26
+        else {"id": None, "name": memory_id, "project": project, **when}
+    )
     return _answer(operations.memory_read(_auth(request), ref))
 
 

@@ -15,8 +15,27 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from console.models import Edge, Memory, Note, Project
-from console.records import MEMORY_KEYS, NOTE_KEYS, PROJECT_KEYS, TYPES, iso, markdown_text
+from console.models import Edge, Memory, MemoryRevision, Note, Project
+from console.records import (
+    MEMORY_KEYS,
+    NOTE_KEYS,
+    PROJECT_KEYS,
+    REVISION_KEYS,
+    TYPES,
+    iso,
+    markdown_text,
+)
+
+
+def _keyed(
+    row: Memory | Note | MemoryRevision, keys: tuple[str, ...], times: tuple[str, ...],
+    **values: Any,
+) -> dict[str, Any]:  # fmt: skip
+    """The record in `keys` order: its `type` and `values`, its project's slug, the
+    `times` as ISO-8601 UTC, and otherwise the row's own attribute of that name."""
+    values["project"] = row.project.slug if row.project else None
+    values |= {t: iso(getattr(row, t)) for t in times}
+    return {k: values[k] if k in values else getattr(row, k) for k in keys}
 
 
 def project_record(p: Project) -> dict[str, Any]:
@@ -35,30 +54,12 @@ def project_record(p: Project) -> dict[str, Any]:
 
 
 def memory_record(m: Memory) -> dict[str, Any]:
-    values = {
-        "type": "memory",
-        "id": m.pk,
-        "project": m.project.slug if m.project else None,
-        "superseded_by": m.superseded_by_id,
-        "valid_from": iso(m.valid_from),
-        "occurred_at": iso(m.occurred_at),
-        "invalid_at": iso(m.invalid_at),
-        "created": iso(m.created),
-        "updated": iso(m.updated),
-        "last_accessed_at": iso(m.last_accessed_at),
-    }
-    return {k: values[k] if k in values else getattr(m, k) for k in MEMORY_KEYS}
+    times = ("valid_from", "occurred_at", "invalid_at", "created", "updated", "last_accessed_at")
+    return _keyed(m, MEMORY_KEYS, times, type="memory", id=m.pk, superseded_by=m.superseded_by_id)
 
 
 def note_record(n: Note) -> dict[str, Any]:
-    values = {
-        "type": "note",
-        "id": n.pk,
-        "project": n.project.slug if n.project else None,
-        "created": iso(n.created),
-        "updated": iso(n.updated),
-    }
-    return {k: values[k] if k in values else getattr(n, k) for k in NOTE_KEYS}
+    return _keyed(n, NOTE_KEYS, ("created", "updated"), type="note", id=n.pk)
 
 
 def edge_record(e: Edge) -> dict[str, Any]:
@@ -72,11 +73,23 @@ def edge_record(e: Edge) -> dict[str, Any]:
     }
 
 
-def export_records(*, project: str | None = None) -> Iterator[dict[str, Any]]:
-    """Projects by slug, then memories, notes and explicit edges by id.
+def revision_record(r: MemoryRevision) -> dict[str, Any]:
+    times = ("recorded_at", "valid_from", "invalid_at", "created")
+    return _keyed(
+        r, REVISION_KEYS, times, type="revision", memory=r.memory_id,
+        superseded_by=r.superseded_by_id or None,
+    )  # fmt: skip
+
+
+def export_records(
+    *, project: str | None = None, revisions: bool = True
+) -> Iterator[dict[str, Any]]:
+    """Projects by slug, then memories, notes and explicit edges by id, then (with
+    `revisions`) every memory's revisions by memory id and number, deleted ones' too.
 
     Wikilink edges are not exported: they are derived from bodies on import.
     """
+    history = MemoryRevision.objects.select_related("project").order_by("memory_id", "number")
     projects = Project.objects.select_related("parent").order_by("slug")
     memories = Memory.objects.select_related("project").order_by("pk")
     notes = Note.objects.select_related("project").order_by("pk")
@@ -88,10 +101,13 @@ def export_records(*, project: str | None = None) -> Iterator[dict[str, Any]]:
         memories = memories.filter(project__slug=project)
         notes = notes.filter(project__slug=project)
         edges = edges.filter(src__project__slug=project)
+        history = history.filter(project__slug=project)
     yield from (project_record(p) for p in projects)
     yield from (memory_record(m) for m in memories.iterator(chunk_size=1000))
     yield from (note_record(n) for n in notes.iterator(chunk_size=1000))
     yield from (edge_record(e) for e in edges)
+    if revisions:
+        yield from (revision_record(r) for r in history.iterator(chunk_size=1000))
 
 
 def export_jsonl(out: Path, *, project: str | None = None) -> dict[str, int]:
@@ -109,7 +125,7 @@ def export_markdown(out: Path, *, project: str | None = None) -> dict[str, int]:
     if out.exists() and any(out.iterdir()):
         raise ValueError(f"{out} is not empty: export markdown into a new folder")
     counts = dict.fromkeys(TYPES, 0)
-    records = list(export_records(project=project))
+    records = list(export_records(project=project, revisions=False))  # history: JSON lines
     edges: dict[str, list[dict[str, Any]]] = {}
     for record in records:
         if record["type"] == "edge":

@@ -389,6 +389,19 @@ class InspectForm(ChoicesForm):
         label="Created until", required=False,
         help_text="e.g. 2024-06-30 23:59 (UTC); at or before.",
     )  # fmt: skip
+    # Bitemporal recall (recall/timetravel.py): answered by the cold path.
+    as_of = forms.DateTimeField(
+        label="As of", required=False,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+        help_text="UTC; what was true then (valid time).",
+    )  # fmt: skip
+    recorded_as_of = forms.DateTimeField(
+        label="Recorded as of", required=False,
+        widget=forms.DateTimeInput(
+            attrs={"type": "datetime-local", "step": "1"}, format="%Y-%m-%dT%H:%M:%S"
+        ),
+        help_text="UTC; what was known then (transaction time).",
+    )  # fmt: skip
 
     def filter_options(self) -> dict[str, Any]:
         """The filters given (`recall.requests.FILTER_FIELDS`), as the engine takes them."""
@@ -402,6 +415,8 @@ class InspectForm(ChoicesForm):
             "min_importance": data.get("min_importance"),
             "since": _utc(data.get("since")),
             "until": _utc(data.get("until")),
+            "as_of": _utc(data.get("as_of")),
+            "recorded_as_of": _utc(data.get("recorded_as_of")),
         }
         return {f: v for f, v in given.items() if v not in (None, ())}
 

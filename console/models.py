@@ -318,3 +318,59 @@ class Digest(models.Model):
 
     def __str__(self) -> str:
         return f"digest of {self.key or 'global'}"
+
+
+class MemoryRevision(models.Model):
+    """One recorded state of a memory (transaction time): written in the same
+    transaction as the change it records (console/services/revisions.py).
+
+    `memory_id` is no foreign key: a deleted memory keeps its revisions (the
+    last one a `delete`), so what was known before the delete can still be
+    read. Revision numbers count from 1 per memory; `recorded_at` is when the
+    change committed its row (its transaction time).
+    """
+
+    OPS = [
+        (op, op)
+        for op in (
+            "initial",
+            "create",
+            "import",
+            "edit",
+            "supersede",
+            "archive",
+            "restore",
+            "delete",
+        )
+    ]
+    memory_id = models.CharField(max_length=26)
+    number = models.PositiveIntegerField()
+    op = models.CharField(max_length=16, choices=OPS)
+    recorded_at = models.DateTimeField(default=timezone.now)
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.CASCADE, related_name="revisions"
+    )
+    kind = models.CharField(max_length=16)
+    name = models.CharField(max_length=120)
+    description = models.CharField(max_length=150, blank=True, default="")
+    body = models.TextField(blank=True, default="")
+    tags = models.JSONField(default=list, blank=True)
+    importance = models.FloatField(default=0.5)
+    valid_from = models.DateTimeField()
+    invalid_at = models.DateTimeField(null=True, blank=True)
+    superseded_by_id = models.CharField(max_length=26, blank=True, default="")
+    source = models.CharField(max_length=32, blank=True, default="")
+    agent_id = models.CharField(max_length=120, blank=True, default="")
+    session_id = models.CharField(max_length=120, blank=True, default="")
+    created = models.DateTimeField(null=True, blank=True)
+    deleted = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["memory_id", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["memory_id", "number"], name="memory_revision_unique")
+        ]
+        indexes = [models.Index(fields=["recorded_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.memory_id} #{self.number} {self.op}"

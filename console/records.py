@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-TYPES = ("project", "memory", "note", "edge")
+TYPES = ("project", "memory", "note", "edge", "revision")
 FRONT_MATTER = re.compile(r"\A---\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
 
 MEMORY_KEYS = (
@@ -36,6 +36,13 @@ MEMORY_KEYS = (
 NOTE_KEYS = (
     "type", "id", "project", "title", "slug", "description", "body", "tags", "source_url",
     "favorite", "created", "updated",
+)  # fmt: skip
+# A memory's recorded states (transaction time, console/services/revisions.py):
+# JSON lines only, after the edges, by memory id then number.
+REVISION_KEYS = (
+    "type", "memory", "number", "op", "recorded_at", "project", "kind", "name", "description",
+    "body", "tags", "importance", "valid_from", "invalid_at", "superseded_by", "source",
+    "agent_id", "session_id", "created", "deleted",
 )  # fmt: skip
 PROJECT_KEYS = (
     "type", "slug", "name", "description", "parent", "isolation", "favorite", "retired_at",

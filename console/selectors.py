@@ -159,6 +159,8 @@ def memory_search(
     include_inactive: bool = False,
     include_global: bool = True,
     offset: int = 0,
+    as_of: datetime | None = None,
+    recorded_as_of: datetime | None = None,
 ) -> SearchResult:
     """Search every project (None) or a list -> SearchResult (one page from `offset`)."""
     request = SearchRequest(
@@ -173,6 +175,8 @@ def memory_search(
         include_inactive=include_inactive,
         prefix=prefix,
         include_global=include_global,
+        as_of=as_of,
+        recorded_as_of=recorded_as_of,
     )
     return wiring.engine().search(request)
 

@@ -6,15 +6,17 @@ import re
 import threading
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import connection
-from django.db.models import BooleanField, F, Func, Q, QuerySet, Value
+from django.db.models import BooleanField, Exists, F, Func, OuterRef, Q, QuerySet, Value
 from django.utils import timezone
 
-from console.models import Edge, Memory, Note, Project, RetrievalEvent
+from console.models import Edge, Memory, MemoryRevision, Note, Project, RetrievalEvent
 from console.prepared import Prepared
+from recall import timetravel
 from recall.neighbourhood import near
 from recall.types import MEMORY, NOTE, SUPERSEDES, Filter, Link, Neighbour, Record
 
@@ -90,6 +92,27 @@ def memory_record(m: Memory) -> Record:
 def memory_records(rows: QuerySet[Memory]) -> list[Record]:
     """Records of a memory queryset, in its order, without model instances."""
     return [memory_row_record(row) for row in rows.values_list(*MEMORY_COLUMNS)]
+
+
+REVISION_COLUMNS = (
+    "memory_id", "project__slug", "kind", "name", "description", "body", "tags", "importance",
+    "invalid_at", "created", "recorded_at", "superseded_by_id", "session_id", "source",
+    "valid_from", "agent_id",
+)  # fmt: skip
+
+
+def revision_row_record(row: Sequence[Any]) -> Record:
+    """A recorded state of a memory, from a `values_list(*REVISION_COLUMNS)` row, as the
+    Record it was (`updated`: when it was recorded; no star: a star is no revision)."""
+    (pk, project, kind, name, description, body, tags, importance, invalid_at, created,
+     recorded_at, superseded_by, session_id, source, valid_from, agent_id) = row  # fmt: skip
+    return Record(
+        id=pk, item=MEMORY, project=project, kind=kind, name=name, title=name,
+        description=description, body=body, tags=tuple(tags or ()), importance=importance,
+        active=invalid_at is None, created=created, updated=recorded_at,
+        superseded_by=superseded_by or None, session_id=session_id, source=source,
+        valid_from=valid_from, agent_id=agent_id, invalid_at=invalid_at,
+    )  # fmt: skip
 
 
 def note_record(n: Note) -> Record:
@@ -490,6 +513,29 @@ class DjangoStore:
             self._usage = {i: utility(evts, cut) for i, evts in grouped.items()}
             self._usage_cut = cut
             return self._usage
+
+    def as_of(
+        self, *, where: Filter, valid_at: datetime | None = None,
+        recorded_at: datetime | None = None,
+    ) -> list[Record]:  # fmt: skip
+        """See the port: the current rows, or each memory's latest revision by
+        `recorded_at` (one query: no later revision recorded by then), in scope."""
+        loose = replace(where, active_only=False)
+        if recorded_at is None:
+            known = memory_records(_memories(loose))
+        else:
+            later = MemoryRevision.objects.filter(
+                memory_id=OuterRef("memory_id"), number__gt=OuterRef("number"),
+                recorded_at__lte=recorded_at,
+            )  # fmt: skip
+            rows = MemoryRevision.objects.filter(recorded_at__lte=recorded_at, deleted=False)
+            rows = rows.exclude(Exists(later)).filter(_scope(loose))
+            if where.kinds is not None:
+                rows = rows.filter(kind__in=list(where.kinds))
+            if where.narrowed:
+                rows = rows.filter(_attributes(where))
+            known = [revision_row_record(r) for r in rows.values_list(*REVISION_COLUMNS)]
+        return timetravel.as_known(known, where=where, instant=valid_at)
 
     def isolation(self, project: str) -> str:
         """Read on every Recall (the scope filter): compiled once."""

@@ -5,7 +5,15 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from console.api import api
-from console.views import digests, inspector, lists, memories, search, settings_pages
+from console.views import (
+    digests,
+    inspector,
+    lists,
+    memories,
+    revisions,
+    search,
+    settings_pages,
+)
 
 urlpatterns = [
     path("", search.search, name="search"),
@@ -13,6 +21,9 @@ urlpatterns = [
     path("memories/new/", memories.memory_new, name="memory_new"),
     path("memories/<str:memory_id>/", memories.memory_detail, name="memory_detail"),
     path("memories/<str:memory_id>/edit/", memories.memory_edit, name="memory_edit"),
+    path(
+        "memories/<str:memory_id>/revisions/", revisions.memory_revisions, name="memory_revisions"
+    ),
     path("memories/<str:memory_id>/supersede/", memories.memory_supersede, name="memory_supersede"),
     path("memories/<str:memory_id>/archive/", memories.memory_archive, name="memory_archive"),
     path("memories/<str:memory_id>/restore/", memories.memory_restore, name="memory_restore"),

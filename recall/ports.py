@@ -10,6 +10,7 @@ module per channel (`recall.channels.*`), registered in the composition root.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
+from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -200,6 +201,19 @@ class MemoryStore(Protocol):
     def usage(self, ids: Sequence[str]) -> dict[str, float]: ...
 
     def isolation(self, project: str) -> str: ...
+
+    def as_of(
+        self, *, where: Filter, valid_at: datetime | None = None,
+        recorded_at: datetime | None = None,
+    ) -> list[Record]:  # fmt: skip
+        """The memories in scope as known at `recorded_at` (None: as stored now): each
+        memory's latest revision recorded at or before it, none whose latest is a
+        delete (`recall.timetravel`). Each record's `active` says whether it is valid
+        at `valid_at` (`timetravel.valid_at`: valid_from <= valid_at < invalid_at;
+        None: invalid_at unset in that state); only records `where` admits (its
+        `active_only` included) are returned, by id. Memories only (notes keep no
+        history); `favorite` is False in a past state (a star is not a revision)."""
+        ...
 
 
 @runtime_checkable

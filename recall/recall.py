@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, replace
 
-from recall import altitude, associated, expansion, neighbourhood, routing
+from recall import altitude, associated, expansion, neighbourhood, routing, timetravel
 from recall.agent import DETAILS
 from recall.channels import SEMANTIC
 from recall.config import MIN_BUDGET, RecallConfig
@@ -78,6 +78,7 @@ def validate(req: RecallRequest, config: RecallConfig, channels: Sequence[Channe
     associated.validate(req)
     neighbourhood.validate(req)
     altitude.validate(req.altitude)
+    timetravel.validate(req)
 
 
 MAX_FILTER_TAGS = 32
@@ -172,6 +173,9 @@ def run(
     nothing = unmatchable(where) or (
         KIND_OF_NOTES if kinds is not None and scope == "notes" else None
     )
+    if timetravel.asked(req) and not nothing and (words(query) or kinds is not None):
+        return timetravel.recall_pack(req, planes=planes, where=where, config=config,
+                                      started=started)  # fmt: skip
     if not nothing and not query and kinds is not None and scope != "notes":
         return browse(req, planes=planes, where=where, k=rrf_k, started=started, config=config)
     if nothing or not words(query):  # nothing to look for: an empty pack that says why

@@ -20,6 +20,7 @@ KNOB_FIELDS = ("routing", "k", "strict", "entities", "include_graph", "include_h
 # Recall's filters (Dakera seed 004), as request fields: see `RecallRequest`.
 FILTER_FIELDS = (
     "kinds", "tags", "any_tags", "agent_id", "session_id", "min_importance", "since", "until",
+    "as_of", "recorded_as_of",
 )  # fmt: skip
 
 
@@ -93,6 +94,9 @@ class RecallRequest:
     # edge reads them; the engine never reads storage for them) ---
     altitude: str | None = None
     digests: tuple[Digest, ...] = ()
+    # Bitemporal reads (`recall.timetravel`): valid at / as recorded at that instant.
+    as_of: datetime | None = None
+    recorded_as_of: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +120,9 @@ class SearchRequest:
     prefix: bool = False
     include_global: bool = True
     offset: int = 0
+    # Bitemporal reads (`recall.timetravel`): valid at / as recorded at that instant.
+    as_of: datetime | None = None
+    recorded_as_of: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

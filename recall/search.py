@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
+from recall import timetravel
 from recall.channels import FTS, SEMANTIC
 from recall.config import SearchConfig
 from recall.errors import QueryError
@@ -46,6 +47,7 @@ from recall.types import ITEM_KINDS, MEMORY_KINDS, Candidate, ChannelQuery, Filt
 def validate(req: SearchRequest, config: SearchConfig) -> int:
     """The page size; QueryError with a clear message for any out-of-range value."""
     limit = config.limit if req.limit is None else req.limit
+    timetravel.validate(req)
     if not 1 <= limit <= config.max_limit:
         raise QueryError(f"limit must be within 1..{config.max_limit}, not {limit}")
     if not 0 <= req.offset <= config.max_depth:
@@ -101,6 +103,10 @@ def run(
     text = clean(req.query)
     if not words(text, keep_short_last=req.prefix):
         return SearchResult((), (), {"total": _ms(started)}, False)
+    if timetravel.asked(req):
+        depth = max(config.max_depth, req.offset + limit)
+        return timetravel.search(req, planes=planes, where=where, limit=limit, depth=depth,
+                                 k=config.k)  # fmt: skip
     query = ChannelQuery(text, prefix=req.prefix, snippets=True)
     weights = config.channel_weights
     pins = gather(

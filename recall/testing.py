@@ -12,10 +12,11 @@ import math
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
+from datetime import datetime
 
 import numpy as np
 
-from recall import links
+from recall import links, timetravel
 from recall.errors import EmbedderUnavailable
 from recall.neighbourhood import near
 from recall.ports import Vectors
@@ -255,6 +256,8 @@ class InMemoryStore:
         # Explicit edges (associations, supersessions): (source, target) -> Link.
         self.explicit: dict[tuple[str, str, str], Link] = {}
         self.reads = 0  # `edges` calls (one per hop of a graph walk)
+        # Transaction time: each memory's recorded states, oldest first (None: deleted).
+        self.history: dict[str, list[tuple[datetime, Record | None]]] = {}
 
     def connect(self, source: str, target: str, weight: float = 1.0, rel: str = RELATED) -> None:
         """An explicit edge source -> target (replacing one of the same type)."""
@@ -262,6 +265,30 @@ class InMemoryStore:
 
     def add(self, record: Record) -> None:
         self.records[record.id] = record
+
+    def revise(self, record: Record, at: datetime) -> None:
+        """Store `record` as its new state, recorded at `at` (a create or any change)."""
+        self.records[record.id] = record
+        self.history.setdefault(record.id, []).append((at, record))
+
+    def remove(self, record_id: str, at: datetime) -> None:
+        """Delete a record; its history keeps a final delete recorded at `at`."""
+        self.records.pop(record_id, None)
+        self.history.setdefault(record_id, []).append((at, None))
+
+    def as_of(
+        self, *, where: Filter, valid_at: datetime | None = None,
+        recorded_at: datetime | None = None,
+    ) -> list[Record]:  # fmt: skip
+        if recorded_at is None:
+            known = list(self.records.values())
+        else:
+            known = []
+            for states in self.history.values():
+                seen = [r for at, r in states if at <= recorded_at]
+                if seen and seen[-1] is not None:
+                    known.append(replace(seen[-1], favorite=False))
+        return timetravel.as_known(known, where=where, instant=valid_at)
 
     def invalidate(self, record_id: str, superseded_by: str | None = None) -> None:
         self.records[record_id] = replace(

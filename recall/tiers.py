@@ -12,8 +12,9 @@
   Planes that cannot say their stamp (PostgreSQL's, LanceDB without its
   in-process copy) leave the hot tier off: every request is then warm.
 - **warm**: the pipeline (`recall.recall.run`).
-- **cold**: a request that reaches past the live memories
-  (`include_history`: archived and superseded memories are candidates too);
+- **cold**: a request that reaches past the live memories: `include_history`
+  (archived and superseded memories are candidates too) or time travel
+  (`as_of`, `recorded_as_of`: `recall.timetravel` over the revision rows);
   never cached.
 
 `debug.tier` says which tier answered and `debug.latency_ms` how long it took.
@@ -61,7 +62,8 @@ def stamp(*planes: object) -> tuple[object, ...] | None:
 
 def tier_of(req: RecallRequest) -> str:
     """The tier a request goes to when the hot tier cannot answer it."""
-    return COLD if req.include_history else WARM
+    past = req.include_history or req.as_of is not None or req.recorded_as_of is not None
+    return COLD if past else WARM
 
 
 def key(req: RecallRequest, config: object) -> str:

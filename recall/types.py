@@ -418,7 +418,7 @@ class Record:
     occurred_at: datetime | None = None  # when the event it records happened, if known
     session_order: int | None = None  # its place in its session (an episodic turn)
     agent_id: str = ""  # the agent that wrote it (memories)
-    invalid_at: datetime | None = None  # when it stopped being true (superseded, archived)
+    invalid_at: datetime | None = None  # when it stopped being true (memories; None: open)
 
 
 def unless_repeated(description: str, body: str) -> str:

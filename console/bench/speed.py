@@ -271,6 +271,7 @@ def _serve(spec: Mapping[str, Any]) -> dict[str, Any]:
         selectors.memory_recall(query=p[0], project=p[1], budget=1000)
 
     ops["recall, cached embedding"] = percentiles(timed(rewarmed, recall_q))
+    ops |= _cold_recalls(recall_q)
     projects = workload["projects"]
     ops["briefing"] = percentiles(
         timed(lambda i: selectors.briefing_render(project=projects[i % len(projects)]), range(n))
@@ -315,6 +316,27 @@ def _tiers(
     hot = percentiles(timed(recall, pairs))
     cold = percentiles(timed(lambda p: recall(p, include_history=True), pairs))
     return {"hot": hot, "warm": warm, "cold": cold}
+
+
+def _cold_recalls(pairs: Sequence[tuple[str, str | None]]) -> dict[str, dict[str, float]]:
+    """Recall's cold path (recall/timetravel.py): valid time, then transaction time, at now
+    (so every memory of the scope is read from the store and ranked)."""
+    from datetime import UTC, datetime
+
+    from console import selectors
+
+    now = datetime.now(UTC)
+
+    def recall_as_of(field: str) -> Callable[[tuple[str, str | None]], Any]:
+        filters = {field: now}
+        return lambda p: selectors.memory_recall(
+            query=p[0], project=p[1], budget=1000, filters=filters
+        )
+
+    return {
+        "recall as_of (cold)": percentiles(timed(recall_as_of("as_of"), pairs)),
+        "recall recorded_as_of (cold)": percentiles(timed(recall_as_of("recorded_as_of"), pairs)),
+    }
 
 
 def _vector_copy_ready() -> dict[str, float]:

@@ -15,12 +15,15 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, transaction
+from django.utils import timezone
 
 from console import indexing, services
 from console.importing import links, parsing
-from console.models import Memory, Note, Project
+from console.importing.revisions import revisions_import
+from console.models import Memory, MemoryRevision, Note, Project
 from console.reading import Record
 from console.records import TYPES, RecordError, parse_time
+from console.services.revisions import revision_of
 from recall.types import MEMORY, NOTE
 
 
@@ -33,6 +36,7 @@ class ImportReport:
     notes: int = 0
     projects: int = 0
     edges: int = 0
+    revisions: int = 0
     seconds: float = 0.0
 
     @property
@@ -55,6 +59,8 @@ class _Importer:
         self.supersessions: list[links.Supersession] = []
         self.supersedes: dict[str, tuple[str, str]] = {}  # old id -> (new id, where)
         self.edges: list[Record] = []
+        self.revisions: list[Record] = []
+        self.imported: set[str] = set()  # memories saved in this run
         self.seen: set[str] = set()  # our ids taken in this run
         self.external: dict[int | None, set[str]] = {}  # external ids per project id
         self.mentions: links.Mentions | None = None  # read at the first batch
@@ -75,6 +81,9 @@ class _Importer:
                 return
             if kind == "edge":
                 self.edges.append(record)
+                return
+            if kind == "revision":
+                self.revisions.append(record)
                 return
             if kind == "memory":
                 item: Memory | Note | None = self.memory(data, record.where)
@@ -191,6 +200,7 @@ class _Importer:
             if self.mentions is None:
                 self.mentions = links.Mentions()
             links.wikilinks_write(memories, self.mentions)
+            self.history(memories)
             for memory in memories:
                 if memory.pk in self.supersedes:
                     new, where = self.supersedes.pop(memory.pk)
@@ -227,8 +237,20 @@ class _Importer:
             saved.append(item)
         return saved
 
+    def history(self, memories: list[Memory]) -> None:
+        """Revision 1 (`import`) of each memory saved, as the file gave it."""
+        now = timezone.now()
+        rows = []
+        for memory in memories:
+            row = revision_of(memory, op="import", number=1, at=now)
+            row.superseded_by_id = self.supersedes.get(memory.pk, ("",))[0]
+            rows.append(row)
+            self.imported.add(memory.pk)
+        MemoryRevision.objects.bulk_create(rows)
+
     def finish(self) -> None:
-        """After the last batch: what still waits, parent projects, explicit edges."""
+        """After the last batch: what still waits, parent projects, explicit edges,
+        the file's revisions (console/importing/revisions.py)."""
         for link in self.supersessions:
             self.report.warnings.append(
                 f"memory {link.old}: its replacement {link.new} is not in the import; "
@@ -245,6 +267,14 @@ class _Importer:
                 self.report.edges += 1
             else:
                 self.report.skipped += 1
+        if self.revisions:
+            with transaction.atomic():
+                saved, skipped, errors = revisions_import(
+                    self.revisions, imported=self.imported, project=self.project
+                )
+            self.report.revisions = saved
+            self.report.errors.extend(errors)
+            self.report.skipped += skipped
 
     def apply(self) -> None:
         result = indexing.apply_pending()

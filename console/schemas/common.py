@@ -147,6 +147,16 @@ Slug = Annotated[str, Field(min_length=1, max_length=64, description="a project'
 DateTime = Annotated[datetime, Strict(False), BeforeValidator(_not_a_number), AfterValidator(_utc)]
 
 
+def _aware(value: datetime) -> datetime:
+    if value.utcoffset() is None:
+        raise ValueError("give a time zone, e.g. 2024-01-01T00:00:00Z (a bare time is ambiguous)")
+    return value
+
+
+# An instant with its time zone (valid time and the bitemporal reads: recall/timetravel.py).
+Instant = Annotated[DateTime, AfterValidator(_aware)]
+
+
 class Error(Schema):
     """Every error, on every surface: what went wrong, which field, a stable code."""
 

@@ -26,6 +26,7 @@ from console.schemas.common import (
     GraphCap,
     GraphSeeds,
     Hops,
+    Instant,
     Isolation,
     MemoryKind,
     Name,
@@ -63,6 +64,8 @@ SourceUrl = Annotated[
 ]
 PROJECT = "one of the token's projects (default: its only one)"
 AgentId = Annotated[str, Field(min_length=1, max_length=120)]
+AS_OF = "valid time: only what was true at this instant (ISO 8601 with a zone)"
+RECORDED_AS_OF = "transaction time: what was known at this instant (ISO 8601 with a zone)"
 RECORD = "record what was returned (feeds usage ranking and history); false for evaluations"
 
 
@@ -170,6 +173,8 @@ class RecallIn(Body):
     )
     since: DateTime | None = Field(None, description="created at or after (ISO 8601)")
     until: DateTime | None = Field(None, description="created at or before (ISO 8601)")
+    as_of: Instant | None = Field(None, description=AS_OF)
+    recorded_as_of: Instant | None = Field(None, description=RECORDED_AS_OF)
     # Seed 003 (memory_recall): its names for limit and kinds, its hit graph, the cold tier.
     top_k: RecallLimit | None = Field(
         None, description="seed 003's name for `limit`; when given, it is the limit"
@@ -215,6 +220,8 @@ class SearchIn(Params):
     semantic: bool = Field(True, description="false = full-text only (fastest)")
     since: DateTime | None = Field(None, description="only items updated at or after this")
     record: bool = Field(True, description=RECORD)
+    as_of: Instant | None = Field(None, description=AS_OF)
+    recorded_as_of: Instant | None = Field(None, description=RECORDED_AS_OF)
 
 
 class PlaneSearchIn(Params):
@@ -297,6 +304,12 @@ class MemoryFields(Body):
     )
     occurred_at: DateTime | None = Field(None, description="when the event it records happened")
     source: str | None = Field(None, max_length=32, description="user_stated, agent_inferred, ...")
+    valid_from: Instant | None = Field(
+        None, description="when it became true (default: now; on supersede, closes the old one)"
+    )
+    invalid_at: Instant | None = Field(
+        None, description="when it stops being true, if known (after valid_from, else 409)"
+    )
 
 
 class MemoryItem(MemoryFields):
@@ -333,6 +346,8 @@ class MemoryRef(Body):
     id: str | None = Field(None, max_length=26, description="the memory's id")
     name: Name | None = Field(None, description="or its name")
     project: Slug | None = Field(None, description="where to resolve a name " + f"({PROJECT})")
+    as_of: Instant | None = Field(None, description="the memory as valid then (404 if not)")
+    recorded_as_of: Instant | None = Field(None, description="the memory as recorded then")
 
 
 class SupersedeIn(MemoryFields):

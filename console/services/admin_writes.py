@@ -23,6 +23,7 @@ from console.services.memories import (
     tags_clean,
 )
 from console.services.notes import note_delete
+from console.services.revisions import revision_record
 from recall.types import MEMORY, NOTE
 
 
@@ -37,6 +38,7 @@ def memory_admin_save(*, memory: Memory, created: bool) -> Memory:
         memory.updated = timezone.now()
     memory.save()
     memory_links_rewrite(memory=memory)
+    revision_record(memory=memory, op="create" if created else "edit")
     indexing.enqueue(MEMORY, memory.pk, "upsert")
     return memory
 

@@ -21,11 +21,17 @@ from django.utils import timezone
 from console import indexing, selectors
 from console.models import Edge, IdempotencyKey, Memory, Project
 from console.services.associations import associations_carry
+from console.services.revisions import revision_record
 from recall import links
 
 
 class StateConflict(ValidationError):
     """A well-formed request the item's current state forbids (the API answers 409)."""
+
+
+class ValidTimeError(StateConflict):
+    """Valid time that is no interval (invalid_at not after valid_from, or a naive
+    instant): a conflict between well-formed values the schema cannot express (409)."""
 
 
 MAX_BODY_CHARS = 200_000
@@ -43,6 +49,7 @@ MEMORY_FIELDS = (
     "session_order",
     "source",
     "valid_from",
+    "invalid_at",
     "occurred_at",
     "external_id",
     "metadata",
@@ -82,6 +89,21 @@ def memory_validate(*, memory: Memory) -> None:
         raise ValidationError({"importance": "Importance must be between 0 and 1."})
     memory.tags = tags_clean(tags=memory.tags)
     memory.full_clean(exclude=["superseded_by", "project"])
+
+
+def valid_time_check(
+    *, valid_from: datetime | None, invalid_at: datetime | None, field: str = "invalid_at"
+) -> None:
+    """Valid time is an interval [valid_from, invalid_at): aware instants, in order."""
+    for name, instant in (("valid_from", valid_from), ("invalid_at", invalid_at)):
+        if instant is not None and instant.utcoffset() is None:
+            raise ValidTimeError({name: f"{name} must carry a time zone (e.g. 2024-01-01T00:00Z)."})
+    if valid_from is not None and invalid_at is not None and not invalid_at > valid_from:
+        raise ValidTimeError(
+            {field: f"the interval [{valid_from.isoformat()}, {invalid_at.isoformat()}) is "
+                    "empty: invalid_at must be after valid_from (a replacement's valid_from "
+                    "after the old memory's)."}
+        )  # fmt: skip
 
 
 def _apply_fields(memory: Memory, fields: Mapping[str, Any]) -> None:
@@ -129,6 +151,7 @@ def memory_new(
     _apply_fields(memory, fields)
     memory.created = memory.updated = created or timezone.now()
     memory_validate(memory=memory)
+    valid_time_check(valid_from=memory.valid_from, invalid_at=memory.invalid_at)
     memory.content_hash = content_hash(
         name=memory.name, description=memory.description, body=memory.body
     )
@@ -157,6 +180,7 @@ def memory_create(
     memory.save(force_insert=True)
     memory_links_rewrite(memory=memory)
     link_waiting_sources(memory)
+    revision_record(memory=memory, op="create")
     indexing.enqueue("memory", memory.pk, "upsert")
     return memory
 
@@ -166,28 +190,40 @@ def memory_update(*, memory: Memory, **fields: Any) -> Memory:
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     _apply_fields(memory, fields)
     memory_validate(memory=memory)
+    if "valid_from" in fields or "invalid_at" in fields:  # an import may hold any interval
+        valid_time_check(valid_from=memory.valid_from, invalid_at=memory.invalid_at)
     memory.content_hash = content_hash(
         name=memory.name, description=memory.description, body=memory.body
     )
     memory.updated = timezone.now()
     memory.save()
     memory_links_rewrite(memory=memory)
+    revision_record(memory=memory, op="edit")
     indexing.enqueue("memory", memory.pk, "upsert")
     return memory
 
 
 @transaction.atomic
 def memory_supersede(*, memory: Memory, **fields: Any) -> Memory:
-    """Create the replacement and stamp the old one, atomically."""
+    """Create the replacement and stamp the old one, atomically.
+
+    The replacement is valid from its `valid_from` (default: now), and the old
+    memory's valid time closes there (its `invalid_at`), so exactly one of
+    them is valid at any instant after the old one began.
+    """
     old = Memory.objects.select_for_update().get(pk=memory.pk)
     if old.invalid_at is not None:
         raise StateConflict("This memory is no longer active; supersede its replacement instead.")
     carried = {f: getattr(old, f) for f in MEMORY_FIELDS if f not in fields}
-    carried.pop("external_id", None)
-    new = memory_create(project=old.project, **{**carried, **fields})
-    old.invalid_at = timezone.now()
+    for own in ("external_id", "valid_from", "invalid_at"):  # the new memory's own
+        carried.pop(own, None)
+    closes = fields.get("valid_from") or timezone.now()
+    valid_time_check(valid_from=old.valid_from, invalid_at=closes, field="valid_from")
+    new = memory_create(project=old.project, **{**carried, **fields, "valid_from": closes})
+    old.invalid_at = closes
     old.superseded_by = new
     old.save(update_fields=["invalid_at", "superseded_by"])
+    revision_record(memory=old, op="supersede")
     associations_carry(old=old, new=new)
     indexing.enqueue("memory", old.pk, "upsert")
     return new
@@ -199,6 +235,7 @@ def memory_archive(*, memory: Memory) -> Memory:
     if memory.invalid_at is None:
         memory.invalid_at = timezone.now()
         memory.save(update_fields=["invalid_at"])
+        revision_record(memory=memory, op="archive")
         indexing.enqueue("memory", memory.pk, "upsert")
     return memory
 
@@ -211,16 +248,25 @@ def memory_restore(*, memory: Memory) -> Memory:
     if memory.invalid_at is not None:
         memory.invalid_at = None
         memory.save(update_fields=["invalid_at"])
+        revision_record(memory=memory, op="restore")
         indexing.enqueue("memory", memory.pk, "upsert")
     return memory
 
 
 @transaction.atomic
 def memory_delete(*, memory: Memory) -> None:
-    """Delete it; a write's kept answer naming it goes too, so a retry of that
-    write creates it again instead of answering with an id that is gone."""
+    """Delete the row; its revisions stay, the last one a `delete` (history survives).
+    A write's kept answer naming it goes too, so a retry of that write creates it
+    again instead of answering with an id that is gone."""
     pk = memory.pk
+    replaced = list(Memory.objects.select_for_update().filter(superseded_by_id=pk))
     Memory.objects.filter(superseded_by_id=pk).update(superseded_by=None)
+    for old in replaced:
+        old.superseded_by = None
+        revision_record(memory=old, op="edit")
+    gone = Memory.objects.filter(pk=pk).first()
+    if gone is not None:
+        revision_record(memory=gone, op="delete")
     Memory.objects.filter(pk=pk).delete()
     IdempotencyKey.objects.filter(response__memory__id=pk).delete()
     indexing.enqueue("memory", pk, "delete")

@@ -26,11 +26,13 @@ from django.db import IntegrityError, transaction
 from console import indexing, selectors
 from console.models import AgentToken, IdempotencyKey, Memory, Project
 from console.services.memories import (
+    ValidTimeError,
     link_waiting_sources,
     memory_links_rewrite,
     memory_new,
     session_next,
 )
+from console.services.revisions import revision_record
 
 BATCH_MAX = 500
 
@@ -64,7 +66,11 @@ def _message(exc: ValidationError) -> str:
 @transaction.atomic
 def memory_write(*, project: Project, force: bool = False, **fields: Any) -> Outcome:
     """Create a memory unless its exact text is already there (see the module docstring)."""
-    return memory_write_batch(project=project, items=[fields], force=force)[0]
+    try:
+        return memory_write_batch(project=project, items=[fields], force=force)[0]
+    except ValidTimeError as exc:  # one memory: the field as the caller named it
+        named = {k.removeprefix("memories.0."): v for k, v in exc.message_dict.items()}
+        raise ValidTimeError(named) from None
 
 
 @transaction.atomic
@@ -86,6 +92,9 @@ def memory_write_batch(
             orders[session] = int(fields["session_order"]) + 1
         try:
             made.append(memory_new(project=project, **fields))
+        except ValidTimeError as exc:  # well-formed values in conflict: the batch is a 409
+            named = {f"memories.{i}.{k}": v for k, v in exc.message_dict.items()}
+            raise ValidTimeError(named) from None
         except (ValidationError, ValueError) as exc:
             message = _message(exc) if isinstance(exc, ValidationError) else str(exc)
             errors[i] = message
@@ -106,6 +115,7 @@ def _save(memory: Memory, *, force: bool) -> Outcome:
     memory.save(force_insert=True)
     memory_links_rewrite(memory=memory)
     link_waiting_sources(memory)
+    revision_record(memory=memory, op="create")
     indexing.enqueue("memory", memory.pk, "upsert")
     return Outcome(memory, True)
 

@@ -18,7 +18,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from console import importing, indexing, reading, records, services, wiring
-from console.models import Edge, IndexJob, Memory, Note, Project
+from console.models import Edge, IndexJob, Memory, MemoryRevision, Note, Project
 
 pytestmark = pytest.mark.django_db
 
@@ -149,7 +149,8 @@ def test_reimporting_skips_what_is_already_there(planes: Path) -> None:
     own = importing.import_records(reading.read_records([planes / "own.jsonl"]))
 
     assert (again.memories, again.skipped) == (0, 2)
-    assert (own.memories, own.skipped) == (0, 3)  # the project line and two memories
+    # the project line, two memories and their revisions (this database's history stays)
+    assert (own.memories, own.skipped) == (0, 5)
     assert Memory.objects.count() == 2
 
 
@@ -246,6 +247,9 @@ def build_tricky_data() -> None:
         importance=0.25, source="agent_inferred",
     )  # fmt: skip
     services.favorite_toggle(item=hostile, value=True)
+    # History: an edit, and a memory deleted (its revisions outlive it).
+    services.memory_update(memory=hostile, body=hostile.body + "edited <b>once</b>\n")
+    services.memory_delete(memory=services.memory_create(project=parent, name="short-lived"))
     services.memory_archive(memory=services.memory_create(project=None, name="old-global"))
     linker = services.memory_create(
         project=parent, kind="reference", name="links", body="See [[queue-choice]]."
@@ -266,6 +270,7 @@ def wipe_and_point_planes_at(settings: Any, folder: Path) -> None:
     Memory.objects.all().delete()
     Note.objects.all().delete()
     IndexJob.objects.all().delete()
+    MemoryRevision.objects.all().delete()
     settings.RECALL = {
         **settings.RECALL,
         "TEXT_INDEX_DIR": folder / "text",
@@ -291,8 +296,15 @@ def test_jsonl_round_trip_is_byte_identical(planes: Path, settings: Any) -> None
     chain = Memory.objects.filter(name="queue-choice").order_by("id")
     assert [m.superseded_by_id for m in chain] == [chain[1].pk, chain[2].pk, None]
     assert indexing.status().drift == 0
-    types = [json.loads(line)["type"] for line in first.read_text().splitlines()]
-    assert types == ["project"] * 2 + ["memory"] * 6 + ["note"] * 2 + ["edge"]
+    lines = [json.loads(line) for line in first.read_text().splitlines()]
+    assert [r["type"] for r in lines] == (
+        ["project"] * 2 + ["memory"] * 6 + ["note"] * 2 + ["edge"] + ["revision"] * 12
+    )
+    ops = [(r["name"], r["number"], r["op"]) for r in lines if r["type"] == "revision"]
+    assert ("short-lived", 2, "delete") in ops and ("xss-in-titles", 2, "edit") in ops
+    kept = MemoryRevision.objects.filter(name="short-lived").order_by("number")
+    assert [(r.op, r.deleted) for r in kept] == [("create", False), ("delete", True)]
+    assert not Memory.objects.filter(name="short-lived").exists()
 
 
 def test_markdown_round_trip_is_byte_identical(planes: Path, settings: Any) -> None:
@@ -327,7 +339,8 @@ def test_export_of_one_project(planes: Path) -> None:
     assert {r.get("project", r.get("slug")) for r in records if r["type"] != "edge"} == {
         "platform-ui"
     }
-    assert [r["type"] for r in records] == ["project", "memory", "note"]
+    # the memory's history too: its creation and its edit
+    assert [r["type"] for r in records] == ["project", "memory", "note", "revision", "revision"]
 
 
 @pytest.mark.parametrize(

@@ -60,6 +60,7 @@ def pages(memory: Memory) -> dict[str, tuple[str, str]]:
         f"/memories/{pk}/edit/": ("<html", 'id="memory-form"'),
         f"/memories/{pk}/supersede/": ("<html", 'id="memory-form"'),
         f"/memories/{pk}/delete/": ("<html", "Delete for good"),
+        f"/memories/{pk}/revisions/": ("<html", 'id="revision-list"'),
         "/favorites/": ("<html", 'id="favorites"'),
         "/projects/": ("<html", "billing-api"),
         "/settings/": ("<html", 'id="sections"'),

@@ -3,6 +3,8 @@ planes' stamps hold, for at most its TTL, dropped on a write; the engine's tier 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from recall import tiers
 from recall.requests import RecallRequest
 from recall.results import ContextPack
@@ -81,6 +83,9 @@ def test_the_key_ignores_spacing_but_not_the_words_or_the_config() -> None:
 def test_history_goes_to_the_cold_tier_and_debug_says_who_answered() -> None:
     assert tiers.tier_of(RecallRequest(query="q", project=None)) == tiers.WARM
     assert tiers.tier_of(RecallRequest(query="q", project=None, include_history=True)) == tiers.COLD
+    then = datetime(2024, 1, 1, tzinfo=UTC)
+    assert tiers.tier_of(RecallRequest(query="q", project=None, as_of=then)) == tiers.COLD
+    assert tiers.tier_of(RecallRequest(query="q", project=None, recorded_as_of=then)) == tiers.COLD
 
     said = tiers.answered(PACK, tiers.HOT, started=0.0)
     assert said.debug is not None and said.debug["tier"] == "hot"

@@ -9,7 +9,13 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from console import exporting
 
-PLURALS = {"project": "projects", "memory": "memories", "note": "notes", "edge": "edges"}
+PLURALS = {
+    "project": "projects",
+    "memory": "memories",
+    "note": "notes",
+    "edge": "edges",
+    "revision": "revisions",
+}
 
 
 class Command(BaseCommand):

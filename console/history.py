@@ -1,0 +1,131 @@
+"""Reads of a memory's history: its revisions, a past state, a diff between two.
+
+Selectors only (nothing here writes). A past state is rebuilt from the
+revision rows as an unsaved `Memory`, so the API and the console render it
+as they render the present; validity follows the engine's one rule
+(`recall.timetravel.valid_at`).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+from console.models import Memory, MemoryRevision
+from console.store import memory_record
+from recall.timetravel import valid_at
+
+# The fields a diff compares one by one (the body is diffed line by line, by words).
+DIFF_FIELDS = (
+    "project", "kind", "name", "description", "tags", "importance", "valid_from",
+    "invalid_at", "superseded_by_id", "source", "agent_id", "session_id",
+)  # fmt: skip
+
+
+def revisions_of(*, memory_id: str) -> list[MemoryRevision]:
+    """Every revision of a memory, oldest first (a deleted memory's too)."""
+    rows = MemoryRevision.objects.filter(memory_id=memory_id).select_related("project")
+    return list(rows.order_by("number"))
+
+
+def revision_at(*, memory_id: str, recorded_at: datetime) -> MemoryRevision | None:
+    """The memory's latest revision recorded at or before `recorded_at` (None: none)."""
+    rows = MemoryRevision.objects.filter(memory_id=memory_id, recorded_at__lte=recorded_at)
+    return rows.select_related("project").order_by("-number").first()
+
+
+def revision_memory(revision: MemoryRevision) -> Memory:
+    """A recorded state as an unsaved Memory (`updated`: when it was recorded)."""
+    return Memory(
+        id=revision.memory_id, project=revision.project, kind=revision.kind,
+        name=revision.name, description=revision.description, body=revision.body,
+        tags=list(revision.tags or []), importance=revision.importance,
+        agent_id=revision.agent_id, session_id=revision.session_id, source=revision.source,
+        valid_from=revision.valid_from, invalid_at=revision.invalid_at,
+        superseded_by_id=revision.superseded_by_id or None,
+        created=revision.created or revision.recorded_at, updated=revision.recorded_at,
+    )  # fmt: skip
+
+
+def memory_as_of(
+    *, memory_id: str, as_of: datetime | None, recorded_as_of: datetime | None
+) -> Memory | None:
+    """The memory as known at `recorded_as_of` (None: now), if valid at `as_of`
+    (None: any time); None when it was unknown, deleted or not valid then."""
+    if recorded_as_of is None:
+        memory = Memory.objects.select_related("project").filter(pk=memory_id).first()
+    else:
+        revision = revision_at(memory_id=memory_id, recorded_at=recorded_as_of)
+        memory = None if revision is None or revision.deleted else revision_memory(revision)
+    if memory is None or (as_of is not None and not valid_at(memory_record(memory), as_of)):
+        return None
+    return memory
+
+
+@dataclass(frozen=True, slots=True)
+class FieldChange:
+    field: str
+    before: str
+    after: str
+
+
+@dataclass(frozen=True, slots=True)
+class RevisionDiff:
+    """What changed from `old` (None: nothing before) to `new`."""
+
+    old: MemoryRevision | None
+    new: MemoryRevision
+    fields: tuple[FieldChange, ...]
+    body: SafeString  # escaped HTML: removed words in <del>, added ones in <ins>
+
+
+def _shown(revision: MemoryRevision | None, field: str) -> str:
+    if revision is None:
+        return ""
+    if field == "project":
+        return revision.project.slug if revision.project else "(global)"
+    value = getattr(revision, field)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    return "" if value is None else str(value)
+
+
+def body_diff(before: str, after: str) -> SafeString:
+    """A word-level diff of two bodies, line by line, as escaped HTML."""
+    out: list[str] = []
+    old_lines, new_lines = before.splitlines(), after.splitlines()
+    lines = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for op, i1, i2, j1, j2 in lines.get_opcodes():
+        if op == "equal":
+            out.extend(escape(line) for line in old_lines[i1:i2])
+            continue
+        old_words = "\n".join(old_lines[i1:i2]).split(" ")
+        new_words = "\n".join(new_lines[j1:j2]).split(" ")
+        words = difflib.SequenceMatcher(None, old_words, new_words, autojunk=False)
+        parts: list[str] = []
+        for wop, a1, a2, b1, b2 in words.get_opcodes():
+            if wop == "equal":
+                parts.append(escape(" ".join(old_words[a1:a2])))
+                continue
+            if a2 > a1:
+                parts.append(f"<del>{escape(' '.join(old_words[a1:a2]))}</del>")
+            if b2 > b1:
+                parts.append(f"<ins>{escape(' '.join(new_words[b1:b2]))}</ins>")
+        out.append(" ".join(parts))
+    return mark_safe("\n".join(out))  # noqa: S308 - every piece of text above is escaped
+
+
+def revision_diff(old: MemoryRevision | None, new: MemoryRevision) -> RevisionDiff:
+    """Field by field, and the body by words (`body_diff`)."""
+    changes = tuple(
+        FieldChange(f, _shown(old, f), _shown(new, f))
+        for f in DIFF_FIELDS
+        if _shown(old, f) != _shown(new, f)
+    )
+    return RevisionDiff(old, new, changes, body_diff(old.body if old else "", new.body))

@@ -1,0 +1,189 @@
+"""Bitemporal memory over REST and MCP: valid time, transaction time, their reads.
+
+`as_of` (what was true then) and `recorded_as_of` (what we knew then) on
+recall (`recall_both`: the same call over REST and MCP), search and read,
+across a supersede chain, an edit and a delete; valid time on write and
+supersede, with 422s naming the field; the scope guard on past states.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from django.utils import timezone
+
+from console.models import MemoryRevision
+from tests.console.api_world import World, call, mcp, recall_both, world_fixture  # noqa: F401
+
+JAN, FEB, MAR, APR, JUN, JUL = (
+    f"2024-{m:02d}-01T00:00:00Z" for m in (1, 2, 3, 4, 6, 7)
+)  # fmt: skip
+
+
+def mark() -> str:
+    """An instant strictly between the changes around it (an ordering guard)."""
+    time.sleep(0.002)
+    instant = timezone.now().isoformat()
+    time.sleep(0.002)
+    return instant
+
+
+def write(world: World, **fields: Any) -> dict[str, Any]:
+    body = {"project": "alpha", "kind": "decision", **fields}
+    response = call(world.client("alpha"), "post", "/memories", body)
+    assert response.status_code == 201, response.json()
+    return dict(response.json()["memory"])
+
+
+def supersede(world: World, memory_id: str, **fields: Any) -> dict[str, Any]:
+    response = call(world.client("alpha"), "post", f"/memories/{memory_id}/supersede", fields)
+    assert response.status_code == 201, response.json()
+    return dict(response.json()["memory"])
+
+
+def recalled(world: World, monkeypatch: Any, **when: str) -> list[list[str]]:
+    """The ids recalled for "zebrafish queue" over REST and over MCP, each in order."""
+    body = {"query": "zebrafish queue", "project": "alpha", "debug": True, **when}
+    rest, (status, over_mcp) = recall_both(world, body, monkeypatch)
+    assert rest.status_code == status == 200, (rest.json(), over_mcp)
+    for reply in (rest.json(), over_mcp):
+        assert reply["debug"]["tier"] == "cold"
+    return [[i["id"] for i in rest.json()["items"]], [i["id"] for i in over_mcp["items"]]]
+
+
+def chain(world: World) -> tuple[str, str, str]:
+    a = write(world, name="queue-choice", description="zebrafish queue: RabbitMQ",
+              valid_from=JAN)  # fmt: skip
+    b = supersede(world, a["id"], description="zebrafish queue: SQS", valid_from=MAR)
+    c = supersede(world, b["id"], description="zebrafish queue: Kafka", valid_from=JUN)
+    return a["id"], b["id"], c["id"]
+
+
+def test_as_of_returns_the_one_memory_of_a_chain_valid_then(world: World, monkeypatch: Any) -> None:
+    a, b, c = chain(world)
+
+    assert recalled(world, monkeypatch, as_of="2023-06-01T00:00:00Z") == [[], []]
+    assert recalled(world, monkeypatch, as_of=FEB) == [[a], [a]]
+    assert recalled(world, monkeypatch, as_of=APR) == [[b], [b]]
+    assert recalled(world, monkeypatch, as_of=JUL) == [[c], [c]]
+    old = call(world.client("alpha"), "get", f"/memories/{a}").json()
+    assert (old["valid_from"], old["invalid_at"], old["superseded_by"]) == (
+        "2024-01-01T00:00:00Z", "2024-03-01T00:00:00Z", b,
+    )  # fmt: skip
+
+
+def test_recorded_as_of_sees_the_text_before_and_after_an_edit(
+    world: World, monkeypatch: Any
+) -> None:
+    m = write(world, name="deploy-day", description="zebrafish queue deploys on Fridays")
+    before = mark()
+    patched = call(world.client("alpha"), "patch", f"/memories/{m['id']}",
+                   {"description": "zebrafish queue never deploys on Fridays"})  # fmt: skip
+    assert patched.status_code == 200
+    after = mark()
+
+    body = {"query": "zebrafish queue", "project": "alpha"}
+    for when, text in ((before, "deploys on Fridays"), (after, "never deploys")):
+        rest, (_, over_mcp) = recall_both(world, {**body, "recorded_as_of": when}, monkeypatch)
+        for reply in (rest.json(), over_mcp):
+            assert [i["id"] for i in reply["items"]] == [m["id"]]
+            assert text in reply["items"][0]["text"]
+        read = call(world.client("alpha"), "get", f"/memories/{m['id']}",
+                    {"recorded_as_of": when})  # fmt: skip
+        assert text in read.json()["description"]
+        status, over = mcp(world, "alpha", "memory_read",
+                           {"id": m["id"], "recorded_as_of": when}, monkeypatch)  # fmt: skip
+        assert status == 200 and text in over["description"]
+    assert "never deploys" not in recalled_text(world, before)
+
+
+def recalled_text(world: World, when: str) -> str:
+    reply = call(world.client("alpha"), "post", "/recall",
+                 {"query": "zebrafish queue", "recorded_as_of": when})  # fmt: skip
+    return " ".join(i["text"] for i in reply.json()["items"])
+
+
+def test_a_deleted_memory_is_present_before_its_delete_and_absent_at_every_later_instant(
+    world: World, monkeypatch: Any
+) -> None:
+    early = mark()
+    m = write(world, name="short-lived", description="zebrafish queue for a day")
+    known = mark()
+    assert call(world.client("alpha"), "delete", f"/memories/{m['id']}").status_code == 200
+    later = [mark(), mark()]
+
+    assert recalled(world, monkeypatch, recorded_as_of=early) == [[], []]
+    assert recalled(world, monkeypatch, recorded_as_of=known) == [[m["id"]], [m["id"]]]
+    url = f"/memories/{m['id']}"
+    assert call(world.client("alpha"), "get", url, {"recorded_as_of": known}).status_code == 200
+    for when in later:
+        assert recalled(world, monkeypatch, recorded_as_of=when) == [[], []]
+        found = call(world.client("alpha"), "get", url, {"recorded_as_of": when})
+        assert found.status_code == 404
+        hits = call(world.client("alpha"), "get", "/search",
+                    {"q": "zebrafish", "recorded_as_of": when}).json()["hits"]  # fmt: skip
+        assert hits == []
+    asked = {"q": "zebrafish", "recorded_as_of": known}
+    then = call(world.client("alpha"), "get", "/search", asked)
+    assert [h["id"] for h in then.json()["hits"]] == [m["id"]]
+    ops = MemoryRevision.objects.filter(memory_id=m["id"]).values_list("op", flat=True)
+    assert list(ops) == ["create", "delete"]
+
+
+def test_search_and_read_as_of_valid_time(world: World, monkeypatch: Any) -> None:
+    a, b, c = chain(world)
+    client = world.client("alpha")
+
+    for when, wanted in ((FEB, a), (APR, b), (JUL, c)):
+        hits = call(client, "get", "/search", {"q": "zebrafish", "as_of": when}).json()["hits"]
+        assert [h["id"] for h in hits] == [wanted]
+        status, found = mcp(world, "alpha", "memory_search", {"q": "zebrafish", "as_of": when},
+                            monkeypatch)  # fmt: skip
+        assert status == 200 and [h["id"] for h in found["hits"]] == [wanted]
+    assert call(client, "get", f"/memories/{a}", {"as_of": FEB}).status_code == 200
+    assert call(client, "get", f"/memories/{a}", {"as_of": APR}).status_code == 404
+
+
+def test_a_bare_time_is_a_422_and_an_empty_interval_a_409_each_naming_the_field(
+    world: World,
+) -> None:
+    """A naive instant is schema-invalid (RFC 3339 date-times carry an offset): 422. An
+    interval whose end is not after its start is well-formed values in conflict, which
+    no schema can express: 409, as the schema contract (test_api_schema) requires."""
+    client = world.client("alpha")
+    m = write(world, name="dated", description="dated", valid_from=MAR)
+    bare = "2024-01-01T00:00:00"
+    cases = [
+        ("post", "/memories", {"project": "alpha", "name": "x", "valid_from": bare}, 422,
+         "valid_from"),
+        ("post", "/recall", {"query": "zebrafish", "as_of": bare}, 422, "as_of"),
+        ("get", f"/memories/{m['id']}", {"as_of": bare}, 422, "as_of"),
+        ("post", "/memories", {"project": "alpha", "name": "x", "valid_from": MAR,
+                               "invalid_at": JAN}, 409, "invalid_at"),
+        ("post", "/memories/batch", {"project": "alpha", "memories": [
+            {"name": "ok"}, {"name": "x", "invalid_at": JAN}]}, 409, "memories.1.invalid_at"),
+        ("post", f"/memories/{m['id']}/supersede", {"valid_from": JAN}, 409, "valid_from"),
+        ("patch", f"/memories/{m['id']}", {"invalid_at": FEB}, 409, "invalid_at"),
+    ]  # fmt: skip
+    for method, path, body, status, field in cases:
+        response = call(client, method, path, body)
+        assert response.status_code == status, (path, response.json())
+        assert response.json()["field"] == field, response.json()
+    assert MemoryRevision.objects.filter(memory_id=m["id"]).count() == 1  # nothing changed
+    assert not MemoryRevision.objects.filter(name__in=["ok", "x"]).exists()
+
+
+def test_another_projects_history_stays_out_of_reach(world: World, monkeypatch: Any) -> None:
+    a, _, _ = chain(world)
+    now = datetime.now(UTC).isoformat()
+    beta = world.client("beta")
+
+    pack = call(beta, "post", "/recall", {"query": "zebrafish queue", "as_of": FEB})
+    assert pack.status_code == 200 and pack.json()["items"] == []
+    hits = call(beta, "get", "/search", {"q": "zebrafish", "recorded_as_of": now}).json()
+    assert hits["hits"] == []
+    assert call(beta, "get", f"/memories/{a}", {"as_of": FEB}).status_code == 404
+    status, _ = mcp(world, "beta", "memory_read", {"id": a, "recorded_as_of": now}, monkeypatch)
+    assert status == 404

@@ -1,0 +1,131 @@
+"""Bitemporal memory in the console: the revision history page (list, diffs, escaping,
+who may see it) and the inspector's as-of controls."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from console import history, services
+from console.models import MemoryRevision, Project, ProjectMember
+
+pytestmark = pytest.mark.django_db
+
+HX = {"HTTP_HX_REQUEST": "true"}
+HOSTILE = '<script>alert("x")</script> <img src=x onerror=alert(1)>'
+
+
+@pytest.fixture
+def project(planes: Path) -> Project:
+    return services.project_create(slug="billing-api")
+
+
+def test_each_revision_is_listed_and_diffed_against_its_predecessor(
+    admin_client: Client, project: Project
+) -> None:
+    m = services.memory_create(
+        project=project, name="deploy-day", description="Deploys", body="Deploy on Fridays.\nOK."
+    )
+    services.memory_update(memory=m, body="Never deploy on Fridays.\nOK.", importance=0.9)
+    services.memory_archive(memory=m)
+
+    html = admin_client.get(f"/memories/{m.pk}/revisions/").content.decode()
+
+    for number, op in ((1, "create"), (2, "edit"), (3, "archive")):
+        assert f'<td>{number}</td><td><span class="badge">{op}</span>' in html
+    assert "#1 → #2" in html and "#2 → #3" in html
+    assert "<del>Deploy</del> <ins>Never deploy</ins> on Fridays." in html
+    assert '<th scope="row">importance</th><td><del>0.5</del></td><td><ins>0.9</ins></td>' in html
+    assert '<th scope="row">invalid_at</th>' in html  # the archive closed its valid time
+    assert (
+        f'href="/memories/{m.pk}/revisions/"'
+        in admin_client.get(f"/memories/{m.pk}/").content.decode()
+    )
+
+
+def test_two_chosen_revisions_are_compared(admin_client: Client, project: Project) -> None:
+    m = services.memory_create(project=project, name="plan", body="alpha")
+    services.memory_update(memory=m, body="beta")
+    services.memory_update(memory=m, body="gamma")
+
+    html = admin_client.get(f"/memories/{m.pk}/revisions/", {"a": 1, "b": 3}).content.decode()
+    partial = admin_client.get(
+        f"/memories/{m.pk}/revisions/", {"a": 1, "b": 3}, HTTP_HX_REQUEST="true"
+    )
+
+    assert "#1 → #3" in html and "<del>alpha</del> <ins>gamma</ins>" in html
+    assert "#1 → #2" not in html
+    assert "<html" not in partial.content.decode() and 'id="revisions"' in partial.content.decode()
+
+
+def test_hostile_text_shows_as_text_in_the_list_and_the_diff(
+    admin_client: Client, project: Project
+) -> None:
+    m = services.memory_create(project=project, name="xss", description=HOSTILE, body="safe")
+    services.memory_update(memory=m, body=f"safe {HOSTILE}", agent_id="<b>agent</b>")
+
+    html = admin_client.get(f"/memories/{m.pk}/revisions/").content.decode()
+
+    assert "<script>" not in html and "<img" not in html and "<b>agent" not in html
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
+    assert "<ins>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
+
+
+def test_a_deleted_memorys_history_stays_readable(admin_client: Client, project: Project) -> None:
+    m = services.memory_create(project=project, name="gone", body="was here")
+    pk = m.pk
+    services.memory_delete(memory=m)
+
+    response = admin_client.get(f"/memories/{pk}/revisions/")
+
+    assert response.status_code == 200
+    assert "delete</span>" in response.content.decode() and "deleted" in response.content.decode()
+    assert [r.op for r in history.revisions_of(memory_id=pk)] == ["create", "delete"]
+
+
+def test_a_project_the_person_does_not_see_is_a_404(client: Client, project: Project) -> None:
+    m = services.memory_create(project=project, name="secret", body="x")
+    other = services.project_create(slug="other")
+    user = User.objects.create_user("pat", password="pw-long-enough-123")
+    ProjectMember.objects.create(user=user, project=other)
+    client.force_login(user)
+
+    assert client.get(f"/memories/{m.pk}/revisions/").status_code == 404
+    assert client.get("/memories/01HZZZZZZZZZZZZZZZZZZZZZZZ/revisions/").status_code == 404
+    ProjectMember.objects.create(user=user, project=project)
+    assert client.get(f"/memories/{m.pk}/revisions/").status_code == 200
+    assert MemoryRevision.objects.filter(memory_id=m.pk).count() == 1
+
+
+def test_the_inspector_recalls_as_of_and_as_recorded(
+    admin_client: Client, project: Project
+) -> None:
+    from console import indexing
+
+    m = services.memory_create(
+        project=project, name="queue", description="zebrafish queue is RabbitMQ",
+        valid_from=datetime(2024, 1, 1, tzinfo=UTC),
+    )  # fmt: skip
+    services.memory_supersede(
+        memory=m,
+        description="zebrafish queue is Kafka",
+        valid_from=datetime(2024, 6, 1, tzinfo=UTC),
+    )
+    indexing.apply_pending()
+    ask = {"mode": "recall", "query": "zebrafish queue", "project": "billing-api"}
+
+    page = admin_client.get("/inspect/").content.decode()
+    march = admin_client.get("/inspect/", {**ask, "as_of": "2024-03-01T00:00"}, **HX)
+    now = admin_client.get("/inspect/", ask, **HX)
+
+    assert 'name="as_of"' in page and 'name="recorded_as_of"' in page
+    assert 'type="datetime-local"' in page
+    html = march.content.decode()
+    assert "data-tier" in html and "valid as of 2024-03-01T00:00:00+00:00" in html
+    assert "RabbitMQ" in html and "Kafka" not in html
+    current = now.content.decode()
+    assert "Kafka" in current and "valid as of" not in current

@@ -1,0 +1,107 @@
+"""recall/timetravel.py: the valid-time rule, the cold lexical ranking, the cold pack."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from recall import bm25, timetravel
+from recall.engine import Engine
+from recall.errors import QueryError
+from recall.planes import Planes
+from recall.requests import RecallRequest, SearchRequest
+from recall.testing import InMemoryStore, InMemoryTextIndex
+from recall.types import Filter, Record
+
+T = datetime(2024, 3, 1, tzinfo=UTC)
+DAY = timedelta(days=1)
+
+
+def memory(ident: str, project: str | None = "alpha", text: str = "", **fields: object) -> Record:
+    return Record(ident, "memory", project, "fact", ident, ident, text, **fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("valid_from", "invalid_at", "instant", "valid"),
+    [
+        (T, None, T, True),  # the interval includes its start
+        (T, None, T - DAY, False),
+        (T, T + DAY, T + DAY, False),  # and excludes its end
+        (T, T + DAY, T + DAY / 2, True),
+        (None, None, T, True),  # no start: valid since always
+        (T, T + DAY, None, False),  # no instant: the normal rule (closed = not valid)
+        (T, None, None, True),
+    ],
+)
+def test_valid_at(
+    valid_from: datetime | None, invalid_at: datetime | None, instant: datetime | None, valid: bool
+) -> None:
+    record = memory("m", valid_from=valid_from, invalid_at=invalid_at)
+
+    assert timetravel.valid_at(record, instant) is valid
+
+
+def test_lexical_scores_are_bm25f_of_one_stream() -> None:
+    records = [memory("a", text="queue queue choice"), memory("b", text="the cache"),
+               memory("c", text="queue")]  # fmt: skip
+
+    found = timetravel.lexical(records, "queues", limit=10)
+
+    # "queues" stems to "queue": df 2 of N 3; one-letter names are no words.
+    weight = bm25.idf(2, 3) ** 1.5
+    avg = (3 + 2 + 1) / 3
+    k1, b = 1.2, 0.4
+
+    def expected(tf: int, length: int) -> float:
+        v = tf / (1 - b + b * length / avg)
+        return weight * v * (k1 + 1) / (v + k1)
+
+    assert [(c.id, c.rank) for c in found] == [("a", 1), ("c", 2)]
+    assert found[0].score == pytest.approx(expected(2, 3))
+    assert found[1].score == pytest.approx(expected(1, 1))
+    assert math.isclose(weight, math.log(1 + 1.5 / 2.5) ** 1.5)
+
+
+def test_naive_instants_are_query_errors() -> None:
+    with pytest.raises(QueryError, match="as_of must carry a time zone"):
+        timetravel.validate(RecallRequest("q", "alpha", as_of=datetime(2024, 1, 1)))
+    with pytest.raises(QueryError, match="recorded_as_of must carry a time zone"):
+        timetravel.validate(SearchRequest("q", recorded_as_of=datetime(2024, 1, 1)))
+
+
+def engine_over(store: InMemoryStore) -> Engine:
+    return Engine(Planes(text=InMemoryTextIndex(), store=store), background_rebuild=False)
+
+
+def test_a_cold_recall_packs_the_memory_known_then_in_scope_only() -> None:
+    store = InMemoryStore()
+    store.revise(memory("old", text="deploy on fridays"), T)
+    store.revise(memory("old", text="never deploy on fridays"), T + DAY)
+    store.revise(memory("other", "beta", text="deploy on fridays"), T)
+    store.revise(memory("gone", text="deploy fridays too"), T)
+    store.remove("gone", T + DAY)
+
+    pack = engine_over(store).recall(
+        RecallRequest("deploy fridays", "alpha", recorded_as_of=T + DAY / 2, debug=True)
+    )
+    later = engine_over(store).recall(
+        RecallRequest("deploy fridays", "alpha", recorded_as_of=T + 2 * DAY)
+    )
+
+    assert [h.id for h in pack.items] == ["gone", "old"]
+    assert "never" not in (pack.items[1].text or "")
+    assert pack.debug is not None and pack.debug["tier"] == "cold"
+    assert pack.warnings == (timetravel.COLD_ONLY,)
+    assert [h.id for h in later.items] == ["old"] and "never" in (later.items[0].text or "")
+
+
+def test_as_known_applies_the_filter_after_the_rule() -> None:
+    rows = [memory("a", valid_from=T, invalid_at=T + DAY), memory("b", "beta", valid_from=T)]
+
+    live = timetravel.as_known(rows, where=Filter(projects=("alpha",)), instant=T)
+    closed = timetravel.as_known(rows, where=Filter(projects=("alpha",)), instant=T + DAY)
+
+    assert [(r.id, r.active) for r in live] == [("a", True)]
+    assert closed == []
