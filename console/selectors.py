@@ -20,6 +20,8 @@ from django.db.models import Count, Q, QuerySet
 
 from console import configuration, indexing, wiring
 from console.models import Edge, IndexJob, Memory, Note, Project, RetrievalEvent
+from console.store import live
+from console.store import now as store_now
 from recall import links
 from recall.config import BriefingConfig, Problem, decode_over
 from recall.errors import QueryError
@@ -228,9 +230,10 @@ def item_count() -> int:
 def memory_ids_by_name(
     names: Sequence[str], *, project_id: int | None, exclude: str | None = None
 ) -> dict[str, str]:
-    """Each name's active memory id by `recall.links.prefer` (project first, then global)."""
+    """Each name's active, unexpired memory id by `recall.links.prefer` (project first,
+    then global)."""
     rows = (
-        Memory.objects.filter(name__in=list(names), invalid_at__isnull=True)
+        Memory.objects.filter(live(store_now()), name__in=list(names), invalid_at__isnull=True)
         .filter(Q(project_id=project_id) | Q(project__isnull=True))
         .exclude(pk=exclude)
         .values_list("name", "id", "project_id")
@@ -386,7 +389,7 @@ def memory_list(
     scope = Q(project__slug__in=list(projects))
     if include_global:
         scope |= Q(project__isnull=True)
-    rows = Memory.objects.filter(scope).select_related("project")
+    rows = Memory.objects.filter(scope, live(store_now())).select_related("project")
     if archived == "exclude":
         rows = rows.filter(invalid_at__isnull=True)
     elif archived == "only":

@@ -82,6 +82,15 @@ class RecallRequest:
     min_importance: float | None = None
     since: datetime | None = None  # created at or after
     until: datetime | None = None  # created at or before
+    # Importance, worth, decay (`recall.worth`, `recall.decay`); None = the config's.
+    importance_weighted: bool | None = None
+    worth_weight: float | None = None
+    decay: bool | None = None
+    pack_id: str | None = None  # rides in the reply (`POST /feedback` names it)
+
+
+# The RecallRequest fields of importance, worth and decay the edges pass through.
+WORTH_FIELDS = ("importance_weighted", "worth_weight", "decay")
 
 
 @dataclass(frozen=True, slots=True)

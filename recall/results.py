@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from recall.types import MEMORY, Record
+from recall.worth import worth_of
 
 SOURCES = ("semantic", "fts", "fused", "graph", "browse", "identifier")
 
@@ -71,6 +72,7 @@ class Hit:
     depth: int | None = None  # an associated item: hops from the main item `via`
     via: str | None = None
     rel: str | None = None  # an associated item: the type of the edge that reached it
+    worth: float | None = None  # a memory's Memory Worth (recall/worth.py); None for notes
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +99,7 @@ class ContextPack:
     detail: str = "full"
     total_found: int | None = None
     associated: tuple[Hit, ...] | None = None
+    pack_id: str | None = None  # the recall's id for feedback (counted in `tokens`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,4 +182,5 @@ def to_hit(
         valid_from=record.valid_from,
         occurred_at=record.occurred_at,
         session_id=record.session_id,
+        worth=worth_of(record) if record.item == MEMORY else None,
     )

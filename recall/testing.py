@@ -16,8 +16,10 @@ from dataclasses import replace
 import numpy as np
 
 from recall import links
+from recall.decay import expired
 from recall.errors import EmbedderUnavailable
 from recall.neighbourhood import near
+from recall.planes import Clock, utc_now
 from recall.ports import Vectors
 from recall.query import words
 from recall.types import (
@@ -248,8 +250,10 @@ class InMemoryStore:
         *,
         isolation: dict[str, str] | None = None,
         usage: dict[str, float] | None = None,
+        clock: Clock = utc_now,
     ) -> None:
         self.records: dict[str, Record] = {r.id: r for r in records}
+        self.clock = clock  # expiry is read against it (tests pin it)
         self._isolation = dict(isolation or {})
         self._usage = dict(usage or {})
         # Explicit edges (associations, supersessions): (source, target) -> Link.
@@ -269,7 +273,9 @@ class InMemoryStore:
         )
 
     def hydrate(self, ids: Iterable[str]) -> dict[str, Record]:
-        return {i: self.records[i] for i in ids if i in self.records}
+        now = self.clock()
+        found = (self.records[i] for i in ids if i in self.records)
+        return {r.id: r for r in found if not expired(r, now)}
 
     def browse(self, *, where: Filter, limit: int, favorites_only: bool = False) -> list[Record]:
         rows = [
@@ -368,6 +374,5 @@ class InMemoryStore:
     def isolation(self, project: str) -> str:
         return self._isolation.get(project, "open")
 
-    @staticmethod
-    def _admits(where: Filter, r: Record) -> bool:
-        return where.admits_record(r)
+    def _admits(self, where: Filter, r: Record) -> bool:
+        return where.admits_record(r) and not expired(r, self.clock())

@@ -418,6 +418,13 @@ class Record:
     occurred_at: datetime | None = None  # when the event it records happened, if known
     session_order: int | None = None  # its place in its session (an episodic turn)
     agent_id: str = ""  # the agent that wrote it (memories)
+    # --- importance, worth, decay, expiry (recall/worth.py, recall/decay.py) ---
+    expires_at: datetime | None = None  # from then on it is gone (None: never)
+    access_count: int = 0  # reads by agents (decay: never-accessed fades faster)
+    last_accessed_at: datetime | None = None  # the last read (decay restarts there)
+    helpful: int = 0  # Memory Worth feedback: packs it helped in
+    harmful: int = 0  # ... and packs it misled in
+    # --- end importance, worth, decay, expiry ---
 
 
 def unless_repeated(description: str, body: str) -> str:

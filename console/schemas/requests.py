@@ -39,9 +39,11 @@ from console.schemas.common import (
     Slug,
     Tag,
     TextBudget,
+    Ttl,
     Unit,
     Weight,
     WindowMinutes,
+    WorthWeight,
 )
 from console.selectors import CURSOR_PATTERN
 from recall.config import (
@@ -169,6 +171,32 @@ class RecallIn(Body):
     )
     since: DateTime | None = Field(None, description="created at or after (ISO 8601)")
     until: DateTime | None = Field(None, description="created at or before (ISO 8601)")
+    # Importance, Memory Worth, recency decay (recall/worth.py, recall/decay.py); null = setting.
+    importance_weighted: bool | None = Field(
+        None, description="rank more important memories higher (default true)"
+    )
+    worth_weight: WorthWeight | None = Field(
+        None, description="how much Memory Worth (agents' feedback) moves a score, 0-2"
+    )
+    decay: bool | None = Field(
+        None, description="fade older memories by a half-life per kind (default false)"
+    )
+
+
+class FeedbackItem(Body):
+    id: str = Field(max_length=26, description="an item of the pack")
+    used: bool = Field(False, description="the agent used it")
+    helpful: bool = Field(False, description="it helped")
+    harmful: bool = Field(False, description="it misled or was wrong")
+
+
+class FeedbackIn(Body):
+    """Memory Worth: what the items of one recalled pack were worth to the agent."""
+
+    pack_id: str = Field(max_length=26, description="the `pack_id` of a memory_recall reply")
+    items: list[FeedbackItem] = Field(
+        min_length=1, max_length=100, description="a verdict per item (ids of that pack)"
+    )
 
 
 class SearchIn(Params):
@@ -263,6 +291,11 @@ class MemoryFields(Body):
     )
     occurred_at: DateTime | None = Field(None, description="when the event it records happened")
     source: str | None = Field(None, max_length=32, description="user_stated, agent_inferred, ...")
+    # Expiry (recall/decay.py): from then on it leaves every read; `manage.py expire` purges it.
+    ttl_seconds: Ttl | None = Field(None, description="expire this many seconds from now")
+    expires_at: DateTime | None = Field(
+        None, description="expire at this instant (ISO 8601); not with ttl_seconds"
+    )
 
 
 class MemoryItem(MemoryFields):

@@ -22,6 +22,7 @@ from console.services.associations import (
 )
 from console.services.curation import favorite_toggle, setting_reset, setting_save
 from console.services.events import memory_read_record, retrieval_record
+from console.services.feedback import PackForbidden, Verdict, feedback_record
 from console.services.memories import (
     MAX_BODY_CHARS,
     MAX_TAGS,
@@ -99,6 +100,9 @@ __all__ = [
     "memory_mark_accessed",
     "memory_new",
     "memory_read_record",
+    "feedback_record",
+    "PackForbidden",
+    "Verdict",
     "memory_restore",
     "memory_supersede",
     "memory_update",

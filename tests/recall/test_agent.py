@@ -53,7 +53,8 @@ def test_an_item_holds_what_an_agent_needs_and_nothing_raw():
     assert view == {
         "id": record.id, "kind": "memory", "name": "deploy-order", "memory_kind": "runbook",
         "project": "alpha", "text": "", "valid_from": "2023-05-08T13:56:00Z",
-        "session_id": "s1", "favorite": True, "source": "fused", "score": 0.1235, "tokens": 0,
+        "session_id": "s1", "favorite": True, "source": "fused", "score": 0.1235, "worth": 0.5,
+        "tokens": 0,
     }  # fmt: skip
     assert "sources" in item_view(hit, debug=True)
 
