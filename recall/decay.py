@@ -6,8 +6,8 @@
 that hold durable knowledge, such as a constraint or a decision, do not
 decay at all), and divided by 1.5 more for a memory no agent has read yet
 ("never-accessed 50% faster"). The access boost: an agent's read restarts
-the clock, so age runs from the latest of when the memory's event happened
-(`occurred_at`), its creation and its last read. The floor keeps an old
+the clock, so age runs from when the memory's event happened (`occurred_at`,
+else its creation) or from its last read, whichever is later. The floor keeps an old
 memory findable: decay reorders near-equals, it never buries a strong match.
 
 The clock is injected (`Planes.clock`), so tests pin "now". Off by default:
@@ -72,8 +72,9 @@ def half_life(kind: str, *, accessed: bool, base_days: float = BASE_HALF_LIFE_DA
 
 
 def anchor(record: Record) -> datetime | None:
-    """Where a memory's age runs from: its event, its creation or its last read, the latest."""
-    times = [t for t in (record.occurred_at, record.created, record.last_accessed_at) if t]
+    """Where a memory's age runs from: when its event happened (else its creation), or
+    its last read when that is later (the access boost)."""
+    times = [t for t in (record.occurred_at or record.created, record.last_accessed_at) if t]
     return max(times) if times else None
 
 

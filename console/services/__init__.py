@@ -22,6 +22,7 @@ from console.services.associations import (
 )
 from console.services.curation import favorite_toggle, setting_reset, setting_save
 from console.services.events import memory_read_record, retrieval_record
+from console.services.expiry import Expired, memories_expire, memories_expired
 from console.services.feedback import PackForbidden, Verdict, feedback_record
 from console.services.memories import (
     MAX_BODY_CHARS,
@@ -101,6 +102,9 @@ __all__ = [
     "memory_new",
     "memory_read_record",
     "feedback_record",
+    "Expired",
+    "memories_expire",
+    "memories_expired",
     "PackForbidden",
     "Verdict",
     "memory_restore",

@@ -1,0 +1,114 @@
+"""Expiry over the agent API and MCP, with the console's clock pinned: an expired
+memory leaves recall, search, briefing, prompt recall, lists and reads at once;
+`manage.py expire` purges its row and plane entries (`--dry-run` purges nothing)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+
+from console import indexing, wiring
+from console.models import Memory
+from tests.console.api_world import World, call, mcp, recall_both, world_fixture  # noqa: F401
+
+T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+WORDS = "The wombat ferry timetable changes"
+
+
+@pytest.fixture
+def clock(monkeypatch: Any) -> list[datetime]:
+    """The console's one clock (store, engine, services), pinned and movable."""
+    now = [T0]
+    monkeypatch.setattr("django.utils.timezone.now", lambda: now[0])
+    return now
+
+
+def _seen(world: World) -> dict[str, set[str]]:
+    """The ids each read shows alpha's agent."""
+    client = world.client("alpha")
+    recall = call(client, "post", "/recall", {"query": "wombat ferry", "record": False}).json()
+    search = call(client, "get", "/search", {"q": "wombat ferry", "record": False}).json()
+    briefing = call(client, "post", "/briefing", {"project": "alpha"}).json()
+    prompt = call(client, "post", "/prompt-recall",
+                  {"project": "alpha", "prompt": "the quince marmalade pier by the ferry"})  # fmt: skip
+    listed = call(client, "get", "/memories").json()
+    return {
+        "recall": {i["id"] for i in recall["items"]},
+        "search": {h["id"] for h in search["hits"]},
+        "briefing": set(briefing["ids"]),
+        "prompt": set(prompt.json()["ids"]),
+        "list": {m["id"] for m in listed["memories"]},
+    }
+
+
+def test_an_expired_memory_leaves_every_read_and_expire_purges_it(
+    world: World, clock: list[datetime], monkeypatch: Any
+) -> None:
+    client = world.client("alpha")
+    r = call(client, "post", "/memories",
+             {"name": "wombat-ttl", "description": WORDS, "ttl_seconds": 60})  # fmt: skip
+    assert r.status_code == 201, r.content
+    one = r.json()["memory"]
+    assert one["expires_at"] == "2026-06-01T12:01:00Z"
+    status, batch = mcp(world, "alpha", "memory_write_batch", {"memories": [
+        {"name": "wombat-at", "description": "Wombat ferry: quince marmalade at the pier",
+         "expires_at": (T0 + timedelta(seconds=30)).isoformat()},
+        {"name": "wombat-kept", "description": WORDS + " for good"},
+    ]}, monkeypatch)  # fmt: skip
+    assert status == 200, batch
+    at, kept = (item["id"] for item in batch["items"])
+    indexing.apply_pending()
+    gone = {one["id"], at}
+
+    before = _seen(world)
+    assert all(gone | {kept} <= ids for read, ids in before.items() if read != "prompt")
+    assert at in before["prompt"]
+
+    clock[0] = T0 + timedelta(seconds=60)  # both expiries reached
+    after = _seen(world)
+    assert all(not (gone & ids) for ids in after.values()), after
+    assert kept in after["recall"] and kept in after["list"]
+    assert call(client, "get", f"/memories/{one['id']}").status_code == 404
+    assert gone <= wiring.text_index().ids()  # still indexed: reads filter it, purge frees it
+
+    out = StringIO()
+    call_command("expire", "--dry-run", stdout=out)
+    assert "would purge 2 expired memories" in out.getvalue()
+    assert Memory.objects.filter(pk__in=gone).count() == 2
+
+    call_command("expire", stdout=StringIO())
+    assert not Memory.objects.filter(pk__in=gone).exists()
+    assert not gone & wiring.text_index().ids()
+    vectors = wiring.vector_plane()
+    assert vectors is not None and not gone & vectors.ids() and kept in vectors.ids()
+    assert Memory.objects.filter(pk=kept).exists()
+
+
+def test_ttl_and_expires_at_are_checked_and_the_earlier_wins(
+    world: World, clock: list[datetime]
+) -> None:
+    client = world.client("alpha")
+    both = call(client, "post", "/memories", {
+        "name": "wombat-both", "description": WORDS, "ttl_seconds": 3600,
+        "expires_at": (T0 + timedelta(seconds=10)).isoformat(),
+    })  # fmt: skip
+    assert both.json()["memory"]["expires_at"] == "2026-06-01T12:00:10Z"
+    assert call(client, "post", "/memories",
+                {"name": "wombat-zero", "ttl_seconds": 0}).status_code == 422  # fmt: skip
+    edit = call(client, "patch", f"/memories/{both.json()['memory']['id']}", {"ttl_seconds": 120})
+    assert edit.json()["expires_at"] == "2026-06-01T12:02:00Z"
+
+
+def test_decay_and_worth_fields_are_accepted_over_rest_and_mcp(
+    world: World, monkeypatch: Any
+) -> None:
+    body = {"query": "albatross", "decay": True, "importance_weighted": False, "worth_weight": 2}
+    rest, (status, over_mcp) = recall_both(world, body, monkeypatch)
+    assert rest.status_code == 200 and status == 200
+    assert [i["id"] for i in rest.json()["items"]] == [i["id"] for i in over_mcp["items"]]
+    bad = call(world.client("alpha"), "post", "/recall", {"query": "x", "worth_weight": 3})
+    assert bad.status_code == 422
