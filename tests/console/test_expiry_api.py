@@ -33,8 +33,8 @@ def _seen(world: World) -> dict[str, set[str]]:
     recall = call(client, "post", "/recall", {"query": "wombat ferry", "record": False}).json()
     search = call(client, "get", "/search", {"q": "wombat ferry", "record": False}).json()
     briefing = call(client, "post", "/briefing", {"project": "alpha"}).json()
-    prompt = call(client, "post", "/prompt-recall",
-                  {"project": "alpha", "prompt": "the quince marmalade pier by the ferry"})  # fmt: skip
+    asked = {"project": "alpha", "prompt": "the quince marmalade pier by the ferry"}
+    prompt = call(client, "post", "/prompt-recall", asked)
     listed = call(client, "get", "/memories").json()
     return {
         "recall": {i["id"] for i in recall["items"]},

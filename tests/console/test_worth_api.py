@@ -119,6 +119,6 @@ def test_memory_feedback_over_mcp(world: World, pair: Any, monkeypatch: Any) -> 
             "worth": pytest.approx(1 / 3),
         }
     ]
-    status, refused = mcp(world, "beta", "memory_feedback",
-                          {"pack_id": pack["pack_id"], "items": [{"id": a.pk}]}, monkeypatch)  # fmt: skip
-    assert status == 403
+    other = {"pack_id": pack["pack_id"], "items": [{"id": a.pk}]}
+    status, refused = mcp(world, "beta", "memory_feedback", other, monkeypatch)
+    assert status == 403 and "may not touch" in refused["detail"]
