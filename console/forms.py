@@ -23,9 +23,10 @@ from recall.graph import MAX_ASSOCIATED, MAX_CAP, MAX_HOPS, MAX_SEEDS
 from recall.neighbourhood import FIELDS as SESSION_FIELDS
 from recall.neighbourhood import MAX_CAP as MAX_SESSION_CAP
 from recall.neighbourhood import MAX_TURNS, MAX_WINDOW_MINUTES
-from recall.requests import ENTITIES
+from recall.requests import ENTITIES, WORTH_FIELDS
 from recall.routing import ROUTINGS
 from recall.types import MEMORY_KINDS
+from recall.worth import MAX_WORTH_WEIGHT
 
 SINCE_CHOICES = [
     ("", "Any time"),
@@ -179,6 +180,10 @@ class MemoryForm(forms.Form):
     importance = forms.FloatField(
         min_value=0.0, max_value=1.0, initial=0.5, widget=forms.NumberInput(attrs={"step": "0.05"})
     )
+    expires_at = forms.DateTimeField(
+        label="Expires", required=False,
+        help_text="e.g. 2026-12-31 23:59 (UTC): from then on it leaves every read; blank: never.",
+    )  # fmt: skip
 
     @classmethod
     def initial_from(cls, memory: Any) -> dict[str, Any]:
@@ -189,7 +194,9 @@ class NewMemoryForm(ChoicesForm, MemoryForm):
     """A memory written by a person: the memory's fields and where it lives."""
 
     project = forms.ChoiceField(label="Project", required=False)
-    field_order = ["project", "kind", "name", "description", "body", "tags", "importance"]
+    field_order = [
+        "project", "kind", "name", "description", "body", "tags", "importance", "expires_at",
+    ]  # fmt: skip
 
     def __init__(self, *args: Any, projects: Sequence[str] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -301,14 +308,32 @@ class InspectForm(ChoicesForm):
         choices=[(e, e) for e in ENTITIES], help_text="None ticked: both.",
     )  # fmt: skip
 
+    # --- importance, worth, decay (recall/worth.py, recall/decay.py; blank = the setting) ---
+    importance_weighted = forms.NullBooleanField(
+        label="Weigh importance", required=False,
+        widget=forms.Select(choices=[("", "Setting"), ("true", "Yes"), ("false", "No")]),
+        help_text="More important memories rank higher.",
+    )  # fmt: skip
+    worth_weight = forms.FloatField(
+        label="Worth weight", required=False, min_value=0, max_value=MAX_WORTH_WEIGHT,
+        help_text="0-2: how much agents' feedback moves a score; blank: the setting (0.5).",
+    )  # fmt: skip
+    decay = forms.NullBooleanField(
+        label="Recency decay", required=False,
+        widget=forms.Select(choices=[("", "Setting"), ("true", "Yes"), ("false", "No")]),
+        help_text="Older memories fade by a half-life per kind.",
+    )  # fmt: skip
+
     def knob_options(self) -> dict[str, Any]:
-        """Routing and fabriq's knobs given (`recall.requests.KNOB_FIELDS`)."""
+        """Routing and fabriq's knobs given (`recall.requests.KNOB_FIELDS`), and the
+        importance, worth and decay fields (`recall.requests.WORTH_FIELDS`)."""
         data = self.cleaned_data
         given: dict[str, Any] = {
             "routing": data.get("routing") or None,
             "k": data.get("k"),
             "strict": bool(data.get("strict")),
             "entities": list(data.get("entities") or []) or None,
+            **{f: data.get(f) for f in WORTH_FIELDS},
         }
         return {f: v for f, v in given.items() if v is not None}
 
