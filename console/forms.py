@@ -216,6 +216,14 @@ def _utc(instant: datetime | None) -> datetime | None:
     return instant.replace(tzinfo=UTC)
 
 
+def _setting_or_yes_no(label: str, help_text: str) -> forms.NullBooleanField:
+    """A yes / no choice whose blank means the saved setting."""
+    choices = [("", "Setting"), ("true", "Yes"), ("false", "No")]
+    return forms.NullBooleanField(
+        label=label, required=False, widget=forms.Select(choices=choices), help_text=help_text
+    )
+
+
 class InspectForm(ChoicesForm):
     """A Recall or Briefing as an agent would ask it; one weight field per registered channel."""
 
@@ -309,20 +317,14 @@ class InspectForm(ChoicesForm):
     )  # fmt: skip
 
     # --- importance, worth, decay (recall/worth.py, recall/decay.py; blank = the setting) ---
-    importance_weighted = forms.NullBooleanField(
-        label="Weigh importance", required=False,
-        widget=forms.Select(choices=[("", "Setting"), ("true", "Yes"), ("false", "No")]),
-        help_text="More important memories rank higher.",
-    )  # fmt: skip
+    importance_weighted = _setting_or_yes_no(
+        "Weigh importance", "More important memories rank higher."
+    )
     worth_weight = forms.FloatField(
         label="Worth weight", required=False, min_value=0, max_value=MAX_WORTH_WEIGHT,
         help_text="0-2: how much agents' feedback moves a score; blank: the setting (0.5).",
     )  # fmt: skip
-    decay = forms.NullBooleanField(
-        label="Recency decay", required=False,
-        widget=forms.Select(choices=[("", "Setting"), ("true", "Yes"), ("false", "No")]),
-        help_text="Older memories fade by a half-life per kind.",
-    )  # fmt: skip
+    decay = _setting_or_yes_no("Recency decay", "Older memories fade by a half-life per kind.")
 
     def knob_options(self) -> dict[str, Any]:
         """Routing and fabriq's knobs given (`recall.requests.KNOB_FIELDS`), and the
@@ -338,11 +340,9 @@ class InspectForm(ChoicesForm):
         return {f: v for f, v in given.items() if v is not None}
 
     # --- session neighbourhood (recall/neighbourhood.py, Dakera 004; blank = the setting) ---
-    session_neighbours = forms.NullBooleanField(
-        label="Add session neighbours", required=False,
-        widget=forms.Select(choices=[("", "Setting"), ("true", "Yes"), ("false", "No")]),
-        help_text="Memories of a top result's session said just before or after it.",
-    )  # fmt: skip
+    session_neighbours = _setting_or_yes_no(
+        "Add session neighbours", "Memories of a top result's session said just before or after it."
+    )
     session_window_minutes = forms.FloatField(
         label="Session: minutes around", required=False, min_value=0,
         max_value=MAX_WINDOW_MINUTES, help_text="By when they happened; blank: the setting (5).",
