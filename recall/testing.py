@@ -348,7 +348,8 @@ class InMemoryStore:
             for r in (self.records.get(i) for i in ids)
             if r is not None and r.item == MEMORY and (kinds is None or r.kind in kinds)
         ]
-        rows = [r for r in self.records.values() if r.item == MEMORY]
+        now = self.clock()
+        rows = [r for r in self.records.values() if r.item == MEMORY and not expired(r, now)]
         return near(seeds, rows, where=where, minutes=minutes, turns=turns, cap=cap)
 
     def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]:
