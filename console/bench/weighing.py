@@ -14,6 +14,7 @@ wall clock every turn is equally old and decay cannot reorder them).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import Max
@@ -24,7 +25,8 @@ from recall.config import RecallConfig
 from recall.fusion import Fused
 from recall.ports import MemoryStore
 from recall.requests import RecallRequest
-from recall.scoring import hydrate, rank
+from recall.scoring import positive
+from recall.types import Record
 
 CLOCKS = ("now", "latest")
 
@@ -50,6 +52,17 @@ def weighed(
     if not active(config):
         return fused
     knobs = worth.knobs(RecallRequest("", None), config)
-    scored = rank(worth.weigh(hydrate(store, fused, method=config.fusion), now=now, **knobs))
+    records = store.hydrate([f.id for f in fused])
+    # Not `recall.scoring.hydrate`: the bench's session neighbours carry no provenance.
+    items = [
+        _Item(records[f.id], positive(f.score, config.fusion)) for f in fused if f.id in records
+    ]
+    weighed = worth.weigh(items, now=now, **knobs)
     by_id: Mapping[str, Fused] = {f.id: f for f in fused}
-    return [by_id[s.record.id] for s in scored]
+    return [by_id[i.record.id] for i in sorted(weighed, key=lambda i: (-i.score, i.record.id))]
+
+
+@dataclass(slots=True)
+class _Item:
+    record: Record
+    score: float
