@@ -46,6 +46,7 @@ def memory_record(m: Memory) -> dict[str, Any]:
         "created": iso(m.created),
         "updated": iso(m.updated),
         "last_accessed_at": iso(m.last_accessed_at),
+        "expires_at": iso(m.expires_at),
     }
     return {k: values[k] if k in values else getattr(m, k) for k in MEMORY_KEYS}
 
