@@ -312,7 +312,8 @@ def memory_detail(*, memory_id: str, history_limit: int = 20) -> MemoryDetail:
 
 
 def favorites_list() -> tuple[list[Memory], list[Note]]:
-    memories = list(Memory.objects.filter(favorite=True).select_related("project"))
+    starred = Memory.objects.filter(live(store_now()), favorite=True)
+    memories = list(starred.select_related("project"))
     notes = list(Note.objects.filter(favorite=True).select_related("project"))
     return memories, notes
 

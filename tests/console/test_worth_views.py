@@ -3,10 +3,12 @@ inspector's options, the memory page's worth and expiry, the edit form's expiry.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from console import indexing, services
 from console.models import Memory
@@ -66,3 +68,19 @@ def test_memory_page_shows_worth_and_expiry_and_the_form_sets_expiry(
     assert plain.expires_at.isoformat() == "2030-01-02T03:04:00+00:00"
     assert "data-expires" in after and "2030-01-02 03:04" in after
     assert 'name="expires_at"' in admin_client.get(f"/memories/{plain.pk}/edit/").content.decode()
+
+
+def test_an_expired_memory_leaves_the_console_lists_and_search(
+    admin_client: Client, pair: tuple
+) -> None:
+    plain, vital = pair
+    for m in pair:
+        services.favorite_toggle(item=m, value=True)
+    Memory.objects.filter(pk=vital.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+
+    project = admin_client.get("/projects/billing-api/").content.decode()
+    starred = admin_client.get("/favorites/").content.decode()
+    found = admin_client.get("/", {"q": "chroma"}).content.decode()
+
+    for html in (project, starred, found):
+        assert plain.name in html and vital.name not in html
