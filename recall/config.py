@@ -165,7 +165,7 @@ class RecallConfig:
     importance_weighted: bool = True  # score x (1 + importance_weight (importance - 0.5))
     importance_weight: float = 0.5
     worth_weight: float = 0.5  # score x (1 + worth_weight (worth - 0.5))
-    decay: bool = False  # recency decay per kind (off: see recall/decay.py)
+    decay: bool = False  # recency decay per kind (off: LoCoMo episodes lose 0.055 nDCG@10)
     decay_half_life_days: float = 7.0  # the base half-life (Dakera: one week)
     decay_floor: float = 0.5  # the least a decayed score keeps
     # --- end importance, worth, decay ---
