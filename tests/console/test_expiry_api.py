@@ -112,3 +112,33 @@ def test_decay_and_worth_fields_are_accepted_over_rest_and_mcp(
     assert [i["id"] for i in rest.json()["items"]] == [i["id"] for i in over_mcp["items"]]
     bad = call(world.client("alpha"), "post", "/recall", {"query": "x", "worth_weight": 3})
     assert bad.status_code == 422
+
+
+def test_the_index_worker_purges_expired_memories(
+    world: World, clock: list[datetime], monkeypatch: Any
+) -> None:
+    import signal
+
+    from console import services
+
+    written = call(world.client("alpha"), "post", "/memories",
+                   {"name": "wombat-brief", "description": WORDS, "ttl_seconds": 5})  # fmt: skip
+    gone = written.json()["memory"]["id"]
+    indexing.apply_pending()
+    clock[0] = T0 + timedelta(seconds=5)
+    handlers: dict[int, Any] = {}
+    monkeypatch.setattr(signal, "signal", lambda sig, handler: handlers.setdefault(sig, handler))
+    sync = services.index_sync
+
+    def once(**kw: Any) -> Any:  # one pass of the loop, then the worker is told to stop
+        handlers[signal.SIGTERM](signal.SIGTERM, None)
+        return sync(**kw)
+
+    monkeypatch.setattr(services, "index_sync", once)
+    out = StringIO()
+    call_command("index_worker", "--expire-every", "1e-9", "--interval", "0", stdout=out)
+
+    assert "purged 1 expired memories" in out.getvalue()
+    assert not Memory.objects.filter(pk=gone).exists()
+    indexing.apply_pending()
+    assert gone not in wiring.text_index().ids()
