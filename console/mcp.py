@@ -199,7 +199,8 @@ SPECS = (
         Recall what past sessions learned that bears on a task: ranked memories and notes
         with their text, the whole reply within `budget` tokens. Call it BEFORE you plan or
         change anything non-trivial, and whenever the user refers to something decided
-        earlier. Empty query + kind lists that kind, newest first.""",
+        earlier. Empty query + kind lists that kind, newest first. Each memory carries its
+        worth; the reply's pack_id is what memory_feedback names.""",
     ),
     Spec(
         "memory_feedback",
