@@ -43,6 +43,7 @@ def test_inspector_controls_importance_worth_and_decay(admin_client: Client, pai
     for control in ('name="importance_weighted"', 'name="worth_weight"', 'name="decay"'):
         assert control in page
     assert _order(weighted, plain.name, vital.name) == [vital.name, plain.name]
+    assert "<span data-hit-worth>worth 0.50</span>" in weighted
     # the two tie without importance: their order is the id's (plain was written first)
     assert _order(unweighted.content.decode(), plain.name, vital.name) == [plain.name, vital.name]
     assert decayed.status_code == 200 and vital.name in decayed.content.decode()
