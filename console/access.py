@@ -28,7 +28,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from console import history, raw, selectors, services
-from console.models import NAME_RE, AgentToken, Edge, Memory, Note, Project
+from console.models import NAME_RE, AgentToken, Edge, Memory, Note, Project, new_id
+from console.store import now as store_now
 from recall.errors import QueryError
 from recall.results import Briefing, ContextPack, Hit, PromptResult, SearchResult
 from recall.types import ISOLATION_SEALED
@@ -105,26 +106,48 @@ def _writer(access: Access) -> None:
 
 
 def _seen(
-    access: Access, kind: str, ids: Sequence[str], *, query: str, project: str | None
-) -> None:
-    services.retrieval_record(kind=kind, ids=ids, query=query, project=project, agent=access.agent)
+    access: Access, kind: str, ids: Sequence[str], *, query: str, project: str | None,
+    pack_id: str = "",
+) -> None:  # fmt: skip
+    services.retrieval_record(
+        kind=kind, ids=ids, query=query, project=project, agent=access.agent, pack_id=pack_id
+    )
 
 
 def recall(
     access: Access, *, project: str | None, record: bool = True, **options: Any
 ) -> ContextPack:
-    """Recall in one of the token's projects (+ global unless the project is sealed)."""
+    """Recall in one of the token's projects (+ global unless the project is sealed).
+
+    A recorded recall's reply carries a `pack_id` (its RetrievalEvent's), for feedback.
+    """
     bound = project_of(access, project)
     altitude = options.get("altitude")
     if altitude not in (None, "entity"):  # a first digest is built by the worker, not here
         wanted = selectors.digest_projects(bound, access.projects)
         for project_ in wanted if altitude == "tenant" else [bound]:
             services.digest_request(project=project_)
+    pack_id = new_id() if record else ""
+    if pack_id:
+        options["knobs"] = {**(options.get("knobs") or {}), "pack_id": pack_id}
     pack = selectors.memory_recall(project=bound, visible=access.projects, **options)
     if record:
         ids = [h.id for h in pack.items if h.covers is None]  # rows, not a digest
-        _seen(access, "recalled", ids, query=options.get("query", ""), project=bound)
+        query = options.get("query", "")
+        _seen(access, "recalled", ids, query=query, project=bound, pack_id=pack_id)
     return pack
+
+
+def memory_feedback(
+    access: Access, *, pack_id: str, items: Sequence[Mapping[str, Any]]
+) -> list[services.Verdict]:
+    """Memory Worth verdicts on a pack this token recalled in one of its projects."""
+    try:
+        return services.feedback_record(
+            pack_id=pack_id, agent=access.agent, sees=access.sees, items=items
+        )
+    except services.PackForbidden as exc:
+        raise AccessDenied(str(exc)) from None
 
 
 def search(
@@ -237,6 +260,8 @@ def _memory(access: Access, memory_id: str) -> Memory:
         raise NotVisible("no such memory") from None
     if not access.sees(memory.project.slug if memory.project else None):
         raise NotVisible("no such memory")
+    if memory.expires_at is not None and memory.expires_at <= store_now():
+        raise NotVisible("no such memory (it has expired)")
     return memory
 
 

@@ -46,6 +46,8 @@ from console.schemas import (
     Error,
     FavoriteIn,
     FavoriteOut,
+    FeedbackIn,
+    FeedbackOut,
     GraphIn,
     GraphOut,
     MemoryBatchIn,
@@ -235,6 +237,12 @@ def endpoint(
 def recall(request: HttpRequest, payload: RecallIn) -> HttpResponse:
     """Recall: ranked memories with their text, the whole reply within `budget` tokens."""
     return _answer(operations.recall(_auth(request), payload))
+
+
+@endpoint("post", "/feedback", "feedback", {200: FeedbackOut}, ["retrieval"])
+def feedback(request: HttpRequest, payload: FeedbackIn) -> HttpResponse:
+    """Memory Worth: per item of a recalled pack (its `pack_id`), used / helpful / harmful."""
+    return _answer(operations.feedback(_auth(request), payload))
 
 
 @endpoint("get", "/search", "search", {200: SearchOut}, ["retrieval"])

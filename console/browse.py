@@ -25,6 +25,8 @@ from typing import Any
 from django.db.models import Q
 
 from console.models import Memory, Note, Project
+from console.store import live
+from console.store import now as store_now
 
 PER_PAGE = 25
 SORTS = {
@@ -86,6 +88,11 @@ def _seen(projects: Sequence[str] | None) -> Q:
     return Q(project__isnull=True) | Q(project__slug__in=list(projects))
 
 
+def _live() -> Q:
+    """Memories whose expiry has not come (an expired one leaves every list at once)."""
+    return live(store_now())
+
+
 def project_for(*, key: str) -> Project | None:
     """The project a browse URL names (None for the global memories).
 
@@ -97,7 +104,7 @@ def project_for(*, key: str) -> Project | None:
 def _rows(project: Project | None) -> list[_Row]:
     scope = Q(project__isnull=True) if project is None else Q(project=project)
     fields = ("id", "kind", "tags", "favorite", "invalid_at", "updated", "created")
-    values = Memory.objects.filter(scope).values_list(*fields, "importance", "name")
+    values = Memory.objects.filter(scope, _live()).values_list(*fields, "importance", "name")
     return [
         _Row(i, k, tuple(str(t) for t in (tags or ())), fav, inv is None, up, cr, imp, name)
         for i, k, tags, fav, inv, up, cr, imp, name in values
@@ -214,7 +221,8 @@ def items_by_id(*, ids: Sequence[str], projects: Sequence[str] | None = None) ->
 def recently_updated(*, limit: int = 5, projects: Sequence[str] | None = None) -> list[Item]:
     """The newest active memories and notes in `projects`, newest first."""
     seen = _seen(projects)
-    memories = Memory.objects.filter(seen, invalid_at__isnull=True).select_related("project")
+    memories = Memory.objects.filter(seen, _live(), invalid_at__isnull=True)
+    memories = memories.select_related("project")
     notes = Note.objects.filter(seen).select_related("project")
     items = [_memory_item(m) for m in memories.order_by("-updated", "-id")[:limit]]
     items += [_note_item(n) for n in notes.order_by("-updated", "-id")[:limit]]
@@ -225,7 +233,7 @@ def recently_updated(*, limit: int = 5, projects: Sequence[str] | None = None) -
 def favorites(*, projects: Sequence[str] | None) -> tuple[list[Memory], list[Note]]:
     """Starred memories and notes in `projects` (and global), newest first."""
     seen = _seen(projects)
-    memories = Memory.objects.filter(seen, favorite=True).select_related("project")
+    memories = Memory.objects.filter(seen, _live(), favorite=True).select_related("project")
     notes = Note.objects.filter(seen, favorite=True).select_related("project")
     return list(memories), list(notes)
 

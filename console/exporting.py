@@ -54,7 +54,10 @@ def project_record(p: Project) -> dict[str, Any]:
 
 
 def memory_record(m: Memory) -> dict[str, Any]:
-    times = ("valid_from", "occurred_at", "invalid_at", "created", "updated", "last_accessed_at")
+    times = (
+        "valid_from", "occurred_at", "invalid_at", "created", "updated", "last_accessed_at",
+        "expires_at",
+    )  # fmt: skip
     return _keyed(m, MEMORY_KEYS, times, type="memory", id=m.pk, superseded_by=m.superseded_by_id)
 
 

@@ -24,9 +24,10 @@ from recall.graph import MAX_ASSOCIATED, MAX_CAP, MAX_HOPS, MAX_SEEDS
 from recall.neighbourhood import FIELDS as SESSION_FIELDS
 from recall.neighbourhood import MAX_CAP as MAX_SESSION_CAP
 from recall.neighbourhood import MAX_TURNS, MAX_WINDOW_MINUTES
-from recall.requests import ENTITIES
+from recall.requests import ENTITIES, WORTH_FIELDS
 from recall.routing import ROUTINGS
 from recall.types import MEMORY_KINDS
+from recall.worth import MAX_WORTH_WEIGHT
 
 SINCE_CHOICES = [
     ("", "Any time"),
@@ -180,6 +181,10 @@ class MemoryForm(forms.Form):
     importance = forms.FloatField(
         min_value=0.0, max_value=1.0, initial=0.5, widget=forms.NumberInput(attrs={"step": "0.05"})
     )
+    expires_at = forms.DateTimeField(
+        label="Expires", required=False,
+        help_text="e.g. 2026-12-31 23:59 (UTC): from then on it leaves every read; blank: never.",
+    )  # fmt: skip
 
     @classmethod
     def initial_from(cls, memory: Any) -> dict[str, Any]:
@@ -190,7 +195,9 @@ class NewMemoryForm(ChoicesForm, MemoryForm):
     """A memory written by a person: the memory's fields and where it lives."""
 
     project = forms.ChoiceField(label="Project", required=False)
-    field_order = ["project", "kind", "name", "description", "body", "tags", "importance"]
+    field_order = [
+        "project", "kind", "name", "description", "body", "tags", "importance", "expires_at",
+    ]  # fmt: skip
 
     def __init__(self, *args: Any, projects: Sequence[str] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -208,6 +215,14 @@ def _utc(instant: datetime | None) -> datetime | None:
     if instant is None or instant.tzinfo is not None:
         return instant
     return instant.replace(tzinfo=UTC)
+
+
+def _setting_or_yes_no(label: str, help_text: str) -> forms.NullBooleanField:
+    """A yes / no choice whose blank means the saved setting."""
+    choices = [("", "Setting"), ("true", "Yes"), ("false", "No")]
+    return forms.NullBooleanField(
+        label=label, required=False, widget=forms.Select(choices=choices), help_text=help_text
+    )
 
 
 class InspectForm(ChoicesForm):
@@ -316,9 +331,19 @@ class InspectForm(ChoicesForm):
         label="Include archived and superseded", required=False,
         help_text="Past memories are candidates too (the cold tier).",
     )  # fmt: skip
+    # --- importance, worth, decay (recall/worth.py, recall/decay.py; blank = the setting) ---
+    importance_weighted = _setting_or_yes_no(
+        "Weigh importance", "More important memories rank higher."
+    )
+    worth_weight = forms.FloatField(
+        label="Worth weight", required=False, min_value=0, max_value=MAX_WORTH_WEIGHT,
+        help_text="0-2: how much agents' feedback moves a score; blank: the setting (0.5).",
+    )  # fmt: skip
+    decay = _setting_or_yes_no("Recency decay", "Older memories fade by a half-life per kind.")
 
     def knob_options(self) -> dict[str, Any]:
-        """Routing and fabriq's knobs given (`recall.requests.KNOB_FIELDS`)."""
+        """Routing and fabriq's knobs given (`recall.requests.KNOB_FIELDS`), and the
+        importance, worth and decay fields (`recall.requests.WORTH_FIELDS`)."""
         data = self.cleaned_data
         given: dict[str, Any] = {
             "routing": data.get("routing") or None,
@@ -327,15 +352,14 @@ class InspectForm(ChoicesForm):
             "entities": list(data.get("entities") or []) or None,
             "include_graph": bool(data.get("include_graph")),
             "include_history": bool(data.get("include_history")),
+            **{f: data.get(f) for f in WORTH_FIELDS},
         }
         return {f: v for f, v in given.items() if v is not None}
 
     # --- session neighbourhood (recall/neighbourhood.py, Dakera 004; blank = the setting) ---
-    session_neighbours = forms.NullBooleanField(
-        label="Add session neighbours", required=False,
-        widget=forms.Select(choices=[("", "Setting"), ("true", "Yes"), ("false", "No")]),
-        help_text="Memories of a top result's session said just before or after it.",
-    )  # fmt: skip
+    session_neighbours = _setting_or_yes_no(
+        "Add session neighbours", "Memories of a top result's session said just before or after it."
+    )
     session_window_minutes = forms.FloatField(
         label="Session: minutes around", required=False, min_value=0,
         max_value=MAX_WINDOW_MINUTES, help_text="By when they happened; blank: the setting (5).",

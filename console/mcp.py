@@ -39,6 +39,8 @@ from console.schemas import (
     DeletedOut,
     DissociatedOut,
     DissociateIn,
+    FeedbackIn,
+    FeedbackOut,
     GraphIn,
     GraphOut,
     MemoryBatchIn,
@@ -197,7 +199,19 @@ SPECS = (
         Recall what past sessions learned that bears on a task: ranked memories and notes
         with their text, the whole reply within `budget` tokens. Call it BEFORE you plan or
         change anything non-trivial, and whenever the user refers to something decided
-        earlier. Empty query + kind lists that kind, newest first.""",
+        earlier. Empty query + kind lists that kind, newest first. Each memory carries its
+        worth; the reply's pack_id is what memory_feedback names.""",
+    ),
+    Spec(
+        "memory_feedback",
+        FeedbackIn,
+        FeedbackOut,
+        operations.feedback,
+        """
+        Say what the items of a memory_recall reply were worth (its pack_id): per item,
+        used, helpful or harmful. Helpful memories rank higher in later recalls, harmful
+        ones lower (Memory Worth). Call it once you know; again replaces your verdict.""",
+        read_only=False,
     ),
     Spec(
         "memory_search",

@@ -129,6 +129,13 @@ class Memory(models.Model):
     updated = models.DateTimeField(default=timezone.now)
     access_count = models.IntegerField(default=0)
     last_accessed_at = models.DateTimeField(null=True, blank=True)
+    # Expiry (`ttl_seconds` / `expires_at` on write): from this instant the memory
+    # leaves every read, and `manage.py expire` / the index worker purge it.
+    expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    # Memory Worth counters (console/services/feedback.py; recall/worth.py).
+    feedback_used = models.IntegerField(default=0)
+    feedback_helpful = models.IntegerField(default=0)
+    feedback_harmful = models.IntegerField(default=0)
 
     class Meta:
         ordering = ["-updated", "-id"]
@@ -270,9 +277,33 @@ class RetrievalEvent(models.Model):
     project = models.CharField(max_length=64, blank=True, default="")
     agent = models.CharField(max_length=120, blank=True, default="")
     at = models.DateTimeField(default=timezone.now, db_index=True)
+    # A recall's pack id (its reply's `pack_id`): what `POST /feedback` names.
+    pack_id = models.CharField(max_length=26, blank=True, default="", db_index=True)
 
     class Meta:
         ordering = ["-at"]
+
+
+class Feedback(models.Model):
+    """One agent's verdict on one item of a recalled pack (Memory Worth).
+
+    A pack item takes one verdict per token (a second one replaces it), so
+    the memory's counters count each pack once.
+    """
+
+    event = models.ForeignKey(RetrievalEvent, on_delete=models.CASCADE, related_name="feedback")
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="feedback")
+    agent = models.CharField(max_length=120, blank=True, default="")
+    used = models.BooleanField(default=False)
+    helpful = models.BooleanField(default=False)
+    harmful = models.BooleanField(default=False)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["event", "memory", "agent"], name="feedback_unique")
+        ]
 
 
 class IndexJob(models.Model):

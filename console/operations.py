@@ -11,7 +11,7 @@ call behaves the same whichever door an agent came in by.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from console import access, replies, selectors, services
@@ -21,6 +21,7 @@ from console.schemas import (
     BriefingIn,
     DissociationFields,
     FavoriteIn,
+    FeedbackIn,
     GraphIn,
     MemoryBatchIn,
     MemoryFields,
@@ -40,7 +41,7 @@ from recall.agent import dumps, pack_view
 from recall.associated import FIELDS as GRAPH_FIELDS
 from recall.errors import QueryError
 from recall.neighbourhood import FIELDS as SESSION_FIELDS
-from recall.requests import FILTER_FIELDS, KNOB_FIELDS
+from recall.requests import FILTER_FIELDS, KNOB_FIELDS, WORTH_FIELDS
 
 NOT_INDEXED = (
     "written but not indexed yet (the index is catching up): findable by id and name now, "
@@ -76,10 +77,18 @@ def recall(who: Access, p: RecallIn) -> Answer:
         scope=p.scope, kind=p.kind, rrf_k=p.rrf_k, channel_weights=p.channel_weights,
         debug=p.debug, detail=p.detail,
         graph=p.dict(include={*GRAPH_FIELDS, *SESSION_FIELDS}, exclude_none=True),
-        knobs=p.dict(include=set(KNOB_FIELDS), exclude_none=True),
+        knobs=p.dict(include={*KNOB_FIELDS, *WORTH_FIELDS}, exclude_none=True),
         filters=p.dict(include=set(FILTER_FIELDS), exclude_none=True), altitude=p.altitude,
     )  # fmt: skip
     return _json(pack_view(pack))
+
+
+def feedback(who: Access, p: FeedbackIn) -> Answer:
+    """Memory Worth: the agent's verdicts on the items of a pack it recalled."""
+    items = [item.dict() for item in p.items]
+    verdicts = access.memory_feedback(who, pack_id=p.pack_id, items=items)
+    body = {"pack_id": p.pack_id.upper(), "items": [asdict(v) for v in verdicts]}
+    return _json(body)
 
 
 def search(who: Access, p: SearchIn) -> Answer:

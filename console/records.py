@@ -31,7 +31,8 @@ MEMORY_KEYS = (
     "type", "id", "project", "kind", "name", "description", "body", "tags", "importance",
     "agent_id", "session_id", "session_order", "source", "valid_from", "occurred_at",
     "invalid_at", "superseded_by", "favorite", "external_id", "metadata", "created", "updated",
-    "access_count", "last_accessed_at",
+    "access_count", "last_accessed_at", "expires_at", "feedback_used", "feedback_helpful",
+    "feedback_harmful",
 )  # fmt: skip
 NOTE_KEYS = (
     "type", "id", "project", "title", "slug", "description", "body", "tags", "source_url",

@@ -20,6 +20,7 @@ from recall.agent import body_text, iso
 from recall.graph import Reached
 from recall.results import Hit, SearchResult
 from recall.types import MEMORY_KINDS, Record
+from recall.worth import worth
 
 EPISODIC = ("episode", "working")
 DURABLE = tuple(k for k in MEMORY_KINDS if k not in EPISODIC)
@@ -51,6 +52,8 @@ def memory_view(m: Memory) -> dict[str, Any]:
         "active": m.invalid_at is None,
         "created": iso(m.created),
         "updated": iso(m.updated),
+        "expires_at": iso(m.expires_at),
+        "worth": round(worth(m.feedback_helpful, m.feedback_harmful), 4),
     }
 
 

@@ -20,6 +20,8 @@ from django.db.models import Count, Q, QuerySet
 
 from console import configuration, digesting, indexing, wiring
 from console.models import Digest, Edge, IndexJob, Memory, Note, Project, RetrievalEvent
+from console.store import live
+from console.store import now as store_now
 from recall import links
 from recall.config import BriefingConfig, Problem, decode_over
 from recall.errors import QueryError
@@ -267,9 +269,10 @@ def item_count() -> int:
 def memory_ids_by_name(
     names: Sequence[str], *, project_id: int | None, exclude: str | None = None
 ) -> dict[str, str]:
-    """Each name's active memory id by `recall.links.prefer` (project first, then global)."""
+    """Each name's active, unexpired memory id by `recall.links.prefer` (project first,
+    then global)."""
     rows = (
-        Memory.objects.filter(name__in=list(names), invalid_at__isnull=True)
+        Memory.objects.filter(live(store_now()), name__in=list(names), invalid_at__isnull=True)
         .filter(Q(project_id=project_id) | Q(project__isnull=True))
         .exclude(pk=exclude)
         .values_list("name", "id", "project_id")
@@ -291,10 +294,12 @@ def memory_named(*, name: str, project: str | None) -> Memory | None:
 def memory_duplicate(
     *, project_id: int | None, content_hash: str, session_id: str
 ) -> Memory | None:
-    """An active memory of the project holding exactly this text in this session."""
+    """An active, unexpired memory of the project holding exactly this text in this
+    session (an expired one is gone for every read, so it answers no write either)."""
     scope = Q(project__isnull=True) if project_id is None else Q(project_id=project_id)
     rows = Memory.objects.filter(
         scope,
+        live(store_now()),
         content_hash=content_hash,
         session_id=session_id,
         invalid_at__isnull=True,
@@ -348,7 +353,8 @@ def memory_detail(*, memory_id: str, history_limit: int = 20) -> MemoryDetail:
 
 
 def favorites_list() -> tuple[list[Memory], list[Note]]:
-    memories = list(Memory.objects.filter(favorite=True).select_related("project"))
+    starred = Memory.objects.filter(live(store_now()), favorite=True)
+    memories = list(starred.select_related("project"))
     notes = list(Note.objects.filter(favorite=True).select_related("project"))
     return memories, notes
 
@@ -425,7 +431,7 @@ def memory_list(
     scope = Q(project__slug__in=list(projects))
     if include_global:
         scope |= Q(project__isnull=True)
-    rows = Memory.objects.filter(scope).select_related("project")
+    rows = Memory.objects.filter(scope, live(store_now())).select_related("project")
     if archived == "exclude":
         rows = rows.filter(invalid_at__isnull=True)
     elif archived == "only":

@@ -17,7 +17,9 @@ from django.utils import timezone
 from console.models import Edge, Memory, MemoryRevision, Note, Project, RetrievalEvent
 from console.prepared import Prepared
 from recall import timetravel
+from recall.decay import expired as is_expired
 from recall.neighbourhood import near
+from recall.planes import Clock
 from recall.types import MEMORY, NOTE, SUPERSEDES, Filter, Link, Neighbour, Record
 
 # Usage ranking reads a snapshot of retrieval events cut every USAGE_SNAPSHOT_S
@@ -48,6 +50,11 @@ MEMORY_COLUMNS = (
     "occurred_at",
     "session_order",
     "agent_id",
+    "expires_at",
+    "access_count",
+    "last_accessed_at",
+    "feedback_helpful",
+    "feedback_harmful",
 )
 
 
@@ -55,7 +62,8 @@ def memory_row_record(row: Sequence[Any]) -> Record:
     """The one memory -> Record mapping, from a `values_list(*MEMORY_COLUMNS)` row."""
     (pk, project, kind, name, description, body, tags, importance, favorite, invalid_at,
      created, updated, superseded_by, session_id, source, valid_from,
-     occurred_at, session_order, agent_id) = row  # fmt: skip
+     occurred_at, session_order, agent_id, expires_at, access_count, last_accessed_at,
+     helpful, harmful) = row  # fmt: skip
     return Record(
         id=pk,
         item=MEMORY,
@@ -79,7 +87,22 @@ def memory_row_record(row: Sequence[Any]) -> Record:
         session_order=session_order,
         agent_id=agent_id,
         invalid_at=invalid_at,
+        expires_at=expires_at,
+        access_count=access_count,
+        last_accessed_at=last_accessed_at,
+        helpful=helpful,
+        harmful=harmful,
     )
+
+
+def live(now: datetime, prefix: str = "") -> Q:
+    """Memories whose expiry has not come by `now` (`recall.decay.expired`, as SQL)."""
+    return Q(**{f"{prefix}expires_at__isnull": True}) | Q(**{f"{prefix}expires_at__gt": now})
+
+
+def now() -> datetime:
+    """The console's clock, read at call time (tests pin `django.utils.timezone.now`)."""
+    return timezone.now()
 
 
 def memory_record(m: Memory) -> Record:
@@ -334,21 +357,31 @@ def _lane(pk: str, name: str, upper: str, lower: str) -> int:
 
 
 class DjangoStore:
-    """Hydration, scoped listings, link resolution and usage from the ORM."""
+    """Hydration, scoped listings, link resolution and usage from the ORM.
 
-    def __init__(self) -> None:
+    Expiry is read against `clock` (the console's clock by default): hydration
+    drops an expired row in Python (its query is compiled once, so it cannot
+    carry "now"), the listings filter it in SQL.
+    """
+
+    def __init__(self, clock: Clock = now) -> None:
+        self.clock = clock
         self._usage: dict[str, float] = {}
         self._usage_cut: datetime | None = None
         self._usage_lock = threading.Lock()
 
-    def hydrate(self, ids: Iterable[str]) -> dict[str, Record]:
-        """Rows as plain tuples (no model instances): this runs on every query."""
+    def hydrate(self, ids: Iterable[str], *, expired: bool = False) -> dict[str, Record]:
+        """Rows as plain tuples (no model instances): this runs on every query; an
+        expired memory only with `expired` (the cold tier's `include_history`)."""
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
         rows = _HYDRATE.rows(len(wanted), *wanted)
+        at = self.clock()
         found = {row[0]: memory_row_record(row) for row in rows}
-        rest = [i for i in wanted if i not in found]
+        found = {i: r for i, r in found.items() if expired or not is_expired(r, at)}
+        gone = {row[0] for row in rows} - set(found)
+        rest = [i for i in wanted if i not in found and i not in gone]
         if rest:
             found.update(
                 {
@@ -362,7 +395,7 @@ class DjangoStore:
         items = where.items or (MEMORY, NOTE)
         records: list[Record] = []
         if MEMORY in items:
-            rows = _memories(where)
+            rows = _memories(where).filter(live(self.clock()))
             if favorites_only:
                 # `favorite IN (true)`, not Django's bare `WHERE favorite`: standard SQL that
                 # both databases match to the (favorite, updated) index (SQLite would not for
@@ -379,7 +412,7 @@ class DjangoStore:
 
     def count(self, *, where: Filter) -> int:
         items = where.items or (MEMORY, NOTE)
-        total = _memories(where).count() if MEMORY in items else 0
+        total = _memories(where).filter(live(self.clock())).count() if MEMORY in items else 0
         return total + (_notes(where).count() if NOTE in items else 0)
 
     def links(self, ids: Sequence[str]) -> dict[str, tuple[Link, ...]]:
@@ -456,7 +489,7 @@ class DjangoStore:
                 at = (seed.occurred_at - span, seed.occurred_at + span)
                 q &= Q(occurred_at__range=at) | Q(occurred_at__isnull=True)
             reach |= q
-        found = memory_records(_memories(where).filter(reach).order_by())
+        found = memory_records(_memories(where).filter(reach, live(self.clock())).order_by())
         return near(seeds, found, where=where, minutes=minutes, turns=turns, cap=cap)
 
     def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]:

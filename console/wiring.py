@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from functools import lru_cache
 from importlib import import_module
 from pathlib import Path
@@ -129,12 +130,23 @@ def vector_plane() -> VectorIndex | None:
     return vectors.inner if isinstance(vectors, HotVectorIndex) else vectors
 
 
+def console_now() -> datetime:
+    """The console's clock, looked up at call time (tests pin `django.utils.timezone.now`)."""
+    from console.store import now
+
+    return now()
+
+
 def planes() -> Planes:
     return _once(
         "planes",
         lambda: Planes(
-            text=text_index(), store=store(), vectors=vector_index(), embedder=embedder()
-        ),
+            text=text_index(),
+            store=store(),
+            vectors=vector_index(),
+            embedder=embedder(),
+            clock=console_now,  # the store's clock too: decay and expiry read one "now"
+        ),  # fmt: skip
     )
 
 

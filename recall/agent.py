@@ -104,6 +104,8 @@ def item_view(hit: Hit, *, detail: str = FULL, debug: bool = False) -> dict[str,
         view["favorite"] = True
     view["source"] = hit.source
     view["score"] = round(hit.score, 4)
+    if hit.worth is not None:
+        view["worth"] = round(hit.worth, 4)
     if hit.depth is not None:  # an associated item: how it hangs off the main items
         view["depth"] = hit.depth
         view["via"] = hit.via
@@ -151,8 +153,9 @@ def envelope(
     warnings: Sequence[str],
     total_found: int | None = None,
     associated: Sequence[Mapping[str, Any]] | None = None,
+    pack_id: str | None = None,
 ) -> dict[str, Any]:
-    """The reply around the items; `associated` and `total_found` only when set."""
+    """The reply around the items; `associated`, `total_found`, `pack_id` only when set."""
     view: dict[str, Any] = {"items": list(items)}
     if associated is not None:
         view["associated"] = list(associated)
@@ -162,6 +165,8 @@ def envelope(
     view["tokens"] = tokens
     view["budget"] = budget
     view["warnings"] = [sanitize.field(w, MAX_WARNING_CHARS) for w in warnings]
+    if pack_id is not None:  # what `POST /feedback` names (console/services/feedback.py)
+        view["pack_id"] = pack_id
     return view
 
 
@@ -175,6 +180,7 @@ def pack_view(pack: ContextPack) -> dict[str, Any]:
     view = envelope(
         items, omitted=pack.omitted, tokens=pack.tokens, budget=pack.budget,
         warnings=pack.warnings, total_found=pack.total_found, associated=associated,
+        pack_id=pack.pack_id,
     )  # fmt: skip
     if pack.debug is not None:
         view["debug"] = pack.debug

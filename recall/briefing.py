@@ -51,7 +51,9 @@ def run(
     where = recall_filter(planes.store, project=req.project, scope="memories")
     # Constraints are read on their own so that no number of newer memories
     # can push one out of the scan window.
-    constraints = _browse(planes, replace(where, kinds=(CONSTRAINT,)), config.scan_limit)
+    constraints = _important_first(
+        _browse(planes, replace(where, kinds=(CONSTRAINT,)), config.scan_limit)
+    )
     rest = [r for r in _browse(planes, where, config.scan_limit) if r.kind != CONSTRAINT]
     # Starred memories are pinned however old; the newest-first index reads
     # only a window, and the trailer counts what lies beyond it.
@@ -76,7 +78,7 @@ def run(
             fixed.append(("RELEVANT to your task:", None))
             fixed += [_line(r, config, now) for r in relevant[: config.relevant_hits]]
     else:
-        pinned = [r for r in rest if r.favorite]
+        pinned = _important_first([r for r in rest if r.favorite])
         if pinned:
             fixed.append(("PINNED:", None))
             fixed += [_line(r, config, now) for r in pinned]
@@ -90,7 +92,18 @@ def _browse(
     planes: Planes, where: Filter, limit: int, *, favorites_only: bool = False
 ) -> list[Record]:
     found = planes.store.browse(where=where, limit=limit, favorites_only=favorites_only)
-    return [r for r in found if admits(where, r)]
+    records = [r for r in found if admits(where, r)]
+    # The newest-first index: among memories of the same instant, the more important first.
+    return sorted(records, key=lambda r: (_stamp(r), r.importance, r.id), reverse=True)
+
+
+def _stamp(record: Record) -> float:
+    return record.updated.timestamp() if record.updated else 0.0
+
+
+def _important_first(records: Sequence[Record]) -> list[Record]:
+    """Constraints and pins by importance (Dakera seed 004), newest first among equals."""
+    return sorted(records, key=lambda r: -r.importance)  # stable: keeps newest-first
 
 
 def _line(record: Record, config: BriefingConfig, now: datetime, *, full: bool = False) -> _Line:

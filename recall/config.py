@@ -69,6 +69,13 @@ SESSION_WEIGHT = 0.2
 # --- end session neighbourhood ---
 
 
+def _check_worth(config: RecallConfig) -> None:
+    if not 0 <= config.importance_weight <= 2 or not 0 <= config.worth_weight <= 2:
+        raise ValueError("importance_weight and worth_weight must be within 0..2")
+    if not config.decay_half_life_days > 0 or not 0 <= config.decay_floor <= 1:
+        raise ValueError("decay_half_life_days must be > 0 and decay_floor within 0..1")
+
+
 def _search_weights() -> dict[str, float]:
     return {"identifier": 1.0, "fts": 0.6, "semantic": 0.4}
 
@@ -154,9 +161,18 @@ class RecallConfig:
     # --- end session neighbourhood ---
     favorite_boost: float = 1.15
     usage_boost: float = 0.1  # score x (1 + usage_boost * utility)
+    # --- importance, worth, decay (recall/worth.py, recall/decay.py, README) ---
+    importance_weighted: bool = True  # score x (1 + importance_weight (importance - 0.5))
+    importance_weight: float = 0.5
+    worth_weight: float = 0.5  # score x (1 + worth_weight (worth - 0.5))
+    decay: bool = False  # recency decay per kind (off: LoCoMo episodes lose 0.055 nDCG@10)
+    decay_half_life_days: float = 7.0  # the base half-life (Dakera: one week)
+    decay_floor: float = 0.5  # the least a decayed score keeps
+    # --- end importance, worth, decay ---
 
     def __post_init__(self) -> None:
         _check_fusion(self.fusion, self.k, self.channel_weights)
+        _check_worth(self)
         if not 1 <= self.limit <= self.max_limit:
             raise ValueError(f"limit must be within 1..{self.max_limit}, not {self.limit}")
         if not MIN_BUDGET <= self.budget <= self.max_budget:

@@ -27,7 +27,6 @@ import hashlib
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
@@ -36,6 +35,8 @@ import numpy as np
 from recall.agent import text_of
 from recall.ports import Embedder, TokenCounter
 from recall.types import MEMORY, Record
+from recall.types import Digest as Digest  # re-exported: the digest values live in types
+from recall.types import Sentence as Sentence
 
 DIGEST_TOKENS = 600  # a digest's size, at most (a pack may cut it further)
 MAX_SENTENCES = 40
@@ -47,41 +48,6 @@ MIN_WORDS = 4
 EMBED_BATCH = 256
 _BOUNDARY = re.compile(r"(?<=[.!?])\s+|\n+")
 _BULLET = re.compile(r"^\s*(?:[-*+>#]+|\d+[.)])\s*")
-
-
-@dataclass(frozen=True, slots=True)
-class Sentence:
-    """One digest sentence: its text, the memory it came from ("" when a person wrote
-    it) and the memories it covers (the source first, then by id)."""
-
-    text: str
-    source: str = ""
-    covers: tuple[str, ...] = ()
-    score: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class Digest:
-    """A project's digest (`project` None: the global memories'), best sentence first.
-
-    `edited`: a person changed it (an automatic rebuild keeps it); `stale`:
-    rows changed since it was built.
-    """
-
-    project: str | None
-    sentences: tuple[Sentence, ...]
-    built_at: datetime | None = None
-    edited: bool = False
-    stale: bool = False
-    covered: frozenset[str] = field(init=False)
-
-    def __post_init__(self) -> None:
-        covered = frozenset(i for s in self.sentences for i in s.covers)
-        object.__setattr__(self, "covered", covered)
-
-    @property
-    def text(self) -> str:
-        return "\n".join(s.text for s in self.sentences)
 
 
 class Summarizer(Protocol):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from recall import briefing, dedup, prompt, recall, search, tiers
+from recall import briefing, dedup, packing, prompt, recall, search, tiers
 from recall.channels import standard
 from recall.config import (
     SECTIONS,
@@ -100,7 +100,9 @@ class Engine:
             return tiers.answered(pack, tier, started)
         key = tiers.key(req, resolved)
         stamp = tiers.stamp(self.planes.text, self.planes.vectors)
-        hot = self.hot.get(key, stamp)
+        hot = self.hot.get(key, stamp, self.planes.clock())
+        if hot is not None:
+            hot = packing.relabel(hot, req.pack_id, self.planes.tokens)
         if hot is not None:
             return tiers.answered(hot, tiers.HOT, started)
         pack = recall.run(req, planes=self.planes, channels=self.registered, config=resolved)

@@ -20,7 +20,7 @@ from recall.agent import FULL, INDEX, dumps, envelope, item_view, text_of
 from recall.config import MIN_BUDGET
 from recall.errors import BudgetError
 from recall.ports import TokenCounter
-from recall.results import Hit
+from recall.results import ContextPack, Hit
 from recall.types import Record
 
 MIN_TEXT_CHARS = 24  # a cut shorter than this says too little to be worth its envelope
@@ -75,6 +75,7 @@ def _reply_tokens(
     detail: str,
     total_found: int | None = None,
     associated: Sequence[Hit] | None = None,
+    pack_id: str | None = None,
 ) -> int:
     """The reply's token count: a fixed point, since the count is part of what it counts."""
     views = [item_view(h, detail=detail) for h in items]
@@ -83,7 +84,7 @@ def _reply_tokens(
     def count(tokens: int) -> int:
         reply = envelope(
             views, omitted=omitted, tokens=tokens, budget=budget, warnings=warnings,
-            total_found=total_found, associated=linked,
+            total_found=total_found, associated=linked, pack_id=pack_id,
         )  # fmt: skip
         return counter.count(dumps(reply))
 
@@ -106,6 +107,7 @@ def pack(
     warnings: Sequence[str] = (),
     total_found: int | None = None,
     associated: bool = False,
+    pack_id: str | None = None,
 ) -> Packed:
     """The longest prefix of `ranked` whose reply fits `budget` (see the module docstring).
 
@@ -116,14 +118,14 @@ def pack(
         raise BudgetError(f"budget must be at least {MIN_BUDGET} tokens, not {budget}")
     base = envelope(
         [], omitted=len(ranked), tokens=budget, budget=budget, warnings=warnings,
-        total_found=total_found, associated=[] if associated else None,
+        total_found=total_found, associated=[] if associated else None, pack_id=pack_id,
     )  # fmt: skip
     left = budget - counter.count(dumps(base))
     items = _fill(ranked, left, counter=counter, detail=detail, item_tokens=item_tokens)
     said = (*warnings, NOTHING_FITS) if ranked and not items else tuple(warnings)
     return _settle(
         counter, items, len(ranked), budget, said, detail, total_found,
-        [] if associated else None,
+        [] if associated else None, pack_id,
     )  # fmt: skip
 
 
@@ -136,6 +138,7 @@ def attach(
     detail: str = FULL,
     item_tokens: int = 0,
     total_found: int | None = None,
+    pack_id: str | None = None,
 ) -> tuple[Packed, tuple[Hit, ...]]:
     """`packed` (made with `associated=True`) and the prefix of `linked` that still fits.
 
@@ -149,7 +152,7 @@ def attach(
     while True:
         tokens = _reply_tokens(
             counter, packed.items, omitted=omitted, budget=budget, warnings=packed.warnings,
-            detail=detail, total_found=total_found, associated=extra,
+            detail=detail, total_found=total_found, associated=extra, pack_id=pack_id,
         )  # fmt: skip
         if tokens <= budget or not extra:
             return replace(packed, tokens=tokens), tuple(extra)
@@ -192,6 +195,7 @@ def _settle(
     detail: str,
     total_found: int | None = None,
     associated: Sequence[Hit] | None = None,
+    pack_id: str | None = None,
 ) -> Packed:
     """Count the final reply; shorten warnings, then drop items, until it fits."""
     said = list(warnings)
@@ -199,7 +203,7 @@ def _settle(
         omitted = total - len(items)
         tokens = _reply_tokens(
             counter, items, omitted=omitted, budget=budget, warnings=said, detail=detail,
-            total_found=total_found, associated=associated,
+            total_found=total_found, associated=associated, pack_id=pack_id,
         )  # fmt: skip
         if tokens <= budget:
             return Packed(tuple(items), omitted, tokens, tuple(said))
@@ -211,4 +215,19 @@ def _settle(
             raise BudgetError(f"budget {budget} cannot hold this reply's own envelope")
 
 
-__all__ = ["FULL", "INDEX", "MIN_BUDGET", "NOTHING_FITS", "Packed", "attach", "pack"]
+def relabel(pack_: ContextPack, pack_id: str | None, counter: TokenCounter) -> ContextPack | None:
+    """`pack_` under another `pack_id` (the hot tier answering a new recorded recall),
+    its tokens counted again; None when the reply would no longer fit its budget."""
+    if pack_.pack_id == pack_id:
+        return pack_
+    tokens = _reply_tokens(
+        counter, pack_.items, omitted=pack_.omitted, budget=pack_.budget,
+        warnings=pack_.warnings, detail=pack_.detail, total_found=pack_.total_found,
+        associated=pack_.associated, pack_id=pack_id,
+    )  # fmt: skip
+    return replace(pack_, pack_id=pack_id, tokens=tokens) if tokens <= pack_.budget else None
+
+
+__all__ = [
+    "FULL", "INDEX", "MIN_BUDGET", "NOTHING_FITS", "Packed", "attach", "pack", "relabel",
+]  # fmt: skip

@@ -155,10 +155,16 @@ class MemoryStore(Protocol):
     `identifiers` returns the exact id, exact name/slug and id-prefix
     (>= 8 characters) matches in scope, best first. `usage` returns each id's
     decayed usage utility in [0, 1). `isolation` returns a project's
-    isolation (`open` when unknown).
+    isolation (`open` when unknown). A memory whose `expires_at` has come (by
+    the store's clock: `recall.decay.expired`) is gone at once: `hydrate`
+    leaves it out and `browse`, `count`, `identifiers` and
+    `session_neighbours` never return or count it, before any limit.
     """
 
-    def hydrate(self, ids: Iterable[str]) -> dict[str, Record]: ...
+    def hydrate(self, ids: Iterable[str], *, expired: bool = False) -> dict[str, Record]:
+        """Records by id; an expired memory only with `expired` (the cold tier's
+        `include_history`: expired but not yet purged)."""
+        ...
 
     def browse(
         self, *, where: Filter, limit: int, favorites_only: bool = False

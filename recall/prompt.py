@@ -23,6 +23,7 @@ from datetime import datetime
 
 from recall import sanitize
 from recall.config import PromptConfig
+from recall.decay import expired
 from recall.errors import QueryError
 from recall.planes import Planes
 from recall.ports import TokenCounter
@@ -196,7 +197,10 @@ def matches(
         return build_corpus(records, min_chars=config.min_word_chars)
 
     corpus = corpora.get((where, config.corpus_limit), build, ttl=config.ttl_seconds)
-    return [r for r, _ in match(corpus, req.prompt, config) if admits(where, r)]
+    now = planes.clock()  # a cached corpus may hold a memory that has expired since
+    return [
+        r for r, _ in match(corpus, req.prompt, config) if admits(where, r) and not expired(r, now)
+    ]
 
 
 def run(

@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, replace
 
-from recall import altitude, associated, expansion, neighbourhood, routing, timetravel
+from recall import altitude, associated, expansion, neighbourhood, routing, timetravel, worth
 from recall.agent import DETAILS
 from recall.channels import SEMANTIC
 from recall.config import MIN_BUDGET, RecallConfig
@@ -79,6 +79,7 @@ def validate(req: RecallRequest, config: RecallConfig, channels: Sequence[Channe
     neighbourhood.validate(req)
     altitude.validate(req.altitude)
     timetravel.validate(req)
+    worth.validate(req)
 
 
 MAX_FILTER_TAGS = 32
@@ -182,10 +183,12 @@ def run(
         why = nothing or (NO_WORDS if query else EMPTY_QUERY)
         empty = pack(
             [], budget=budget, counter=planes.tokens, warnings=(why,), total_found=0,
-            associated=req.include_associated,
+            associated=req.include_associated, pack_id=req.pack_id,
         )  # fmt: skip
         none = () if req.include_associated else None
-        return ContextPack((), 0, empty.tokens, budget, empty.warnings, None, req.detail, 0, none)
+        return ContextPack(
+            (), 0, empty.tokens, budget, empty.warnings, None, req.detail, 0, none, req.pack_id
+        )
 
     merged = {**config.channel_weights, **(req.channel_weights or {})}
     mode = req.routing or config.routing
@@ -204,7 +207,10 @@ def run(
     timings["fusion"] = _ms(start)
 
     start = time.perf_counter()
-    hydrated = hydrate(planes.store, fused, method=config.fusion, prior=config.session_prior)
+    hydrated = hydrate(
+        planes.store, fused, method=config.fusion, prior=config.session_prior,
+        expired=req.include_history,
+    )  # fmt: skip
     scored = guard(where, hydrated)
     timings["hydrate"] = _ms(start)
 
@@ -227,10 +233,9 @@ def run(
         scored = guard(where, refused)
         gathered.merge(extra)
 
-    scored = rank(
-        boost(planes.store, scored, favorite=config.favorite_boost, usage=config.usage_boost)
-    )
     now = planes.clock()
+    boosted = boost(planes.store, scored, favorite=config.favorite_boost, usage=config.usage_boost)
+    scored = rank(worth.weigh(boosted, now=now, **worth.knobs(req, config)))
     ranked = [
         (to_hit(s.record, now=now, source=s.source, score=s.score, sources=s.sources), s.record)
         for s in scored[:limit]
@@ -241,7 +246,7 @@ def run(
     packed = pack(
         ranked, budget=budget, counter=planes.tokens, detail=req.detail,
         item_tokens=config.item_tokens, warnings=gathered.warnings, total_found=len(scored),
-        associated=req.include_associated,
+        associated=req.include_associated, pack_id=req.pack_id,
     )  # fmt: skip
     how = altitude.Packing(
         budget, planes.tokens, req.detail, config.item_tokens, tuple(gathered.warnings),
@@ -260,7 +265,7 @@ def run(
         found = [(h, r) for h, r in found if h.id not in answered.covered]
         packed, linked = attach(
             packed, found, budget=budget, counter=planes.tokens, detail=req.detail,
-            item_tokens=config.item_tokens, total_found=len(scored),
+            item_tokens=config.item_tokens, total_found=len(scored), pack_id=req.pack_id,
         )  # fmt: skip
     timings["pack"] = _ms(start)
     timings["total"] = _ms(started)
@@ -284,7 +289,7 @@ def run(
         }
     return ContextPack(
         packed.items, packed.omitted, packed.tokens, budget, packed.warnings, debug, req.detail,
-        len(scored), linked,
+        len(scored), linked, req.pack_id,
     )  # fmt: skip
 
 
@@ -319,7 +324,7 @@ def browse(
         ranked = with_graph(planes.store, ranked, where=where)
     packed = pack(
         ranked, budget=budget, counter=planes.tokens, detail=req.detail,
-        total_found=len(records), associated=req.include_associated,
+        total_found=len(records), associated=req.include_associated, pack_id=req.pack_id,
     )  # fmt: skip
     linked: tuple[Hit, ...] | None = None
     if req.include_associated:
@@ -327,12 +332,12 @@ def browse(
                                 config=config or RecallConfig(), now=now)  # fmt: skip
         packed, linked = attach(
             packed, found, budget=budget, counter=planes.tokens, detail=req.detail,
-            total_found=len(records),
+            total_found=len(records), pack_id=req.pack_id,
         )  # fmt: skip
     debug: dict[str, object] | None = None
     if req.debug:
         debug = {"mode": "browse", "embedded": False, "timings_ms": {"total": _ms(started)}}
     return ContextPack(
         packed.items, packed.omitted, packed.tokens, budget, packed.warnings, debug, req.detail,
-        len(records), linked,
+        len(records), linked, req.pack_id,
     )  # fmt: skip

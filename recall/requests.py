@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from recall.digest import Digest
+from recall.types import Digest
 
 SCOPES = ("all", "memories", "notes")
 ENTITIES = ("memories", "notes")  # fabriq's `entities`: the list form of `scope`
@@ -97,6 +97,15 @@ class RecallRequest:
     # Bitemporal reads (`recall.timetravel`): valid at / as recorded at that instant.
     as_of: datetime | None = None
     recorded_as_of: datetime | None = None
+    # Importance, worth, decay (`recall.worth`, `recall.decay`); None = the config's.
+    importance_weighted: bool | None = None
+    worth_weight: float | None = None
+    decay: bool | None = None
+    pack_id: str | None = None  # rides in the reply (`POST /feedback` names it)
+
+
+# The RecallRequest fields of importance, worth and decay the edges pass through.
+WORTH_FIELDS = ("importance_weighted", "worth_weight", "decay")
 
 
 @dataclass(frozen=True, slots=True)

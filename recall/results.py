@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from recall.types import MEMORY, Record
+from recall.worth import worth_of
 
 SOURCES = ("semantic", "fts", "fused", "graph", "browse", "identifier", "digest")
 
@@ -94,6 +95,8 @@ class Hit:
     agent_id: str = ""
     graph: tuple[GraphLink, ...] | None = None
     covers: int | None = None  # a digest item: how many rows it covers (recall/altitude.py)
+    worth: float | None = None  # a memory's Memory Worth (recall/worth.py); None for notes
+    expires_at: datetime | None = None  # not shown: the hot tier keeps a pack only until then
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +123,7 @@ class ContextPack:
     detail: str = "full"
     total_found: int | None = None
     associated: tuple[Hit, ...] | None = None
+    pack_id: str | None = None  # the recall's id for feedback (counted in `tokens`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,4 +209,6 @@ def to_hit(
         invalid_at=record.invalid_at,
         origin=record.source,
         agent_id=record.agent_id,
+        worth=worth_of(record) if record.item == MEMORY else None,
+        expires_at=record.expires_at,
     )

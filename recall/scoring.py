@@ -47,14 +47,20 @@ def positive(score: float, method: str) -> float:
 
 
 def hydrate(
-    store: MemoryStore, fused: Sequence[Fused], *, method: str, prior: float = 0.0
+    store: MemoryStore,
+    fused: Sequence[Fused],
+    *,
+    method: str,
+    prior: float = 0.0,
+    expired: bool = False,
 ) -> list[Scored]:
     """Fused hits as records, in fused order; ids that no longer hydrate are dropped.
 
     With `prior` > 0 the fused scores first take the session prior
     (`recall.fusion.session_prior`), read from the hydrated rows' sessions.
+    `expired`: expired memories not yet purged hydrate too (`include_history`).
     """
-    records = store.hydrate([f.id for f in fused])
+    records = store.hydrate([f.id for f in fused], expired=expired)
     if prior:
         sessions = {i: r.session_id for i, r in records.items()}
         fused = session_prior(fused, sessions, weight=prior)

@@ -17,8 +17,10 @@ from datetime import datetime
 import numpy as np
 
 from recall import links, timetravel
+from recall.decay import expired as is_expired
 from recall.errors import EmbedderUnavailable
 from recall.neighbourhood import near
+from recall.planes import Clock, utc_now
 from recall.ports import Vectors
 from recall.query import words
 from recall.types import (
@@ -249,8 +251,10 @@ class InMemoryStore:
         *,
         isolation: dict[str, str] | None = None,
         usage: dict[str, float] | None = None,
+        clock: Clock = utc_now,
     ) -> None:
         self.records: dict[str, Record] = {r.id: r for r in records}
+        self.clock = clock  # expiry is read against it (tests pin it)
         self._isolation = dict(isolation or {})
         self._usage = dict(usage or {})
         # Explicit edges (associations, supersessions): (source, target) -> Link.
@@ -295,8 +299,10 @@ class InMemoryStore:
             self.records[record_id], active=False, superseded_by=superseded_by
         )
 
-    def hydrate(self, ids: Iterable[str]) -> dict[str, Record]:
-        return {i: self.records[i] for i in ids if i in self.records}
+    def hydrate(self, ids: Iterable[str], *, expired: bool = False) -> dict[str, Record]:
+        now = self.clock()
+        found = (self.records[i] for i in ids if i in self.records)
+        return {r.id: r for r in found if expired or not is_expired(r, now)}
 
     def browse(self, *, where: Filter, limit: int, favorites_only: bool = False) -> list[Record]:
         rows = [
@@ -369,7 +375,8 @@ class InMemoryStore:
             for r in (self.records.get(i) for i in ids)
             if r is not None and r.item == MEMORY and (kinds is None or r.kind in kinds)
         ]
-        rows = [r for r in self.records.values() if r.item == MEMORY]
+        now = self.clock()
+        rows = [r for r in self.records.values() if r.item == MEMORY and not is_expired(r, now)]
         return near(seeds, rows, where=where, minutes=minutes, turns=turns, cap=cap)
 
     def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]:
@@ -395,6 +402,5 @@ class InMemoryStore:
     def isolation(self, project: str) -> str:
         return self._isolation.get(project, "open")
 
-    @staticmethod
-    def _admits(where: Filter, r: Record) -> bool:
-        return where.admits_record(r)
+    def _admits(self, where: Filter, r: Record) -> bool:
+        return where.admits_record(r) and not is_expired(r, self.clock())

@@ -8,7 +8,11 @@
       vector copy refresh), so every process's hot entries give way then;
     - no write committed in this process since (the console calls
       `Engine.forget` when a write commits, before its index job is applied);
-    - it is younger than `ttl_seconds` (ages, usage and stars drift slowly).
+    - it is younger than `ttl_seconds` (ages, usage, stars and other
+      processes' worth feedback drift slowly);
+    - no memory it holds has expired (`until`: the earliest `expires_at`).
+  The key leaves out the request's `pack_id`: a recorded recall answered hot
+  carries its own id, the reply's tokens counted again (`packing.relabel`).
   Planes that cannot say their stamp (PostgreSQL's, LanceDB without its
   in-process copy) leave the hot tier off: every request is then warm.
 - **warm**: the pipeline (`recall.recall.run`).
@@ -27,6 +31,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from recall.requests import RecallRequest
@@ -68,7 +73,14 @@ def tier_of(req: RecallRequest) -> str:
 
 def key(req: RecallRequest, config: object) -> str:
     """The request (query whitespace-collapsed) and the resolved config, as one key."""
-    return repr((replace(req, query=" ".join(req.query.split())), config))
+    same = replace(req, query=" ".join(req.query.split()), pack_id=None)
+    return repr((same, config))
+
+
+def until(pack: ContextPack) -> datetime | None:
+    """The earliest expiry among the pack's memories (None: none expires)."""
+    hits = (*pack.items, *(pack.associated or ()))
+    return min((h.expires_at for h in hits if h.expires_at is not None), default=None)
 
 
 @dataclass(slots=True)
@@ -76,6 +88,7 @@ class _Entry:
     pack: ContextPack
     stamp: tuple[object, ...]
     made: float
+    until: datetime | None
 
 
 class HotTier:
@@ -94,14 +107,19 @@ class HotTier:
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: str, stamp: tuple[object, ...] | None) -> ContextPack | None:
+    def get(
+        self, key: str, stamp: tuple[object, ...] | None, now: datetime | None = None
+    ) -> ContextPack | None:
+        """The entry for `key` if it still holds (`now`: the planes' clock, for expiry)."""
         if stamp is None or not self.size:
             return None
         with self._lock:
             entry = self._entries.get(key)
             if entry is None:
                 return None
-            if entry.stamp != stamp or self._clock() - entry.made > self.ttl_seconds:
+            expired = entry.until is not None and (now is None or now >= entry.until)
+            old = self._clock() - entry.made > self.ttl_seconds
+            if entry.stamp != stamp or old or expired:
                 del self._entries[key]
                 return None
             self._entries.move_to_end(key)
@@ -111,7 +129,7 @@ class HotTier:
         if stamp is None or not self.size:
             return
         with self._lock:
-            self._entries[key] = _Entry(pack, stamp, self._clock())
+            self._entries[key] = _Entry(pack, stamp, self._clock(), until(pack))
             self._entries.move_to_end(key)
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)

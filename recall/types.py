@@ -8,7 +8,7 @@ deterministic tie-break (by id).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import numpy as np
@@ -419,6 +419,13 @@ class Record:
     session_order: int | None = None  # its place in its session (an episodic turn)
     agent_id: str = ""  # the agent that wrote it (memories)
     invalid_at: datetime | None = None  # when it stopped being true (memories; None: open)
+    # --- importance, worth, decay, expiry (recall/worth.py, recall/decay.py) ---
+    expires_at: datetime | None = None  # from then on it is gone (None: never)
+    access_count: int = 0  # reads by agents (decay: never-accessed fades faster)
+    last_accessed_at: datetime | None = None  # the last read (decay restarts there)
+    helpful: int = 0  # Memory Worth feedback: packs it helped in
+    harmful: int = 0  # ... and packs it misled in
+    # --- end importance, worth, decay, expiry ---
 
 
 def unless_repeated(description: str, body: str) -> str:
@@ -474,3 +481,41 @@ class ChannelQuery:
     vector: npt.NDArray[np.float32] | None = None
     walk: Walk | None = None  # the graph channel's walk (None: its defaults)
     nearby: Nearby | None = None  # the session channel's reach (None: it does not run)
+
+
+# --- altitude digests (recall/digest.py builds them, recall/altitude.py packs them) ---
+
+
+@dataclass(frozen=True, slots=True)
+class Sentence:
+    """One digest sentence: its text, the memory it came from ("" when a person wrote
+    it) and the memories it covers (the source first, then by id)."""
+
+    text: str
+    source: str = ""
+    covers: tuple[str, ...] = ()
+    score: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Digest:
+    """A project's digest (`project` None: the global memories'), best sentence first.
+
+    `edited`: a person changed it (an automatic rebuild keeps it); `stale`:
+    rows changed since it was built.
+    """
+
+    project: str | None
+    sentences: tuple[Sentence, ...]
+    built_at: datetime | None = None
+    edited: bool = False
+    stale: bool = False
+    covered: frozenset[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        covered = frozenset(i for s in self.sentences for i in s.covers)
+        object.__setattr__(self, "covered", covered)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(s.text for s in self.sentences)

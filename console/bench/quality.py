@@ -41,13 +41,15 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from django.utils import timezone
 
 from console import selectors, wiring
-from console.bench import loading, metrics, neighbours, peers
+from console.bench import loading, metrics, neighbours, peers, weighing
 from console.bench.queries import Query, read_queries
 from console.indexing import memory_docs
 from console.models import Edge, Memory
@@ -66,7 +68,8 @@ DEPTH = 100
 CHECK_QUERIES = 25
 # "session_as": "associated" uses the session neighbours as associated items
 # listed below their hit instead of as a fused channel (console/bench/neighbours.py).
-HARNESS_KEYS = ("context", "bm25f", "session_as")
+# "clock": "latest" weighs decay against each project's newest memory (console/bench/weighing.py).
+HARNESS_KEYS = ("context", "bm25f", "session_as", "clock")
 Leg = tuple[bool, bool]  # (context, bm25f): which full-text index a run reads
 MAIN: Leg = (True, True)
 
@@ -127,6 +130,7 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
         ablations["session-channel"] = (replace(base, session_neighbours=True), MAIN)
         ablations["session-assoc"] = (replace(base, session_neighbours=True), MAIN)
     modes = {name: str(values.get("session_as", "channel")) for name, values in raw.items()}
+    clocks = {name: _clock(values, queries) for name, values in raw.items()}
     modes["session-assoc"] = "associated"
     wanted = {leg for _, leg in (*configs.values(), *ablations.values())} - {MAIN}
     others = {leg: _variant_index(root, leg) for leg in sorted(wanted)}
@@ -169,7 +173,9 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
     for name, (config, leg) in {**configs, **ablations}.items():
         fts_lists = other_fts.get(leg)
         mode = modes.get(name, "channel")
-        runs[name] = _fused_runs(legs, fts_lists, config, ext, sessions, texts, wheres, mode)
+        runs[name] = _fused_runs(
+            legs, fts_lists, config, ext, sessions, texts, wheres, mode, clocks.get(name)
+        )
 
     peer_runs, peer_ms = peers.run_all(queries, qvecs, root, skip=spec.get("skip_peers", False))
     runs |= peer_runs
@@ -232,9 +238,13 @@ def _fused_runs(
     texts: Sequence[str],
     wheres: Sequence[Filter],
     mode: str = "channel",
+    clock: Sequence[datetime] | None = None,
 ) -> list[list[str]]:
-    """Each query's ranking under `config`, routed as Recall routes it."""
+    """Each query's ranking under `config`, routed as Recall routes it, weighed by
+    importance, worth and decay as Recall weighs it (`clock`: each query's "now")."""
     out = []
+    store = wiring.planes().store
+    now = timezone.now()
     for i, lg in enumerate(legs):
         fts = other_fts[i] if other_fts is not None else lg[FTS]
         weights = route(
@@ -248,8 +258,20 @@ def _fused_runs(
             fused = neighbours.below(fused, config, where=wheres[i])
         else:
             fused = neighbours.expand(fused, channels, config, where=wheres[i], sessions=sessions)
+        fused = weighing.weighed(fused, config, store=store, now=clock[i] if clock else now)
         out.append(_ranked([f.id for f in fused], ext))
     return out
+
+
+def _clock(values: Mapping[str, Any], queries: Sequence[Query]) -> list[datetime] | None:
+    """Each query's "now" for a variant's `clock` key (None: the wall clock)."""
+    mode = str(values.get("clock", "now"))
+    if mode not in weighing.CLOCKS:
+        raise ValueError(f"clock must be one of {', '.join(weighing.CLOCKS)}, not {mode!r}")
+    if mode == "now":
+        return None
+    latest = weighing.latest_by_project()
+    return [latest.get(q.project) or timezone.now() for q in queries]
 
 
 def _engine_check(

@@ -11,7 +11,7 @@ batches are the writer's (console/importing/writer.py).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -78,6 +78,14 @@ def _tags(value: Any) -> list[str]:
     if isinstance(value, list):
         return [str(t) for t in value]
     raise RecordError(f"tags: expected a list of strings, got {type(value).__name__}")
+
+
+def _count(data: Mapping[str, Any], key: str) -> int:
+    """A whole count >= 0 (Memory Worth's feedback counters), 0 when absent."""
+    value = int(number(data.get(key) or 0, key=key))
+    if value < 0:
+        raise RecordError(f"{key}: expected a count >= 0, not {value}")
+    return value
 
 
 def _occurred(data: dict[str, Any], session_id: str, created: datetime) -> datetime | None:
@@ -165,6 +173,8 @@ def memory_build(
         updated=parse_time(data.get("updated"), key="updated") or created,
         access_count=int(number(data.get("access_count") or 0, key="access_count")),
         last_accessed_at=parse_time(data.get("last_accessed_at"), key="last_accessed_at"),
+        expires_at=parse_time(data.get("expires_at"), key="expires_at"),
+        **{f"feedback_{c}": _count(data, f"feedback_{c}") for c in ("used", "helpful", "harmful")},
     )
     services.memory_validate(memory=memory)
     memory.content_hash = services.content_hash(

@@ -28,6 +28,7 @@ from recall.config import (
     MAX_WEIGHT,
     MIN_BUDGET,
 )
+from recall.decay import MAX_TTL_SECONDS
 from recall.graph import MAX_ASSOCIATED, MAX_CAP, MAX_HOPS, MAX_SEEDS
 from recall.neighbourhood import MAX_CAP as MAX_SESSION_CAP
 from recall.neighbourhood import MAX_TURNS, MAX_WINDOW_MINUTES
@@ -35,6 +36,7 @@ from recall.requests import ENTITIES, SCOPES
 from recall.results import SOURCES
 from recall.routing import ROUTINGS
 from recall.types import ISOLATIONS, ITEM_KINDS, MEMORY_KINDS
+from recall.worth import MAX_WORTH_WEIGHT
 
 # Vocabularies the engine owns, as the schemas' enums (never copied here).
 MemoryKind = Literal[MEMORY_KINDS]  # type: ignore[valid-type]
@@ -133,6 +135,10 @@ RecallLimit = _int(1, MAX_RECALL_LIMIT)
 RrfK = _int(1, MAX_K)
 Candidates = _int(1, MAX_RECALL_DEPTH)  # fabriq K: candidates per channel
 Order = _int(0, 1_000_000)
+Ttl = _int(1, MAX_TTL_SECONDS)  # a memory's time to live, in seconds
+WorthWeight = Annotated[
+    float, Strict(False), Field(ge=0, le=MAX_WORTH_WEIGHT), BeforeValidator(_json_number)
+]
 Hops = _int(0, MAX_HOPS)
 Depth = _int(1, MAX_HOPS)
 GraphSeeds = _int(0, MAX_SEEDS)

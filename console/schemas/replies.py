@@ -70,6 +70,9 @@ class PackItem(Reply):
     favorite: bool | None = Field(None, description="starred by a person")
     source: Source
     score: float
+    worth: float | None = Field(
+        None, description="Memory Worth: (helpful + 1) / (helpful + harmful + 2) (memories)"
+    )
     depth: int | None = Field(None, description="associated items: hops from `via`")
     via: str | None = Field(None, description="associated items: the item it is linked from")
     rel: str | None = Field(None, description="associated items: the type of the last edge")
@@ -93,7 +96,23 @@ class ContextPackOut(Reply):
     )
     budget: int
     warnings: list[str] = Field(description="degraded channels, never silent")
+    pack_id: str | None = Field(
+        None, description="this recall's id, for memory_feedback (recorded recalls only)"
+    )
     debug: dict[str, Any] | None = Field(None, description="ranks, timings, config (unbudgeted)")
+
+
+class VerdictOut(Reply):
+    id: str
+    used: bool
+    helpful: bool
+    harmful: bool
+    worth: float = Field(description="the memory's Memory Worth after this feedback")
+
+
+class FeedbackOut(Reply):
+    pack_id: str
+    items: list[VerdictOut]
 
 
 class SearchHitOut(Reply):
@@ -191,6 +210,8 @@ class MemoryOut(Reply):
     active: bool
     created: datetime
     updated: datetime
+    expires_at: datetime | None = Field(None, description="when it expires (null: never)")
+    worth: float = Field(0.5, description="Memory Worth from agents' feedback")
 
 
 class DedupHintOut(Reply):

@@ -41,9 +41,11 @@ from console.schemas.common import (
     Slug,
     Tag,
     TextBudget,
+    Ttl,
     Unit,
     Weight,
     WindowMinutes,
+    WorthWeight,
 )
 from console.selectors import CURSOR_PATTERN
 from recall.config import (
@@ -199,6 +201,17 @@ class RecallIn(Body):
         "else the digest (no digest yet: rows and a warning)",
     )
 
+    # Importance, Memory Worth, recency decay (recall/worth.py, recall/decay.py); null = setting.
+    importance_weighted: bool | None = Field(
+        None, description="rank more important memories higher (default true)"
+    )
+    worth_weight: WorthWeight | None = Field(
+        None, description="how much Memory Worth (agents' feedback) moves a score, 0-2"
+    )
+    decay: bool | None = Field(
+        None, description="fade older memories by a half-life per kind (default false)"
+    )
+
     @model_validator(mode="after")
     def _aliases(self) -> RecallIn:
         """`top_k` and `types`, when given, are the `limit` and `kinds` the engine reads
@@ -208,6 +221,22 @@ class RecallIn(Body):
         if self.types is not None:
             self.kinds = self.types
         return self
+
+
+class FeedbackItem(Body):
+    id: str = Field(max_length=26, description="an item of the pack")
+    used: bool = Field(False, description="the agent used it")
+    helpful: bool = Field(False, description="it helped")
+    harmful: bool = Field(False, description="it misled or was wrong")
+
+
+class FeedbackIn(Body):
+    """Memory Worth: what the items of one recalled pack were worth to the agent."""
+
+    pack_id: str = Field(max_length=26, description="the `pack_id` of a memory_recall reply")
+    items: list[FeedbackItem] = Field(
+        min_length=1, max_length=100, description="a verdict per item (ids of that pack)"
+    )
 
 
 class SearchIn(Params):
@@ -309,6 +338,11 @@ class MemoryFields(Body):
     )
     invalid_at: Instant | None = Field(
         None, description="when it stops being true, if known (after valid_from, else 409)"
+    )
+    # Expiry (recall/decay.py): from then on it leaves every read; `manage.py expire` purges it.
+    ttl_seconds: Ttl | None = Field(None, description="expire this many seconds from now")
+    expires_at: DateTime | None = Field(
+        None, description="expire at this instant (ISO 8601); not with ttl_seconds"
     )
 
 

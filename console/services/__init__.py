@@ -23,6 +23,8 @@ from console.services.associations import (
 from console.services.curation import favorite_toggle, setting_reset, setting_save
 from console.services.digests import digest_edit, digest_rebuild, digest_request
 from console.services.events import memory_read_record, retrieval_record
+from console.services.expiry import Expired, memories_expire, memories_expired
+from console.services.feedback import PackForbidden, Verdict, feedback_record
 from console.services.memories import (
     MAX_BODY_CHARS,
     MAX_TAGS,
@@ -105,6 +107,12 @@ __all__ = [
     "memory_mark_accessed",
     "memory_new",
     "memory_read_record",
+    "feedback_record",
+    "Expired",
+    "memories_expire",
+    "memories_expired",
+    "PackForbidden",
+    "Verdict",
     "memory_restore",
     "memory_supersede",
     "memory_update",

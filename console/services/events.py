@@ -19,8 +19,10 @@ def retrieval_record(
     project: str | None,
     agent: str = "",
     at: datetime | None = None,
+    pack_id: str = "",
 ) -> None:
-    """One RetrievalEvent (`miss` when nothing was shown): feeds usage and history."""
+    """One RetrievalEvent (`miss` when nothing was shown): feeds usage and history;
+    a recall's carries its `pack_id` (what `POST /feedback` names)."""
     RetrievalEvent.objects.create(
         kind=kind if ids else "miss",
         ids=list(ids),
@@ -28,6 +30,7 @@ def retrieval_record(
         project=project or "",
         agent=agent,
         at=at or timezone.now(),
+        pack_id=pack_id,
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -23,6 +23,7 @@ from console.models import Edge, IdempotencyKey, Memory, Project
 from console.services.associations import associations_carry
 from console.services.revisions import revision_record
 from recall import links
+from recall.decay import MAX_TTL_SECONDS
 
 
 class StateConflict(ValidationError):
@@ -53,6 +54,7 @@ MEMORY_FIELDS = (
     "occurred_at",
     "external_id",
     "metadata",
+    "expires_at",
 )
 
 
@@ -107,11 +109,30 @@ def valid_time_check(
 
 
 def _apply_fields(memory: Memory, fields: Mapping[str, Any]) -> None:
+    fields = _expiry(fields)
     unknown = set(fields) - set(MEMORY_FIELDS)
     if unknown:
         raise ValueError(f"unknown memory fields: {sorted(unknown)}")
     for key, value in fields.items():
         setattr(memory, key, value)
+
+
+def _expiry(fields: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`ttl_seconds` (from now) as `expires_at`; with both, the earlier instant wins.
+    ValueError for a ttl out of range. An `expires_at` already past is allowed: the
+    memory is gone at once (an import of something that has lapsed)."""
+    if "ttl_seconds" not in fields:
+        return fields
+    rest = dict(fields)
+    ttl = rest.pop("ttl_seconds")
+    if ttl is None:
+        return rest
+    if not isinstance(ttl, int) or isinstance(ttl, bool) or not 1 <= ttl <= MAX_TTL_SECONDS:
+        raise ValueError(f"ttl_seconds must be a whole number within 1..{MAX_TTL_SECONDS}")
+    at = timezone.now() + timedelta(seconds=ttl)
+    given = rest.get("expires_at")
+    rest["expires_at"] = at if given is None else min(at, given)
+    return rest
 
 
 def memory_links_rewrite(*, memory: Memory) -> None:

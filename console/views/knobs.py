@@ -107,6 +107,13 @@ HELP: dict[str, dict[str, tuple[str, str]]] = {
         # --- end session neighbourhood ---
         "favorite_boost": ("Starred boost", "Starred memories' scores are multiplied by this."),
         "usage_boost": ("Usage boost", "How much being useful to agents before lifts a memory."),
+        # --- importance, worth, decay (recall/worth.py, recall/decay.py) ---
+        "importance_weighted": ("Weigh importance", "More important memories rank higher."),
+        "importance_weight": ("Importance weight", "Score x (1 + this x (importance - 0.5))."),
+        "worth_weight": ("Worth weight", "Score x (1 + this x (worth - 0.5)); worth: feedback."),
+        "decay": ("Recency decay", "Older memories fade by a half-life per kind (off: README)."),
+        "decay_half_life_days": ("Decay half-life (days)", "For an episode; other kinds scale it."),
+        "decay_floor": ("Decay floor", "The least share of its score an old memory keeps."),
     },
     "prompt": {
         "min_shared_words": (

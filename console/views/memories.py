@@ -35,6 +35,7 @@ from console.views.base import (
     partial,
     visible_or_404,
 )
+from recall.worth import worth
 
 
 def _memory(request: HtmxHttpRequest, memory_id: str) -> Memory:
@@ -76,7 +77,8 @@ def _detail_context(request: HtmxHttpRequest, memory_id: str) -> dict[str, Any]:
     detail = _visible(request, detail)
     memory = detail.memory
     links = {m.name: reverse("memory_detail", args=[m.pk]) for m in detail.links}
-    return {"d": detail, "m": memory, "links": links, "by_name": _by_name(memory.project)}
+    context = {"d": detail, "m": memory, "links": links, "by_name": _by_name(memory.project)}
+    return context | {"worth": worth(memory.feedback_helpful, memory.feedback_harmful)}
 
 
 def _by_name(project: Any) -> str:

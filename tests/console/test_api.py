@@ -36,7 +36,9 @@ def test_recall_reply_matches_the_context_pack_contract_field_by_field(world: Wo
     assert r.status_code == 200
     pack = r.json()
     ContextPackOut.model_validate(pack)
-    assert set(pack) == {"items", "omitted", "total_found", "tokens", "budget", "warnings", "debug"}
+    assert set(pack) == {
+        "items", "omitted", "total_found", "tokens", "budget", "warnings", "debug", "pack_id",
+    }  # fmt: skip
     assert pack["total_found"] >= len(pack["items"])
     assert pack["budget"] == 1000 and pack["warnings"] == []
     assert isinstance(pack["debug"], dict) and pack["debug"]["embedded"] is True
@@ -54,6 +56,7 @@ def test_recall_reply_matches_the_context_pack_contract_field_by_field(world: Wo
                 "invalid_at",
                 "favorite",
                 "sources",
+                "worth",
             }
         )
         assert item["kind"] in {"memory", "note"} and item["source"] in SOURCES
@@ -597,6 +600,7 @@ def test_openapi_schema_and_docs_are_served(world: World) -> None:
         "/api/v1/notes", "/api/v1/notes/{note_id}", "/api/v1/notes/{note_id}/favorite",
         "/api/v1/projects", "/api/v1/search/text", "/api/v1/search/vector", "/api/v1/graph",
         "/api/v1/memories/{memory_id}/associate", "/api/v1/memories/{memory_id}/dissociate",
+        "/api/v1/feedback",
     } == set(paths)  # fmt: skip
     for path, operations in paths.items():
         for method, op in operations.items():

@@ -82,6 +82,6 @@ def test_the_openapi_schema_holds_against_a_live_server(tmp_path: Path) -> None:
     report = run.stdout[-8000:] + run.stderr[-2000:]
     print(run.stdout[-1200:])  # the summary, for `pytest -s`
     assert run.returncode == 0, report
-    assert "Tested: 26" in run.stdout, report
+    assert "Tested: 27" in run.stdout, report
     server_log = log.read_text()
     assert "Traceback" not in server_log and "Internal Server Error" not in server_log, server_log

@@ -8,6 +8,7 @@ how long it took.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -16,8 +17,10 @@ from ulid import ULID
 from console import indexing, services, wiring
 from console.models import Edge
 from console.schemas import ContextPackOut
+from recall import recall as pipeline
 from recall.indexes.hot_vectors import HotVectorIndex
 from recall.indexes.tantivy_index import TantivyIndex
+from recall.tokens import ByteEstimate
 from recall.types import Doc
 from tests.console.api_world import (  # noqa: F401
     World,
@@ -190,3 +193,64 @@ def test_a_commit_by_another_process_ends_the_hot_answer(world: World) -> None:
     )
 
     assert rest(world, {"debug": True})["debug"]["tier"] == "warm"
+
+
+def test_a_hot_answer_carries_its_own_pack_id_and_counts_it(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recorded recall answered hot is a new pack (its own id for feedback); the
+    reply's tokens count that id (no debug here: debug rides outside the count)."""
+    copy_loaded()
+    ran: list[str] = []
+    run = pipeline.run
+    monkeypatch.setattr(pipeline, "run", lambda req, **kw: ran.append(req.query) or run(req, **kw))
+    replies = [call(world.client("alpha"), "post", "/recall", {**ASK, "record": True})
+               for _ in range(2)]  # fmt: skip
+
+    assert len(ran) == 1  # the second answer came from the hot tier
+    first, again = (r.json() for r in replies)
+    assert again["pack_id"] and again["pack_id"] != first["pack_id"]
+    assert again["items"] == first["items"]
+    for r in replies:
+        assert r.json()["tokens"] == ByteEstimate().count(r.content.decode()) <= 1000
+
+
+def test_worth_feedback_ends_the_hot_answer(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    copy_loaded()
+    alpha = world.memories["alpha"]
+    first = rest(world, {"debug": True, "record": True})
+    assert alpha.pk in [i["id"] for i in first["items"]]
+    assert rest(world, {"debug": True})["debug"]["tier"] == "hot"
+
+    verdict = {"pack_id": first["pack_id"], "items": [{"id": alpha.pk, "helpful": True}]}
+    with django_capture_on_commit_callbacks(execute=True):
+        r = call(world.client("alpha"), "post", "/feedback", verdict)
+
+    assert r.status_code == 200, r.content
+    after = rest(world, {"debug": True})
+    assert after["debug"]["tier"] == "warm"
+    assert item(after, alpha.pk)["worth"] == pytest.approx(2 / 3, abs=1e-4)
+
+
+def test_a_hot_answer_ends_when_a_memory_it_holds_expires(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = [datetime(2026, 6, 1, 12, 0, tzinfo=UTC)]
+    monkeypatch.setattr("django.utils.timezone.now", lambda: now[0])
+    copy_loaded()
+    brief = services.memory_create(
+        project=world.memories["alpha"].project, kind="gotcha", name="albatross-brief",
+        description="The albatross warm cache is pinned for one minute",
+        expires_at=now[0] + timedelta(seconds=60),
+    )  # fmt: skip
+    indexing.apply_pending()
+    assert brief.pk in [i["id"] for i in rest(world, {"debug": True})["items"]]
+    assert rest(world, {"debug": True})["debug"]["tier"] == "hot"
+
+    now[0] += timedelta(seconds=60)
+    after = rest(world, {"debug": True})
+
+    assert after["debug"]["tier"] == "warm"
+    assert brief.pk not in [i["id"] for i in after["items"]]

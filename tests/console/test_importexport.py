@@ -254,6 +254,11 @@ def build_tricky_data() -> None:
     linker = services.memory_create(
         project=parent, kind="reference", name="links", body="See [[queue-choice]]."
     )
+    # An expiry and Memory Worth's counters travel with the memory.
+    Memory.objects.filter(pk=linker.pk).update(
+        expires_at=datetime(2099, 1, 1, tzinfo=UTC), feedback_used=3, feedback_helpful=2,
+        feedback_harmful=1,
+    )  # fmt: skip
     # An explicit edge stays inside its project (cross-project ones are refused on import).
     Edge.objects.create(src=linker, dst=first, origin="explicit", rel="relates", weight=0.5)
     services.note_create(project=None, title="Inbox: 𝔘𝔫𝔦𝔠𝔬𝔡𝔢", body="- [ ] read\n")
@@ -305,6 +310,9 @@ def test_jsonl_round_trip_is_byte_identical(planes: Path, settings: Any) -> None
     kept = MemoryRevision.objects.filter(name="short-lived").order_by("number")
     assert [(r.op, r.deleted) for r in kept] == [("create", False), ("delete", True)]
     assert not Memory.objects.filter(name="short-lived").exists()
+    linker = Memory.objects.get(name="links")
+    assert linker.expires_at == datetime(2099, 1, 1, tzinfo=UTC)
+    assert (linker.feedback_used, linker.feedback_helpful, linker.feedback_harmful) == (3, 2, 1)
 
 
 def test_markdown_round_trip_is_byte_identical(planes: Path, settings: Any) -> None:

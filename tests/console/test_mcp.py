@@ -25,7 +25,7 @@ TOOLS = {
     "memory_write_batch", "memory_supersede", "memory_archive", "memory_delete", "notes_read",
     "notes_write", "briefing", "prompt_recall", "projects_list", "project_create",
     "memory_search_text", "memory_search_vector", "memory_graph", "memory_associate",
-    "memory_dissociate",
+    "memory_dissociate", "memory_feedback",
 }  # fmt: skip
 DESTRUCTIVE = {"memory_delete"}
 READ_ONLY = {

@@ -59,6 +59,8 @@ BEHAVIOUR_MODULES = (
     "tests.recall.test_routing",
     "tests.recall.test_session",  # the session neighbourhood (Dakera 004)
     "tests.recall.test_altitude",  # altitude digests (fabriq 000)
+    "tests.recall.test_worth",  # importance and Memory Worth
+    "tests.recall.test_decay",  # recency decay and expiry
 )
 # ANCHORS.md, seamless: "behaviours worth owning in ours too" (truncation is
 # pure text, no planes: it runs in tests/recall and end to end in the console).
@@ -156,7 +158,7 @@ def make_engine(request: pytest.FixtureRequest, tmp_path: Path) -> MakeEngine:
         assert not isinstance(vectors, str)
         planes = Planes(
             text=text,
-            store=InMemoryStore(isolation=isolation, usage=usage),
+            store=InMemoryStore(isolation=isolation, usage=usage, clock=clock),
             vectors=vectors,
             embedder=emb,
             clock=clock,

@@ -425,3 +425,25 @@ def test_session_neighbours_are_near_in_scope_live_and_capped(writer: Writer) ->
 
 
 # --- end session neighbourhood ---
+
+
+def test_an_expired_memory_is_gone_from_every_read_at_once(writer: Writer) -> None:
+    writer.project("alpha")
+    now = datetime.now(UTC)
+    gone = writer.memory("alpha", "brief-window", session_id="s9", session_order=0,
+                         expires_at=now - timedelta(seconds=1))  # fmt: skip
+    kept = writer.memory("alpha", "long-window", session_id="s9", session_order=1,
+                         expires_at=now + timedelta(days=1))  # fmt: skip
+
+    store = writer.store
+    assert set(store.hydrate([gone, kept])) == {kept}
+    assert [r.id for r in store.browse(where=ALPHA, limit=10)] == [kept]
+    assert store.count(where=ALPHA) == 1
+    assert store.identifiers("brief-window", where=ALPHA, limit=5) == []
+    near = store.session_neighbours([kept], where=ALPHA, minutes=5, turns=2, cap=5)
+    assert gone not in {n.id for ns in near.values() for n in ns}
+    (record,) = store.hydrate([kept]).values()
+    assert record.expires_at == now + timedelta(days=1)
+    assert (record.helpful, record.harmful, record.access_count) == (0, 0, 0)
+    # ... except to the cold tier's include_history, until a purge takes it
+    assert set(store.hydrate([gone, kept], expired=True)) == {gone, kept}

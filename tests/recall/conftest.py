@@ -138,7 +138,7 @@ def make_engine() -> MakeEngine:
         fields.setdefault("base", Configs())
         planes = Planes(
             text=InMemoryTextIndex(),
-            store=InMemoryStore(isolation=isolation, usage=usage),
+            store=InMemoryStore(isolation=isolation, usage=usage, clock=clock),
             vectors=SpyVectorIndex() if vectors == "spy" else vectors,  # type: ignore[arg-type]
             embedder=FakeEmbedder() if embedder == "fake" else embedder,  # type: ignore[arg-type]
             clock=clock,

@@ -57,7 +57,7 @@ def test_an_item_holds_what_an_agent_needs_and_nothing_raw():
         "project": "alpha", "text": "", "valid_from": "2023-05-08T13:56:00Z",
         "invalid_at": "2024-01-02T03:04:00Z",
         "attribution": {"source": "user_stated", "agent": "claude-code", "session": "s1"},
-        "favorite": True, "source": "fused", "score": 0.1235, "tokens": 0,
+        "favorite": True, "source": "fused", "score": 0.1235, "worth": 0.5, "tokens": 0,
     }  # fmt: skip
     assert "sources" in item_view(hit, debug=True)
 

@@ -3,11 +3,12 @@ planes' stamps hold, for at most its TTL, dropped on a write; the engine's tier 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 from recall import tiers
 from recall.requests import RecallRequest
-from recall.results import ContextPack
+from recall.results import ContextPack, Hit
 
 PACK = ContextPack(items=(), omitted=0, tokens=20, budget=100, debug={"timings_ms": {}})
 
@@ -92,3 +93,23 @@ def test_history_goes_to_the_cold_tier_and_debug_says_who_answered() -> None:
     assert set(said.debug["timings_ms"]) == {"hot", "total"}  # type: ignore[arg-type]
     quiet = ContextPack(items=(), omitted=0, tokens=20, budget=100)
     assert tiers.answered(quiet, tiers.WARM, started=0.0) is quiet
+
+
+def test_the_key_leaves_out_the_pack_id() -> None:
+    req = RecallRequest(query="deploy order", project="a", pack_id="01A")
+    assert tiers.key(req, "cfg") == tiers.key(replace(req, pack_id="01B"), "cfg")
+
+
+def test_a_pack_serves_only_until_the_first_of_its_memories_expires() -> None:
+    at = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+    soon, later = (Hit(kind="memory", id=i, name=i, title=i, description="", project=None,
+                       age="1d", source="fts", score=1.0, expires_at=at + timedelta(seconds=s))
+                   for i, s in (("a", 60), ("b", 600)))  # fmt: skip
+    pack = replace(PACK, items=(later, soon))
+    hot = tiers.HotTier()
+    hot.put("k", (1,), pack)
+
+    assert tiers.until(pack) == at + timedelta(seconds=60)
+    assert hot.get("k", (1,), at + timedelta(seconds=59)) is pack
+    assert hot.get("k", (1,), at + timedelta(seconds=60)) is None
+    assert hot.get("k", (1,), at) is None  # gone for good once seen expired

@@ -34,6 +34,12 @@ class Command(BaseCommand):
             default=600.0,
             help="seconds between vector-table compactions (0: never)",
         )
+        parser.add_argument(
+            "--expire-every",
+            type=float,
+            default=60.0,
+            help="seconds between purges of expired memories (0: never; see `expire`)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         stopping = False
@@ -45,7 +51,8 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
         interval, every = options["interval"], options["maintain_every"]
-        last_upkeep = time.monotonic()
+        last_upkeep = last_purge = time.monotonic()
+        purge_every = options["expire_every"]
         self.stdout.write("index worker: applying queued jobs (Ctrl-C stops)")
         while not stopping:
             report = services.index_sync()
@@ -59,6 +66,11 @@ class Command(BaseCommand):
             if every and time.monotonic() - last_upkeep >= every:
                 services.index_maintain()
                 last_upkeep = time.monotonic()
+            if purge_every and time.monotonic() - last_purge >= purge_every:
+                purged = services.memories_expire()
+                if purged:
+                    self.stdout.write(f"purged {len(purged)} expired memories")
+                last_purge = time.monotonic()
             if not report.applied:
                 time.sleep(interval)
         self.stdout.write("index worker: stopped")
