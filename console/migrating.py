@@ -26,7 +26,9 @@ from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
 from console import database_url
 from console.models import (
     AgentToken,
+    Digest,
     Edge,
+    Feedback,
     IdempotencyKey,
     Memory,
     MemoryRevision,
@@ -57,6 +59,8 @@ def copied_models() -> list[type[models.Model]]:
         AgentToken.projects.through,
         IdempotencyKey,
         RetrievalEvent,
+        Feedback,
+        Digest,
     ]
 
 

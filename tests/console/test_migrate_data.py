@@ -29,8 +29,22 @@ pytestmark = [
 SQLITE_SIDE = """
 import django; django.setup()
 from console import services, tokens
-services.project_create(slug="ops")
+from console.models import Digest
+ops = services.project_create(slug="ops")
+m = services.memory_create(project=ops, name="pager", description="The pager rotates weekly")
+services.retrieval_record(kind="recalled", ids=[m.pk], query="pager", project="ops",
+                          agent="mover", pack_id="01JPACK0000000000000000000")
+services.feedback_record(pack_id="01JPACK0000000000000000000", agent="mover",
+                         sees=lambda slug: True, items=[{"id": m.pk, "helpful": True}])
+Digest.objects.create(key="ops", project=ops, edited=True, edited_by="admin",
+                      sentences=[{"text": "The pager rotates weekly.", "covers": [m.pk]}])
 print(tokens.token_create(agent="mover", projects=["ops"], may_write=True)[1])
+"""
+
+COUNTS = """
+import django; django.setup()
+from console.models import Digest, Feedback
+print(Feedback.objects.count(), Digest.objects.count())
 """
 
 CHECK_TOKEN = """
@@ -72,6 +86,7 @@ def test_a_sqlite_deployment_moves_to_postgresql_byte_for_byte(tmp_path: Path) -
     assert "embedded 0 texts" in moved  # every vector copied from the old LanceDB table
     assert (tmp_path / "new.jsonl").read_bytes() == (tmp_path / "old.jsonl").read_bytes()
     assert run(new, "-c", CHECK_TOKEN, secret).strip() == "True"  # agents keep their secrets
+    assert run(new, "-c", COUNTS).split() == run(old, "-c", COUNTS).split() == ["1", "1"]
     run(new, "manage.py", "index_status", "--fail-on-drift")
     again = subprocess.run(
         [sys.executable, "manage.py", "migrate_data", "--from", sqlite_url],
