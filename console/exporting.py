@@ -1,7 +1,9 @@
 """Export of projects, memories, notes and explicit edges (formats: console/records.py).
 
 JSON lines: projects by slug, then memories, notes and explicit edges by id,
-keys in a fixed order (`records.*_KEYS`), timestamps ISO-8601 UTC. Markdown:
+then every memory's revisions and the altitude digests a person edited (an
+automatic digest is rebuilt from the rows), keys in a fixed order
+(`records.*_KEYS`), timestamps ISO-8601 UTC. Markdown:
 one file per item in a folder per project, explicit edges in their source
 memory's front matter. Wikilink edges are not exported: they are derived
 from bodies on import. Importing an export into an empty database and
@@ -15,8 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from console.models import Edge, Memory, MemoryRevision, Note, Project
+from console.models import Digest, Edge, Memory, MemoryRevision, Note, Project
 from console.records import (
+    DIGEST_KEYS,
     MEMORY_KEYS,
     NOTE_KEYS,
     PROJECT_KEYS,
@@ -28,7 +31,7 @@ from console.records import (
 
 
 def _keyed(
-    row: Memory | Note | MemoryRevision, keys: tuple[str, ...], times: tuple[str, ...],
+    row: Memory | Note | MemoryRevision | Digest, keys: tuple[str, ...], times: tuple[str, ...],
     **values: Any,
 ) -> dict[str, Any]:  # fmt: skip
     """The record in `keys` order: its `type` and `values`, its project's slug, the
@@ -84,11 +87,16 @@ def revision_record(r: MemoryRevision) -> dict[str, Any]:
     )  # fmt: skip
 
 
+def digest_record(d: Digest) -> dict[str, Any]:
+    return _keyed(d, DIGEST_KEYS, ("edited_at",), type="digest", sentences=d.sentences)
+
+
 def export_records(
     *, project: str | None = None, revisions: bool = True
 ) -> Iterator[dict[str, Any]]:
     """Projects by slug, then memories, notes and explicit edges by id, then (with
-    `revisions`) every memory's revisions by memory id and number, deleted ones' too.
+    `revisions`) every memory's revisions by memory id and number, deleted ones' too,
+    and the digests a person edited, by project.
 
     Wikilink edges are not exported: they are derived from bodies on import.
     """
@@ -97,6 +105,7 @@ def export_records(
     memories = Memory.objects.select_related("project").order_by("pk")
     notes = Note.objects.select_related("project").order_by("pk")
     edges = Edge.objects.filter(origin="explicit").order_by("src_id", "dst_id", "rel", "pk")
+    edited = Digest.objects.filter(edited=True).select_related("project").order_by("key")
     if project is not None:
         if not Project.objects.filter(slug=project).exists():
             raise ValueError(f"no project with slug {project!r}")
@@ -105,12 +114,14 @@ def export_records(
         notes = notes.filter(project__slug=project)
         edges = edges.filter(src__project__slug=project)
         history = history.filter(project__slug=project)
+        edited = edited.filter(key=project)
     yield from (project_record(p) for p in projects)
     yield from (memory_record(m) for m in memories.iterator(chunk_size=1000))
     yield from (note_record(n) for n in notes.iterator(chunk_size=1000))
     yield from (edge_record(e) for e in edges)
     if revisions:
         yield from (revision_record(r) for r in history.iterator(chunk_size=1000))
+        yield from (digest_record(d) for d in edited)
 
 
 def export_jsonl(out: Path, *, project: str | None = None) -> dict[str, int]:

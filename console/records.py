@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-TYPES = ("project", "memory", "note", "edge", "revision")
+TYPES = ("project", "memory", "note", "edge", "revision", "digest")
 FRONT_MATTER = re.compile(r"\A---\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
 
 MEMORY_KEYS = (
@@ -45,6 +45,7 @@ REVISION_KEYS = (
     "body", "tags", "importance", "valid_from", "invalid_at", "superseded_by", "source",
     "agent_id", "session_id", "created", "deleted",
 )  # fmt: skip
+DIGEST_KEYS = ("type", "project", "sentences", "edited_by", "edited_at")
 PROJECT_KEYS = (
     "type", "slug", "name", "description", "parent", "isolation", "favorite", "retired_at",
     "created",

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from console import indexing, services
 from console.importing import links, parsing
+from console.importing.digests import digests_import
 from console.importing.revisions import revisions_import
 from console.models import Memory, MemoryRevision, Note, Project
 from console.reading import Record
@@ -37,6 +38,7 @@ class ImportReport:
     projects: int = 0
     edges: int = 0
     revisions: int = 0
+    digests: int = 0
     seconds: float = 0.0
 
     @property
@@ -60,6 +62,7 @@ class _Importer:
         self.supersedes: dict[str, tuple[str, str]] = {}  # old id -> (new id, where)
         self.edges: list[Record] = []
         self.revisions: list[Record] = []
+        self.digests: list[Record] = []
         self.imported: set[str] = set()  # memories saved in this run
         self.seen: set[str] = set()  # our ids taken in this run
         self.external: dict[int | None, set[str]] = {}  # external ids per project id
@@ -84,6 +87,9 @@ class _Importer:
                 return
             if kind == "revision":
                 self.revisions.append(record)
+                return
+            if kind == "digest":
+                self.digests.append(record)
                 return
             if kind == "memory":
                 item: Memory | Note | None = self.memory(data, record.where)
@@ -273,6 +279,11 @@ class _Importer:
                     self.revisions, imported=self.imported, project=self.project
                 )
             self.report.revisions = saved
+            self.report.errors.extend(errors)
+            self.report.skipped += skipped
+        if self.digests:
+            saved, skipped, errors = digests_import(self.digests, project=self.project)
+            self.report.digests = saved
             self.report.errors.extend(errors)
             self.report.skipped += skipped
 

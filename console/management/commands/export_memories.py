@@ -15,6 +15,7 @@ PLURALS = {
     "note": "notes",
     "edge": "edges",
     "revision": "revisions",
+    "digest": "edited digests",
 }
 
 

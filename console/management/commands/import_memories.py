@@ -62,7 +62,8 @@ class Command(BaseCommand):
             indexed = "full text only: no embedder configured"
         self.stdout.write(
             f"imported {report.imported} ({report.memories} memories, {report.notes} notes, "
-            f"{report.projects} projects, {report.edges} edges, {report.revisions} revisions), "
+            f"{report.projects} projects, {report.edges} edges, {report.revisions} revisions, "
+            f"{report.digests} edited digests), "
             f"skipped {report.skipped}, "
             f"errors {len(report.errors)} in {report.seconds:.1f} s "
             f"({report.rate:.0f} memories/s, {indexed})"
