@@ -20,6 +20,7 @@ from typing import Any
 from django.db import transaction
 
 from console import digesting, wiring
+from console.importing.parsing import built
 from console.models import Digest, Project
 from console.reading import Record
 from console.records import RecordError, parse_time
@@ -69,13 +70,9 @@ def digests_import(
     records: Iterable[Record], *, project: Callable[[Any], Project | None]
 ) -> tuple[int, int, list[str]]:
     """Save the digest records (see the module docstring): (saved, skipped, errors)."""
-    saved, skipped, errors = 0, 0, []
-    for record in records:
-        try:
-            row = digest_build(record.data or {}, project=project)
-        except (RecordError, ValueError, TypeError) as exc:
-            errors.append(f"{record.where}: {exc}; skipped")
-            continue
+    saved, skipped = 0, 0
+    errors: list[str] = []
+    for _, row in built(records, lambda data: digest_build(data, project=project), errors):
         with transaction.atomic():
             here = Digest.objects.select_for_update().filter(key=row.key).first()
             if here is not None and here.edited:

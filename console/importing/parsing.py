@@ -11,15 +11,16 @@ batches are the writer's (console/importing/writer.py).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from console import services
 from console.models import NAME_RE, Memory, Note, Project, new_id
+from console.reading import Record
 from console.records import RecordError, parse_time
 from recall.types import MEMORY_KINDS
 
@@ -28,6 +29,23 @@ DESCRIPTION_CHARS = 150
 
 
 # --- values -------------------------------------------------------------------
+
+
+T = TypeVar("T")
+
+
+def built(
+    records: Iterable[Record], build: Callable[[dict[str, Any]], T], errors: list[str]
+) -> Iterator[tuple[Record, T]]:
+    """Each record with its value from `build`; a record it refuses (RecordError,
+    ValueError, TypeError) becomes a line in `errors` naming the record, and is skipped."""
+    for record in records:
+        try:
+            value = build(record.data or {})
+        except (RecordError, ValueError, TypeError) as exc:
+            errors.append(f"{record.where}: {exc}; skipped")
+            continue
+        yield record, value
 
 
 def derive_name(text: str) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from console.importing.parsing import built
 from console.models import Memory, MemoryRevision, Project
 from console.reading import Record
 from console.records import RecordError, parse_time
@@ -57,12 +58,7 @@ def revisions_import(
     """Save the revision records (see the module docstring): (saved, skipped, errors)."""
     by_memory: dict[str, list[MemoryRevision]] = {}
     errors: list[str] = []
-    for record in records:
-        try:
-            row = revision_build(record.data or {}, project=project)
-        except (RecordError, ValueError, TypeError) as exc:
-            errors.append(f"{record.where}: {exc}; skipped")
-            continue
+    for record, row in built(records, lambda data: revision_build(data, project=project), errors):
         rows = by_memory.setdefault(row.memory_id, [])
         if any(r.number == row.number for r in rows):
             errors.append(
