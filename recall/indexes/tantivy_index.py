@@ -601,15 +601,16 @@ class TantivyIndex:
         return int(self._searcher().num_docs)
 
     def stamp(self) -> object:
-        """Which commit the reader sees (`recall.tiers.Stamped`): meta.json's change
-        time, which every commit by any process moves, and the searcher's shape,
-        which moves once this process's reader has reloaded onto it."""
+        """Which commit the reader sees (`recall.tiers.Stamped`): meta.json's bytes
+        (its `opstamp` moves with every commit by any process; its change time alone
+        did not: two commits within one file-system clock tick kept it) and the
+        searcher's shape, which moves once this process's reader has reloaded."""
         searcher = self._searcher()
         try:
-            changed = (self.path / "meta.json").stat().st_mtime_ns
+            meta = (self.path / "meta.json").read_bytes()
         except OSError:
             return None
-        return (changed, int(searcher.num_docs), int(searcher.num_segments))
+        return (hash(meta), int(searcher.num_docs), int(searcher.num_segments))
 
     def _searcher(self) -> tantivy.Searcher:
         try:
