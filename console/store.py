@@ -19,6 +19,7 @@ from django.utils import timezone
 from console.models import Edge, Memory, MemoryRevision, Note, Project, RetrievalEvent
 from console.prepared import Prepared
 from recall import timetravel
+from recall.context import turns_before
 from recall.decay import expired as is_expired
 from recall.neighbourhood import near
 from recall.planes import Clock
@@ -269,6 +270,12 @@ def _tagged(where: Filter, column: str) -> Q:
     return q
 
 
+def _turns(rows: QuerySet[Memory]) -> list[tuple[str, str, int]]:
+    """(id, session_id, session_order) of the rows that have an order."""
+    found = rows.values_list("pk", "session_id", "session_order")
+    return [(pk, session, order) for pk, session, order in found if order is not None]
+
+
 def _memories(where: Filter) -> QuerySet[Memory]:
     rows = Memory.objects.filter(_scope(where)).select_related("project")
     if where.active_only:
@@ -501,6 +508,25 @@ class DjangoStore:
             reach |= q
         found = memory_records(_memories(where).filter(reach, live(self.clock())).order_by())
         return near(seeds, found, where=where, minutes=minutes, turns=turns, cap=cap)
+
+    def earlier_turns(
+        self, ids: Sequence[str], *, where: Filter, turns: int
+    ) -> dict[str, tuple[str, ...]]:
+        """Two plain reads: the seeds' (session, order), then the rows at the orders
+        before them in those sessions (session index); `turns_before` matches them."""
+        seeds = _turns(
+            Memory.objects.filter(pk__in=list(ids), session_order__isnull=False).exclude(
+                session_id=""
+            )
+        )
+        if not seeds or turns <= 0:
+            return {}
+        sessions = {session for _, session, _ in seeds}
+        orders = {order - d for _, _, order in seeds for d in range(1, turns + 1)}
+        rows = _memories(where).filter(
+            live(self.clock()), session_id__in=sessions, session_order__in=orders
+        )
+        return turns_before(seeds, _turns(rows), turns)
 
     def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]:
         """Exact id (lane 0), exact name/slug (1), id prefix of 8+ characters (2).

@@ -55,6 +55,7 @@ MAX_SEARCH_DEPTH = 500  # the deepest page a search reaches (offset bound)
 MAX_K = 10_000
 MAX_RECALL_DEPTH = 200  # the most candidates per channel a Recall may ask for (`k`)
 MAX_WEIGHT = 1000.0
+MAX_CONTEXT_TURNS = 10
 
 
 def _recall_weights() -> dict[str, float]:
@@ -97,6 +98,15 @@ def _check_session(config: RecallConfig) -> None:
         raise ValueError("session_window_minutes must be a finite number >= 0")
     if not 0 < config.session_decay <= 1:
         raise ValueError(f"session_decay must be within (0, 1], not {config.session_decay}")
+
+
+def _check_context(config: RecallConfig) -> None:
+    if not (math.isfinite(config.context_mix) and 0 <= config.context_mix <= 1):
+        raise ValueError(f"context_mix must be within 0..1, not {config.context_mix}")
+    if not 0 <= config.context_turns <= MAX_CONTEXT_TURNS:
+        raise ValueError(f"context_turns must be within 0..{MAX_CONTEXT_TURNS}")
+    if not 1 <= config.context_pool <= MAX_RECALL_DEPTH:
+        raise ValueError(f"context_pool must be within 1..{MAX_RECALL_DEPTH}")
 
 
 def _check_prior(weight: float) -> None:
@@ -159,6 +169,14 @@ class RecallConfig:
     session_cap: int = 10  # most neighbours per seed
     session_decay: float = 0.5  # a neighbour's score: seed score x this per turn away
     # --- end session neighbourhood ---
+    # --- meaning in context (recall/context.py, README "Retrieval") ---
+    # The semantic channel scores its top `context_pool` candidates (1 - mix) x
+    # the turn's cosine + mix x the cosine of the turn with its `context_turns`
+    # earlier turns in its session; 0 = plain cosine.
+    context_mix: float = 0.5
+    context_turns: int = 2
+    context_pool: int = 50
+    # --- end meaning in context ---
     favorite_boost: float = 1.15
     usage_boost: float = 0.1  # score x (1 + usage_boost * utility)
     # --- importance, worth, decay (recall/worth.py, recall/decay.py, README) ---
@@ -182,6 +200,7 @@ class RecallConfig:
         check_graph(self)
         _check_session(self)
         _check_prior(self.session_prior)
+        _check_context(self)
         if self.routing not in ROUTINGS:
             raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}, not {self.routing!r}")
         check_shares(self.routing_weights)

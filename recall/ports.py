@@ -28,6 +28,7 @@ from recall.types import (
 )
 
 Vectors = npt.NDArray[np.float32]
+Vector = npt.NDArray[np.float32]  # one row of Vectors
 
 # Channel roles (see Channel).
 RANK = "rank"
@@ -90,7 +91,8 @@ class VectorIndex(Protocol):
     id ascending. Scope and validity apply as a prefilter, before the limit.
     `upsert` replaces rows by id, one row per id even when several processes
     write at once; `delete` ignores unknown ids. `fingerprints` lists one
-    (id, `VectorRow.fingerprint`) pair per stored row. Raises
+    (id, `VectorRow.fingerprint`) pair per stored row. `vectors` returns the
+    stored vector of each given id it holds (unknown ids are left out). Raises
     IndexUnavailable when the backing store cannot be read or written.
     """
 
@@ -101,6 +103,8 @@ class VectorIndex(Protocol):
     def search(
         self, vector: Sequence[float] | Vectors, *, where: Filter, limit: int
     ) -> list[Candidate]: ...
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, Vector]: ...
 
     def ids(self) -> set[str]: ...
 
@@ -200,6 +204,15 @@ class MemoryStore(Protocol):
         and `turns` by session order where both ends have them, in scope and
         live per `where`, nearest first, at most `cap` per seed; only seeds of
         `kinds` (None: any) are read. A seed with none is absent."""
+        ...
+
+    def earlier_turns(
+        self, ids: Sequence[str], *, where: Filter, turns: int
+    ) -> dict[str, tuple[str, ...]]:
+        """Each given memory's turns at distance 1..`turns` before it in its session
+        (same non-empty session, by session order), in scope and live per `where`,
+        nearest first (`recall.context.turns_before`, the rule); none: absent. One
+        read however many ids (the semantic channel asks for its whole pool)."""
         ...
 
     def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]: ...

@@ -16,7 +16,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, replace
 
-from recall import altitude, associated, expansion, neighbourhood, routing, timetravel, worth
+from recall import (
+    altitude,
+    associated,
+    context,
+    expansion,
+    neighbourhood,
+    routing,
+    timetravel,
+    worth,
+)
 from recall.agent import DETAILS
 from recall.channels import SEMANTIC
 from recall.config import MIN_BUDGET, RecallConfig
@@ -196,9 +205,8 @@ def run(
     weights = routed.weights
     off = () if config.semantic else (SEMANTIC,)
     ranking = select(channels, RANK, weights, off=off)
-    gathered = gather(
-        ranking, ChannelQuery(query), where=where, depth=depth, embedder=planes.embedder
-    )
+    asked = ChannelQuery(query, context=context.reading(config))
+    gathered = gather(ranking, asked, where=where, depth=depth, embedder=planes.embedder)
     _strict(req, gathered.warnings)
     timings = gathered.timings
 

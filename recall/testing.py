@@ -15,8 +15,10 @@ from dataclasses import replace
 from datetime import datetime
 
 import numpy as np
+import numpy.typing as npt
 
 from recall import links, timetravel
+from recall.context import turns_before
 from recall.decay import expired as is_expired
 from recall.errors import EmbedderUnavailable
 from recall.neighbourhood import near
@@ -189,6 +191,10 @@ class InMemoryVectorIndex:
             if _admits(where, row)
         ]
         return _ranked(scored, limit)
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        rows = self._rows
+        return {i: np.asarray(rows[i].vector, dtype=np.float32) for i in ids if i in rows}
 
     def ids(self) -> set[str]:
         return set(self._rows)
@@ -378,6 +384,23 @@ class InMemoryStore:
         now = self.clock()
         rows = [r for r in self.records.values() if r.item == MEMORY and not is_expired(r, now)]
         return near(seeds, rows, where=where, minutes=minutes, turns=turns, cap=cap)
+
+    def earlier_turns(
+        self, ids: Sequence[str], *, where: Filter, turns: int
+    ) -> dict[str, tuple[str, ...]]:
+        now = self.clock()
+        ordered = [
+            r for r in self.records.values()
+            if r.item == MEMORY and r.session_id and r.session_order is not None
+        ]  # fmt: skip
+        wanted = set(ids)
+        seeds = [(r.id, r.session_id, r.session_order or 0) for r in ordered if r.id in wanted]
+        rows = [
+            (r.id, r.session_id, r.session_order or 0)
+            for r in ordered
+            if self._admits(where, r) and not is_expired(r, now)
+        ]
+        return turns_before(seeds, rows, turns)
 
     def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]:
         token = text.strip()

@@ -464,6 +464,17 @@ def to_doc(record: Record, *, context: tuple[str, ...] = ()) -> Doc:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Context:
+    """How the semantic channel reads a conversation turn with the turns before it
+    (`recall.context`): its top `pool` candidates scored (1 - mix) x the turn's
+    cosine + mix x the cosine of the window of it and its `turns` earlier turns."""
+
+    mix: float = 0.5
+    turns: int = 2
+    pool: int = 50
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class ChannelQuery:
     """What every channel is asked: the cleaned text and how to read it.
@@ -481,6 +492,7 @@ class ChannelQuery:
     vector: npt.NDArray[np.float32] | None = None
     walk: Walk | None = None  # the graph channel's walk (None: its defaults)
     nearby: Nearby | None = None  # the session channel's reach (None: it does not run)
+    context: Context | None = None  # the semantic channel's turns in context (None: off)
 
 
 # --- altitude digests (recall/digest.py builds them, recall/altitude.py packs them) ---

@@ -55,6 +55,8 @@ from console.indexing import memory_docs
 from console.models import Edge, Memory
 from recall.channels import FTS, SEMANTIC
 from recall.config import RecallConfig, from_mapping
+from recall.context import reading as context_reading
+from recall.context import rescore
 from recall.fusion import fuse, session_prior
 from recall.indexes.pg_text_index import PgTextIndex
 from recall.ports import TextIndex
@@ -62,7 +64,7 @@ from recall.query import clean
 from recall.requests import RecallRequest
 from recall.routing import ROUTINGS, classify, route
 from recall.scope import recall_filter
-from recall.types import Candidate, Filter
+from recall.types import Candidate, Context, Filter
 
 DEPTH = 100
 CHECK_QUERIES = 25
@@ -125,6 +127,8 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
             ablations["default-nocontext"] = (base, (False, True))
         if sessions:
             ablations["default-noprior"] = (replace(base, session_prior=0.0), MAIN)
+        if has_sessions:  # the semantic channel's turns in context (recall/context.py)
+            ablations["default-nocontextmix"] = (replace(base, context_mix=0.0), MAIN)
         # The session neighbourhood (Dakera 004), on every set: off, and as associated items.
         ablations["session-off"] = (replace(base, session_neighbours=False), MAIN)
         ablations["session-channel"] = (replace(base, session_neighbours=True), MAIN)
@@ -170,12 +174,15 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
         if leg in other_fts and f"default-{suffix}" in ablations:
             runs[f"fts-{suffix}"] = [_ranked([c.id for c in f], ext) for f in other_fts[leg]]
     wheres = [recall_filter(planes.store, project=q.project) for q in queries]
+    read: dict[Context, list[list[Candidate]]] = {}  # each reading's semantic legs, once
     for name, (config, leg) in {**configs, **ablations}.items():
         fts_lists = other_fts.get(leg)
         mode = modes.get(name, "channel")
+        semantic = in_context(legs, qvecs, wheres, context_reading(config), read)
         runs[name] = _fused_runs(
-            legs, fts_lists, config, ext, sessions, texts, wheres, mode, clocks.get(name)
-        )
+            legs, fts_lists, config, ext, sessions, texts, wheres, mode, clocks.get(name),
+            semantic,
+        )  # fmt: skip
 
     peer_runs, peer_ms = peers.run_all(queries, qvecs, root, skip=spec.get("skip_peers", False))
     runs |= peer_runs
@@ -213,7 +220,7 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
             for name, ranked in runs.items()
         },
         "latency_ms_mean": {k: round(v * 1000 / n, 3) for k, v in spent.items()} | peer_ms,
-        "engine_check": _engine_check(engine, queries, legs, base, ext, sessions, texts),
+        "engine_check": _engine_check(engine, queries, legs, base, ext, sessions, texts, qvecs),
     }
 
 
@@ -229,6 +236,29 @@ def _classes(texts: Sequence[str], categories: Sequence[Any]) -> dict[str, dict[
     return out
 
 
+def in_context(
+    legs: Sequence[Mapping[str, list[Candidate]]],
+    qvecs: Sequence[Any],
+    wheres: Sequence[Filter],
+    reading: Context | None,
+    read: dict[Context, list[list[Candidate]]],
+) -> list[list[Candidate]] | None:
+    """Each query's semantic leg as Recall's channel reads it under `reading`
+    (`recall.context.rescore` over the leg's top `pool`); None: the plain leg.
+    `read` keeps each reading's legs, so configs that share one read it once."""
+    if reading is None:
+        return None
+    if reading not in read:
+        planes = wiring.planes()
+        assert planes.vectors is not None
+        read[reading] = [
+            rescore(lg[SEMANTIC][: reading.pool], vec, store=planes.store, vectors=planes.vectors,
+                    where=where, context=reading)
+            for lg, vec, where in zip(legs, qvecs, wheres, strict=True)
+        ]  # fmt: skip
+    return read[reading]
+
+
 def _fused_runs(
     legs: Sequence[Mapping[str, list[Candidate]]],
     other_fts: Sequence[list[Candidate]] | None,
@@ -239,6 +269,7 @@ def _fused_runs(
     wheres: Sequence[Filter],
     mode: str = "channel",
     clock: Sequence[datetime] | None = None,
+    semantic: Sequence[list[Candidate]] | None = None,
 ) -> list[list[str]]:
     """Each query's ranking under `config`, routed as Recall routes it, weighed by
     importance, worth and decay as Recall weighs it (`clock`: each query's "now")."""
@@ -250,7 +281,8 @@ def _fused_runs(
         weights = route(
             config.routing, texts[i], dict(config.channel_weights), config.routing_weights
         ).weights
-        both = ((FTS, fts), (SEMANTIC, lg[SEMANTIC]))
+        sem = semantic[i] if semantic is not None else lg[SEMANTIC]
+        both = ((FTS, fts), (SEMANTIC, sem))
         channels = {name: found[: config.depth] for name, found in both if weights[name] > 0}
         fused = fuse(channels, method=config.fusion, weights=weights, k=config.k)
         fused = session_prior(fused, sessions, weight=config.session_prior)
@@ -282,12 +314,16 @@ def _engine_check(
     ext: Mapping[str, str],
     sessions: Mapping[str, str],
     texts: Sequence[str],
+    qvecs: Sequence[Any],
 ) -> dict[str, Any]:
     """Engine.recall's top 10 against the core's, for the default config; and the
     graph channel's effect: the default (graph on) against graph_seeds=0 (off)."""
     config = replace(base, graph_seeds=0)
     wheres = [recall_filter(wiring.planes().store, project=q.project) for q in queries]
-    core = _fused_runs(legs[:CHECK_QUERIES], None, config, ext, sessions, texts, wheres)
+    first = legs[:CHECK_QUERIES]
+    semantic = in_context(first, qvecs[:CHECK_QUERIES], wheres[:CHECK_QUERIES],
+                          context_reading(config), {})  # fmt: skip
+    core = _fused_runs(first, None, config, ext, sessions, texts, wheres, semantic=semantic)
     same = graph_same = 0
     for q, expected in zip(queries[:CHECK_QUERIES], core, strict=False):
         request = RecallRequest(query=q.text, project=q.project, budget=100_000, limit=100)

@@ -1,9 +1,15 @@
-"""The semantic channel: cosine nearest neighbours of the query's embedding."""
+"""The semantic channel: cosine nearest neighbours of the query's embedding.
+
+With `ChannelQuery.context` (Recall's `context_mix` > 0) its top `pool`
+candidates are scored with the turns said before each (`recall.context`)
+and the best `depth` of them returned; without it, the plain cosine ranking.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from recall import context
 from recall.errors import ChannelOff
 from recall.planes import Planes
 from recall.ports import RANK
@@ -19,6 +25,7 @@ class Semantic:
 
     def __init__(self, planes: Planes) -> None:
         self._vectors = planes.vectors
+        self._store = planes.store
 
     def candidates(
         self, query: ChannelQuery, where: Filter, depth: int, seeds: Sequence[Candidate]
@@ -27,4 +34,11 @@ class Semantic:
             raise ChannelOff("no vector index configured")
         if query.vector is None:
             raise ChannelOff("the query was not embedded")
-        return self._vectors.search(query.vector, where=where, limit=depth)
+        reading = query.context
+        if reading is None or reading.mix == 0:
+            return self._vectors.search(query.vector, where=where, limit=depth)
+        found = self._vectors.search(query.vector, where=where, limit=max(depth, reading.pool))
+        return context.rescore(
+            found, query.vector, store=self._store, vectors=self._vectors, where=where,
+            context=reading,
+        )[:depth]  # fmt: skip

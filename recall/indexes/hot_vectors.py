@@ -120,6 +120,13 @@ class _Part:
         if self.index is None and len(self.matrix) > rows:
             self.matrix, self.keys = self.matrix[:rows].copy(), self.keys[:rows].copy()
 
+    def get(self, key: int) -> npt.NDArray[np.float32]:
+        """The vector stored under `key` (as the copy holds it: f32 flat, `dtype` in a graph)."""
+        if self.index is not None:
+            return np.asarray(self.index.get(key, dtype=np.float32), dtype=np.float32)
+        row: npt.NDArray[np.float32] = self.matrix[self.row_of[key]].copy()
+        return row
+
     def remove(self, key: int) -> None:
         if self.index is not None:
             self.index.remove(key)
@@ -280,6 +287,18 @@ class HotVectorIndex:
                     found.extend(self._search_part(part, query, where, limit))
         found.sort(key=lambda pair: (-pair[1], pair[0]))
         return [Candidate(id=i, rank=n, score=s) for n, (i, s) in enumerate(found[:limit], 1)]
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        """From the copy once it is loaded, else from the plane."""
+        self._start()
+        if not self._ready.is_set():
+            return self.inner.vectors(ids)
+        with self._lock:
+            return {
+                i: self._parts[entry.partition].get(entry.key)
+                for i in ids
+                if (entry := self._entries.get(i)) is not None
+            }
 
     def ids(self) -> set[str]:
         return self.inner.ids()

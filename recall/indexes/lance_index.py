@@ -372,6 +372,13 @@ class LanceIndex:
         chunks = [ids[start : start + _DELETE_CHUNK] for start in range(0, len(ids), _DELETE_CHUNK)]
         return self._read_block([_in_list("id", chunk) for chunk in chunks])
 
+    def vectors(self, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        """The stored vector of each of these ids the table holds."""
+        if not ids:
+            return {}
+        found = self.block(list(dict.fromkeys(ids)))
+        return {i: found.vectors[n] for n, i in enumerate(found.ids)}
+
     def blocks(self, size: int) -> Iterator[VectorBlock]:
         """Every row, `size` rows at a time."""
         table = self._handle()

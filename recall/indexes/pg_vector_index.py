@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import psycopg
 from psycopg import sql
 
@@ -53,6 +54,11 @@ def vector_literal(values: Sequence[float] | np.ndarray[Any, Any]) -> str:
     """pgvector's text form of a vector: `[x1,x2,...]` with round-trip float32 digits."""
     array = np.asarray(values, dtype=np.float32)
     return "[" + ",".join(repr(float(x)) for x in array.tolist()) + "]"
+
+
+def parse_vector(text: str) -> npt.NDArray[np.float32]:
+    """A vector from pgvector's text form (`vector_literal`'s inverse)."""
+    return np.array([float(x) for x in text.strip("[]").split(",")], dtype=np.float32)
 
 
 class PgVectorIndex(PgTable):
@@ -234,6 +240,18 @@ class PgVectorIndex(PgTable):
             Candidate(id=i, rank=n, score=1.0 - distance)
             for n, (i, distance) in enumerate(found[:limit], 1)
         ]
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        """The stored vector of each of these ids the table holds (one read)."""
+        if not ids:
+            return {}
+        t = self._ready()
+        with self._db.cursor() as cur:
+            cur.execute(
+                sql.SQL("SELECT id, embedding::text FROM {t} WHERE id = ANY(%s)").format(t=t),
+                (list(ids),),
+            )
+            return {r[0]: parse_vector(r[1]) for r in cur.fetchall()}
 
     def stored_model(self) -> str | None:
         t = self._ready()

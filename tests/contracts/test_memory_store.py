@@ -382,6 +382,34 @@ def test_supersession_is_an_edge_and_associations_follow_the_replacement(writer:
 # --- session neighbourhood (Dakera 004; recall.neighbourhood) ---
 
 
+def test_earlier_turns_are_before_in_order_in_scope_and_live(writer: Writer) -> None:
+    writer.project("alpha")
+    writer.project("beta")
+
+    def turn(project: str, order: int, session: str = "alpha:S1", **kw: Any) -> str:
+        return writer.memory(project, f"t-{project}-{session[-1]}-{order}", kind="episode",
+                             session_id=session, session_order=order, **kw)  # fmt: skip
+
+    one, two, three, four = (turn("alpha", n) for n in (1, 2, 3, 4))
+    after = turn("alpha", 5)
+    other_session = turn("alpha", 3, session="alpha:S2")
+    foreign = turn("beta", 1, session="alpha:S3")
+    seed_after_foreign = turn("alpha", 2, session="alpha:S3")
+    writer.archive(two)
+    store = writer.store
+    alpha = Filter(projects=("alpha",), include_global=False)
+
+    found = store.earlier_turns([four, three, other_session, seed_after_foreign, "nope"],
+                                where=alpha, turns=2)  # fmt: skip
+
+    assert found == {four: (three,), three: (one,)}  # two is archived, after is later
+    assert store.earlier_turns([four], where=Filter(active_only=False), turns=2) == {
+        four: (three, two)
+    }
+    assert store.earlier_turns([after], where=alpha, turns=0) == {}
+    assert foreign not in str(found)
+
+
 def test_session_neighbours_are_near_in_scope_live_and_capped(writer: Writer) -> None:
     writer.project("alpha")
     writer.project("beta")

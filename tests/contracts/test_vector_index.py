@@ -187,6 +187,18 @@ def test_delete_removes_rows_and_ignores_unknown_ids(index: VectorIndex) -> None
     assert ids(index.search(X, where=EVERYTHING, limit=5)) == ["m", "o"]
 
 
+def test_vectors_returns_the_stored_vectors_of_known_ids(index: VectorIndex) -> None:
+    y = unit(0, 1)
+    index.upsert([row("x", X), row("y", y, project="b", active=False), row("z", unit(1, 1))])
+
+    found = index.vectors(["y", "x", "unknown"])
+
+    assert sorted(found) == ["x", "y"]  # whatever the scope: a read by id
+    np.testing.assert_allclose(found["x"], X, atol=1e-3)  # the hot copy may hold f16
+    np.testing.assert_allclose(found["y"], y, atol=1e-3)
+    assert index.vectors([]) == {}
+
+
 def test_delete_nothing_is_fine(index: VectorIndex) -> None:
     index.upsert([row("m", X)])
     index.delete([])
