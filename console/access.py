@@ -357,8 +357,13 @@ def memory_write(
 ) -> Written:
     """Create a memory in one of the token's projects (unless its exact text is there)."""
     _writer(access)
+    target = _project(access, project)
+    embedded = selectors.write_embedding(
+        project=target.slug, name=str(fields.get("name", "")),
+        description=str(fields.get("description", "")), body=str(fields.get("body") or ""),
+    )  # fmt: skip
     outcome = services.memory_write(
-        project=_project(access, project), force=force, **{"agent_id": access.agent, **fields}
+        project=target, force=force, embedded=embedded, **{"agent_id": access.agent, **fields}
     )
     hint = _hint(outcome.memory) if outcome.created else None
     return Written(outcome.memory, outcome.created, hint)

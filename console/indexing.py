@@ -31,20 +31,24 @@ import shutil
 import socket
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
 from pathlib import Path
 from typing import TypeVar
 
+import numpy as np
+import numpy.typing as npt
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from console import digesting, store, wiring
-from console.models import IndexJob, Memory, Note
+from console.models import IndexJob, KnownVector, Memory, Note
+from recall import dedup
+from recall.errors import RecallError
 from recall.indexes import layout
 from recall.indexes.hot_vectors import Replicable
 from recall.locks import FileLock
@@ -251,7 +255,9 @@ def _apply(jobs: list[IndexJob]) -> None:
     docs += note_docs(Note.objects.filter(pk__in=note_ids))
     present = {d.id for d in docs}
     gone = sorted((memory_ids | note_ids) - present)
-    write_docs(docs)
+    known = _known(docs)
+    write_docs(docs, known=known)
+    _forget_known(known)
     if gone:
         wiring.text_index().delete(gone)
         vectors = wiring.vector_index()
@@ -288,6 +294,66 @@ def apply_digests(*, limit: int | None = None) -> ApplyReport:
         IndexJob.objects.filter(pk=job.pk).delete()
         report.applied += 1
     return report
+
+
+# --- one embedding per write (KnownVector) ---
+# An agent's write embeds its text in the request for the dedup hint; the
+# request keeps that vector (`keep`, in the write's transaction) and `_apply`
+# uses it instead of embedding the text again (`_known`), matched by
+# `Doc.embedding_hash`, so an edit in between only costs the re-embedding.
+# Rows nobody takes (a duplicate that was not written) go after KNOWN_TTL.
+KNOWN_TTL = timedelta(hours=1)
+
+
+@dataclass(frozen=True, slots=True)
+class Embedded:
+    """A memory's text embedded before its write: the vector and its embedding hash."""
+
+    key: str
+    vector: npt.NDArray[np.float32]
+
+
+def embedded(*, project: str | None, name: str, description: str, body: str) -> Embedded | None:
+    """The vector the planes will store for a memory with these fields, embedded now
+    (call it outside the write's transaction); None without an embedder or on its trouble."""
+    embedder = wiring.embedder()
+    if embedder is None:
+        return None
+    doc = dedup.probe(project, name, description, body)
+    try:
+        vector = np.asarray(embedder.embed([doc.embedding_text()])[0], dtype=np.float32)
+    except RecallError as exc:
+        log.warning("embedding before the write skipped: %s", exc)
+        return None
+    return Embedded(doc.embedding_hash(embedder.model), vector)
+
+
+def keep(found: Embedded) -> None:
+    """Store a request's vector for the worker, in the caller's transaction."""
+    row = KnownVector(key=found.key, vector=found.vector.tobytes(), created=timezone.now())
+    KnownVector.objects.bulk_create(
+        [row], update_conflicts=True, unique_fields=["key"], update_fields=["vector", "created"]
+    )
+
+
+def _known(docs: Sequence[Doc]) -> dict[str, Vectors]:
+    """The kept vectors of these docs' texts, by embedding hash (right length only)."""
+    embedder = wiring.embedder()
+    if embedder is None or not docs:
+        return {}
+    keys = [d.embedding_hash(embedder.model) for d in docs if d.item == MEMORY]
+    rows = KnownVector.objects.filter(key__in=keys).values_list("key", "vector")
+    found = {key: np.frombuffer(bytes(blob), dtype=np.float32) for key, blob in rows}
+    return {key: v for key, v in found.items() if v.shape == (embedder.dims,)}
+
+
+def _forget_known(used: Iterable[str]) -> None:
+    """Drop the vectors just used and those nobody took in KNOWN_TTL."""
+    stale = Q(created__lt=timezone.now() - KNOWN_TTL)
+    KnownVector.objects.filter(Q(key__in=list(used)) | stale).delete()
+
+
+# --- end one embedding per write ---
 
 
 def write_docs(docs: list[Doc], *, known: Mapping[str, Vectors] | None = None) -> int:

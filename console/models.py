@@ -326,6 +326,15 @@ class IndexJob(models.Model):
         ordering = ["id"]
 
 
+class KnownVector(models.Model):
+    """A vector a request embedded, kept for the index worker (console/indexing.py
+    `keep` / `_known`): `key` is the text's `Doc.embedding_hash` under its model."""
+
+    key = models.CharField(max_length=64, unique=True)
+    vector = models.BinaryField()
+    created = models.DateTimeField(default=timezone.now, db_index=True)
+
+
 class Digest(models.Model):
     """A project's altitude digest (recall/digest.py): `key` is the project's slug, "" for
     the global memories. Rebuilt by the outbox (`item="digest"` jobs, console/digesting.py);

@@ -239,6 +239,15 @@ def memory_dedup_hint(
     )
 
 
+def write_embedding(
+    *, project: str | None, name: str, description: str, body: str = ""
+) -> indexing.Embedded | None:
+    """A memory's vector embedded before its write (one embedding per write: the
+    dedup hint reads it from the embedder's cache, the index worker from the
+    outbox's KnownVector row)."""
+    return indexing.embedded(project=project, name=name, description=description, body=body)
+
+
 PlaneDrift = indexing.PlaneDrift  # what index_status reports per plane
 
 

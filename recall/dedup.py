@@ -60,6 +60,15 @@ def threshold(config: DedupConfig, *, model: str, kind: str) -> float:
     return config.threshold or durable
 
 
+def probe(project: str | None, name: str, description: str, body: str) -> Doc:
+    """A memory about to be written as the vector plane will embed it (its
+    `embedding_text` and `embedding_hash` are the stored row's)."""
+    return Doc(
+        id="", item=MEMORY, project=project, active=True, kind="", name=name, title=name,
+        description=description, body=body,
+    )  # fmt: skip
+
+
 def hint(
     planes: Planes,
     *,
@@ -76,10 +85,7 @@ def hint(
     minimum = threshold(config, model=planes.embedder.model, kind=kind)
     try:
         where = recall_filter(planes.store, project=project, scope="memories")
-        text = Doc(
-            id="", item=MEMORY, project=project, active=True, kind="", name=name,
-            title=name, description=description, body=body,
-        ).embedding_text()  # fmt: skip
+        text = probe(project, name, description, body).embedding_text()
         vector = planes.embedder.embed([text])[0]
         found = planes.vectors.search(vector, where=where, limit=config.candidates + 1)
         found = [c for c in found if c.id != exclude_id and c.score >= minimum]

@@ -64,8 +64,19 @@ def _message(exc: ValidationError) -> str:
 
 
 @transaction.atomic
-def memory_write(*, project: Project, force: bool = False, **fields: Any) -> Outcome:
-    """Create a memory unless its exact text is already there (see the module docstring)."""
+def memory_write(
+    *,
+    project: Project,
+    force: bool = False,
+    embedded: indexing.Embedded | None = None,
+    **fields: Any,
+) -> Outcome:
+    """Create a memory unless its exact text is already there (see the module docstring).
+
+    `embedded`: its text's vector, embedded by the caller before this transaction
+    (`indexing.embedded`), kept for the index worker so it does not embed it again."""
+    if embedded is not None:
+        indexing.keep(embedded)
     try:
         return memory_write_batch(project=project, items=[fields], force=force)[0]
     except ValidTimeError as exc:  # one memory: the field as the caller named it

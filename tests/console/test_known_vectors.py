@@ -1,0 +1,91 @@
+"""One embedding per write: the request's vector reaches the index worker (console/indexing.py).
+
+An agent's write embeds its text once, before the transaction (the dedup hint
+reads it from the embedder's cache); the vector is kept in the outbox's
+KnownVector row and the worker stores it instead of embedding the text again.
+A text edited in between is embedded again; rows nobody takes are swept.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+from django.utils import timezone
+
+from console import indexing, services, wiring
+from console.models import KnownVector, Memory
+from recall import dedup
+from tests.console.api_world import World, call, world_fixture  # noqa: F401
+
+BODY = {"project": "alpha", "name": "quokka-ferry", "kind": "fact",
+        "description": "The quokka ferry leaves at dawn", "body": "Bring a coat."}  # fmt: skip
+
+
+@pytest.fixture
+def embedded(monkeypatch: Any) -> list[str]:
+    """Every text the embedder embeds from now on."""
+    embedder = wiring.embedder()
+    assert embedder is not None
+    seen: list[str] = []
+    real = embedder.embed
+
+    def spy(texts: Any) -> Any:
+        seen.extend(texts)
+        return real(texts)
+
+    monkeypatch.setattr(embedder, "embed", spy)
+    return seen
+
+
+def test_the_worker_stores_the_requests_vector_without_embedding_again(
+    world: World, embedded: list[str], monkeypatch: Any
+) -> None:
+    kept: list[indexing.Embedded] = []
+    real_keep = indexing.keep
+    monkeypatch.setattr(indexing, "keep", lambda found: (kept.append(found), real_keep(found)))
+
+    reply = call(world.client("alpha"), "post", "/memories", BODY)
+    indexing.apply_pending()  # the worker (in the PostgreSQL profile: already in the write)
+
+    assert reply.status_code == 201, reply.content
+    memory_id = reply.json()["memory"]["id"]
+    # One text, asked twice: before the write and by the dedup hint (the embedder's
+    # cache answers that); the planes' write asked for nothing (a third call without
+    # the kept vector).
+    assert len(embedded) == 2 and len(set(embedded)) == 1
+    assert not KnownVector.objects.exists()
+    vectors = wiring.vector_index()
+    assert vectors is not None
+    np.testing.assert_allclose(vectors.vectors([memory_id])[memory_id], kept[0].vector)
+    found = call(world.client("alpha"), "post", "/recall", {"query": "when does the ferry go"})
+    assert memory_id in [i["id"] for i in found.json()["items"]]
+
+
+def test_a_text_edited_before_the_worker_is_embedded_again(world: World) -> None:
+    reply = call(world.client("alpha"), "post", "/memories", BODY)
+    memory_id = reply.json()["memory"]["id"]
+    edited = "The quokka ferry is gone"
+    services.memory_update(memory=Memory.objects.get(pk=memory_id), description=edited)
+
+    indexing.apply_pending()
+
+    embedder, vectors = wiring.embedder(), wiring.vector_index()
+    assert embedder is not None and vectors is not None
+    now = dedup.probe("alpha", BODY["name"], edited, BODY["body"]).embedding_text()
+    np.testing.assert_allclose(
+        vectors.vectors([memory_id])[memory_id], embedder.embed([now])[0], atol=1e-6
+    )
+
+
+def test_kept_vectors_nobody_takes_are_swept_after_their_ttl(world: World) -> None:
+    old = timezone.now() - indexing.KNOWN_TTL - timedelta(minutes=1)
+    KnownVector.objects.create(key="old", vector=np.zeros(384, np.float32).tobytes(), created=old)
+    KnownVector.objects.create(key="new", vector=np.zeros(384, np.float32).tobytes())
+    services.memory_update(memory=world.memories["alpha"], description="A change to index")
+
+    indexing.apply_pending()
+
+    assert list(KnownVector.objects.values_list("key", flat=True)) == ["new"]
