@@ -57,7 +57,7 @@ MID_APPLY = textwrap.dedent(
     call_command("migrate", verbosity=0)
     project = services.project_create(slug="ops")
 
-    def die_mid_batch(docs):
+    def die_mid_batch(docs, **planes):
         assert IndexJob.objects.exclude(claimed_by="").count() == 1  # claimed, then killed
         os.kill(os.getpid(), signal.SIGKILL)
 
