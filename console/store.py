@@ -270,12 +270,6 @@ def _tagged(where: Filter, column: str) -> Q:
     return q
 
 
-def _turns(rows: QuerySet[Memory]) -> list[tuple[str, str, int]]:
-    """(id, session_id, session_order) of the rows that have an order."""
-    found = rows.values_list("pk", "session_id", "session_order")
-    return [(pk, session, order) for pk, session, order in found if order is not None]
-
-
 def _memories(where: Filter) -> QuerySet[Memory]:
     rows = Memory.objects.filter(_scope(where)).select_related("project")
     if where.active_only:
@@ -354,6 +348,17 @@ _REPLACED = Prepared(
     ),
     model=Memory,
     columns=("id", "superseded_by_id"),
+)
+
+# The semantic channel's pool: each memory's place in its session (`earlier_turns`).
+_SEATS = Prepared(
+    lambda n, *ids: (
+        Memory.objects.filter(pk__in=ids, session_order__isnull=False)
+        .exclude(session_id="")
+        .order_by()
+    ),
+    model=Memory,
+    columns=("pk", "session_id", "session_order"),
 )
 
 _ISOLATION = Prepared(
@@ -512,21 +517,28 @@ class DjangoStore:
     def earlier_turns(
         self, ids: Sequence[str], *, where: Filter, turns: int
     ) -> dict[str, tuple[str, ...]]:
-        """Two plain reads: the seeds' (session, order), then the rows at the orders
-        before them in those sessions (session index); `turns_before` matches them."""
-        seeds = _turns(
-            Memory.objects.filter(pk__in=list(ids), session_order__isnull=False).exclude(
-                session_id=""
-            )
-        )
-        if not seeds or turns <= 0:
+        """Two reads: the seeds' (session, order) (compiled once: the semantic channel
+        asks for its whole pool on every Recall), then the live rows in scope at the
+        orders before them in those sessions (session index); `turns_before` matches."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted or turns <= 0:
             return {}
-        sessions = {session for _, session, _ in seeds}
-        orders = {order - d for _, _, order in seeds for d in range(1, turns + 1)}
-        rows = _memories(where).filter(
+        seeds = [(pk, session, order) for pk, session, order in _SEATS.rows(len(wanted), *wanted)]
+        if not seeds:
+            return {}
+        sessions = sorted({session for _, session, _ in seeds})
+        orders = sorted({order - d for _, _, order in seeds for d in range(1, turns + 1)})
+        found = _memories(where).filter(
             live(self.clock()), session_id__in=sessions, session_order__in=orders
         )
-        return turns_before(seeds, _turns(rows), turns)
+        rows = [
+            (pk, session, order)
+            for pk, session, order in found.order_by().values_list(
+                "pk", "session_id", "session_order"
+            )
+            if order is not None
+        ]
+        return turns_before(seeds, rows, turns)
 
     def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]:
         """Exact id (lane 0), exact name/slug (1), id prefix of 8+ characters (2).

@@ -19,7 +19,8 @@ session as it is now. A candidate with no earlier turn keeps its cosine.
 Chosen on the development sets (`manage.py bench quality`, README
 "Retrieval"): on LoCoMo turns, R@10 / nDCG@10 of the fused default 0.800 /
 0.605 without, 0.810 / 0.614 with mix 0.5 over the top 50 (a pool of 100:
-0.808 / 0.615 for 3 ms more per Recall at 100k; mix 0.3: 0.810 / 0.610).
+0.808 / 0.615 for 5 ms more per Recall at 100k; mix 0.3: 0.810 / 0.610);
+at 100k the pool of 50 adds 2.0 ms to Recall's p50.
 Offline, on the same legs: the two turns before beat one (0.810 / 0.607),
 both sides (0.806 / 0.610) and three (0.807 / 0.609); embedding the window's
 text as a second vector per turn (twice the embedding work at every write)
