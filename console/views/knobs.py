@@ -105,6 +105,14 @@ HELP: dict[str, dict[str, tuple[str, str]]] = {
         "session_cap": ("Session: most per result", "How many neighbours one result may bring."),
         "session_decay": ("Per-turn discount", "A neighbour two turns away counts this much less."),
         # --- end session neighbourhood ---
+        # --- meaning in context (recall/context.py) ---
+        "context_mix": (
+            "Meaning in context",
+            "0 to 1. How much a turn's meaning is read with the turns before it. 0 turns it off.",
+        ),
+        "context_turns": ("Context: turns before", "How many earlier turns a turn is read with."),
+        "context_pool": ("Context: results read", "How many meaning matches are read in context."),
+        # --- end meaning in context ---
         "favorite_boost": ("Starred boost", "Starred memories' scores are multiplied by this."),
         "usage_boost": ("Usage boost", "How much being useful to agents before lifts a memory."),
         # --- importance, worth, decay (recall/worth.py, recall/decay.py) ---
