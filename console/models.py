@@ -140,7 +140,9 @@ class Memory(models.Model):
     class Meta:
         ordering = ["-updated", "-id"]
         indexes = [
-            models.Index(fields=["project", "invalid_at", "kind"]),
+            # expires_at last: the briefing's count over a scope reads only this index
+            # (with the scope as project ids, `store.count`): 100k, 58 -> 3 ms.
+            models.Index(fields=["project", "invalid_at", "kind", "expires_at"]),
             models.Index(fields=["name"]),
             models.Index(fields=["updated"]),
             # The briefing's newest-first reads of starred memories and of constraints
