@@ -43,3 +43,19 @@ def import_path(path: Path) -> dict[str, float]:
 def external_ids() -> dict[str, str]:
     """Memory primary key -> the dataset's own id (Memory.external_id)."""
     return dict(Memory.objects.exclude(external_id="").values_list("pk", "external_id"))
+
+
+def vector_copy_ready() -> dict[str, float]:
+    """Wait for the in-process vector copy (when configured); its load time in s.
+
+    Until it is loaded LanceDB answers searches, with slightly different
+    scores: a harness that compares or times searches waits for it first."""
+    from console import wiring
+    from recall.indexes.hot_vectors import HotVectorIndex
+
+    vectors = wiring.vector_index()
+    if not isinstance(vectors, HotVectorIndex):
+        return {}
+    started = time.perf_counter()
+    vectors.wait_ready()
+    return {"vector_copy_load_s": round(time.perf_counter() - started, 2)}

@@ -109,7 +109,7 @@ def _ranked(ids: Sequence[str], ext: Mapping[str, str]) -> list[str]:
 def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
     """The worker job: import, query, score. Returns the report body."""
     loading.migrate()
-    load = loading.import_path(Path(spec["dataset"]))
+    load = loading.import_path(Path(spec["dataset"])) | loading.vector_copy_ready()
     ext = loading.external_ids()
     sessions = dict(Memory.objects.exclude(session_id="").values_list("pk", "session_id"))
     queries = read_queries(Path(spec["queries"]), spec.get("limit_queries"))

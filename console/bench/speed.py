@@ -231,6 +231,7 @@ def _text_plane_build() -> dict[str, float]:
 
 def _serve(spec: Mapping[str, Any]) -> dict[str, Any]:
     from console import selectors, wiring
+    from console.bench import loading
 
     out: dict[str, Any] = {"loadavg_start": loadavg()}
     out |= _text_plane_build() if spec.get("build_text") else {}
@@ -242,7 +243,7 @@ def _serve(spec: Mapping[str, Any]) -> dict[str, Any]:
     embedder = wiring.embedder()
     if embedder is not None and hasattr(embedder, "cache_size"):
         embedder.cache_size = 0  # distinct texts anyway; the engine's own cache stays
-    out |= _vector_copy_ready()
+    out |= loading.vector_copy_ready()
     selectors.warm()  # as a gunicorn worker does on start (console/gunicorn.conf.py)
     ops: dict[str, dict[str, float]] = {}
     palette = _palette_caller()
@@ -337,19 +338,6 @@ def _cold_recalls(pairs: Sequence[tuple[str, str | None]]) -> dict[str, dict[str
         "recall as_of (cold)": percentiles(timed(recall_as_of("as_of"), pairs)),
         "recall recorded_as_of (cold)": percentiles(timed(recall_as_of("recorded_as_of"), pairs)),
     }
-
-
-def _vector_copy_ready() -> dict[str, float]:
-    """Wait for the in-process vector copy (when configured); its load time in s."""
-    from console import wiring
-    from recall.indexes.hot_vectors import HotVectorIndex
-
-    vectors = wiring.vector_index()
-    if not isinstance(vectors, HotVectorIndex):
-        return {}
-    started = time.perf_counter()
-    vectors.wait_ready()
-    return {"vector_copy_load_s": round(time.perf_counter() - started, 2)}
 
 
 def _api_writes(pairs: Sequence[tuple[str, str | None]]) -> list[float]:
