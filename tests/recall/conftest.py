@@ -47,6 +47,13 @@ def make_memory(n: int, name: str | None = None, **overrides: Any) -> Record:
     return Record(**values)
 
 
+def make_turn(n: int, order: int | None, *, session: str = "alpha:S1", **kw: Any) -> Record:
+    """An episode of `session` at `order`, happening at NOW (unless told otherwise)."""
+    values: dict[str, Any] = {"occurred_at": NOW, "kind": "episode"}
+    values.update(kw)
+    return make_memory(n, session_id=session, session_order=order, **values)
+
+
 def make_note(n: int, title: str, **overrides: Any) -> Record:
     return make_memory(
         n, title.lower().replace(" ", "-"), item="note", kind="", title=title, **overrides

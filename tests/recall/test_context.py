@@ -13,16 +13,11 @@ from recall.context import reading, rescore
 from recall.planes import Planes
 from recall.testing import InMemoryStore, InMemoryTextIndex, InMemoryVectorIndex
 from recall.types import Candidate, ChannelQuery, Context, Filter, VectorRow
-from tests.recall.conftest import NOW, make_memory, uid
+from tests.recall.conftest import make_memory, uid
+from tests.recall.conftest import make_turn as turn
 
 ALPHA = Filter(projects=("alpha",))
 Q = np.array([1.0, 0.0, 0.0], dtype=np.float32)
-
-
-def turn(n: int, order: int | None, *, session: str = "alpha:S1", **kw: object):  # type: ignore[no-untyped-def]
-    values: dict[str, object] = {"occurred_at": NOW, "kind": "episode"}
-    values.update(kw)
-    return make_memory(n, session_id=session, session_order=order, **values)
 
 
 def planes_with(records, vectors):  # type: ignore[no-untyped-def]

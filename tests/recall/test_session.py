@@ -15,16 +15,10 @@ from recall.requests import RecallRequest
 from recall.testing import InMemoryStore, InMemoryTextIndex
 from recall.types import Candidate, ChannelQuery, Filter, Nearby, Neighbour
 from tests.recall.conftest import NOW, MakeEngine, make_memory, uid
+from tests.recall.conftest import make_turn as turn
 
 ALPHA = Filter(projects=("alpha",))
 RRF = RecallConfig(fusion="rrf", channel_weights={"fts": 1.0, "session": 1.0})
-
-
-def turn(n: int, order: int | None, *, session: str = "alpha:S1", **kw: object):  # type: ignore[no-untyped-def]
-    """An episode of `session` at `order`, happening at NOW (unless told otherwise)."""
-    values: dict[str, object] = {"occurred_at": NOW, "kind": "episode"}
-    values.update(kw)
-    return make_memory(n, session_id=session, session_order=order, **values)
 
 
 def test_neighbours_are_within_the_turns_nearest_first_and_capped():
