@@ -120,12 +120,14 @@ class _Part:
         if self.index is None and len(self.matrix) > rows:
             self.matrix, self.keys = self.matrix[:rows].copy(), self.keys[:rows].copy()
 
-    def get(self, key: int) -> npt.NDArray[np.float32]:
-        """The vector stored under `key` (as the copy holds it: f32 flat, `dtype` in a graph)."""
+    def rows(self, keys: Sequence[int]) -> npt.NDArray[np.float32]:
+        """The vectors stored under `keys`, in order (as the copy holds them: f32 flat,
+        `dtype` in a graph)."""
         if self.index is not None:
-            return np.asarray(self.index.get(key, dtype=np.float32), dtype=np.float32)
-        row: npt.NDArray[np.float32] = self.matrix[self.row_of[key]].copy()
-        return row
+            wanted = np.asarray(keys, dtype=np.uint64)
+            return np.stack(self.index.get(wanted, dtype=np.float32)).astype(np.float32)
+        found: npt.NDArray[np.float32] = self.matrix[[self.row_of[int(k)] for k in keys]]
+        return found
 
     def remove(self, key: int) -> None:
         if self.index is not None:
@@ -161,10 +163,7 @@ class _Part:
         if not keys:
             return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.float32)
         wanted = np.asarray(keys, dtype=np.uint64)
-        if self.index is not None:
-            vectors = np.stack(self.index.get(wanted, dtype=np.float32)).astype(np.float32)
-        else:
-            vectors = self.matrix[[self.row_of[int(k)] for k in keys]]
+        vectors = self.rows(keys)
         found = search(vectors, query, min(count, len(keys)), metric="cos", exact=True, threads=1)
         return wanted[found.keys], found.distances
 
@@ -295,7 +294,7 @@ class HotVectorIndex:
             return self.inner.vectors(ids)
         with self._lock:
             return {
-                i: self._parts[entry.partition].get(entry.key)
+                i: self._parts[entry.partition].rows([entry.key])[0]
                 for i in ids
                 if (entry := self._entries.get(i)) is not None
             }
