@@ -82,9 +82,11 @@ class Replicable(Protocol):
 class _Part:
     """One partition: its rows' vectors, searched exactly while few, by HNSW past `exact_below`.
 
-    Flat, the vectors sit in a matrix (swap-remove on delete) scanned with
-    USearch's SIMD kernels; past `exact_below` rows they move into a USearch
-    HNSW index, built in one multi-threaded add. `items` holds each key's
+    Flat, the vectors sit in a matrix (swap-remove on delete) beside their
+    inverse norms, scanned with one BLAS matrix-vector product (`_nearest`:
+    0.45 ms at 10,700 x 384 on one core where USearch's exact search took
+    2.96 ms); past `exact_below` rows they move into a USearch HNSW index,
+    built in one multi-threaded add. `items` holds each key's
     item, kind and facets for the filters the partition itself does not encode.
     """
 
@@ -94,6 +96,7 @@ class _Part:
         self.index: Any = None  # the HNSW index, once the partition outgrows the flat matrix
         self.matrix = np.empty((0, dims), dtype=np.float32)
         self.keys = np.empty(0, dtype=np.uint64)
+        self.scale = np.empty(0, dtype=np.float32)  # each row's 1 / norm (0 for a zero row)
         self.row_of: dict[int, int] = {}
 
     def __len__(self) -> int:
@@ -108,8 +111,10 @@ class _Part:
             grown = max(len(self.matrix) * 3 // 2, rows + len(keys), 64)
             self.matrix = np.resize(self.matrix, (grown, self.dims))
             self.keys = np.resize(self.keys, grown)
+            self.scale = np.resize(self.scale, grown)
         self.matrix[rows : rows + len(keys)] = vectors
         self.keys[rows : rows + len(keys)] = keys
+        self.scale[rows : rows + len(keys)] = _inverse_norms(self.matrix[rows : rows + len(keys)])
         self.row_of.update((int(k), rows + n) for n, k in enumerate(keys))
         if len(self.row_of) > self.exact_below:
             self._to_graph()
@@ -119,6 +124,7 @@ class _Part:
         rows = len(self.row_of)
         if self.index is None and len(self.matrix) > rows:
             self.matrix, self.keys = self.matrix[:rows].copy(), self.keys[:rows].copy()
+            self.scale = self.scale[:rows].copy()
 
     def rows(self, keys: Sequence[int]) -> npt.NDArray[np.float32]:
         """The vectors stored under `keys`, in order (as the copy holds them: f32 flat,
@@ -139,6 +145,7 @@ class _Part:
             moved = int(self.keys[last])
             self.matrix[row] = self.matrix[last]
             self.keys[row] = moved
+            self.scale[row] = self.scale[last]
             self.row_of[moved] = row
 
     def search(
@@ -148,24 +155,20 @@ class _Part:
         if self.index is not None:
             found = self.index.search(query, count)
             return found.keys, found.distances
-        from usearch.index import search
-
         rows = len(self.row_of)
-        found = search(self.matrix[:rows], query, count, metric="cos", exact=True, threads=1)
-        return self.keys[found.keys], found.distances
+        at, distances = _nearest(self.matrix[:rows], self.scale[:rows], query, count)
+        return self.keys[at], distances
 
     def search_among(
         self, query: npt.NDArray[np.float32], keys: Sequence[int], count: int
     ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]:
         """(keys, cosine distances) of the `count` nearest of these rows, exactly."""
-        from usearch.index import search
-
         if not keys:
             return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.float32)
         wanted = np.asarray(keys, dtype=np.uint64)
         vectors = self.rows(keys)
-        found = search(vectors, query, min(count, len(keys)), metric="cos", exact=True, threads=1)
-        return wanted[found.keys], found.distances
+        at, distances = _nearest(vectors, _inverse_norms(vectors), query, count)
+        return wanted[at], distances
 
     def _to_graph(self) -> None:
         from usearch.index import Index
@@ -176,6 +179,36 @@ class _Part:
         self.index, self.row_of = index, {}
         self.matrix = np.empty((0, self.dims), dtype=np.float32)
         self.keys = np.empty(0, dtype=np.uint64)
+        self.scale = np.empty(0, dtype=np.float32)
+
+
+def _inverse_norms(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """1 / each row's norm, 0 for a zero row (whose cosine with anything is then 0)."""
+    norms = np.linalg.norm(vectors, axis=1)
+    out: npt.NDArray[np.float32] = np.divide(
+        1.0, norms, out=np.zeros_like(norms), where=norms > 0
+    ).astype(np.float32)
+    return out
+
+
+def _nearest(
+    vectors: npt.NDArray[np.float32],
+    scale: npt.NDArray[np.float32],
+    query: npt.NDArray[np.float32],
+    count: int,
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float32]]:
+    """(row positions, cosine distances) of the `count` rows nearest `query`, nearest
+    first (equal distances by position): one product, a partition, a sort of the top."""
+    norm = float(np.linalg.norm(query))
+    similarity = (vectors @ query) * scale * (1.0 / norm if norm > 0 else 0.0)
+    count = min(count, len(similarity))
+    if count <= 0:
+        return np.empty(0, dtype=np.intp), np.empty(0, dtype=np.float32)
+    top = np.argpartition(-similarity, count - 1)[:count] if count < len(similarity) else None
+    top = np.arange(len(similarity)) if top is None else np.sort(top)
+    at = top[np.argsort(-similarity[top], kind="stable")]
+    distances: npt.NDArray[np.float32] = (1.0 - similarity[at]).astype(np.float32)
+    return at, distances
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,12 +325,16 @@ class HotVectorIndex:
         self._start()
         if not self._ready.is_set():
             return self.inner.vectors(ids)
+        by_part: dict[Partition, list[tuple[str, int]]] = {}
         with self._lock:
-            return {
-                i: self._parts[entry.partition].rows([entry.key])[0]
-                for i in ids
-                if (entry := self._entries.get(i)) is not None
-            }
+            for i in ids:
+                if (entry := self._entries.get(i)) is not None:
+                    by_part.setdefault(entry.partition, []).append((i, entry.key))
+            out: dict[str, npt.NDArray[np.float32]] = {}
+            for partition, pairs in by_part.items():  # one read per partition
+                rows = self._parts[partition].rows([key for _, key in pairs])
+                out.update(zip((i for i, _ in pairs), rows, strict=True))
+            return out
 
     def ids(self) -> set[str]:
         return self.inner.ids()
