@@ -31,7 +31,6 @@ summaries, SciFact) do not change.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
@@ -85,15 +84,23 @@ def rescore(
     wanted = {i for c in found if c.id in before for i in (c.id, *before[c.id])}
     stored = vectors.vectors(sorted(wanted))
     q = np.asarray(query, dtype=np.float32).reshape(-1)
-    scored = []
-    for c in found:
-        parts = [stored[i] for i in (c.id, *before.get(c.id, ())) if i in stored]
-        score = c.score
-        if len(parts) > 1 and c.id in stored:
-            window = np.sum(parts, axis=0)
-            norm = float(np.linalg.norm(window))
+    placed: list[int] = []  # positions in `found` that have a window
+    windows = []
+    for n, c in enumerate(found):
+        parts = [stored[i] for i in before.get(c.id, ()) if i in stored]
+        if parts and c.id in stored:
+            placed.append(n)
+            windows.append(sum(parts, stored[c.id]))
+    scores = [c.score for c in found]
+    if windows:
+        block = np.stack(windows)
+        norms = np.linalg.norm(block, axis=1)
+        cosines = (block @ q) / np.where(norms > 0, norms, 1.0)
+        for n, cosine, norm in zip(placed, cosines.tolist(), norms.tolist(), strict=True):
             if norm > 0:
-                score = (1 - context.mix) * c.score + context.mix * float(q @ window) / norm
-        scored.append(replace(c, score=score))
-    scored.sort(key=lambda c: (-c.score, c.id))
-    return [replace(c, rank=n) for n, c in enumerate(scored, 1)]
+                scores[n] = (1 - context.mix) * scores[n] + context.mix * cosine
+    order = sorted(range(len(found)), key=lambda n: (-scores[n], found[n].id))
+    return [
+        Candidate(found[n].id, rank, scores[n], found[n].snippet, found[n].path, found[n].distance)
+        for rank, n in enumerate(order, 1)
+    ]

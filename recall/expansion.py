@@ -40,6 +40,8 @@ def wanted(where: Filter, *, limit: int) -> bool:
 
 
 def _with_paths(fused: Fused, paths: Mapping[tuple[str, str], Candidate]) -> Fused:
+    if not any((p.channel, fused.id) in paths for p in fused.sources):
+        return fused
     sources = tuple(
         replace(p, hops=_hops(c), path=c.path) if (c := paths.get((p.channel, fused.id))) else p
         for p in fused.sources

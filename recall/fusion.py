@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from recall.results import Provenance
 from recall.types import Candidate
@@ -159,8 +159,9 @@ def session_prior(
         session = sessions.get(f.id) or ""
         if session and f.score > best.get(session, -math.inf):
             best[session] = f.score
-    lifted = [
-        replace(f, score=f.score + weight * best.get(sessions.get(f.id) or "", f.score))
+    lifted = [  # the constructor, not dataclasses.replace: this runs per hit per Recall
+        Fused(f.id, f.score + weight * best.get(sessions.get(f.id) or "", f.score), f.sources,
+              f.snippet)
         for f in fused
-    ]
+    ]  # fmt: skip
     return sorted(lifted, key=lambda f: (-f.score, f.id))
