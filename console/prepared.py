@@ -17,9 +17,13 @@ JSON decoded by the field's own `from_db_value`, booleans as bool.
 
 A shape is identified by a key the caller gives (for example the scope
 filter and the number of ids); everything not passed as an argument is part
-of the shape. Preparing refuses a query whose SQL does not carry every
-placeholder verbatim as a parameter (a LIKE pattern, say), so a value can
-never be silently baked into a cached statement. Shapes are cached per
+of the shape. Arguments are strings, integers or datetimes: each is built
+with a placeholder of its own type (a marked string, an integer, a moment in
+year 1) that the ORM passes through to a parameter, and bound as the
+database's adapter would pass the real value; the types are part of the shape.
+Preparing refuses a query whose SQL does not carry every placeholder verbatim
+as a parameter (a LIKE pattern, say), so a value can never be silently baked
+into a cached statement. Shapes are cached per
 database (alias and name), in a bounded LRU.
 """
 
@@ -28,7 +32,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import connections
@@ -36,6 +40,8 @@ from django.db.models import Field, Model, QuerySet
 from django.utils.dateparse import parse_datetime
 
 _MARK = "\x00prepared-arg-{}\x00"
+_NUMBER = -987_654_321_000  # integer placeholders count down from here
+_MOMENT = datetime(1, 1, 1, tzinfo=UTC)  # datetime placeholders: plus i + 1 microseconds
 
 Convert = Callable[[Any], Any]
 
@@ -91,8 +97,29 @@ def _converter(field: Field[Any, Any], using: str) -> Convert | None:
     return None
 
 
+def _kind(arg: Any) -> type:
+    if isinstance(arg, datetime):
+        return datetime
+    if isinstance(arg, int) and not isinstance(arg, bool):
+        return int
+    if isinstance(arg, str):
+        return str
+    raise TypeError(f"a prepared argument is a str, int or datetime, not {type(arg).__name__}")
+
+
+def _placeholder(i: int, kind: type) -> Any:
+    if kind is datetime:
+        return _MOMENT + timedelta(microseconds=i + 1)
+    if kind is int:
+        return _NUMBER - i
+    return _MARK.format(i)
+
+
 class _Shape:
-    def __init__(self, qs: QuerySet[Any], arity: int, using: str) -> None:
+    def __init__(
+        self, qs: QuerySet[Any], kinds: Sequence[type], using: str, marks: Sequence[Any]
+    ) -> None:
+        arity = len(kinds)
         self.empty = False
         try:
             with connections[using].execute_wrapper(_catch):
@@ -102,9 +129,13 @@ class _Shape:
         else:  # e.g. `.none()`: no SQL, never any rows
             sql, params, self.empty = "", [], True
             arity = 0
-        marks = {_MARK.format(i): i for i in range(arity)}
+        self.adapt = adapt = connections[using].ops.adapt_datetimefield_value
+        self.moments = {i for i, kind in enumerate(kinds) if kind is datetime}
+        passed = {  # each placeholder as the database receives it
+            (adapt(m) if i in self.moments else m): i for i, m in enumerate(marks)
+        }
         self.slots: list[int | None] = [
-            marks.get(p) if isinstance(p, str) else None for p in params
+            passed.get(p) if isinstance(p, str | int | datetime) else None for p in params
         ]
         if sorted(s for s in self.slots if s is not None) != list(range(arity)):
             raise ValueError(
@@ -114,13 +145,16 @@ class _Shape:
         self.sql = sql
         self.constants = params
 
+    def _bind(self, args: Sequence[Any], slot: int) -> Any:
+        return self.adapt(args[slot]) if slot in self.moments else args[slot]
+
     def rows(
         self, args: Sequence[Any], using: str, converters: Sequence[Convert | None]
     ) -> list[tuple[Any, ...]]:
         if self.empty:
             return []
         params = [
-            args[slot] if slot is not None else value
+            value if slot is None else self._bind(args, slot)
             for slot, value in zip(self.slots, self.constants, strict=True)
         ]
         with connections[using].cursor() as cursor:
@@ -169,19 +203,20 @@ class Prepared:
     def rows(self, key: Hashable, *args: Any) -> list[tuple[Any, ...]]:
         if self._converters is None:
             self._converters = [_converter(f, self._using) for f in self._fields]
-        return self._shape(key, len(args)).rows(args, self._using, self._converters)
+        kinds = tuple(_kind(a) for a in args)
+        return self._shape(key, kinds).rows(args, self._using, self._converters)
 
-    def _shape(self, key: Hashable, arity: int) -> _Shape:
+    def _shape(self, key: Hashable, kinds: tuple[type, ...]) -> _Shape:
         database = connections[self._using].settings_dict["NAME"]
-        full = (str(database), key, arity)
+        full = (str(database), key, kinds)
         with self._lock:
             shape = self._shapes.get(full)
             if shape is not None:
                 self._shapes.move_to_end(full)
                 return shape
-        marks = [_MARK.format(i) for i in range(arity)]
+        marks = [_placeholder(i, kind) for i, kind in enumerate(kinds)]
         query = self._build(key, *marks).values_list(*self._columns)
-        shape = _Shape(query, arity, self._using)
+        shape = _Shape(query, kinds, self._using, marks)
         with self._lock:
             self._shapes[full] = shape
             while len(self._shapes) > self._size:

@@ -368,6 +368,47 @@ _SEATS = Prepared(
     columns=("pk", "session_id", "session_order"),
 )
 
+# The turns before those (`earlier_turns`): keyed by (filter, sessions, orders), the
+# counts padded to powers of two (an IN list repeats its last value) so that a few
+# dozen shapes serve every pool; the arguments are now, the sessions, the orders.
+_BEFORE = Prepared(
+    lambda key, now, *args: (
+        _memories(key[0])
+        .filter(live(now), session_id__in=args[: key[1]], session_order__in=args[key[1] :])
+        .order_by()
+    ),
+    model=Memory,
+    columns=("pk", "session_id", "session_order"),
+    size=1024,
+)
+
+
+def _near(key: tuple[Filter, tuple[tuple[bool, bool], ...]], now: Any, *args: Any) -> Any:
+    """The session channel's read (`session_neighbours`): the live rows in scope in each
+    seed's session within its bounds; keyed by (filter, each seed's (has an order, has a
+    time)), the arguments now, then per seed its session and the bounds it has."""
+    where, seats = key
+    bound = iter(args)
+    reach = Q(pk__in=[])
+    for has_order, has_time in seats:
+        q = Q(session_id=next(bound))
+        if has_order:
+            q &= Q(session_order__range=(next(bound), next(bound))) | Q(session_order__isnull=True)
+        if has_time:
+            q &= Q(occurred_at__range=(next(bound), next(bound))) | Q(occurred_at__isnull=True)
+        reach |= q
+    return _memories(where).filter(reach, live(now)).order_by()
+
+
+_NEAR = Prepared(_near, model=Memory, columns=MEMORY_COLUMNS, size=1024)
+
+
+def _padded(values: Sequence[Any]) -> list[Any]:
+    """`values` with its last repeated up to a power of two (for a prepared IN list)."""
+    size = 1 << max(0, len(values) - 1).bit_length()
+    return [*values, *[values[-1]] * (size - len(values))]
+
+
 _ISOLATION = Prepared(
     lambda _, slug: Project.objects.filter(slug=slug).order_by()[:1],
     model=Project,
@@ -501,25 +542,31 @@ class DjangoStore:
         kinds: Collection[str] | None = None,
     ) -> dict[str, tuple[Neighbour, ...]]:
         """One read of the seeds' rows, one of their sessions' rows near them
-        (both bounded by the session index); `recall.neighbourhood.near` decides."""
-        rows = Memory.objects.filter(pk__in=list(ids)).exclude(session_id="")
-        seeds = [memory_row_record(r) for r in rows.order_by().values_list(*MEMORY_COLUMNS)]
+        (both bounded by the session index, compiled once per shape: this runs on
+        every Recall); `recall.neighbourhood.near` decides."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted or cap <= 0:
+            return {}
+        seeds = [
+            r for r in map(memory_row_record, _HYDRATE.rows(len(wanted), *wanted)) if r.session_id
+        ]
         if kinds is not None:  # here, not in SQL: `kind IN` lures SQLite off the primary key
             seeds = [s for s in seeds if s.kind in kinds]
-        if not seeds or cap <= 0:
+        if not seeds:
             return {}
-        reach = Q(pk__in=[])
+        seeds.sort(key=lambda r: r.id)  # one shape per pattern, whatever the order asked
+        span = timedelta(minutes=minutes)
+        seats: list[tuple[bool, bool]] = []
+        args: list[Any] = []
         for seed in seeds:
-            q = Q(session_id=seed.session_id)
+            seats.append((seed.session_order is not None, seed.occurred_at is not None))
+            args.append(seed.session_id)
             if seed.session_order is not None:
-                low, high = seed.session_order - turns, seed.session_order + turns
-                q &= Q(session_order__range=(low, high)) | Q(session_order__isnull=True)
+                args += [seed.session_order - turns, seed.session_order + turns]
             if seed.occurred_at is not None:
-                span = timedelta(minutes=minutes)
-                at = (seed.occurred_at - span, seed.occurred_at + span)
-                q &= Q(occurred_at__range=at) | Q(occurred_at__isnull=True)
-            reach |= q
-        found = memory_records(_memories(where).filter(reach, live(self.clock())).order_by())
+                args += [seed.occurred_at - span, seed.occurred_at + span]
+        rows = _NEAR.rows((where, tuple(seats)), self.clock(), *args)
+        found = [memory_row_record(row) for row in rows]
         return near(seeds, found, where=where, minutes=minutes, turns=turns, cap=cap)
 
     def earlier_turns(
@@ -534,16 +581,12 @@ class DjangoStore:
         seeds = [(pk, session, order) for pk, session, order in _SEATS.rows(len(wanted), *wanted)]
         if not seeds:
             return {}
-        sessions = sorted({session for _, session, _ in seeds})
-        orders = sorted({order - d for _, _, order in seeds for d in range(1, turns + 1)})
-        found = _memories(where).filter(
-            live(self.clock()), session_id__in=sessions, session_order__in=orders
-        )
+        sessions = _padded(sorted({session for _, session, _ in seeds}))
+        orders = _padded(sorted({order - d for _, _, order in seeds for d in range(1, turns + 1)}))
+        key = (where, len(sessions), len(orders))
         rows = [
             (pk, session, order)
-            for pk, session, order in found.order_by().values_list(
-                "pk", "session_id", "session_order"
-            )
+            for pk, session, order in _BEFORE.rows(key, self.clock(), *sessions, *orders)
             if order is not None
         ]
         return turns_before(seeds, rows, turns)

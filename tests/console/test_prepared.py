@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 import pytest
 from django.db.models import QuerySet
 
@@ -109,3 +111,38 @@ def test_json_objects_and_datetimes_convert_as_the_orm_converts(memories: list[M
 
     assert rows == list(by_name("", "fact-2").values_list(*columns))
     assert isinstance(rows[0][2], dict) and rows[0][1].tzinfo is not None
+
+
+def test_integer_and_datetime_arguments_bind_as_the_orm_binds(memories: list[Memory]) -> None:
+    """Ranges and comparisons over numbers and moments: one shape, the ORM's rows for
+    each value (on SQLite a datetime travels as text, with or without microseconds)."""
+
+    def build(key: str, low: int, high: int, since: datetime) -> QuerySet[Memory]:
+        rows = Memory.objects.filter(session_order__range=(low, high), created__gte=since)
+        return rows.order_by("pk")
+
+    for n, m in enumerate(memories):
+        Memory.objects.filter(pk=m.pk).update(session_order=n)
+    created = sorted(Memory.objects.values_list("created", flat=True))
+    prepared = Prepared(build, model=Memory, columns=("pk",))
+    cases = [
+        (0, 3, created[0]),
+        (1, 2, created[0]),
+        (2, 9, created[2]),
+        (-5, 0, created[0] - timedelta(microseconds=1)),
+        (0, 3, created[-1].replace(microsecond=0) + timedelta(seconds=1)),
+    ]
+
+    for low, high, since in cases:
+        assert prepared.rows("range", low, high, since) == list(
+            build("", low, high, since).values_list("pk")
+        ), (low, high, since)
+    assert [len(prepared.rows("range", *c)) for c in cases] == [4, 2, 2, 1, 0]
+    assert len(prepared._shapes) == 1
+
+
+def test_an_argument_of_another_type_is_refused(memories: list[Memory]) -> None:
+    prepared = Prepared(by_name, model=Memory, columns=("pk",))
+
+    with pytest.raises(TypeError, match="str, int or datetime"):
+        prepared.rows("by-name", 1.5)
