@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from recall.indexes.hot_vectors import HotVectorIndex
 from recall.indexes.lance_index import LanceIndex
@@ -147,10 +148,18 @@ def test_a_partition_moves_from_the_flat_scan_to_a_graph_as_it_grows(tmp_path: P
 
     exact = HotVectorIndex(LanceIndex(tmp_path / "v", dims=DIMS), poll_seconds=0, warm=True)
     assert exact._parts[("a", True)].index is None  # reloaded: 87 rows, scanned exactly
+    found = wanted = 0
     for q in rng.normal(size=(10, DIMS)):
         want = ids(exact.search(q, where=ACTIVE_A, limit=5))
-        assert ids(hot.search(q, where=ACTIVE_A, limit=5)) == want
-        assert not {"m03", "m17", "m50"} & set(want)
+        got = hot.search(q, where=ACTIVE_A, limit=5)
+        assert len(got) == 5 and not {"m03", "m17", "m50"} & set(ids(got))
+        for c in got:  # each score is the exact cosine of the row it names
+            v = points[int(c.id[1:])]
+            assert c.score == pytest.approx(float(q @ v / np.linalg.norm(q) / np.linalg.norm(v)))
+        found, wanted = found + len(set(ids(got)) & set(want)), wanted + len(want)
+    # HNSW is approximate, and USearch builds its graph on every core (the graph, and so
+    # an occasional miss, differs from run to run): most of the exact top 5, not all.
+    assert found / wanted >= 0.9
 
 
 def test_the_stamp_is_none_until_loaded_then_moves_with_every_change(tmp_path: Path) -> None:
