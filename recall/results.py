@@ -186,8 +186,11 @@ def to_hit(
     source: str,
     score: float,
     sources: tuple[Provenance, ...] = (),
+    snippet: str | None = None,
+    snippet_html: str | None = None,
+    similarity: float | None = None,
 ) -> Hit:
-    """A hydrated record as a Hit (snippet, similarity and tokens unset)."""
+    """A hydrated record as a Hit (tokens unset; snippet and similarity as given)."""
     return Hit(
         kind=record.item,
         id=record.id,
@@ -198,6 +201,9 @@ def to_hit(
         age=age(record.updated, now),
         source=source,
         score=score,
+        snippet=snippet,
+        snippet_html=snippet_html,
+        similarity=similarity,
         favorite=record.favorite,
         sources=sources,
         updated=record.updated,

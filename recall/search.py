@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import datetime
 
 from recall import timetravel
@@ -177,15 +176,16 @@ def hydrate_hits(
             continue
         taken.add(cand.id)
         prov = Provenance(channel_of[cand.id], cand.rank, cand.score)
-        hit = _hit(record, now, channel_of[cand.id], 1 / (1 + cand.score), (prov,))
         also = by_id.get(record.id)
-        hits.append(_with(hit, also.snippet, also.raw(SEMANTIC)) if also else hit)
+        snippet, similarity = (also.snippet, also.raw(SEMANTIC)) if also else (None, None)
+        hits.append(_hit(record, now, channel_of[cand.id], 1 / (1 + cand.score), (prov,),
+                         snippet, similarity))  # fmt: skip
     for f in fused:
         record = records.get(f.id)
         if record is None or f.id in taken or not admits(where, record):
             continue
-        hit = _hit(record, now, f.source, f.score, f.sources)
-        hits.append(_with(hit, f.snippet if FTS in f.channels else None, f.raw(SEMANTIC)))
+        snippet = f.snippet if FTS in f.channels else None
+        hits.append(_hit(record, now, f.source, f.score, f.sources, snippet, f.raw(SEMANTIC)))
     return hits
 
 
@@ -195,10 +195,14 @@ def since(hits: Sequence[Hit], instant: datetime) -> list[Hit]:
 
 
 def _hit(
-    record: Record, now: datetime, source: str, score: float, sources: tuple[Provenance, ...]
+    record: Record,
+    now: datetime,
+    source: str,
+    score: float,
+    sources: tuple[Provenance, ...],
+    snippet: str | None,
+    similarity: float | None,
 ) -> Hit:
-    return to_hit(record, now=now, source=source, score=score, sources=sources)
-
-
-def _with(hit: Hit, snippet: str | None, similarity: float | None) -> Hit:
-    return replace(hit, snippet=snippet, snippet_html=snippet_html(snippet), similarity=similarity)
+    """A Hit with its snippet (and the snippet's HTML) and cosine, built once."""
+    return to_hit(record, now=now, source=source, score=score, sources=sources, snippet=snippet,
+                  snippet_html=snippet_html(snippet), similarity=similarity)  # fmt: skip
