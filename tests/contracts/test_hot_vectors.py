@@ -178,3 +178,24 @@ def test_the_stamp_is_none_until_loaded_then_moves_with_every_change(tmp_path: P
     writer.delete(["one"])  # another handle's write, seen on refresh
     hot.refresh()
     assert hot.stamp() != own
+
+
+def test_the_flat_scan_ranks_by_exact_cosine_ties_by_position_zero_rows_last() -> None:
+    """`_nearest`, the flat partitions' scan: cosine whatever the rows' norms, the
+    top `count` nearest first, equal distances in row order, a zero row (or a zero
+    query) at similarity 0, and never more rows than there are."""
+    from recall.indexes.hot_vectors import _inverse_norms, _nearest
+
+    rows = np.array(
+        [[3, 0, 0], [0, 2, 0], [1, 1, 0], [0, 0, 0], [5, 0, 0], [2, 2, 0]], dtype=np.float32
+    )
+    query = np.array([2, 0, 0], dtype=np.float32)
+
+    at, distances = _nearest(rows, _inverse_norms(rows), query, 4)
+
+    assert at.tolist() == [0, 4, 2, 5]  # 0 and 4 tie at cosine 1; 2 and 5 at 1/sqrt(2)
+    assert distances.tolist() == pytest.approx([0.0, 0.0, 1 - 2**-0.5, 1 - 2**-0.5])
+    everything, far = _nearest(rows, _inverse_norms(rows), query, 99)
+    assert len(everything) == 6 and far[everything.tolist().index(3)] == pytest.approx(1.0)
+    _, blank = _nearest(rows, _inverse_norms(rows), np.zeros(3, dtype=np.float32), 3)
+    assert blank.tolist() == pytest.approx([1.0, 1.0, 1.0])
