@@ -20,11 +20,11 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from django.db.models import Q
 
 from console.models import Memory, Note, Project
+from console.prepared import Prepared
 from console.store import live
 from console.store import now as store_now
 
@@ -247,17 +247,30 @@ class Text:
     state: str = "active"  # "active" | "archived" | "superseded"
 
 
+# `texts` runs on every palette keystroke: compiled once per number of ids.
+_MEMORY_TEXTS = Prepared(
+    lambda n, *ids: Memory.objects.filter(pk__in=ids).order_by(),
+    model=Memory,
+    columns=("id", "description", "body", "invalid_at", "superseded_by_id"),
+)
+_NOTE_TEXTS = Prepared(
+    lambda n, *ids: Note.objects.filter(pk__in=ids).order_by(),
+    model=Note,
+    columns=("id", "description", "body"),
+)
+
+
 def texts(*, ids: Iterable[str]) -> dict[str, Text]:
-    """Each item's description and body (memories and notes), by id."""
+    """Each item's description and body (memories and notes), by id: one read of the
+    memories, and of the notes only for ids that are not memories."""
     wanted = list(dict.fromkeys(ids))
     found: dict[str, Text] = {}
-    rows: Any = Memory.objects.filter(pk__in=wanted).values_list(
-        "id", "description", "body", "invalid_at", "superseded_by_id"
-    )
-    for pk, description, body, invalid_at, superseded in rows:
+    if not wanted:
+        return found
+    for pk, description, body, invalid_at, superseded in _MEMORY_TEXTS.rows(len(wanted), *wanted):
         state = "active" if invalid_at is None else "superseded" if superseded else "archived"
         found[pk] = Text(description or "", body or "", state)
-    notes = Note.objects.filter(pk__in=wanted).values_list("id", "description", "body")
-    for pk, description, body in notes:
+    rest = [i for i in wanted if i not in found]
+    for pk, description, body in _NOTE_TEXTS.rows(len(rest), *rest) if rest else ():
         found[pk] = Text(description or "", body or "")
     return found
