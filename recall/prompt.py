@@ -9,6 +9,12 @@ Nothing clearing the floors gives "" (say "no match" rather than top-N).
 
 The corpus is cached per scope for `ttl_seconds`; a stale corpus is served
 while one background thread rebuilds it (stale-while-rebuild, single-flight).
+A stale corpus whose text index has not moved since it was built (the plane's
+`stamp`, as the hot tier reads it: any commit by any process moves it) is
+kept for another `ttl_seconds` without a rebuild: a build reads up to
+`corpus_limit` rows and holds the GIL for tens of milliseconds at 100,000
+memories, which showed in other requests' tails. A write is then seen once
+the index has applied it (within the index lag) and the corpus next goes stale.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from recall import sanitize
+from recall import sanitize, tiers
 from recall.config import PromptConfig
 from recall.decay import expired
 from recall.errors import QueryError
@@ -112,7 +118,9 @@ class CorpusCache:
 
     `get` builds synchronously only when a key has no corpus yet. A stale
     corpus is returned at once and one rebuild starts (single-flight: a
-    rebuild already running for that key is not doubled). `background=False`
+    rebuild already running for that key is not doubled), unless `stamp`
+    (what the data looked like; None: unknown) equals the one it was built
+    at: then it is fresh again without a rebuild. `background=False`
     rebuilds synchronously (deterministic tests). `finished` runs at the end of
     each background rebuild's thread (the console returns the thread's
     database connection to its pool there).
@@ -129,34 +137,43 @@ class CorpusCache:
         self._background = background
         self._finished = finished
         self._lock = threading.Lock()
-        self._corpora: dict[Hashable, tuple[datetime, Corpus]] = {}
+        self._corpora: dict[Hashable, tuple[datetime, Corpus, object]] = {}
         self._building: set[Hashable] = set()
         self.builds = 0
 
-    def get(self, key: Hashable, build: Callable[[], Corpus], *, ttl: float) -> Corpus:
+    def get(
+        self, key: Hashable, build: Callable[[], Corpus], *, ttl: float, stamp: object = None
+    ) -> Corpus:
         now = self._clock()
         with self._lock:
             cached = self._corpora.get(key)
             stale = cached is None or (now - cached[0]).total_seconds() >= ttl
+            if stale and cached is not None and stamp is not None and cached[2] == stamp:
+                self._corpora[key] = (now, cached[1], stamp)  # nothing moved: fresh again
+                return cached[1]
             start = stale and key not in self._building
             if start:
                 self._building.add(key)
         if cached is None:
             if start:
-                return self._rebuild(key, build)
+                return self._rebuild(key, build, stamp)
             return build()  # another caller is building the first corpus
         if start:
             if self._background:
-                threading.Thread(target=self._quietly, args=(key, build), daemon=True).start()
+                threading.Thread(
+                    target=self._quietly, args=(key, build, stamp), daemon=True
+                ).start()
             else:
-                return self._rebuild(key, build)
+                return self._rebuild(key, build, stamp)
         return cached[1]
 
-    def _rebuild(self, key: Hashable, build: Callable[[], Corpus]) -> Corpus:
+    def _rebuild(self, key: Hashable, build: Callable[[], Corpus], stamp: object) -> Corpus:
+        """Build and keep the corpus with `stamp`, read before the build (a write
+        landing during it moves the stamp past this one: the next look rebuilds)."""
         try:
             corpus = build()
             with self._lock:
-                self._corpora[key] = (self._clock(), corpus)
+                self._corpora[key] = (self._clock(), corpus, stamp)
                 self.builds += 1
             return corpus
         except Exception:
@@ -166,10 +183,10 @@ class CorpusCache:
             with self._lock:
                 self._building.discard(key)
 
-    def _quietly(self, key: Hashable, build: Callable[[], Corpus]) -> None:
+    def _quietly(self, key: Hashable, build: Callable[[], Corpus], stamp: object) -> None:
         # The failure is logged in _rebuild; the stale corpus keeps serving.
         try:
-            self._rebuild(key, build)
+            self._rebuild(key, build, stamp)
         except Exception:
             return
         finally:
@@ -196,7 +213,8 @@ def matches(
         records = planes.store.browse(where=where, limit=config.corpus_limit)
         return build_corpus(records, min_chars=config.min_word_chars)
 
-    corpus = corpora.get((where, config.corpus_limit), build, ttl=config.ttl_seconds)
+    stamp = tiers.stamp(planes.text) if planes.text is not None else None
+    corpus = corpora.get((where, config.corpus_limit), build, ttl=config.ttl_seconds, stamp=stamp)
     now = planes.clock()  # a cached corpus may hold a memory that has expired since
     return [
         r for r, _ in match(corpus, req.prompt, config) if admits(where, r) and not expired(r, now)

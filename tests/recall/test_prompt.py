@@ -174,3 +174,26 @@ def test_the_block_fits_its_budget_and_reports_its_tokens(make_engine: MakeEngin
     assert 0 < len(tight.ids) < 3 and tight.tokens <= 80
     assert tight.text.endswith("</memory-recall>")
     assert (none.text, none.ids, none.tokens) == ("", (), 0)
+
+
+def test_a_stale_corpus_whose_index_has_not_moved_is_kept_without_a_rebuild() -> None:
+    """The stamp it was built at still holds: fresh again, no build (which reads up to
+    corpus_limit rows); once the stamp moves, the next stale look rebuilds."""
+    now = [NOW]
+    cache = CorpusCache(clock=lambda: now[0], background=False)
+    first = cache.get("k", lambda: build_corpus([]), ttl=30, stamp=("meta", 1))
+
+    def build() -> object:
+        return build_corpus([make_memory(1)])
+
+    now[0] += timedelta(seconds=60)
+    assert cache.get("k", build, ttl=30, stamp=("meta", 1)) is first  # type: ignore[arg-type]
+    assert cache.builds == 1
+    now[0] += timedelta(seconds=20)  # 20 s after the refresh: still fresh, whatever the stamp
+    assert cache.get("k", build, ttl=30, stamp=("meta", 2)) is first  # type: ignore[arg-type]
+    now[0] += timedelta(seconds=20)
+    moved = cache.get("k", build, ttl=30, stamp=("meta", 2))  # type: ignore[arg-type]
+    assert moved is not first and cache.builds == 2
+    now[0] += timedelta(seconds=60)  # no stamp (a plane that cannot tell): rebuilt when stale
+    assert cache.get("k", build, ttl=30) is not moved  # type: ignore[arg-type]
+    assert cache.builds == 3
