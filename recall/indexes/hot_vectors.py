@@ -204,8 +204,9 @@ def _nearest(
     count = min(count, len(similarity))
     if count <= 0:
         return np.empty(0, dtype=np.intp), np.empty(0, dtype=np.float32)
-    top = np.argpartition(-similarity, count - 1)[:count] if count < len(similarity) else None
-    top = np.arange(len(similarity)) if top is None else np.sort(top)
+    top = np.arange(len(similarity))
+    if count < len(similarity):  # the top `count` in row order, so a stable sort keeps ties so
+        top = np.sort(np.argpartition(-similarity, count - 1)[:count])
     at = top[np.argsort(-similarity[top], kind="stable")]
     distances: npt.NDArray[np.float32] = (1.0 - similarity[at]).astype(np.float32)
     return at, distances
