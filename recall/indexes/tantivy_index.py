@@ -30,7 +30,9 @@ acquire, apply, commit, release. When another writer holds the lock the call
 retries with exponential backoff for up to `lock_timeout_s`, then raises
 IndexUnavailable. Readers never take the lock: any number of processes can
 search while a writer works; this process reloads its reader after each of
-its own commits and picks up other processes' commits on its own.
+its own commits, and before a read whenever meta.json's bytes differ from the
+commit it last loaded (tantivy's own watcher polls every 500 ms, so a search
+in one gunicorn worker just after a write in another could miss it).
 """
 
 from __future__ import annotations
@@ -288,6 +290,7 @@ class TantivyIndex:
         self._expansions: dict[str, list[str]] = {}
         self._expansions_shape: tuple[int, int] = (-1, -1)
         self._mean_length: tuple[tuple[int, int], float] = ((-1, -1), 0.0)
+        self._meta = self._read_meta()
 
     def _open(self) -> tantivy.Index:
         try:
@@ -337,6 +340,7 @@ class TantivyIndex:
             raise IndexUnavailable(f"cannot write the text index at {self.path}: {exc}") from exc
         finally:
             writer.wait_merging_threads()
+        self._meta = self._read_meta()  # before the reload: it sees at least this commit
         self._index.reload()
         self._expansions.clear()
         self._mean_length = ((-1, -1), 0.0)
@@ -377,7 +381,7 @@ class TantivyIndex:
         if not query_words or limit <= 0:
             return []
         try:
-            searcher = self._index.searcher()
+            searcher = self._searcher()
             terms = self._terms(searcher, query_words, prefix=prefix)
             if not terms:
                 return []
@@ -606,14 +610,23 @@ class TantivyIndex:
         did not: two commits within one file-system clock tick kept it) and the
         searcher's shape, which moves once this process's reader has reloaded."""
         searcher = self._searcher()
+        if self._meta is None:
+            return None
+        return (hash(self._meta), int(searcher.num_docs), int(searcher.num_segments))
+
+    def _read_meta(self) -> bytes | None:
         try:
-            meta = (self.path / "meta.json").read_bytes()
+            return (self.path / "meta.json").read_bytes()
         except OSError:
             return None
-        return (hash(meta), int(searcher.num_docs), int(searcher.num_segments))
 
     def _searcher(self) -> tantivy.Searcher:
+        """A searcher on the latest commit by any process (about 10 us to check)."""
         try:
+            meta = self._read_meta()
+            if meta != self._meta:
+                self._index.reload()
+                self._meta = meta
             return self._index.searcher()
         except ValueError as exc:
             raise IndexUnavailable(f"cannot read the text index at {self.path}: {exc}") from exc

@@ -817,3 +817,21 @@ def test_a_real_index_stamp_moves_with_every_commit_of_any_handle(
     moved = index.stamp()
     other.delete(["m1"])
     assert index.stamp() != moved
+
+
+def test_a_real_index_reads_another_handles_commit_at_once(
+    real: type[TantivyIndex] | type[WhooshIndex], tmp_path: Path
+) -> None:
+    """A write in one gunicorn worker is found by a search in another straight away
+    (tantivy's own reload watcher polls meta.json only every 500 ms)."""
+    index = real(tmp_path / "fts")
+    other = real(tmp_path / "fts")  # what another process holds
+    index.upsert([make_doc(id="m1", body="first words")])
+    assert search(other, "first") == ["m1"]
+
+    for n in range(2, 6):  # each commit read at once, not one poll later
+        index.upsert([make_doc(id=f"m{n}", body=f"gunicorn answers {n}")])
+        assert f"m{n}" in search(other, "gunicorn", limit=10)
+    index.delete(["m1"])
+    assert search(other, "first") == []
+    assert other.count() == 4
