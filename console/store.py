@@ -11,7 +11,17 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import connection
-from django.db.models import BooleanField, Exists, F, Func, OuterRef, Q, QuerySet, Value
+from django.db.models import (
+    BooleanField,
+    Exists,
+    F,
+    Func,
+    OuterRef,
+    Q,
+    QuerySet,
+    TextField,
+    Value,
+)
 from django.db.models.functions import Coalesce
 from django.db.models.lookups import GreaterThan
 from django.utils import timezone
@@ -149,7 +159,9 @@ def revision_row_record(row: Sequence[Any]) -> Record:
     )  # fmt: skip
 
 
-def note_record(n: Note) -> Record:
+def note_record(n: Note, *, body: bool = True) -> Record:
+    """A note as a Record; `body` False leaves its body "" (a queryset that
+    deferred it then reads nothing more)."""
     return Record(
         id=n.pk,
         item=NOTE,
@@ -158,7 +170,7 @@ def note_record(n: Note) -> Record:
         name=n.slug,
         title=n.title,
         description=n.description,
-        body=n.body,
+        body=n.body if body else "",
         tags=tuple(n.tags or ()),
         favorite=n.favorite,
         active=True,
@@ -461,7 +473,9 @@ class DjangoStore:
             )
         return found
 
-    def browse(self, *, where: Filter, limit: int, favorites_only: bool = False) -> list[Record]:
+    def browse(
+        self, *, where: Filter, limit: int, favorites_only: bool = False, bodies: bool = True
+    ) -> list[Record]:
         items = where.items or (MEMORY, NOTE)
         records: list[Record] = []
         if MEMORY in items:
@@ -471,10 +485,19 @@ class DjangoStore:
                 # both databases match to the (favorite, updated) index (SQLite would not for
                 # a bare boolean column).
                 rows = rows.filter(favorite__in=[True])
-            records += memory_records(rows.order_by("-updated", "-id")[:limit])
+            rows = rows.order_by("-updated", "-id")
+            if bodies:
+                records += memory_records(rows[:limit])
+            else:
+                columns = [c if c != "body" else "no_body" for c in MEMORY_COLUMNS]
+                blank = rows.annotate(no_body=Value("", output_field=TextField()))
+                records += [memory_row_record(r) for r in blank.values_list(*columns)[:limit]]
         if NOTE in items:
             notes = _notes(where).filter(favorite=True) if favorites_only else _notes(where)
-            records += [note_record(n) for n in notes.order_by("-updated", "-id")[:limit]]
+            notes = notes.order_by("-updated", "-id")
+            if not bodies:
+                notes = notes.defer("body")
+            records += [note_record(n, body=bodies) for n in notes[:limit]]
         records.sort(
             key=lambda r: (r.updated.timestamp() if r.updated else 0.0, r.id), reverse=True
         )

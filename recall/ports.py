@@ -171,8 +171,11 @@ class MemoryStore(Protocol):
         ...
 
     def browse(
-        self, *, where: Filter, limit: int, favorites_only: bool = False
-    ) -> list[Record]: ...
+        self, *, where: Filter, limit: int, favorites_only: bool = False, bodies: bool = True
+    ) -> list[Record]:
+        """The newest records `where` admits (ties by id, descending); `bodies` False
+        leaves each body "" (PromptRecall's corpus reads name and description only)."""
+        ...
 
     def count(self, *, where: Filter) -> int: ...
 

@@ -310,7 +310,9 @@ class InMemoryStore:
         found = (self.records[i] for i in ids if i in self.records)
         return {r.id: r for r in found if expired or not is_expired(r, now)}
 
-    def browse(self, *, where: Filter, limit: int, favorites_only: bool = False) -> list[Record]:
+    def browse(
+        self, *, where: Filter, limit: int, favorites_only: bool = False, bodies: bool = True
+    ) -> list[Record]:
         rows = [
             r
             for r in self.records.values()
@@ -318,7 +320,7 @@ class InMemoryStore:
         ]
         rows.sort(key=lambda r: r.id, reverse=True)
         rows.sort(key=lambda r: r.updated.timestamp() if r.updated else 0.0, reverse=True)
-        return rows[:limit]
+        return rows[:limit] if bodies else [replace(r, body="") for r in rows[:limit]]
 
     def count(self, *, where: Filter) -> int:
         return sum(1 for r in self.records.values() if self._admits(where, r))

@@ -263,6 +263,16 @@ def test_browse_filters_items_kinds_validity_and_limit(world: Any, writer: Write
     assert len(store.browse(where=ALPHA, limit=2)) == 2
 
 
+def test_browse_without_bodies_reads_the_same_records_bodiless(world: Any, writer: Writer) -> None:
+    world()
+    writer.memory("alpha", "long-story", description="in short", body="the whole story")
+    full = writer.store.browse(where=ALPHA, limit=10)
+    bare = writer.store.browse(where=ALPHA, limit=10, bodies=False)
+
+    assert any(r.body for r in full)  # a body to leave out
+    assert bare == [replace(r, body="") for r in full]
+
+
 def test_favorites_only(world: Any, writer: Writer) -> None:
     ids = world()
     writer.star(ids["deploy"])
