@@ -9,4 +9,6 @@ class ConsoleConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from console import checks  # noqa: F401  (registers the system checks)
+        from console import allocator, checks  # noqa: F401  (registers the system checks)
+
+        allocator.tune()  # before the server's threads start (console/allocator.py)

@@ -45,7 +45,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from console import digesting, store, wiring
+from console import allocator, digesting, store, wiring
 from console.models import IndexJob, KnownVector, Memory, Note
 from recall import dedup
 from recall.errors import RecallError
@@ -168,6 +168,8 @@ def apply_pending(*, limit: int | None = None) -> ApplyReport:
             continue
         IndexJob.objects.filter(pk__in=[j.pk for j in chunk], claimed_by=_me()).delete()
         report.applied += len(chunk)
+    if report.applied:
+        allocator.trim()  # the writer heap and merge buffers (console/allocator.py)
     return report
 
 

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from django.conf import settings
 from django.db import connections
 
-from console import configuration
+from console import allocator, configuration
 from recall.engine import Engine
 from recall.errors import ConfigError
 from recall.indexes.hot_vectors import HotVectorIndex, Replicable
@@ -196,6 +196,7 @@ def warm() -> None:
     vectors = vector_index()
     if isinstance(vectors, HotVectorIndex):
         vectors.wait_ready()
+    allocator.trim()  # the load's transient blocks (console/allocator.py)
 
 
 def overridden(values: Mapping[str, Any]) -> None:

@@ -99,11 +99,13 @@ def terms(text: str) -> list[str]:
     return [_stem(w) for w in _WORD.findall(text.lower()) if len(w) >= MIN_WORD_CHARS]
 
 
-@lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=1 << 14)
 def _bag(text: str) -> tuple[int, Counter[str]]:
     """A document's length in terms and its term counts (read-only, shared): kept per
     text, so a text already ranked once (unchanged since, or the same revision) is not
-    tokenized again."""
+    tokenized again. 16,384 texts hold about one project's scope at 100,000 memories
+    (as_of p50 in one project 1.39 s uncached, 0.86 s); 65,536 held 70 MB more
+    after 50 queries and were no faster (1.15 s)."""
     tokens = terms(text)
     return len(tokens), Counter(tokens)
 

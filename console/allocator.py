@@ -1,0 +1,53 @@
+"""glibc's allocator, held to what a long-lived server process needs.
+
+Two calls, both no-ops where the C library is not glibc:
+
+- `tune` caps malloc arenas at 2 (`M_ARENA_MAX`). By default glibc gives
+  busy threads arenas of their own, up to 8 per core; the vector copy's
+  loader, LanceDB's and tantivy's native threads and gunicorn's request
+  threads each left one holding freed memory.
+- `trim` hands freed pages back to the kernel (`malloc_trim(0)`, which
+  releases the GIL while it runs). Called after the work that frees a lot:
+  the first load of the vector copy and the warm-up (`wiring.warm`), and an
+  applied batch of index jobs (tantivy's writer heap, LanceDB's merge).
+
+Measured at 100,000 memories (/tmp/t100k, the serving sequence of
+`bench speed`): anonymous memory after warm-up and 50 Recalls 737 MB by
+default, 487 MB with both.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+from functools import cache
+
+log = logging.getLogger(__name__)
+_M_ARENA_MAX = -8  # glibc's mallopt parameter number (malloc.h)
+ARENAS = 2
+
+
+@cache
+def _glibc() -> ctypes.CDLL | None:
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name or "libc.so.6")
+        libc.gnu_get_libc_version  # noqa: B018  (only glibc has it)
+        libc.malloc_trim  # noqa: B018
+        libc.mallopt  # noqa: B018
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+def tune() -> bool:
+    """Cap the arenas (effective for arenas made from now on); False off glibc."""
+    libc = _glibc()
+    return libc is not None and bool(libc.mallopt(_M_ARENA_MAX, ARENAS))
+
+
+def trim() -> bool:
+    """Return freed memory to the kernel; whether any was returned (False off glibc)."""
+    libc = _glibc()
+    return libc is not None and bool(libc.malloc_trim(0))
