@@ -15,6 +15,8 @@ kept for another `ttl_seconds` without a rebuild: a build reads up to
 `corpus_limit` rows and holds the GIL for tens of milliseconds at 100,000
 memories, which showed in other requests' tails. A write is then seen once
 the index has applied it (within the index lag) and the corpus next goes stale.
+A match itself is read from the store: a memory edited, archived or expired
+since the build shows as it is now, or not at all.
 """
 
 from __future__ import annotations
@@ -65,22 +67,22 @@ def terms(text: str, *, min_chars: int = 3) -> frozenset[str]:
 
 @dataclass(frozen=True, slots=True)
 class Corpus:
-    """The matcher's index of one scope: its records (read without their bodies: the
-    block shows name, kind and description), each one's sqrt(number of words), each word's
-    postings (the positions of the records holding it) and idf.
+    """The matcher's index of one scope: its records' ids, each one's sqrt(number of
+    words), each word's postings (the positions of the records holding it) and idf.
 
-    An inverted index rather than each record's word set: 64,000 records of
-    13 scopes took 197 MB as records with bodies and a frozenset each; a prompt
-    then reads only the postings of its own words."""
+    An inverted index of ids rather than records with their word sets: 64,000
+    records of 13 scopes took 197 MB as records with a frozenset each; a prompt
+    reads only the postings of its own words, and its few matches are read
+    from the store (`matches`), as they are now."""
 
-    records: tuple[Record, ...]
+    ids: tuple[str, ...]
     norms: tuple[float, ...]
     postings: dict[str, array[int]]
     idf: dict[str, float]
 
 
 def build_corpus(records: Iterable[Record], *, min_chars: int = 3) -> Corpus:
-    kept: list[Record] = []
+    kept: list[str] = []
     norms: list[float] = []
     lists: dict[str, list[int]] = {}
     n = 0  # every record counts in idf's N, a wordless one too
@@ -91,7 +93,7 @@ def build_corpus(records: Iterable[Record], *, min_chars: int = 3) -> Corpus:
             continue  # shares no word with any prompt
         for w in found:
             lists.setdefault(w, []).append(len(kept))
-        kept.append(r)
+        kept.append(r.id)
         norms.append(math.sqrt(len(found)))
     return Corpus(
         tuple(kept),
@@ -101,8 +103,9 @@ def build_corpus(records: Iterable[Record], *, min_chars: int = 3) -> Corpus:
     )
 
 
-def match(corpus: Corpus, prompt: str, config: PromptConfig) -> list[tuple[Record, float]]:
-    """Records clearing both floors, best first (ties by id), at most max_hits."""
+def match(corpus: Corpus, prompt: str, config: PromptConfig) -> list[tuple[str, float]]:
+    """Ids of the records clearing both floors with their scores, best first (ties by
+    id), at most max_hits."""
     shared: dict[int, int] = {}
     weight: dict[int, float] = {}
     for w in sorted(terms(prompt, min_chars=config.min_word_chars)):
@@ -112,14 +115,14 @@ def match(corpus: Corpus, prompt: str, config: PromptConfig) -> list[tuple[Recor
         for at in corpus.postings[w]:
             shared[at] = shared.get(at, 0) + 1
             weight[at] = weight.get(at, 0.0) + idf
-    found: list[tuple[Record, float]] = []
+    found: list[tuple[str, float]] = []
     for at, count in shared.items():
         if count < config.min_shared_words:
             continue
         score = weight[at] / corpus.norms[at]
         if score >= config.min_score:
-            found.append((corpus.records[at], score))
-    found.sort(key=lambda t: (-t[1], t[0].id))
+            found.append((corpus.ids[at], score))
+    found.sort(key=lambda t: (-t[1], t[0]))
     return found[: config.max_hits]
 
 
@@ -233,7 +236,7 @@ def matches(
 ) -> list[Record]:
     """Memories in scope that clear the floors, best first (the pipeline's core).
 
-    filter -> corpus (cached per scope) -> match -> guard.
+    filter -> corpus (cached per scope) -> match -> hydrate -> guard.
     """
     if not req.prompt.strip():
         return []
@@ -245,9 +248,13 @@ def matches(
 
     stamp = tiers.stamp(planes.text) if planes.text is not None else None
     corpus = corpora.get((where, config.corpus_limit), build, ttl=config.ttl_seconds, stamp=stamp)
-    now = planes.clock()  # a cached corpus may hold a memory that has expired since
+    ranked = [i for i, _ in match(corpus, req.prompt, config)]
+    found = planes.store.hydrate(ranked) if ranked else {}
+    now = planes.clock()  # read now: archived, moved or expired since the build is left out
     return [
-        r for r, _ in match(corpus, req.prompt, config) if admits(where, r) and not expired(r, now)
+        r
+        for r in (found.get(i) for i in ranked)
+        if r is not None and admits(where, r) and not expired(r, now)
     ]
 
 

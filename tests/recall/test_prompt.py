@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -8,6 +9,7 @@ import pytest
 from recall.config import PromptConfig
 from recall.prompt import CorpusCache, build_corpus, match, terms
 from recall.requests import PromptRequest
+from recall.testing import InMemoryStore
 from tests.recall.conftest import NOW, MakeEngine, index, make_memory, uid
 
 # IDF needs a corpus: eight unrelated memories, as any real project has.
@@ -41,7 +43,7 @@ def test_score_is_idf_over_shared_words_over_sqrt_length():
 
     # N = 10; a shares {chroma (df 2), boot (df 1)} and has 5 words
     # (chroma, boot, race, startup, ordering); b shares one word only.
-    assert [(r.id, s) for r, s in found] == [
+    assert found == [
         (a.id, pytest.approx((math.log(1 + 10 / 2) + math.log(1 + 10 / 1)) / math.sqrt(5)))
     ]
 
@@ -85,6 +87,22 @@ def test_prompt_recall_is_scoped_and_live_only(make_engine: MakeEngine):
     )
 
     assert engine.prompt_recall(PromptRequest("alpha", "chroma boot race at startup")).text == ""
+
+
+def test_a_cached_corpus_shows_its_matches_as_the_store_has_them_now(
+    make_engine: MakeEngine,
+):
+    race = make_memory(1, "chroma-boot-race", description="startup ordering")
+    engine = make_engine([race, *FILLERS])
+    ask = PromptRequest("alpha", "chroma boot race at startup")
+    assert engine.prompt_recall(ask).ids == (uid(1),)
+
+    store = engine.planes.store
+    assert isinstance(store, InMemoryStore)
+    store.add(replace(race, description="renamed since the corpus was built"))
+    assert "renamed since" in engine.prompt_recall(ask).text  # the corpus is still cached
+    store.add(replace(race, active=False))  # archived
+    assert engine.prompt_recall(ask).text == ""
 
 
 def test_corpus_is_cached_for_the_ttl_then_rebuilt(make_engine: MakeEngine):
