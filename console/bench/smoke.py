@@ -100,9 +100,13 @@ def missing(body: Mapping[str, Any]) -> list[str]:
             problems += [
                 f"speed {backend} {op} {q}" for q in ("p50", "p95", "p99") if not _number(p.get(q))
             ]
-        for key in ("peak_rss_mb",):
+        for key in ("peak_rss_mb", "vector_copy_vectors_mb"):
             if not _number(b.get(key)) or b.get(key) <= 0:
                 problems.append(f"speed {backend} {key}")
+        stages = b.get("memory_stages_mb", {})
+        for stage in ("started", "model", "vector copy", "PromptRecall corpora"):
+            if not _number(stages.get(stage)):
+                problems.append(f"speed {backend} memory stage {stage}")
         if not _number(b.get("recall_over_raw", {}).get("mean")):
             problems.append(f"speed {backend} recall_over_raw")
     first = timing.get("backends", {}).get("tantivy", {})

@@ -150,6 +150,14 @@ def vm(key: str) -> float:
     return 0.0
 
 
+def _anonymous() -> float:
+    """The process's anonymous memory in MB once freed heap is handed back."""
+    from console import allocator
+
+    allocator.trim()
+    return vm("RssAnon")
+
+
 def loadavg() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
@@ -232,6 +240,7 @@ def _text_plane_build() -> dict[str, float]:
 def _serve(spec: Mapping[str, Any]) -> dict[str, Any]:
     from console import selectors, wiring
     from console.bench import loading
+    from recall.indexes.hot_vectors import HotVectorIndex
 
     out: dict[str, Any] = {"loadavg_start": loadavg()}
     out |= _text_plane_build() if spec.get("build_text") else {}
@@ -243,8 +252,17 @@ def _serve(spec: Mapping[str, Any]) -> dict[str, Any]:
     embedder = wiring.embedder()
     if embedder is not None and hasattr(embedder, "cache_size"):
         embedder.cache_size = 0  # distinct texts anyway; the engine's own cache stays
+    out["memory_stages_mb"] = memory = {"started": _anonymous()}
+    if embedder is not None:
+        embedder.embed(["warm up"])
+        memory["model"] = _anonymous()
     out |= loading.vector_copy_ready()
+    memory["vector copy"] = _anonymous()
     selectors.warm()  # as a gunicorn worker does on start (console/gunicorn.conf.py)
+    memory["PromptRecall corpora"] = _anonymous()
+    vectors = wiring.vector_index()
+    if isinstance(vectors, HotVectorIndex):
+        out["vector_copy_vectors_mb"] = round(vectors.held_bytes() / 2**20, 1)
     ops: dict[str, dict[str, float]] = {}
     palette = _palette_caller()
     out["palette_path"] = palette[0]
@@ -290,6 +308,7 @@ def _serve(spec: Mapping[str, Any]) -> dict[str, Any]:
     }
     ops["api write, answered at commit (dedup hint)"] = percentiles(_api_writes(pairs[:n]))
     out["ops"] = ops
+    memory["the requests above"] = _anonymous()
     out["peak_rss_mb"] = vm("VmHWM")
     out["rss_mb"] = vm("VmRSS")
     # Of the RSS now: the process's own memory, and pages of files it has mapped
@@ -565,6 +584,17 @@ def tables(body: Mapping[str, Any]) -> str:
             f"palette: {b['palette_path']}; "
             f"load {b['loadavg_start']}->{b['loadavg_end']} {extra or ''}"
         )
+        if b.get("memory_stages_mb"):
+            stages = list(b["memory_stages_mb"].items())
+            grew = ", ".join(
+                f"{stage} +{round(mb - stages[n][1], 1)}"
+                for n, (stage, mb) in enumerate(stages[1:])
+            )
+            lines.append(
+                f"{name}: anonymous memory {stages[0][1]} MB once started (Django, planes open), "
+                f"then {grew} MB; the vector copy's vectors "
+                f"{b.get('vector_copy_vectors_mb', '-')} MB of it"
+            )
         if b.get("tiers"):
             said = ", ".join(
                 f"{tier} p50 {t['p50']} / p95 {t['p95']} ms (budget < {TIER_BUDGETS[tier]})"

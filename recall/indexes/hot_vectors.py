@@ -119,6 +119,12 @@ class _Part:
         if len(self.row_of) > self.exact_below:
             self._to_graph()
 
+    def held_bytes(self) -> int:
+        """Bytes of vectors, keys and norms (or the HNSW graph with its vectors) held."""
+        if self.index is not None:
+            return int(self.index.memory_usage)
+        return int(self.matrix.nbytes + self.keys.nbytes + self.scale.nbytes)
+
     def trim(self) -> None:
         """Give back the flat matrix's spare room (after a bulk load)."""
         rows = len(self.row_of)
@@ -416,6 +422,12 @@ class HotVectorIndex:
             return None
         with self._lock:
             return (self._version, self._mark, self._changes)
+
+    def held_bytes(self) -> int:
+        """Bytes of the partitions' vectors (or graphs), keys and norms: the copy's bulk;
+        its per-row bookkeeping (ids, fingerprints, filters) comes on top."""
+        with self._lock:
+            return sum(part.held_bytes() for part in self._parts.values())
 
     @property
     def ready(self) -> bool:

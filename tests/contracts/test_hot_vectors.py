@@ -199,3 +199,15 @@ def test_the_flat_scan_ranks_by_exact_cosine_ties_by_position_zero_rows_last() -
     assert len(everything) == 6 and far[everything.tolist().index(3)] == pytest.approx(1.0)
     _, blank = _nearest(rows, _inverse_norms(rows), np.zeros(3, dtype=np.float32), 3)
     assert blank.tolist() == pytest.approx([1.0, 1.0, 1.0])
+
+
+def test_held_bytes_counts_each_row_vector_key_and_norm(tmp_path: Path) -> None:
+    plane = LanceIndex(tmp_path / "v", dims=DIMS)
+    plane.upsert([row(f"r{i}", e(i % DIMS) + 0.1) for i in range(10)])
+    plane.upsert([row("b", e(0), project="b")])
+    hot = HotVectorIndex(plane, poll_seconds=0, warm=True)  # loaded, then trimmed
+
+    per_row = DIMS * 4 + 8 + 4  # f32 vector, u64 key, f32 inverse norm
+    assert hot.held_bytes() == 11 * per_row
+    hot.delete(["b"])  # its partition goes with its last row
+    assert hot.held_bytes() == 10 * per_row
