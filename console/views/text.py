@@ -223,21 +223,27 @@ def snippet_text(
     it; following sentences of its block are added while they fit `chars`.
     A sentence that alone runs past the room is windowed around its first match.
     """
-    best: tuple[int, int, int] | None = None  # (-words, block, sentence)
-    split = [sentences(b) for b in blocks]
-    for b, parts in enumerate(split):
+    most = 0  # query words in the best sentence so far (read in order: the first of equals)
+    best: tuple[list[str], int] | None = None  # (its block's sentences, its position)
+    every = len(set(matcher.words))
+    for block in blocks:
+        parts = sentences(block)
         for s, sentence in enumerate(parts):
             hits = len(matcher.found(sentence))
-            if hits and (best is None or (-hits, b, s) < best):
-                best = (-hits, b, s)
+            if hits > most:
+                most, best = hits, (parts, s)
+                if most == every:
+                    break
+        if most == every:
+            break  # no later sentence can hold more: the rest of the text is not read
     if best is None:
         return None
-    _, b, s = best
-    first = split[b][s]
+    parts, s = best
+    first = parts[s]
     if len(first) > max(chars, LONG_SENTENCE) or matcher_offset(first, matcher) > chars - 20:
         return _window(first, matcher, chars, lead)
     text = first
-    for following in split[b][s + 1 :]:
+    for following in parts[s + 1 :]:
         if len(text) + 1 + len(following) > chars:
             break
         text += " " + following

@@ -934,6 +934,24 @@ def test_a_snippet_never_cuts_off_the_only_match() -> None:
     assert text.startswith("…") and len(text) <= 122
 
 
+def test_a_snippet_starts_at_the_first_sentence_with_the_most_query_words() -> None:
+    from console.views.text import Matcher, snippet_text
+
+    blocks = [
+        "Nothing here. The deploy waits.",
+        "A deploy rollback plan. Another deploy rollback note.",
+        "Deploy again.",
+    ]
+    both = Matcher.for_query("deploy rollback")
+
+    assert snippet_text(blocks, both, chars=30) == "A deploy rollback plan."
+    assert snippet_text(blocks, Matcher.for_query("rollback"), chars=30) == (
+        "A deploy rollback plan."
+    )
+    assert snippet_text(blocks[:1], both, chars=40) == "The deploy waits."
+    assert snippet_text(blocks, Matcher.for_query("absent"), chars=40) is None
+
+
 def test_the_matcher_marks_stems_and_a_typed_prefix() -> None:
     from console.views.text import Matcher
 
