@@ -32,7 +32,6 @@ from datetime import datetime
 
 from recall import sanitize, tiers
 from recall.config import PromptConfig
-from recall.decay import expired
 from recall.errors import QueryError
 from recall.planes import Planes
 from recall.ports import TokenCounter
@@ -249,13 +248,10 @@ def matches(
     stamp = tiers.stamp(planes.text) if planes.text is not None else None
     corpus = corpora.get((where, config.corpus_limit), build, ttl=config.ttl_seconds, stamp=stamp)
     ranked = [i for i, _ in match(corpus, req.prompt, config)]
+    # Read now (hydrate leaves expired memories out): archived or moved since the build
+    # is left out by the guard.
     found = planes.store.hydrate(ranked) if ranked else {}
-    now = planes.clock()  # read now: archived, moved or expired since the build is left out
-    return [
-        r
-        for r in (found.get(i) for i in ranked)
-        if r is not None and admits(where, r) and not expired(r, now)
-    ]
+    return [r for r in (found.get(i) for i in ranked) if r is not None and admits(where, r)]
 
 
 def run(

@@ -211,7 +211,7 @@ def _nearest(
     if count <= 0:
         return np.empty(0, dtype=np.intp), np.empty(0, dtype=np.float32)
     top = np.arange(len(similarity))
-    if count < len(similarity):  # the top `count` in row order, so a stable sort keeps ties so
+    if count < len(similarity):  # the top `count` in row order: the stable sort keeps ties so
         top = np.sort(np.argpartition(-similarity, count - 1)[:count])
     at = top[np.argsort(-similarity[top], kind="stable")]
     distances: npt.NDArray[np.float32] = (1.0 - similarity[at]).astype(np.float32)

@@ -11,7 +11,9 @@ from console import allocator
 GLIBC = platform.libc_ver()[0] == "glibc"
 
 
-@pytest.mark.skipif(not GLIBC, reason="mallopt and malloc_trim are glibc's")
+@pytest.mark.skipif(
+    not GLIBC, reason="mallopt and malloc_trim exist only in glibc; elsewhere the next test applies"
+)
 def test_on_glibc_the_arenas_are_capped_and_freed_heap_is_returned() -> None:
     assert allocator.tune() is True
 
