@@ -19,7 +19,6 @@ from django.db.models import (
     OuterRef,
     Q,
     QuerySet,
-    TextField,
     Value,
 )
 from django.db.models.functions import Coalesce
@@ -159,9 +158,8 @@ def revision_row_record(row: Sequence[Any]) -> Record:
     )  # fmt: skip
 
 
-def note_record(n: Note, *, body: bool = True) -> Record:
-    """A note as a Record; `body` False leaves its body "" (a queryset that
-    deferred it then reads nothing more)."""
+def note_record(n: Note) -> Record:
+    """A note as a Record."""
     return Record(
         id=n.pk,
         item=NOTE,
@@ -170,7 +168,7 @@ def note_record(n: Note, *, body: bool = True) -> Record:
         name=n.slug,
         title=n.title,
         description=n.description,
-        body=n.body if body else "",
+        body=n.body,
         tags=tuple(n.tags or ()),
         favorite=n.favorite,
         active=True,
@@ -473,9 +471,7 @@ class DjangoStore:
             )
         return found
 
-    def browse(
-        self, *, where: Filter, limit: int, favorites_only: bool = False, bodies: bool = True
-    ) -> list[Record]:
+    def browse(self, *, where: Filter, limit: int, favorites_only: bool = False) -> list[Record]:
         items = where.items or (MEMORY, NOTE)
         records: list[Record] = []
         if MEMORY in items:
@@ -485,23 +481,20 @@ class DjangoStore:
                 # both databases match to the (favorite, updated) index (SQLite would not for
                 # a bare boolean column).
                 rows = rows.filter(favorite__in=[True])
-            rows = rows.order_by("-updated", "-id")
-            if bodies:
-                records += memory_records(rows[:limit])
-            else:
-                columns = [c if c != "body" else "no_body" for c in MEMORY_COLUMNS]
-                blank = rows.annotate(no_body=Value("", output_field=TextField()))
-                records += [memory_row_record(r) for r in blank.values_list(*columns)[:limit]]
+            records += memory_records(rows.order_by("-updated", "-id")[:limit])
         if NOTE in items:
             notes = _notes(where).filter(favorite=True) if favorites_only else _notes(where)
-            notes = notes.order_by("-updated", "-id")
-            if not bodies:
-                notes = notes.defer("body")
-            records += [note_record(n, body=bodies) for n in notes[:limit]]
+            records += [note_record(n) for n in notes.order_by("-updated", "-id")[:limit]]
         records.sort(
             key=lambda r: (r.updated.timestamp() if r.updated else 0.0, r.id), reverse=True
         )
         return records[:limit]
+
+    def names(self, *, where: Filter, limit: int) -> list[tuple[str, str, str]]:
+        if MEMORY not in (where.items or (MEMORY, NOTE)):
+            return []
+        rows = _memories(where).filter(live(self.clock())).order_by("-updated", "-id")
+        return list(rows.values_list("id", "name", "description")[:limit])
 
     def count(self, *, where: Filter) -> int:
         items = where.items or (MEMORY, NOTE)

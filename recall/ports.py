@@ -170,11 +170,14 @@ class MemoryStore(Protocol):
         `include_history`: expired but not yet purged)."""
         ...
 
-    def browse(
-        self, *, where: Filter, limit: int, favorites_only: bool = False, bodies: bool = True
-    ) -> list[Record]:
-        """The newest records `where` admits (ties by id, descending); `bodies` False
-        leaves each body "" (PromptRecall's corpus reads name and description only)."""
+    def browse(self, *, where: Filter, limit: int, favorites_only: bool = False) -> list[Record]:
+        """The newest records `where` admits (ties by id, descending)."""
+        ...
+
+    def names(self, *, where: Filter, limit: int) -> list[tuple[str, str, str]]:
+        """(id, name, description) of the memories `browse` would return first, and
+        nothing else of them: PromptRecall's corpus (a third of the read's time
+        at 5,000 rows, where whole records took 155 ms)."""
         ...
 
     def count(self, *, where: Filter) -> int: ...

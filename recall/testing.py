@@ -310,9 +310,7 @@ class InMemoryStore:
         found = (self.records[i] for i in ids if i in self.records)
         return {r.id: r for r in found if expired or not is_expired(r, now)}
 
-    def browse(
-        self, *, where: Filter, limit: int, favorites_only: bool = False, bodies: bool = True
-    ) -> list[Record]:
+    def browse(self, *, where: Filter, limit: int, favorites_only: bool = False) -> list[Record]:
         rows = [
             r
             for r in self.records.values()
@@ -320,7 +318,13 @@ class InMemoryStore:
         ]
         rows.sort(key=lambda r: r.id, reverse=True)
         rows.sort(key=lambda r: r.updated.timestamp() if r.updated else 0.0, reverse=True)
-        return rows[:limit] if bodies else [replace(r, body="") for r in rows[:limit]]
+        return rows[:limit]
+
+    def names(self, *, where: Filter, limit: int) -> list[tuple[str, str, str]]:
+        if MEMORY not in (where.items or (MEMORY,)):
+            return []
+        memories = replace(where, items=(MEMORY,))
+        return [(r.id, r.name, r.description) for r in self.browse(where=memories, limit=limit)]
 
     def count(self, *, where: Filter) -> int:
         return sum(1 for r in self.records.values() if self._admits(where, r))

@@ -18,7 +18,7 @@ import pytest
 
 from recall.ports import MemoryStore
 from recall.testing import InMemoryStore
-from recall.types import Filter, Link, Record
+from recall.types import MEMORY, Filter, Link, Record
 
 T0 = datetime(2025, 6, 1, tzinfo=UTC)
 
@@ -263,14 +263,17 @@ def test_browse_filters_items_kinds_validity_and_limit(world: Any, writer: Write
     assert len(store.browse(where=ALPHA, limit=2)) == 2
 
 
-def test_browse_without_bodies_reads_the_same_records_bodiless(world: Any, writer: Writer) -> None:
+def test_names_are_the_first_memories_browse_returns(world: Any, writer: Writer) -> None:
     world()
     writer.memory("alpha", "long-story", description="in short", body="the whole story")
-    full = writer.store.browse(where=ALPHA, limit=10)
-    bare = writer.store.browse(where=ALPHA, limit=10, bodies=False)
+    memories = replace(ALPHA, items=(MEMORY,))
+    full = writer.store.browse(where=memories, limit=3)
 
-    assert any(r.body for r in full)  # a body to leave out
-    assert bare == [replace(r, body="") for r in full]
+    assert len(full) == 3
+    assert writer.store.names(where=memories, limit=3) == [
+        (r.id, r.name, r.description) for r in full
+    ]
+    assert writer.store.names(where=replace(ALPHA, items=("note",)), limit=3) == []
 
 
 def test_favorites_only(world: Any, writer: Writer) -> None:
