@@ -30,7 +30,7 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from recall import sanitize, tiers
 from recall.config import PromptConfig
@@ -249,6 +249,13 @@ class CorpusCache:
     def clear(self) -> None:
         with self._lock:
             self._corpora.clear()
+
+    def expire(self) -> None:
+        """Every corpus stale now, whatever its stamp: the next look at each is
+        served it and queues its rebuild (a benchmark times requests so)."""
+        with self._lock:
+            for key, (_, corpus, _) in self._corpora.items():
+                self._corpora[key] = (datetime.min.replace(tzinfo=UTC), corpus, None)
 
 
 def matches(

@@ -32,6 +32,7 @@ SPEED_OPS = (
     "recall cold tier",
     "briefing",
     "prompt recall",
+    "prompt recall, corpora rebuilding",
     "raw embed",
     "raw fts",
     "raw vector",

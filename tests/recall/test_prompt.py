@@ -152,6 +152,18 @@ def test_stale_corpus_is_served_while_one_background_rebuild_runs():
     assert cache.get("k", slow_build, ttl=30) is not first  # type: ignore[arg-type]
 
 
+def test_an_expired_corpus_is_rebuilt_on_its_next_look_whatever_its_stamp() -> None:
+    now = [NOW]
+    cache = CorpusCache(clock=lambda: now[0], background=False)
+    first = cache.get("k", lambda: build_corpus([]), ttl=30, stamp=("meta", 1))
+    assert cache.get("k", lambda: build_corpus([]), ttl=30, stamp=("meta", 1)) is first
+
+    cache.expire()
+    again = cache.get("k", lambda: build_corpus(rows([make_memory(1)])), ttl=30, stamp=("meta", 1))
+
+    assert again is not first and again.ids == (uid(1),) and cache.builds == 2
+
+
 def test_stale_scopes_are_rebuilt_one_at_a_time_on_one_thread() -> None:
     """A thread per stale scope (13 at once at 100,000 memories under writes) took
     the GIL from the requests: PromptRecall's p99 was 185 ms."""
