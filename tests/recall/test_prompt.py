@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from recall.config import PromptConfig
-from recall.prompt import CorpusCache, build_corpus, match, terms
+from recall.prompt import PAUSE_EVERY, CorpusCache, build_corpus, match, terms
 from recall.requests import PromptRequest
 from recall.testing import InMemoryStore
 from recall.types import Record
@@ -198,6 +198,33 @@ def test_stale_scopes_are_rebuilt_one_at_a_time_on_one_thread() -> None:
     assert cache.builds == 8
     assert most[0] == 1 and len(names) == 1
     assert threading.current_thread().name not in names
+
+
+def test_a_background_rebuild_pauses_every_few_rows_and_a_first_build_does_not() -> None:
+    """The rebuilding thread leaves the GIL to requests now and then (else each of
+    their database reads waited out its switch interval); a request that builds
+    its scope's first corpus does not wait on purpose."""
+    import threading
+
+    now = [NOW]
+    slept: list[str] = []
+    cache = CorpusCache(
+        clock=lambda: now[0], background=True,
+        sleep=lambda _: slept.append(threading.current_thread().name),
+    )  # fmt: skip
+    many = rows([make_memory(i) for i in range(1, 2 * PAUSE_EVERY + 1)])
+
+    cache.get("k", lambda: build_corpus(many, pause=cache.pause), ttl=30)
+    assert slept == [] and cache.builds == 1
+    now[0] += timedelta(seconds=60)
+    cache.get("k", lambda: build_corpus(many, pause=cache.pause), ttl=30)
+    for _ in range(300):
+        if cache.builds == 2:
+            break
+        threading.Event().wait(0.01)
+
+    assert cache.builds == 2
+    assert slept == ["prompt-corpora", "prompt-corpora"]
 
 
 @pytest.mark.parametrize("fails", [False, True])
