@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol, TypeVar
 
 from recall import timetravel
 from recall.channels import FTS, SEMANTIC
@@ -132,18 +134,46 @@ def run(
     timings["fusion"] = _ms(start)
 
     start = time.perf_counter()
-    hits = hydrate_hits(planes, pins.lists, pinned, fused, where, prior=config.session_prior)
+    found = admitted(planes, pins.lists, pinned, fused, where, prior=config.session_prior)
     if req.since is not None:
-        hits = since(hits, req.since)
-    hits.sort(key=lambda h: not h.favorite)
+        found = since(found, req.since)
+    found.sort(key=lambda a: not a.favorite)
+    now = planes.clock()
+    page = tuple(a.hit(now) for a in found[req.offset : req.offset + limit])
     timings["hydrate"] = _ms(start)
     timings["total"] = _ms(started)
-    page = tuple(hits[req.offset : req.offset + limit])
     warnings = tuple(gathered.warnings)
-    return SearchResult(page, warnings, timings, gathered.embedded, len(hits), req.offset)
+    return SearchResult(page, warnings, timings, gathered.embedded, len(found), req.offset)
 
 
-def hydrate_hits(
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """A hit whose hydrated row is in scope, before it is made a Hit: only the
+    page's hits are (their snippet HTML, age and worth), not every admitted one."""
+
+    record: Record
+    source: str
+    score: float
+    sources: tuple[Provenance, ...]
+    snippet: str | None
+    similarity: float | None
+
+    @property
+    def updated(self) -> datetime | None:
+        return self.record.updated
+
+    @property
+    def favorite(self) -> bool:
+        return self.record.favorite
+
+    def hit(self, now: datetime) -> Hit:
+        return to_hit(self.record, now=now, source=self.source, score=self.score,
+                      sources=self.sources, snippet=self.snippet,
+                      snippet_html=snippet_html(self.snippet),
+                      similarity=self.similarity)  # fmt: skip
+
+
+def admitted(
     planes: Planes,
     pin_lists: dict[str, list[Candidate]],
     pinned: Sequence[Candidate],
@@ -151,8 +181,8 @@ def hydrate_hits(
     where: Filter,
     *,
     prior: float = 0.0,
-) -> list[Hit]:
-    """Pinned hits first (score 1 / (1 + lane)), then the fused ones, as Hits.
+) -> list[Admitted]:
+    """Pinned hits first (score 1 / (1 + lane)), then the fused ones, hydrated.
 
     The fused ones take the session prior first (`prior`, see
     `recall.fusion.session_prior`).
@@ -166,9 +196,8 @@ def hydrate_hits(
     if prior:
         sessions = {i: r.session_id for i, r in records.items()}
         fused = session_prior(fused, sessions, weight=prior)
-    now = planes.clock()
     by_id = {f.id: f for f in fused}
-    hits: list[Hit] = []
+    hits: list[Admitted] = []
     taken: set[str] = set()
     for cand in pinned:
         record = records.get(cand.id)
@@ -178,31 +207,25 @@ def hydrate_hits(
         prov = Provenance(channel_of[cand.id], cand.rank, cand.score)
         also = by_id.get(record.id)
         snippet, similarity = (also.snippet, also.raw(SEMANTIC)) if also else (None, None)
-        hits.append(_hit(record, now, channel_of[cand.id], 1 / (1 + cand.score), (prov,),
-                         snippet, similarity))  # fmt: skip
+        hits.append(Admitted(record, channel_of[cand.id], 1 / (1 + cand.score), (prov,),
+                             snippet, similarity))  # fmt: skip
     for f in fused:
         record = records.get(f.id)
         if record is None or f.id in taken or not admits(where, record):
             continue
         snippet = f.snippet if FTS in f.channels else None
-        hits.append(_hit(record, now, f.source, f.score, f.sources, snippet, f.raw(SEMANTIC)))
+        hits.append(Admitted(record, f.source, f.score, f.sources, snippet, f.raw(SEMANTIC)))
     return hits
 
 
-def since(hits: Sequence[Hit], instant: datetime) -> list[Hit]:
+class _Updated(Protocol):
+    @property
+    def updated(self) -> datetime | None: ...
+
+
+U = TypeVar("U", bound=_Updated)
+
+
+def since(hits: Sequence[U], instant: datetime) -> list[U]:
     """Hits updated at or after `instant`."""
     return [h for h in hits if h.updated is not None and h.updated >= instant]
-
-
-def _hit(
-    record: Record,
-    now: datetime,
-    source: str,
-    score: float,
-    sources: tuple[Provenance, ...],
-    snippet: str | None,
-    similarity: float | None,
-) -> Hit:
-    """A Hit with its snippet (and the snippet's HTML) and cosine, built once."""
-    return to_hit(record, now=now, source=source, score=score, sources=sources, snippet=snippet,
-                  snippet_html=snippet_html(snippet), similarity=similarity)  # fmt: skip
