@@ -14,8 +14,9 @@ A stale corpus whose text index has not moved since it was built (the plane's
 kept for another `ttl_seconds` without a rebuild: a build reads up to
 `corpus_limit` rows' (id, name, description) (`MemoryStore.names`) and holds
 the GIL for tens of milliseconds at 100,000 memories, which showed in other
-requests' tails; one thread rebuilds the stale scopes one after another. A write is then seen once
-the index has applied it (within the index lag) and the corpus next goes stale.
+requests' tails (one thread rebuilds the stale scopes, one after another,
+pausing as it goes: `CorpusCache`). A write is then seen once the index has
+applied it (within the index lag) and the corpus next goes stale.
 A match itself is read from the store: a memory edited, archived or expired
 since the build shows as it is now, or not at all.
 """
@@ -175,7 +176,7 @@ class CorpusCache:
     every few rows of a build: a request that released the GIL for the
     database otherwise waited for the build's 5 ms switch interval at each
     read (the convoy effect), and prompts timed during rebuilds at 100,000
-    took p95 32 ms, then 3-4 ms. `background=False` rebuilds synchronously
+    took p95 32 ms, then 2.4-2.8 ms. `background=False` rebuilds synchronously
     (deterministic tests). `finished` runs at the end of the rebuilding
     thread, once its queue is empty (the console returns the thread's
     database connection to its pool there).
