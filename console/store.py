@@ -475,13 +475,7 @@ class DjangoStore:
         items = where.items or (MEMORY, NOTE)
         records: list[Record] = []
         if MEMORY in items:
-            rows = _memories(where).filter(live(self.clock()))
-            if favorites_only:
-                # `favorite IN (true)`, not Django's bare `WHERE favorite`: standard SQL that
-                # both databases match to the (favorite, updated) index (SQLite would not for
-                # a bare boolean column).
-                rows = rows.filter(favorite__in=[True])
-            records += memory_records(rows.order_by("-updated", "-id")[:limit])
+            records += memory_records(self._newest(where, favorites_only)[:limit])
         if NOTE in items:
             notes = _notes(where).filter(favorite=True) if favorites_only else _notes(where)
             records += [note_record(n) for n in notes.order_by("-updated", "-id")[:limit]]
@@ -491,10 +485,19 @@ class DjangoStore:
         return records[:limit]
 
     def names(self, *, where: Filter, limit: int) -> list[tuple[str, str, str]]:
-        if MEMORY not in (where.items or (MEMORY, NOTE)):
+        if where.items and MEMORY not in where.items:
             return []
-        rows = _memories(where).filter(live(self.clock())).order_by("-updated", "-id")
-        return list(rows.values_list("id", "name", "description")[:limit])
+        return list(self._newest(where).values_list("id", "name", "description")[:limit])
+
+    def _newest(self, where: Filter, favorites_only: bool = False) -> QuerySet[Memory]:
+        """The live memories `where` admits, newest first (`browse`'s and `names`' order)."""
+        rows = _memories(where).filter(live(self.clock()))
+        if favorites_only:
+            # `favorite IN (true)`, not Django's bare `WHERE favorite`: standard SQL that
+            # both databases match to the (favorite, updated) index (SQLite would not for
+            # a bare boolean column).
+            rows = rows.filter(favorite__in=[True])
+        return rows.order_by("-updated", "-id")
 
     def count(self, *, where: Filter) -> int:
         items = where.items or (MEMORY, NOTE)

@@ -175,9 +175,9 @@ class MemoryStore(Protocol):
         ...
 
     def names(self, *, where: Filter, limit: int) -> list[tuple[str, str, str]]:
-        """(id, name, description) of the memories `browse` would return first, and
-        nothing else of them: PromptRecall's corpus (a third of the read's time
-        at 5,000 rows, where whole records took 155 ms)."""
+        """(id, name, description) of the first `limit` memories in `browse`'s order,
+        and nothing else of them: PromptRecall's corpus (5,000 rows at 100,000
+        memories: 40 ms, against 155 as whole records)."""
         ...
 
     def count(self, *, where: Filter) -> int: ...

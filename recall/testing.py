@@ -321,7 +321,7 @@ class InMemoryStore:
         return rows[:limit]
 
     def names(self, *, where: Filter, limit: int) -> list[tuple[str, str, str]]:
-        if MEMORY not in (where.items or (MEMORY,)):
+        if where.items and MEMORY not in where.items:
             return []
         memories = replace(where, items=(MEMORY,))
         return [(r.id, r.name, r.description) for r in self.browse(where=memories, limit=limit)]
