@@ -32,7 +32,7 @@ from recall.context import turns_before
 from recall.decay import expired as is_expired
 from recall.neighbourhood import near
 from recall.planes import Clock
-from recall.types import MEMORY, NOTE, SUPERSEDES, Filter, Link, Neighbour, Record
+from recall.types import MEMORY, NOTE, SUPERSEDES, Filter, Link, Named, Neighbour, Record
 
 # Usage ranking reads a snapshot of retrieval events cut every USAGE_SNAPSHOT_S
 # seconds (aligned to the clock, so every process cuts at the same instants).
@@ -484,10 +484,14 @@ class DjangoStore:
         )
         return records[:limit]
 
-    def names(self, *, where: Filter, limit: int) -> list[tuple[str, str, str]]:
+    def names(self, *, where: Filter, limit: int, since: datetime | None = None) -> list[Named]:
         if where.items and MEMORY not in where.items:
             return []
-        return list(self._newest(where).values_list("id", "name", "description")[:limit])
+        rows = self._newest(where)
+        if since is not None:
+            rows = rows.filter(updated__gte=since)
+        fields = rows.values_list("id", "name", "description", "updated")
+        return [Named(*row) for row in fields[:limit]]
 
     def _newest(self, where: Filter, favorites_only: bool = False) -> QuerySet[Memory]:
         """The live memories `where` admits, newest first (`browse`'s and `names`' order)."""

@@ -22,6 +22,7 @@ from recall.types import (
     Doc,
     Filter,
     Link,
+    Named,
     Neighbour,
     Record,
     VectorRow,
@@ -174,10 +175,11 @@ class MemoryStore(Protocol):
         """The newest records `where` admits (ties by id, descending)."""
         ...
 
-    def names(self, *, where: Filter, limit: int) -> list[tuple[str, str, str]]:
-        """(id, name, description) of the first `limit` memories in `browse`'s order,
-        and nothing else of them: PromptRecall's corpus (5,000 rows at 100,000
-        memories: 40 ms, against 155 as whole records)."""
+    def names(self, *, where: Filter, limit: int, since: datetime | None = None) -> list[Named]:
+        """(id, name, description, updated) of the first `limit` memories in
+        `browse`'s order, and nothing else of them: PromptRecall's corpus (5,000
+        rows at 100,000 memories: 40 ms, against 155 as whole records). With
+        `since`, only those updated at or after it (a corpus's refresh)."""
         ...
 
     def count(self, *, where: Filter) -> int: ...

@@ -12,11 +12,15 @@ while one background thread rebuilds it (stale-while-rebuild, single-flight).
 A stale corpus whose text index has not moved since it was built (the plane's
 `stamp`, as the hot tier reads it: any commit by any process moves it) is
 kept for another `ttl_seconds` without a rebuild: a build reads up to
-`corpus_limit` rows' (id, name, description) (`MemoryStore.names`) and holds
-the GIL for tens of milliseconds at 100,000 memories, which showed in other
-requests' tails (one thread rebuilds the stale scopes, one after another,
-pausing as it goes: `CorpusCache`). A write is then seen once the index has
-applied it (within the index lag) and the corpus next goes stale.
+`corpus_limit` rows' (id, name, description, updated) (`MemoryStore.names`)
+and holds the GIL for tens of milliseconds at 100,000 memories, which showed
+in other requests' tails (one thread rebuilds the stale scopes, one after
+another, pausing as it goes: `CorpusCache`). So a stale corpus is refreshed
+rather than built again: only the names updated since its newest row (less
+`SINCE_OVERLAP`) are read and applied (`refresh`); it is built whole when
+much changed (`GROWTH`, `REPLACED`) and at least every `WHOLE_AFTER`. A write
+is then seen once the index has applied it (within the index lag) and the
+corpus next goes stale.
 A match itself is read from the store: a memory edited, archived or expired
 since the build shows as it is now, or not at all.
 """
@@ -31,8 +35,8 @@ import time
 from array import array
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
 from recall import sanitize, tiers
 from recall.config import PromptConfig
@@ -43,7 +47,7 @@ from recall.requests import PromptRequest
 from recall.results import PromptResult
 from recall.scope import recall_filter
 from recall.scoring import admits
-from recall.types import Record
+from recall.types import Named, Record
 
 log = logging.getLogger(__name__)
 
@@ -70,53 +74,115 @@ def terms(text: str, *, min_chars: int = 3) -> frozenset[str]:
 
 PAUSE_EVERY = 50  # rows between a background build's pauses (about 0.7 ms of work)
 PAUSE_S = 0.001
+# A refresh re-reads the names updated within this much before the newest it
+# has read: a write whose transaction committed after a later one's did is
+# still seen (and rows read twice are recognised by their `updated`).
+SINCE_OVERLAP = timedelta(seconds=10)
+# A refresh that would read more than this share of corpus_limit rows, or leave
+# the corpus past corpus_limit * (1 + GROWTH) records or a REPLACED share of its
+# positions replaced, builds the corpus whole instead.
+GROWTH = 0.25
+REPLACED = 0.10
+# ...and one built whole this long ago is built whole again: a memory imported
+# with an `updated` from the past is older than any refresh reads.
+WHOLE_AFTER = timedelta(minutes=5)
 
 
 @dataclass(frozen=True, slots=True)
 class Corpus:
     """The matcher's index of one scope: its records' ids, each one's sqrt(number of
-    words), each word's postings (the positions of the records holding it) and idf.
+    words), each word's postings (the positions of the records holding it).
 
     An inverted index of ids rather than records with their word sets: 64,000
     records of 13 scopes took 197 MB as records with a frozenset each; a prompt
     reads only the postings of its own words, and its few matches are read
-    from the store (`matches`), as they are now."""
+    from the store (`matches`), as they are now.
+
+    `rows` (N in idf, wordless records included), `at` (each record's position
+    and the `updated` it was read at; -1 for a wordless one) and `newest` let
+    `refresh` apply what changed since. A record changed since is appended and
+    its old position emptied ("" in `ids`): the old words stay in the postings
+    (and in each word's df) until the corpus is next built whole."""
 
     ids: tuple[str, ...]
     norms: tuple[float, ...]
     postings: dict[str, array[int]]
-    idf: dict[str, float]
+    rows: int = 0
+    at: dict[str, tuple[int, datetime | None]] = field(default_factory=dict)
+    newest: datetime | None = None
+    replaced: int = 0
+
+    def idf(self, word: str) -> float | None:
+        """ln(1 + N / df(word)); None for a word no record holds."""
+        found = self.postings.get(word)
+        return None if found is None else math.log(1 + self.rows / len(found))
+
+    def fits(self, limit: int) -> bool:
+        """Small enough, and few enough positions replaced, to refresh once more."""
+        return self.rows <= limit * (1 + GROWTH) and self.replaced <= REPLACED * len(self.ids)
+
+
+EMPTY = Corpus((), (), {})
 
 
 def build_corpus(
-    rows: Iterable[tuple[str, str, str]],
+    rows: Iterable[Named],
     *,
     min_chars: int = 3,
     pause: Callable[[], None] | None = None,
 ) -> Corpus:
-    """The corpus of (id, name, description) rows (`MemoryStore.names`);
+    """The corpus of (id, name, description, updated) rows (`MemoryStore.names`);
     `pause` is called every `PAUSE_EVERY` rows (`CorpusCache.pause`)."""
-    kept: list[str] = []
-    norms: list[float] = []
-    lists: dict[str, list[int]] = {}
-    n = 0  # every record counts in idf's N, a wordless one too
-    for memory_id, name, description in rows:
-        n += 1
-        if pause is not None and n % PAUSE_EVERY == 0:
+    return refresh(EMPTY, rows, min_chars=min_chars, pause=pause)
+
+
+def refresh(
+    corpus: Corpus,
+    rows: Iterable[Named],
+    *,
+    min_chars: int = 3,
+    pause: Callable[[], None] | None = None,
+) -> Corpus:
+    """`corpus` with `rows` applied, as a new corpus (`corpus` is left as it is
+    for the requests reading it): a record not in it is added, one whose
+    `updated` moved is added again and its old position emptied, one read at
+    the same `updated` is skipped. Nothing to apply gives `corpus` itself."""
+    ids = list(corpus.ids)
+    norms = list(corpus.norms)
+    at = dict(corpus.at)
+    grown: dict[str, list[int]] = {}
+    n, replaced, newest = corpus.rows, corpus.replaced, corpus.newest
+    applied = 0
+    for k, (memory_id, name, description, updated) in enumerate(rows, 1):
+        if pause is not None and k % PAUSE_EVERY == 0:
             pause()
+        if updated is not None and (newest is None or updated > newest):
+            newest = updated
+        old = at.get(memory_id)
+        if old is None:
+            n += 1  # every record counts in idf's N, a wordless one too
+        elif old[1] == updated:
+            continue  # read before (the overlap of `SINCE_OVERLAP`)
+        elif old[0] >= 0:
+            ids[old[0]] = ""
+            replaced += 1
+        applied += 1
         found = terms(f"{name} {description}", min_chars=min_chars)
         if not found:
-            continue  # shares no word with any prompt
+            at[memory_id] = (-1, updated)  # shares no word with any prompt
+            continue
         for w in found:
-            lists.setdefault(w, []).append(len(kept))
-        kept.append(memory_id)
+            grown.setdefault(w, []).append(len(ids))
+        at[memory_id] = (len(ids), updated)
+        ids.append(memory_id)
         norms.append(math.sqrt(len(found)))
-    return Corpus(
-        tuple(kept),
-        tuple(norms),
-        {w: array("I", at) for w, at in lists.items()},
-        {w: math.log(1 + n / len(at)) for w, at in lists.items()},
-    )
+    if not applied:
+        return corpus
+    postings = dict(corpus.postings)
+    for w, added in grown.items():
+        held = postings.get(w)
+        postings[w] = array("I", held if held is not None else ()) + array("I", added)
+    return Corpus(tuple(ids), tuple(norms), postings, n, at, newest, replaced)
 
 
 def match(corpus: Corpus, prompt: str, config: PromptConfig) -> list[tuple[str, float]]:
@@ -125,7 +191,7 @@ def match(corpus: Corpus, prompt: str, config: PromptConfig) -> list[tuple[str, 
     shared: dict[int, int] = {}
     weight: dict[int, float] = {}
     for w in sorted(terms(prompt, min_chars=config.min_word_chars)):
-        idf = corpus.idf.get(w)
+        idf = corpus.idf(w)
         if idf is None:
             continue
         for at in corpus.postings[w]:
@@ -133,8 +199,8 @@ def match(corpus: Corpus, prompt: str, config: PromptConfig) -> list[tuple[str, 
             weight[at] = weight.get(at, 0.0) + idf
     found: list[tuple[str, float]] = []
     for at, count in shared.items():
-        if count < config.min_shared_words:
-            continue
+        if count < config.min_shared_words or not corpus.ids[at]:
+            continue  # too few shared words, or a position a refresh emptied
         score = weight[at] / corpus.norms[at]
         if score >= config.min_score:
             found.append((corpus.ids[at], score))
@@ -162,6 +228,9 @@ def render(
     return "\n".join([*head, *shown, f"</{config.tag}>"]), tuple(ids)
 
 
+Refresh = Callable[[Corpus], Corpus | None]  # None: too much changed, build it whole
+
+
 class CorpusCache:
     """Corpora per scope key, fresh for a TTL, then served stale while rebuilt.
 
@@ -169,7 +238,12 @@ class CorpusCache:
     corpus is returned at once and its rebuild is queued (single-flight: a
     key already queued or building is not queued again), unless `stamp`
     (what the data looked like; None: unknown) equals the one it was built
-    at: then it is fresh again without a rebuild. One background thread
+    at: then it is fresh again without a rebuild. With `refresh`, a rebuild
+    passes it the stale corpus (to apply what changed since, `refresh` in
+    this module; None back: `build` after all) instead of calling `build`,
+    unless the key was last built whole `whole_after` ago or
+    `expire(whole=True)` asked for a build (`builds` and `refreshes` count
+    each kind). One background thread
     works the queue, one rebuild at a time: a thread per stale scope (13 at
     once at 100,000 memories under writes) took the GIL from the requests
     and put PromptRecall's p99 at 185 ms. That thread also pauses (`pause`)
@@ -189,21 +263,32 @@ class CorpusCache:
         background: bool = True,
         finished: Callable[[], None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        whole_after: timedelta = WHOLE_AFTER,
     ) -> None:
         self._clock = clock
+        self._whole_after = whole_after
+        self._built: dict[Hashable, datetime] = {}  # when each key was last built whole
         self._sleep = sleep
         self._on_rebuilder = threading.local()
         self._background = background
         self._finished = finished
         self._lock = threading.Lock()
         self._corpora: dict[Hashable, tuple[datetime, Corpus, object]] = {}
+        self._whole: set[Hashable] = set()  # keys whose next rebuild is `build`
         self._building: set[Hashable] = set()
-        self._queue: deque[tuple[Hashable, Callable[[], Corpus], object]] = deque()
+        self._queue: deque[_Job] = deque()
         self._draining = False
         self.builds = 0
+        self.refreshes = 0
 
     def get(
-        self, key: Hashable, build: Callable[[], Corpus], *, ttl: float, stamp: object = None
+        self,
+        key: Hashable,
+        build: Callable[[], Corpus],
+        *,
+        ttl: float,
+        stamp: object = None,
+        refresh: Refresh | None = None,
     ) -> Corpus:
         now = self._clock()
         with self._lock:
@@ -215,33 +300,46 @@ class CorpusCache:
             start = stale and key not in self._building
             if start:
                 self._building.add(key)
+        job = _Job(key, build, stamp, refresh)
         if cached is None:
             if start:
-                return self._rebuild(key, build, stamp)
+                return self._rebuild(job)
             return build()  # another caller is building the first corpus
         if start:
             if not self._background:
-                return self._rebuild(key, build, stamp)
-            self._enqueue(key, build, stamp)
+                return self._rebuild(job)
+            self._enqueue(job)
         return cached[1]
 
-    def _enqueue(self, key: Hashable, build: Callable[[], Corpus], stamp: object) -> None:
+    def _enqueue(self, job: _Job) -> None:
         """Queue one rebuild; start the rebuilding thread unless it is running."""
         with self._lock:
-            self._queue.append((key, build, stamp))
+            self._queue.append(job)
             if self._draining:
                 return
             self._draining = True
         threading.Thread(target=self._drain, daemon=True, name="prompt-corpora").start()
 
-    def _rebuild(self, key: Hashable, build: Callable[[], Corpus], stamp: object) -> Corpus:
-        """Build and keep the corpus with `stamp`, read before the build (a write
-        landing during it moves the stamp past this one: the next look rebuilds)."""
+    def _rebuild(self, job: _Job) -> Corpus:
+        """Build (or refresh) and keep the corpus with the job's stamp, read before
+        the build (a write landing during it moves the stamp past this one: the
+        next look rebuilds)."""
+        key = job.key
+        with self._lock:
+            cached = self._corpora.get(key)
+            due = self._clock() - self._built.get(key, datetime.min.replace(tzinfo=UTC))
+            whole = cached is None or key in self._whole or due >= self._whole_after
+            previous = None if whole or cached is None else cached[1]
+            self._whole.discard(key)
         try:
-            corpus = build()
+            renewed = None if previous is None or job.refresh is None else job.refresh(previous)
+            corpus, whole = (job.build(), True) if renewed is None else (renewed, False)
             with self._lock:
-                self._corpora[key] = (self._clock(), corpus, stamp)
-                self.builds += 1
+                self._corpora[key] = (self._clock(), corpus, job.stamp)
+                if whole:
+                    self._built[key] = self._clock()
+                self.builds += whole
+                self.refreshes += not whole
             return corpus
         except Exception:
             log.exception("prompt-recall corpus rebuild failed for %r", key)
@@ -265,9 +363,9 @@ class CorpusCache:
                     if not self._queue:
                         self._draining = False
                         return
-                    key, build, stamp = self._queue.popleft()
+                    job = self._queue.popleft()
                 try:
-                    self._rebuild(key, build, stamp)
+                    self._rebuild(job)
                 except Exception:  # logged in _rebuild; the stale corpus keeps serving
                     continue
         finally:
@@ -278,12 +376,25 @@ class CorpusCache:
         with self._lock:
             self._corpora.clear()
 
-    def expire(self) -> None:
+    def expire(self, *, whole: bool = False) -> None:
         """Every corpus stale now, whatever its stamp: the next look at each is
-        served it and queues its rebuild (a benchmark times requests so)."""
+        served it and queues its refresh, or with `whole` its build (a
+        benchmark times requests so)."""
         with self._lock:
             for key, (_, corpus, _) in self._corpora.items():
                 self._corpora[key] = (datetime.min.replace(tzinfo=UTC), corpus, None)
+                if whole:
+                    self._whole.add(key)
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """One queued rebuild: build whole, or refresh the corpus there is."""
+
+    key: Hashable
+    build: Callable[[], Corpus]
+    stamp: object
+    refresh: Refresh | None
 
 
 def matches(
@@ -297,12 +408,26 @@ def matches(
         return []
     where = recall_filter(planes.store, project=req.project, scope="memories")
 
+    limit, chars = config.corpus_limit, config.min_word_chars
+
     def build() -> Corpus:
-        rows = planes.store.names(where=where, limit=config.corpus_limit)
-        return build_corpus(rows, min_chars=config.min_word_chars, pause=corpora.pause)
+        rows = planes.store.names(where=where, limit=limit)
+        return build_corpus(rows, min_chars=chars, pause=corpora.pause)
+
+    def renew(corpus: Corpus) -> Corpus | None:
+        """What changed since `corpus` was read, applied; None when much did."""
+        if corpus.newest is None:
+            return None
+        cap = int(limit * GROWTH)
+        since = corpus.newest - SINCE_OVERLAP
+        rows = planes.store.names(where=where, limit=cap + 1, since=since)
+        if len(rows) > cap:
+            return None
+        renewed = refresh(corpus, rows, min_chars=chars, pause=corpora.pause)
+        return renewed if renewed.fits(limit) else None
 
     stamp = tiers.stamp(planes.text) if planes.text is not None else None
-    corpus = corpora.get((where, config.corpus_limit), build, ttl=config.ttl_seconds, stamp=stamp)
+    corpus = corpora.get((where, limit), build, ttl=config.ttl_seconds, stamp=stamp, refresh=renew)
     ranked = [i for i, _ in match(corpus, req.prompt, config)]
     # Read now (hydrate leaves expired memories out): archived or moved since the build
     # is left out by the guard.

@@ -33,6 +33,7 @@ from recall.types import (
     Doc,
     Filter,
     Link,
+    Named,
     Neighbour,
     Record,
     VectorRow,
@@ -320,11 +321,16 @@ class InMemoryStore:
         rows.sort(key=lambda r: r.updated.timestamp() if r.updated else 0.0, reverse=True)
         return rows[:limit]
 
-    def names(self, *, where: Filter, limit: int) -> list[tuple[str, str, str]]:
+    def names(self, *, where: Filter, limit: int, since: datetime | None = None) -> list[Named]:
         if where.items and MEMORY not in where.items:
             return []
         memories = replace(where, items=(MEMORY,))
-        return [(r.id, r.name, r.description) for r in self.browse(where=memories, limit=limit)]
+        newest = self.browse(
+            where=memories, limit=len(self.records) if since is not None else limit
+        )
+        if since is not None:
+            newest = [r for r in newest if r.updated is not None and r.updated >= since]
+        return [Named(r.id, r.name, r.description, r.updated) for r in newest[:limit]]
 
     def count(self, *, where: Filter) -> int:
         return sum(1 for r in self.records.values() if self._admits(where, r))

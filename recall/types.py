@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -338,6 +339,15 @@ class Link:
     weight: float = 1.0
     rel: str = LINKS
     reverse: bool = False
+
+
+class Named(NamedTuple):
+    """A memory as PromptRecall's corpus reads it (`MemoryStore.names`)."""
+
+    id: str
+    name: str
+    description: str
+    updated: datetime | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ SPEED_OPS = (
     "briefing",
     "prompt recall",
     "prompt recall, corpora rebuilding",
+    "prompt recall, corpora refreshing",
     "raw embed",
     "raw fts",
     "raw vector",

@@ -298,7 +298,8 @@ def _serve(spec: Mapping[str, Any]) -> dict[str, Any]:
     ops["prompt recall"] = percentiles(
         timed(lambda p: selectors.prompt_recall(project=p[1], prompt=p[0]), prompt_q)
     )
-    ops["prompt recall, corpora rebuilding"], out["prompt_rebuilds"] = _prompts_rebuilding(prompt_q)
+    rebuilt = _prompts_rebuilding(prompt_q, whole=True)
+    ops["prompt recall, corpora rebuilding"], out["prompt_rebuilds"] = rebuilt
     raw = _raw_parts(recall_q[warmup:])
     ops |= {f"raw {k}": percentiles(v) for k, v in raw.items()}
     parts = [raw[k] for k in ("embed", "fts", "vector")]
@@ -308,6 +309,9 @@ def _serve(spec: Mapping[str, Any]) -> dict[str, Any]:
         "p50": round(statistics.median(recall_ms) / statistics.median(raw_sum), 3),
     }
     ops["api write, answered at commit (dedup hint)"] = percentiles(_api_writes(pairs[:n]))
+    # After those writes: each scope's refresh reads and applies what they added.
+    refreshed = _prompts_rebuilding(prompt_q, whole=False)
+    ops["prompt recall, corpora refreshing"], out["prompt_refreshes"] = refreshed
     out["ops"] = ops
     memory["the requests above"] = _anonymous()
     out["peak_rss_mb"] = vm("VmHWM")
@@ -340,17 +344,19 @@ def _tiers(
 
 
 def _prompts_rebuilding(
-    pairs: Sequence[tuple[str, str | None]],
+    pairs: Sequence[tuple[str, str | None]], *, whole: bool
 ) -> tuple[dict[str, float], dict[str, float]]:
     """PromptRecall while the corpora are rebuilt behind it: every scope's corpus
     is made stale (as writes and the TTL make them), then prompts arrive 5 ms
     apart; the first per scope queues its rebuild, the rest are timed while the
-    rebuilding thread works (recall/prompt.py). Also: rebuilds done meanwhile."""
+    rebuilding thread works (recall/prompt.py). `whole`: each is built whole (as
+    every WHOLE_AFTER), else refreshed with what changed since. Also: the
+    builds and refreshes done meanwhile."""
     from console import selectors, wiring
 
     corpora = wiring.engine().corpora
-    corpora.expire()
-    builds, started = corpora.builds, time.perf_counter()
+    corpora.expire(whole=whole)
+    builds, refreshes, started = corpora.builds, corpora.refreshes, time.perf_counter()
     samples = []
     for prompt, project in pairs:
         start = time.perf_counter()
@@ -358,7 +364,8 @@ def _prompts_rebuilding(
         samples.append((time.perf_counter() - start) * 1000)
         time.sleep(0.005)
     window = round(time.perf_counter() - started, 2)
-    return percentiles(samples), {"rebuilds": corpora.builds - builds, "window_s": window}
+    done = {"builds": corpora.builds - builds, "refreshes": corpora.refreshes - refreshes}
+    return percentiles(samples), {**done, "window_s": window}
 
 
 def _cold_recalls(pairs: Sequence[tuple[str, str | None]]) -> dict[str, dict[str, float]]:
@@ -618,13 +625,14 @@ def tables(body: Mapping[str, Any]) -> str:
                 f"then {grew} MB; the vector copy's vectors "
                 f"{b.get('vector_copy_vectors_mb', '-')} MB of it"
             )
-        if b.get("prompt_rebuilds"):
-            r = b["prompt_rebuilds"]
-            lines.append(
-                f"{name}: prompt recall, corpora rebuilding: every corpus made stale, then "
-                f"prompts 5 ms apart; {r['rebuilds']} corpora rebuilt in the {r['window_s']} s "
-                "they were timed in"
-            )
+        for key, how in (("prompt_rebuilds", "rebuilding"), ("prompt_refreshes", "refreshing")):
+            if b.get(key):
+                r = b[key]
+                lines.append(
+                    f"{name}: prompt recall, corpora {how}: every corpus made stale, then "
+                    f"prompts 5 ms apart; {r.get('builds', r.get('rebuilds'))} built whole and "
+                    f"{r.get('refreshes', 0)} refreshed in the {r['window_s']} s they were timed in"
+                )
         if b.get("tiers"):
             said = ", ".join(
                 f"{tier} p50 {t['p50']} / p95 {t['p95']} ms (budget < {TIER_BUDGETS[tier]})"

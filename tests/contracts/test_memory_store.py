@@ -271,9 +271,24 @@ def test_names_are_the_first_memories_browse_returns(world: Any, writer: Writer)
 
     assert len(full) == 3
     assert writer.store.names(where=memories, limit=3) == [
-        (r.id, r.name, r.description) for r in full
+        (r.id, r.name, r.description, r.updated) for r in full
     ]
     assert writer.store.names(where=replace(ALPHA, items=("note",)), limit=3) == []
+
+
+def test_names_since_are_those_updated_at_or_after_it(world: Any, writer: Writer) -> None:
+    """A PromptRecall corpus's refresh reads only what changed since its newest row."""
+    world()
+    memories = replace(ALPHA, items=(MEMORY,))
+    full = writer.store.names(where=memories, limit=10)
+    assert len(full) >= 3 and full[1].updated is not None
+
+    since = writer.store.names(where=memories, limit=10, since=full[1].updated)
+    later = full[1].updated + timedelta(days=1)
+
+    assert since == full[:2]
+    assert writer.store.names(where=memories, limit=1, since=full[1].updated) == full[:1]
+    assert writer.store.names(where=memories, limit=10, since=later) == []
 
 
 def test_favorites_only(world: Any, writer: Writer) -> None:

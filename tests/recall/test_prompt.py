@@ -7,10 +7,10 @@ from datetime import timedelta
 import pytest
 
 from recall.config import PromptConfig
-from recall.prompt import PAUSE_EVERY, CorpusCache, build_corpus, match, terms
+from recall.prompt import PAUSE_EVERY, CorpusCache, build_corpus, match, refresh, terms
 from recall.requests import PromptRequest
 from recall.testing import InMemoryStore
-from recall.types import Record
+from recall.types import Named, Record
 from tests.recall.conftest import NOW, MakeEngine, index, make_memory, uid
 
 # IDF needs a corpus: eight unrelated memories, as any real project has.
@@ -22,9 +22,9 @@ FILLERS = [
 ]
 
 
-def rows(records: list[Record]) -> list[tuple[str, str, str]]:
+def rows(records: list[Record]) -> list[Named]:
     """What `MemoryStore.names` reads for these records."""
-    return [(r.id, r.name, r.description) for r in records]
+    return [Named(r.id, r.name, r.description, r.updated) for r in records]
 
 
 @pytest.mark.parametrize(
@@ -121,6 +121,102 @@ def test_corpus_is_cached_for_the_ttl_then_rebuilt(make_engine: MakeEngine):
     assert engine.prompt_recall(ask).text == ""  # still the cached corpus
     now[0] += timedelta(seconds=31)
     assert engine.prompt_recall(ask).ids == (uid(1),)  # synchronous rebuild in tests
+
+
+PROMPTS = ["the chroma boot fails", "deploy a rollback at startup", "grape and fig notes"]
+
+
+def test_a_refreshed_corpus_matches_as_one_built_whole_from_the_same_rows():
+    old = [make_memory(1, "chroma-boot-race", description="startup ordering"), *FILLERS]
+    new = [
+        make_memory(2, "chroma-docs", description="boot documentation"),
+        make_memory(3, "deploy-rollback", description="deploy rollback at startup"),
+    ]
+
+    refreshed = refresh(build_corpus(rows(old)), rows(new))
+    whole = build_corpus(rows([*old, *new]))
+
+    assert refreshed.rows == whole.rows == 11
+    for prompt in PROMPTS:
+        assert match(refreshed, prompt, PromptConfig()) == match(whole, prompt, PromptConfig())
+    assert match(refreshed, "chroma boot", PromptConfig())  # it does match something
+
+
+def test_a_memory_changed_since_is_matched_by_its_new_words_only():
+    race = make_memory(1, "chroma-boot-race", description="startup ordering")
+    corpus = build_corpus(rows([race, *FILLERS]))
+    assert [i for i, _ in match(corpus, "chroma boot race", PromptConfig())] == [uid(1)]
+    edited = replace(race, name="lance-merge-stall", description="compaction", updated=NOW)
+
+    refreshed = refresh(corpus, rows([edited]))
+
+    assert match(refreshed, "chroma boot race", PromptConfig()) == []
+    assert [i for i, _ in match(refreshed, "lance merge stall", PromptConfig())] == [uid(1)]
+    assert (refreshed.rows, refreshed.replaced, refreshed.ids.count("")) == (9, 1, 1)
+    assert refreshed.newest == NOW and corpus.newest == race.updated  # the old one untouched
+    assert refreshed.fits(8) and not refreshed.fits(7)  # 9 records: past 7 * (1 + GROWTH)
+    twice = refresh(refreshed, rows([replace(FILLERS[0], description="new", updated=NOW)]))
+    assert not twice.fits(8)  # 2 of 11 positions replaced: past REPLACED, build it whole
+
+
+def test_rows_read_again_leave_the_corpus_as_it_is():
+    corpus = build_corpus(rows(FILLERS))
+
+    assert refresh(corpus, rows(FILLERS[:3])) is corpus
+    assert refresh(corpus, []) is corpus
+
+
+def test_a_stale_corpus_is_refreshed_and_built_whole_when_asked_or_due() -> None:
+    now = [NOW]
+    cache = CorpusCache(clock=lambda: now[0], background=False, whole_after=timedelta(minutes=5))
+    given: list[object] = []
+
+    def build() -> object:
+        return build_corpus(rows(FILLERS))
+
+    def renew(corpus: object) -> object:
+        given.append(corpus)
+        return build_corpus(rows(FILLERS[:2]))
+
+    first = cache.get("k", build, ttl=30, refresh=renew)  # type: ignore[arg-type]
+    now[0] += timedelta(seconds=31)
+    renewed = cache.get("k", build, ttl=30, refresh=renew)  # type: ignore[arg-type]
+    assert given == [first] and (cache.builds, cache.refreshes) == (1, 1)
+
+    cache.expire(whole=True)
+    again = cache.get("k", build, ttl=30, refresh=renew)  # type: ignore[arg-type]
+    assert again is not renewed and len(again.ids) == 8 and cache.builds == 2
+
+    now[0] += timedelta(minutes=5)  # built whole 5 minutes ago: due again
+    cache.get("k", build, ttl=30, refresh=renew)  # type: ignore[arg-type]
+    assert (cache.builds, cache.refreshes) == (3, 1) and given == [first]
+
+
+def test_an_engine_refreshes_its_corpus_with_what_was_written_since(make_engine: MakeEngine):
+    now = [NOW]
+    engine = make_engine(FILLERS, clock=lambda: now[0])
+    ask = PromptRequest("alpha", "chroma boot race at startup")
+    assert engine.prompt_recall(ask).text == ""
+
+    index(engine, [make_memory(1, "chroma-boot-race", description="startup ordering")])
+    now[0] += timedelta(seconds=31)
+
+    assert engine.prompt_recall(ask).ids == (uid(1),)
+    assert (engine.corpora.builds, engine.corpora.refreshes) == (1, 1)
+
+
+def test_a_refresh_that_would_read_many_rows_builds_the_corpus_whole(make_engine: MakeEngine):
+    now = [NOW]
+    engine = make_engine(FILLERS, clock=lambda: now[0])
+    config = PromptConfig(corpus_limit=8)  # a refresh reads at most 8 * GROWTH = 2 rows
+    ask = PromptRequest("alpha", "chroma boot race at startup")
+    engine.prompt_recall(ask, config=config)
+
+    index(engine, [make_memory(i, "chroma-boot-race", description="startup") for i in (1, 2, 3)])
+    now[0] += timedelta(seconds=31)
+
+    assert engine.prompt_recall(ask, config=config).ids
+    assert (engine.corpora.builds, engine.corpora.refreshes) == (2, 0)
 
 
 def test_stale_corpus_is_served_while_one_background_rebuild_runs():
