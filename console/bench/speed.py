@@ -532,8 +532,13 @@ def _palette_caller() -> tuple[str, Callable[[str], Any]]:
             "selector memory_search(semantic=False, prefix=True)",
             lambda q: selectors.memory_search(query=q, semantic=False, prefix=True),
         )
+    # Staff: the palette searches every project, as the console's people do (a
+    # login without projects would search the global memories alone).
     users = get_user_model().objects
     user = users.filter(username="bench").first() or users.create_user("bench", password="x" * 12)
+    if not user.is_staff:
+        user.is_staff = True
+        user.save(update_fields=["is_staff"])
     client = Client(HTTP_HX_REQUEST="true")
     client.force_login(user)
 
