@@ -107,7 +107,7 @@ def prepare(env: dict[str, str], data: Path, size: int) -> list[str]:
     script = (
         "from django.contrib.auth.models import User;"
         "u, _ = User.objects.get_or_create(username='bench');"
-        f"u.set_password({PASSWORD!r}); u.save()"
+        f"u.set_password({PASSWORD!r}); u.is_staff = True; u.save()"  # sees every project
     )
     manage(env, "shell", "-c", script)
     return corpus.vocabulary
