@@ -10,6 +10,7 @@ this test module.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -85,6 +86,60 @@ def test_full_text_passes_prefix_and_snippets_through():
     )
 
     assert [c.id for c in found] == [uid(1)] and found[0].snippet is not None
+
+
+class StampedText(InMemoryTextIndex):
+    """The in-memory text index with a stamp (as tantivy's and Whoosh's have),
+    counting its searches."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.commits = 0
+        self.searches = 0
+
+    def stamp(self) -> object:
+        return self.commits
+
+    def search(self, *args: Any, **kwargs: Any) -> list[Candidate]:
+        self.searches += 1
+        return super().search(*args, **kwargs)
+
+
+def test_a_short_palette_prefix_is_searched_once_until_the_index_moves():
+    from recall.types import to_doc
+
+    race = make_memory(1, description="chroma boot race")
+    text = StampedText()
+    text.upsert([to_doc(race)])
+    channel = FullText(Planes(text=text, store=InMemoryStore([race])))
+    typed = ChannelQuery("boot ch", prefix=True, snippets=True)
+
+    first = channel.candidates(typed, Filter(), 5, ())
+    again = channel.candidates(typed, Filter(), 5, ())
+    assert again == first and [c.id for c in first] == [uid(1)] and text.searches == 1
+
+    channel.candidates(typed, Filter(projects=("beta",)), 5, ())  # another filter: its own
+    channel.candidates(typed, Filter(), 6, ())  # another depth: its own
+    assert text.searches == 3
+
+    text.upsert([to_doc(make_memory(2, description="chroma boot order"))])
+    text.commits += 1  # the index moved: searched again, and the new memory is found
+    moved = channel.candidates(typed, Filter(), 5, ())
+    assert {c.id for c in moved} == {uid(1), uid(2)} and text.searches == 4
+
+
+@pytest.mark.parametrize(
+    "query",
+    [ChannelQuery("boot chr", prefix=True), ChannelQuery("boot ch"), ChannelQuery("", prefix=True)],
+)
+def test_longer_prefixes_and_whole_words_are_searched_every_time(query: ChannelQuery):
+    text = StampedText()
+    channel = FullText(Planes(text=text, store=InMemoryStore()))
+
+    channel.candidates(query, Filter(), 5, ())
+    channel.candidates(query, Filter(), 5, ())
+
+    assert text.searches == 2 and len(channel.kept) == 0
 
 
 def test_semantic_is_off_without_a_vector_index_or_a_vector():
