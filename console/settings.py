@@ -102,7 +102,7 @@ MIDDLEWARE = [
 # The axes backend first: it refuses a locked-out login before a password is checked.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    "console.sessions.ModelBackend",  # Django's, its per-request read compiled once
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -171,6 +171,7 @@ STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise warns at start-up when it is miss
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 SESSION_COOKIE_HTTPONLY = True
+SESSION_ENGINE = "console.sessions"  # database sessions, read with a compiled statement
 CSRF_COOKIE_HTTPONLY = False
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
