@@ -40,7 +40,9 @@ from django.db.models import Field, Model, QuerySet
 from django.utils.dateparse import parse_datetime
 
 _MARK = "\x00prepared-arg-{}\x00"
-_NUMBER = -987_654_321_000  # integer placeholders count down from here
+# Integer placeholders count down from here: within a 32-bit integer column's
+# range, or Django (5.0+) turns the lookup into "no rows" before any SQL exists.
+_NUMBER = -987_654_321
 _MOMENT = datetime(1, 1, 1, tzinfo=UTC)  # datetime placeholders: plus i + 1 microseconds
 
 Convert = Callable[[Any], Any]

@@ -141,6 +141,22 @@ def test_integer_and_datetime_arguments_bind_as_the_orm_binds(memories: list[Mem
     assert len(prepared._shapes) == 1
 
 
+def test_a_32_bit_integer_key_reads_its_row(memories: list[Memory]) -> None:
+    """An exact lookup on a 32-bit integer column (auth's users, `integer` on
+    PostgreSQL): a placeholder out of its range made Django answer "no rows"
+    without any SQL, so the shape never read a row."""
+    from django.contrib.auth.models import User
+
+    def by_pk(key: str, pk: int) -> QuerySet[User]:
+        return User.objects.filter(pk=pk)
+
+    prepared = Prepared(by_pk, model=User, columns=("username",))
+    ada = User.objects.create_user("ada")
+
+    assert prepared.rows("pk", ada.pk) == [("ada",)]
+    assert prepared.rows("pk", ada.pk + 1000) == []
+
+
 def test_an_argument_of_another_type_is_refused(memories: list[Memory]) -> None:
     prepared = Prepared(by_name, model=Memory, columns=("pk",))
 
