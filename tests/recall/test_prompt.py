@@ -121,6 +121,7 @@ def test_corpus_is_cached_for_the_ttl_then_rebuilt(make_engine: MakeEngine):
     assert engine.prompt_recall(ask).text == ""  # still the cached corpus
     now[0] += timedelta(seconds=31)
     assert engine.prompt_recall(ask).ids == (uid(1),)  # synchronous rebuild in tests
+    assert (engine.corpora.builds, engine.corpora.refreshes) == (1, 1)  # what changed, applied
 
 
 PROMPTS = ["the chroma boot fails", "deploy a rollback at startup", "grape and fig notes"]
@@ -190,19 +191,6 @@ def test_a_stale_corpus_is_refreshed_and_built_whole_when_asked_or_due() -> None
     now[0] += timedelta(minutes=5)  # built whole 5 minutes ago: due again
     cache.get("k", build, ttl=30, refresh=renew)  # type: ignore[arg-type]
     assert (cache.builds, cache.refreshes) == (3, 1) and given == [first]
-
-
-def test_an_engine_refreshes_its_corpus_with_what_was_written_since(make_engine: MakeEngine):
-    now = [NOW]
-    engine = make_engine(FILLERS, clock=lambda: now[0])
-    ask = PromptRequest("alpha", "chroma boot race at startup")
-    assert engine.prompt_recall(ask).text == ""
-
-    index(engine, [make_memory(1, "chroma-boot-race", description="startup ordering")])
-    now[0] += timedelta(seconds=31)
-
-    assert engine.prompt_recall(ask).ids == (uid(1),)
-    assert (engine.corpora.builds, engine.corpora.refreshes) == (1, 1)
 
 
 def test_a_refresh_that_would_read_many_rows_builds_the_corpus_whole(make_engine: MakeEngine):
