@@ -178,8 +178,9 @@ def engine() -> Engine:
 
 
 def forget_recalls() -> None:
-    """A write committed: this process's hot-tier packs may be stale (`recall.tiers`).
-    Other processes see the write through their planes' stamps."""
+    """A write committed: this process's hot-tier packs may be stale (`recall.tiers`)
+    and its PromptRecall corpora are refreshed on their next look. Other processes
+    see the write through their planes' stamps."""
     made = _cache.get("engine")
     if made is not None:
         made.forget()

@@ -110,8 +110,10 @@ class Engine:
         return tiers.answered(pack, tier, started)
 
     def forget(self) -> None:
-        """A write committed: the hot tier's packs may be stale (`recall.tiers`)."""
+        """A write committed: the hot tier's packs may be stale (`recall.tiers`), and
+        PromptRecall's corpora are refreshed on their next look (`CorpusCache.written`)."""
         self.hot.forget()
+        self.corpora.written()
 
     def search(self, req: SearchRequest, *, config: SearchConfig | None = None) -> SearchResult:
         """Console Search: every hit up to the limit, no budget."""

@@ -20,7 +20,9 @@ rather than built again: only the names updated since its newest row (less
 `SINCE_OVERLAP`) are read and applied (`refresh`); it is built whole when
 much changed (`GROWTH`, `REPLACED`) and at least every `WHOLE_AFTER`. A write
 is then seen once the index has applied it (within the index lag) and the
-corpus next goes stale.
+corpus next goes stale; a write this process committed (`Engine.forget`)
+makes its corpora stale at once (`CorpusCache.written`), so an agent's own
+write shows in its next prompts within about a second.
 A match itself is read from the store: a memory edited, archived or expired
 since the build shows as it is now, or not at all.
 """
@@ -35,7 +37,7 @@ import time
 from array import array
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from recall import sanitize, tiers
@@ -83,6 +85,9 @@ SINCE_OVERLAP = timedelta(seconds=10)
 # positions replaced, builds the corpus whole instead.
 GROWTH = 0.25
 REPLACED = 0.10
+# A write this process committed makes a corpus read before it stale (`written`),
+# but a corpus is refreshed for that at most once a WRITTEN_GAP seconds.
+WRITTEN_GAP = 1.0
 # ...and one built whole this long ago is built whole again: a memory imported
 # with an `updated` from the past is older than any refresh reads.
 WHOLE_AFTER = timedelta(minutes=5)
@@ -273,7 +278,8 @@ class CorpusCache:
         self._background = background
         self._finished = finished
         self._lock = threading.Lock()
-        self._corpora: dict[Hashable, tuple[datetime, Corpus, object]] = {}
+        self._corpora: dict[Hashable, _Kept] = {}
+        self._written: datetime | None = None  # this process's latest write (`written`)
         self._whole: set[Hashable] = set()  # keys whose next rebuild is `build`
         self._building: set[Hashable] = set()
         self._queue: deque[_Job] = deque()
@@ -293,11 +299,13 @@ class CorpusCache:
         now = self._clock()
         with self._lock:
             cached = self._corpora.get(key)
-            stale = cached is None or (now - cached[0]).total_seconds() >= ttl
-            if stale and cached is not None and stamp is not None and cached[2] == stamp:
-                self._corpora[key] = (now, cached[1], stamp)  # nothing moved: fresh again
-                return cached[1]
-            start = stale and key not in self._building
+            stale = cached is None or (now - cached.fresh).total_seconds() >= ttl
+            wrote = cached is not None and self._wrote_since(cached, now)
+            moved = cached is None or stamp is None or cached.stamp != stamp
+            if stale and not wrote and not moved and cached is not None:
+                self._corpora[key] = replace(cached, fresh=now)  # nothing moved: fresh again
+                return cached.corpus
+            start = (stale or wrote) and key not in self._building
             if start:
                 self._building.add(key)
         job = _Job(key, build, stamp, refresh)
@@ -309,7 +317,22 @@ class CorpusCache:
             if not self._background:
                 return self._rebuild(job)
             self._enqueue(job)
-        return cached[1]
+        return cached.corpus
+
+    def written(self) -> None:
+        """This process committed a write: each corpus read before it is refreshed
+        on its next look, whatever its TTL and stamp (the index may not have
+        applied the write yet; the refresh reads the store), at most once every
+        `WRITTEN_GAP`: the writer's next prompts see what it wrote."""
+        with self._lock:
+            self._written = self._clock()
+
+    def _wrote_since(self, kept: _Kept, now: datetime) -> bool:
+        return (
+            self._written is not None
+            and kept.read <= self._written
+            and (now - kept.read).total_seconds() >= WRITTEN_GAP
+        )
 
     def _enqueue(self, job: _Job) -> None:
         """Queue one rebuild; start the rebuilding thread unless it is running."""
@@ -325,19 +348,20 @@ class CorpusCache:
         the build (a write landing during it moves the stamp past this one: the
         next look rebuilds)."""
         key = job.key
+        read = self._clock()  # what the build reads is at least this new
         with self._lock:
             cached = self._corpora.get(key)
-            due = self._clock() - self._built.get(key, datetime.min.replace(tzinfo=UTC))
+            due = read - self._built.get(key, datetime.min.replace(tzinfo=UTC))
             whole = cached is None or key in self._whole or due >= self._whole_after
-            previous = None if whole or cached is None else cached[1]
+            previous = None if whole or cached is None else cached.corpus
             self._whole.discard(key)
         try:
             renewed = None if previous is None or job.refresh is None else job.refresh(previous)
             corpus, whole = (job.build(), True) if renewed is None else (renewed, False)
             with self._lock:
-                self._corpora[key] = (self._clock(), corpus, job.stamp)
+                self._corpora[key] = _Kept(self._clock(), corpus, job.stamp, read)
                 if whole:
-                    self._built[key] = self._clock()
+                    self._built[key] = read
                 self.builds += whole
                 self.refreshes += not whole
             return corpus
@@ -381,10 +405,23 @@ class CorpusCache:
         served it and queues its refresh, or with `whole` its build (a
         benchmark times requests so)."""
         with self._lock:
-            for key, (_, corpus, _) in self._corpora.items():
-                self._corpora[key] = (datetime.min.replace(tzinfo=UTC), corpus, None)
+            for key, kept in self._corpora.items():
+                self._corpora[key] = replace(
+                    kept, fresh=datetime.min.replace(tzinfo=UTC), stamp=None
+                )
                 if whole:
                     self._whole.add(key)
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """A scope's corpus: fresh since `fresh` (its TTL runs from there), built or
+    refreshed at `stamp`, from what the store held at `read`."""
+
+    fresh: datetime
+    corpus: Corpus
+    stamp: object
+    read: datetime
 
 
 @dataclass(frozen=True, slots=True)

@@ -286,7 +286,7 @@ def _serve(spec: Mapping[str, Any]) -> dict[str, Any]:
     ops |= {f"recall {tier} tier": p for tier, p in out["tiers"].items()}
 
     def rewarmed(p: tuple[str, str | None]) -> None:
-        wiring.engine().forget()  # the same request again, past the hot tier
+        wiring.engine().hot.forget()  # the same request again, past the hot tier
         selectors.memory_recall(query=p[0], project=p[1], budget=1000)
 
     ops["recall, cached embedding"] = percentiles(timed(rewarmed, recall_q))

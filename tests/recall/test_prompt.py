@@ -207,6 +207,35 @@ def test_a_refresh_that_would_read_many_rows_builds_the_corpus_whole(make_engine
     assert (engine.corpora.builds, engine.corpora.refreshes) == (2, 0)
 
 
+def test_a_write_of_this_process_refreshes_the_corpora_read_before_it() -> None:
+    """Within the TTL and whatever the stamp (the index may not have applied the
+    write yet), at most once a WRITTEN_GAP."""
+    now = [NOW]
+    cache = CorpusCache(clock=lambda: now[0], background=False)
+    given: list[object] = []
+
+    def renew(corpus: object) -> object:
+        given.append(corpus)
+        return build_corpus(rows([make_memory(1), *FILLERS]))
+
+    def look() -> object:
+        return cache.get(
+            "k", lambda: build_corpus(rows(FILLERS)), ttl=30, stamp=("meta", 1), refresh=renew
+        )  # type: ignore[arg-type]
+
+    first = look()
+    now[0] += timedelta(seconds=2)
+    cache.written()
+    assert look() is not first and given == [first]  # read before the write: refreshed
+    refreshed = look()
+    assert given == [first]  # just refreshed: kept
+    cache.written()
+    now[0] += timedelta(seconds=0.5)
+    assert look() is refreshed  # refreshed 0.5 s ago: kept for now
+    now[0] += timedelta(seconds=0.5)
+    assert look() is not refreshed and len(given) == 2  # a WRITTEN_GAP later: refreshed
+
+
 def test_stale_corpus_is_served_while_one_background_rebuild_runs():
     import threading
 

@@ -1,0 +1,44 @@
+"""An agent's write reaches its own next prompts (PromptRecall) within seconds, not
+a corpus TTL: the write's commit marks this process's corpora for a refresh."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from console import services
+from tests.console.api_world import build_world, call
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_an_agents_write_shows_in_its_next_prompts_long_before_the_ttl(planes: Any) -> None:
+    world = build_world()
+    alpha = world.memories["alpha"].project
+    for i in range(40):  # IDF needs a corpus: unrelated memories make rare words rare
+        services.memory_create(
+            project=alpha, name=f"filler-{i}", description=f"Routine chore {i} on spreadsheets"
+        )
+    agent = world.client("alpha")
+    ask = {"prompt": "why does the ledger upload to the sftp gateway stall midway?"}
+    assert call(agent, "post", "/prompt-recall", ask).json()["ids"] == []  # its corpus, built
+
+    body = {
+        "project": "alpha",
+        "kind": "gotcha",
+        "name": "sftp-gateway-stall",
+        "description": "The SFTP gateway stalls ledger uploads midway",
+    }
+    made = call(agent, "post", "/memories", body)
+    assert made.status_code == 201
+    new = made.json()["memory"]["id"]
+
+    ids: list[str] = []
+    deadline = time.monotonic() + 10  # the corpus TTL is 30 s
+    while new not in ids and time.monotonic() < deadline:
+        time.sleep(0.2)
+        ids = call(agent, "post", "/prompt-recall", ask).json()["ids"]
+
+    assert ids and ids[0] == new
