@@ -243,22 +243,24 @@ class CorpusCache:
     corpus is returned at once and its rebuild is queued (single-flight: a
     key already queued or building is not queued again), unless `stamp`
     (what the data looked like; None: unknown) equals the one it was built
-    at: then it is fresh again without a rebuild. With `refresh`, a rebuild
-    passes it the stale corpus (to apply what changed since, `refresh` in
-    this module; None back: `build` after all) instead of calling `build`,
-    unless the key was last built whole `whole_after` ago or
-    `expire(whole=True)` asked for a build (`builds` and `refreshes` count
-    each kind). One background thread
-    works the queue, one rebuild at a time: a thread per stale scope (13 at
-    once at 100,000 memories under writes) took the GIL from the requests
-    and put PromptRecall's p99 at 185 ms. That thread also pauses (`pause`)
-    every few rows of a build: a request that released the GIL for the
-    database otherwise waited for the build's 5 ms switch interval at each
-    read (the convoy effect), and prompts timed during rebuilds at 100,000
-    took p95 32 ms, then 2.4-2.8 ms. `background=False` rebuilds synchronously
-    (deterministic tests). `finished` runs at the end of the rebuilding
-    thread, once its queue is empty (the console returns the thread's
-    database connection to its pool there).
+    at: then it is fresh again without a rebuild. `written` (a write this
+    process committed) makes every corpus read before it stale, whatever its
+    TTL and stamp. With `refresh`, a rebuild passes it the stale corpus (to
+    apply what changed since, `refresh` in this module; None back: `build`
+    after all) instead of calling `build`, unless the key was last built
+    whole `whole_after` ago or `expire(whole=True)` asked for a build
+    (`builds` and `refreshes` count each kind).
+
+    One background thread works the queue, one rebuild at a time: a thread
+    per stale scope (13 at once at 100,000 memories under writes) took the
+    GIL from the requests and put PromptRecall's p99 at 185 ms. That thread
+    also pauses (`pause`) every few rows of a build: a request that released
+    the GIL for the database otherwise waited for the build's 5 ms switch
+    interval at each read (the convoy effect), and prompts timed during
+    rebuilds at 100,000 took p95 32 ms, then 2.4-2.8 ms. `background=False`
+    rebuilds synchronously (deterministic tests). `finished` runs at the end
+    of the rebuilding thread, once its queue is empty (the console returns
+    the thread's database connection to its pool there).
     """
 
     def __init__(
