@@ -311,6 +311,17 @@ def _notes(where: Filter) -> QuerySet[Note]:
     return rows.filter(_tagged(where, "tags")) if where.tags or where.any_tags else rows
 
 
+def _newest(where: Filter, now: datetime, favorites_only: bool = False) -> QuerySet[Memory]:
+    """The memories `where` admits that are live at `now`, newest first."""
+    rows = _memories(where).filter(live(now))
+    if favorites_only:
+        # `favorite IN (true)`, not Django's bare `WHERE favorite`: standard SQL that
+        # both databases match to the (favorite, updated) index (SQLite would not for
+        # a bare boolean column).
+        rows = rows.filter(favorite__in=[True])
+    return rows.order_by("-updated", "-id")
+
+
 def _identify(rows: QuerySet[Any], name: str, limit: int, *args: str) -> QuerySet[Any]:
     """`rows` matching an exact id, name, or id range (read as keys: pk, `name`)."""
     upper, lower, *prefix = args
@@ -356,6 +367,13 @@ _EDGES_IN = Prepared(
     ).order_by("dst_id", "position", "src_id", "rel"),
     model=Edge,
     columns=EDGE_COLUMNS,
+)
+# PromptRecall's refresh (`names` with `since`): keyed by (filter, limit).
+NAMED_COLUMNS = ("id", "name", "description", "updated")
+_NAMES_SINCE = Prepared(
+    lambda key, now, since: _newest(key[0], now).filter(updated__gte=since)[: key[1]],
+    model=Memory,
+    columns=NAMED_COLUMNS,
 )
 _REPLACED = Prepared(
     lambda key, *ids: (
@@ -487,21 +505,14 @@ class DjangoStore:
     def names(self, *, where: Filter, limit: int, since: datetime | None = None) -> list[Named]:
         if where.items and MEMORY not in where.items:
             return []
-        rows = self._newest(where)
-        if since is not None:
-            rows = rows.filter(updated__gte=since)
-        fields = rows.values_list("id", "name", "description", "updated")
+        if since is not None:  # a refresh, every few seconds per scope: compiled once
+            return [Named(*row) for row in _NAMES_SINCE.rows((where, limit), self.clock(), since)]
+        fields = self._newest(where).values_list(*NAMED_COLUMNS)
         return [Named(*row) for row in fields[:limit]]
 
     def _newest(self, where: Filter, favorites_only: bool = False) -> QuerySet[Memory]:
         """The live memories `where` admits, newest first (`browse`'s and `names`' order)."""
-        rows = _memories(where).filter(live(self.clock()))
-        if favorites_only:
-            # `favorite IN (true)`, not Django's bare `WHERE favorite`: standard SQL that
-            # both databases match to the (favorite, updated) index (SQLite would not for
-            # a bare boolean column).
-            rows = rows.filter(favorite__in=[True])
-        return rows.order_by("-updated", "-id")
+        return _newest(where, self.clock(), favorites_only)
 
     def count(self, *, where: Filter) -> int:
         items = where.items or (MEMORY, NOTE)

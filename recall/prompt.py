@@ -152,12 +152,14 @@ def refresh(
     for the requests reading it): a record not in it is added, one whose
     `updated` moved is added again and its old position emptied, one read at
     the same `updated` is skipped. Nothing to apply gives `corpus` itself."""
+    rows = list(rows)
+    if all(_read_before(corpus, row) for row in rows):
+        return corpus  # no copy: a refresh usually finds nothing new in its scope
     ids = list(corpus.ids)
     norms = list(corpus.norms)
     at = dict(corpus.at)
     grown: dict[str, list[int]] = {}
     n, replaced, newest = corpus.rows, corpus.replaced, corpus.newest
-    applied = 0
     for k, (memory_id, name, description, updated) in enumerate(rows, 1):
         if pause is not None and k % PAUSE_EVERY == 0:
             pause()
@@ -171,7 +173,6 @@ def refresh(
         elif old[0] >= 0:
             ids[old[0]] = ""
             replaced += 1
-        applied += 1
         found = terms(f"{name} {description}", min_chars=min_chars)
         if not found:
             at[memory_id] = (-1, updated)  # shares no word with any prompt
@@ -181,13 +182,17 @@ def refresh(
         at[memory_id] = (len(ids), updated)
         ids.append(memory_id)
         norms.append(math.sqrt(len(found)))
-    if not applied:
-        return corpus
     postings = dict(corpus.postings)
     for w, added in grown.items():
         held = postings.get(w)
         postings[w] = array("I", held if held is not None else ()) + array("I", added)
     return Corpus(tuple(ids), tuple(norms), postings, n, at, newest, replaced)
+
+
+def _read_before(corpus: Corpus, row: Named) -> bool:
+    """`row` is in `corpus` as it is now (the same `updated`)."""
+    kept = corpus.at.get(row.id)
+    return kept is not None and kept[1] == row.updated
 
 
 def match(corpus: Corpus, prompt: str, config: PromptConfig) -> list[tuple[str, float]]:
