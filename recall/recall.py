@@ -15,6 +15,8 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, replace
+from datetime import datetime
+from typing import overload
 
 from recall import (
     altitude,
@@ -164,6 +166,38 @@ def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 3)
 
 
+class Ranked(Sequence[tuple[Hit, Record]]):
+    """The ranked memories as (Hit, Record) pairs, each Hit made when first read.
+
+    A pack reads the few that fit its budget out of up to `limit` ranked: at
+    100,000 memories making all 100 Hits was 1.1 ms of a 22-26 ms Recall, for
+    the 10-15 a 1,000-token budget holds."""
+
+    def __init__(self, scored: Sequence[Scored], now: datetime) -> None:
+        self._scored = scored
+        self._now = now
+        self._made: list[tuple[Hit, Record] | None] = [None] * len(scored)
+
+    def __len__(self) -> int:
+        return len(self._scored)
+
+    @overload
+    def __getitem__(self, at: int) -> tuple[Hit, Record]: ...
+
+    @overload
+    def __getitem__(self, at: slice) -> list[tuple[Hit, Record]]: ...
+
+    def __getitem__(self, at: int | slice) -> tuple[Hit, Record] | list[tuple[Hit, Record]]:
+        if isinstance(at, slice):
+            return [self[i] for i in range(*at.indices(len(self)))]
+        made = self._made[at]
+        if made is None:
+            s = self._scored[at]
+            hit = to_hit(s.record, now=self._now, source=s.source, score=s.score, sources=s.sources)
+            made = self._made[at] = (hit, s.record)
+        return made
+
+
 def run(
     req: RecallRequest, *, planes: Planes, channels: Sequence[Channel], config: RecallConfig
 ) -> ContextPack:
@@ -244,10 +278,7 @@ def run(
     now = planes.clock()
     boosted = boost(planes.store, scored, favorite=config.favorite_boost, usage=config.usage_boost)
     scored = rank(worth.weigh(boosted, now=now, **worth.knobs(req, config)))
-    ranked = [
-        (to_hit(s.record, now=now, source=s.source, score=s.score, sources=s.sources), s.record)
-        for s in scored[:limit]
-    ]
+    ranked: Sequence[tuple[Hit, Record]] = Ranked(scored[:limit], now)
     if req.include_graph:  # seed 003: each hit's 1-hop neighbours, counted in its tokens
         ranked = with_graph(planes.store, ranked, where=where)
     start = time.perf_counter()

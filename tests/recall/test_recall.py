@@ -383,3 +383,33 @@ def test_the_session_prior_lifts_the_turns_of_the_best_hits_session(make_engine:
     assert ids(lifted.items) == [uid(1), uid(3), uid(2)]  # 3 shares the best hit's session
     best = 1 / (60 + 1)
     assert lifted.items[1].score == pytest.approx(1 / (60 + 3) + best)
+
+
+def test_ranked_makes_each_hit_when_first_read_and_only_those_a_pack_reads(monkeypatch):
+    """A 1,000-token pack holds a few of the up to 100 ranked: only those become Hits."""
+    from recall import recall as pipeline
+    from recall.packing import pack
+    from recall.results import to_hit
+    from recall.scoring import Scored
+    from recall.tokens import ByteEstimate
+    from tests.recall.conftest import NOW, make_memory
+
+    made: list[str] = []
+
+    def counted(record, **kwargs):
+        made.append(record.id)
+        return to_hit(record, **kwargs)
+
+    monkeypatch.setattr(pipeline, "to_hit", counted)
+    scored = [
+        Scored(make_memory(n, description="x" * 400), 1.0 / n, (), "fts") for n in range(1, 101)
+    ]
+    ranked = pipeline.Ranked(scored, NOW)
+
+    packed = pack(ranked, budget=1000, counter=ByteEstimate())
+
+    assert 0 < len(packed.items) < len(made) + 1 < 100  # the items, and the one that did not fit
+    assert ranked[0] is ranked[0] and len(made) == len(set(made))  # made once each
+    assert ranked[0][0] == to_hit(scored[0].record, now=NOW, source="fts", score=1.0, sources=())
+    assert [h.id for h, _ in ranked[98:]] == [scored[98].record.id, scored[99].record.id]
+    assert packed.omitted == 100 - len(packed.items)
