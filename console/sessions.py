@@ -15,6 +15,7 @@ records its backend's path, so sessions made before the switch log in again).
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import backends as auth_backends
@@ -31,7 +32,7 @@ User = get_user_model()
 _USER_FIELDS = [f.attname for f in User._meta.concrete_fields]
 
 
-def _session(_: object, key: str, now: Any) -> QuerySet[Session]:
+def _session(_: object, key: str, now: datetime) -> QuerySet[Session]:
     return Session.objects.filter(session_key=key, expire_date__gt=now)
 
 

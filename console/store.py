@@ -312,7 +312,8 @@ def _notes(where: Filter) -> QuerySet[Note]:
 
 
 def _newest(where: Filter, now: datetime, favorites_only: bool = False) -> QuerySet[Memory]:
-    """The memories `where` admits that are live at `now`, newest first."""
+    """The memories `where` admits that are live at `now`, newest first (`browse`'s
+    and `names`' order, and PromptRecall's refresh read)."""
     rows = _memories(where).filter(live(now))
     if favorites_only:
         # `favorite IN (true)`, not Django's bare `WHERE favorite`: standard SQL that
@@ -493,7 +494,7 @@ class DjangoStore:
         items = where.items or (MEMORY, NOTE)
         records: list[Record] = []
         if MEMORY in items:
-            records += memory_records(self._newest(where, favorites_only)[:limit])
+            records += memory_records(_newest(where, self.clock(), favorites_only)[:limit])
         if NOTE in items:
             notes = _notes(where).filter(favorite=True) if favorites_only else _notes(where)
             records += [note_record(n) for n in notes.order_by("-updated", "-id")[:limit]]
@@ -507,12 +508,8 @@ class DjangoStore:
             return []
         if since is not None:  # a refresh, every few seconds per scope: compiled once
             return [Named(*row) for row in _NAMES_SINCE.rows((where, limit), self.clock(), since)]
-        fields = self._newest(where).values_list(*NAMED_COLUMNS)
+        fields = _newest(where, self.clock()).values_list(*NAMED_COLUMNS)
         return [Named(*row) for row in fields[:limit]]
-
-    def _newest(self, where: Filter, favorites_only: bool = False) -> QuerySet[Memory]:
-        """The live memories `where` admits, newest first (`browse`'s and `names`' order)."""
-        return _newest(where, self.clock(), favorites_only)
 
     def count(self, *, where: Filter) -> int:
         items = where.items or (MEMORY, NOTE)
