@@ -32,6 +32,7 @@ import socket
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
@@ -52,11 +53,14 @@ from recall.errors import RecallError
 from recall.indexes import layout
 from recall.indexes.hot_vectors import Replicable
 from recall.locks import FileLock
-from recall.ports import TextIndex, VectorIndex, Vectors
+from recall.ports import BulkWrites, TextIndex, VectorIndex, Vectors
 from recall.types import MEMORY, NOTE, Doc, Record, VectorRow, to_doc, unless_repeated
 
 log = logging.getLogger(__name__)
 BATCH = 256
+# A rebuild writes the planes this many items at a time: LanceDB then merges 30
+# batches instead of 480 at 100,000 (each leaves a file the compaction reads).
+REBUILD_BATCH = 4096
 T = TypeVar("T")
 CONTEXT_TURNS = 2
 
@@ -383,7 +387,7 @@ def write_docs(docs: list[Doc], *, known: Mapping[str, Vectors] | None = None) -
             project=d.project,
             active=d.active,
             kind=d.kind,
-            vector=tuple(float(x) for x in reuse[hashes[i]]),
+            vector=tuple(reuse[hashes[i]].tolist()),
             model=embedder.model,
             updated=d.updated,
             fingerprint=d.vector_fingerprint(embedder.model),
@@ -501,7 +505,7 @@ def rebuild(
     last_job = IndexJob.objects.order_by("-id").values_list("id", flat=True).first() or 0
     done = embedded = 0
     aside = layout.previous(Path(settings.RECALL["VECTOR_INDEX_DIR"]))
-    with plane_lock().held(timeout_s=3600):
+    with plane_lock().held(timeout_s=3600), in_bulk(text):
         known = {
             **(vectors_in(aside) if vectors is not None else {}),  # before a layout change
             **(known or {}),
@@ -510,7 +514,7 @@ def rebuild(
         text.clear()
         if vectors is not None:
             vectors.clear()
-        for docs in _all_docs():
+        for docs in _all_docs(REBUILD_BATCH):
             embedded += write_docs(docs, known=known)
             done += len(docs)
             if progress:
@@ -523,6 +527,12 @@ def rebuild(
     return Rebuilt(done, embedded)
 
 
+def in_bulk(plane: object) -> AbstractContextManager[None]:
+    """One writer for the whole rebuild where the plane can hold one (tantivy): it
+    commits once, and a rebuild that dies leaves the plane as it was."""
+    return plane.bulk() if isinstance(plane, BulkWrites) else nullcontext()
+
+
 def maintain() -> None:
     """Off-the-hot-path upkeep: compact the vector table, build its ANN index when large."""
     vectors = wiring.vector_index()
@@ -531,12 +541,12 @@ def maintain() -> None:
         optimize()
 
 
-def _all_docs() -> Iterator[list[Doc]]:
+def _all_docs(size: int = BATCH) -> Iterator[list[Doc]]:
     ids = list(Memory.objects.order_by("pk").values_list("pk", flat=True))
-    for chunk in _chunks(ids, BATCH):
+    for chunk in _chunks(ids, size):
         yield memory_docs(Memory.objects.filter(pk__in=chunk).order_by("pk"))
     note_ids = list(Note.objects.order_by("pk").values_list("pk", flat=True))
-    for chunk in _chunks(note_ids, BATCH):
+    for chunk in _chunks(note_ids, size):
         yield note_docs(Note.objects.filter(pk__in=chunk).order_by("pk"))
 
 

@@ -10,6 +10,7 @@ module per channel (`recall.channels.*`), registered in the composition root.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
@@ -81,6 +82,14 @@ class TextIndex(Protocol):
     def count(self) -> int: ...
 
     def clear(self) -> None: ...
+
+
+@runtime_checkable
+class BulkWrites(Protocol):
+    """A plane that can hold one writer for many writes (a rebuild) and commit them
+    once, when the block ends; nothing of them if it raises."""
+
+    def bulk(self) -> AbstractContextManager[None]: ...
 
 
 @runtime_checkable

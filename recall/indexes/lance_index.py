@@ -428,12 +428,15 @@ class LanceIndex:
     def optimize(self, *, keep_versions: timedelta = timedelta(hours=1)) -> None:
         """Compact files, fold new rows into the indexes, prune old versions.
 
-        Builds the ANN index first if the table has outgrown `index_threshold`.
+        Then builds the ANN index if the table has outgrown `index_threshold`:
+        built on the compacted files, no compaction after it remaps it. At the
+        end of a reindex of 100,000 rows (with `console.indexing.REBUILD_BATCH`)
+        this took 40 s, against 83 s in the other order with 256-row batches.
         """
         table = self._handle()
         with self._writes.held():
-            self._index_if_large()
             self._call(lambda: table.optimize(cleanup_older_than=keep_versions), doing="optimize")
+            self._index_if_large()
 
     def _compact_now_and_then(self, table: Any) -> None:
         """Every `compact_every` writes of this handle, merge the small files they left.

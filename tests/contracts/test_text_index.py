@@ -835,3 +835,36 @@ def test_a_real_index_reads_another_handles_commit_at_once(
     index.delete(["m1"])
     assert search(other, "first") == []
     assert other.count() == 4
+
+
+# -- tantivy's bulk writer (a rebuild) -----------------------------------------
+
+
+def test_tantivy_bulk_writes_are_seen_together_when_the_block_ends(tmp_path: Path) -> None:
+    index = TantivyIndex(tmp_path / "fts")
+    index.upsert([make_doc(id="old", body="harbour")])
+    reader = TantivyIndex(tmp_path / "fts")  # another handle, as another process has
+
+    with index.bulk():
+        index.clear()
+        index.upsert([make_doc(id="new-1", body="harbour")])
+        index.upsert([make_doc(id="new-2", body="harbour")])
+        assert search(reader, "harbour") == ["old"]  # nothing committed yet
+        assert search(index, "harbour") == ["old"]
+
+    assert search(index, "harbour") == ["new-1", "new-2"]
+    assert search(reader, "harbour") == ["new-1", "new-2"]
+
+
+def test_a_tantivy_bulk_that_raises_leaves_the_index_as_it_was(tmp_path: Path) -> None:
+    index = TantivyIndex(tmp_path / "fts", lock_timeout_s=0)
+
+    index.upsert([make_doc(id="old", body="harbour")])
+    with pytest.raises(RuntimeError), index.bulk():
+        index.clear()
+        index.upsert([make_doc(id="new", body="harbour")])
+        raise RuntimeError("the rebuild died")
+
+    assert search(index, "harbour") == ["old"]
+    index.upsert([make_doc(id="after", body="harbour")])  # the writer lock was released
+    assert search(index, "harbour") == ["after", "old"]
