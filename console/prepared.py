@@ -29,8 +29,6 @@ database (alias and name), in a bounded LRU.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -38,6 +36,8 @@ from typing import Any
 from django.db import connections
 from django.db.models import Field, Model, QuerySet
 from django.utils.dateparse import parse_datetime
+
+from recall.lru import LRU
 
 _MARK = "\x00prepared-arg-{}\x00"
 # Integer placeholders count down from here: within a 32-bit integer column's
@@ -197,10 +197,8 @@ class Prepared:
         self._columns = tuple(columns)
         self._fields = [_field(model, c) for c in self._columns]
         self._using = using
-        self._size = size
-        self._shapes: OrderedDict[Hashable, _Shape] = OrderedDict()
+        self._shapes: LRU[Hashable, _Shape] = LRU(size)
         self._converters: list[Convert | None] | None = None
-        self._lock = threading.Lock()
 
     def rows(self, key: Hashable, *args: Any) -> list[tuple[Any, ...]]:
         if self._converters is None:
@@ -211,16 +209,11 @@ class Prepared:
     def _shape(self, key: Hashable, kinds: tuple[type, ...]) -> _Shape:
         database = connections[self._using].settings_dict["NAME"]
         full = (str(database), key, kinds)
-        with self._lock:
-            shape = self._shapes.get(full)
-            if shape is not None:
-                self._shapes.move_to_end(full)
-                return shape
+        shape = self._shapes.get(full)
+        if shape is not None:
+            return shape
         marks = [_placeholder(i, kind) for i, kind in enumerate(kinds)]
         query = self._build(key, *marks).values_list(*self._columns)
         shape = _Shape(query, kinds, self._using, marks)
-        with self._lock:
-            self._shapes[full] = shape
-            while len(self._shapes) > self._size:
-                self._shapes.popitem(last=False)
+        self._shapes.put(full, shape)
         return shape

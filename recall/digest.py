@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
@@ -33,6 +32,7 @@ from typing import Protocol
 import numpy as np
 
 from recall.agent import text_of
+from recall.lru import LRU
 from recall.ports import Embedder, TokenCounter
 from recall.types import MEMORY, Record
 from recall.types import Digest as Digest  # re-exported: the digest values live in types
@@ -92,18 +92,15 @@ class VectorCache:
     a long-lived builder (the index worker) re-embeds only the sentences that changed."""
 
     def __init__(self, size: int = 50_000) -> None:
-        self.size = size
-        self._rows: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._rows: LRU[tuple[str, str], np.ndarray] = LRU(size)
 
     def embed(self, embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
-        missing = [t for t in dict.fromkeys(texts) if (embedder.model, t) not in self._rows]
+        found = {t: self._rows.get((embedder.model, t)) for t in dict.fromkeys(texts)}
+        missing = [t for t, vector in found.items() if vector is None]
         for text, vector in zip(missing, embed(embedder, missing), strict=True):
-            self._rows[(embedder.model, text)] = vector
-        out = [self._rows[(embedder.model, t)] for t in texts]
-        for text in texts:
-            self._rows.move_to_end((embedder.model, text))
-        while len(self._rows) > self.size:
-            self._rows.popitem(last=False)
+            found[text] = vector
+            self._rows.put((embedder.model, text), vector)
+        out = [found[t] for t in texts]
         return np.asarray(out, dtype=np.float32).reshape(len(texts), embedder.dims)
 
 

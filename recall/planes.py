@@ -7,14 +7,13 @@ for anything else: no settings, no facade, no globals.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import numpy as np
 
+from recall.lru import LRU
 from recall.ports import Embedder, MemoryStore, TextIndex, TokenCounter, VectorIndex, Vectors
 from recall.tokens import ByteEstimate
 
@@ -49,9 +48,7 @@ class CachedEmbedder:
 
     def __init__(self, inner: Embedder, size: int = 256) -> None:
         self.inner = inner
-        self._size = size
-        self._rows: OrderedDict[tuple[str, str], Vectors] = OrderedDict()
-        self._lock = threading.Lock()
+        self._rows: LRU[tuple[str, str], Vectors] = LRU(size)
 
     @property
     def model(self) -> str:
@@ -65,13 +62,9 @@ class CachedEmbedder:
         if len(texts) != 1:
             return self.inner.embed(texts)
         key = (self.inner.model, texts[0])
-        with self._lock:
-            if key in self._rows:
-                self._rows.move_to_end(key)
-                return self._rows[key][None, :]
+        hit = self._rows.get(key)
+        if hit is not None:
+            return hit[None, :]
         vector = np.asarray(self.inner.embed(texts)[0], dtype=np.float32)
-        with self._lock:
-            self._rows[key] = vector
-            while len(self._rows) > self._size:
-                self._rows.popitem(last=False)
+        self._rows.put(key, vector)
         return vector[None, :]

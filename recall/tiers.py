@@ -26,14 +26,13 @@
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
+from recall.lru import LRU
 from recall.requests import RecallRequest
 from recall.results import ContextPack
 
@@ -104,8 +103,7 @@ class HotTier:
         self.size = size
         self.ttl_seconds = ttl_seconds
         self._clock = clock
-        self._entries: OrderedDict[str, _Entry] = OrderedDict()
-        self._lock = threading.Lock()
+        self._entries: LRU[str, _Entry] = LRU(size)
 
     def get(
         self, key: str, stamp: tuple[object, ...] | None, now: datetime | None = None
@@ -113,31 +111,23 @@ class HotTier:
         """The entry for `key` if it still holds (`now`: the planes' clock, for expiry)."""
         if stamp is None or not self.size:
             return None
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None:
-                return None
+
+        def holds(entry: _Entry) -> bool:
             expired = entry.until is not None and (now is None or now >= entry.until)
             old = self._clock() - entry.made > self.ttl_seconds
-            if entry.stamp != stamp or old or expired:
-                del self._entries[key]
-                return None
-            self._entries.move_to_end(key)
-            return entry.pack
+            return entry.stamp == stamp and not old and not expired
+
+        entry = self._entries.get(key, valid=holds)
+        return None if entry is None else entry.pack
 
     def put(self, key: str, stamp: tuple[object, ...] | None, pack: ContextPack) -> None:
         if stamp is None or not self.size:
             return
-        with self._lock:
-            self._entries[key] = _Entry(pack, stamp, self._clock(), until(pack))
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
+        self._entries.put(key, _Entry(pack, stamp, self._clock(), until(pack)))
 
     def forget(self) -> None:
         """Drop every entry (a write committed in this process)."""
-        with self._lock:
-            self._entries.clear()
+        self._entries.clear()
 
     def __len__(self) -> int:
         return len(self._entries)

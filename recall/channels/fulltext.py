@@ -12,10 +12,9 @@ are read afresh by the caller (hydration), as always.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 
+from recall.lru import LRU
 from recall.planes import Planes
 from recall.ports import RANK
 from recall.query import words
@@ -30,27 +29,15 @@ class ShortPrefixes:
     """The kept candidate lists, least recently used dropped first (thread-safe)."""
 
     def __init__(self, size: int = KEPT) -> None:
-        self.size = size
-        self._lists: OrderedDict[Hashable, tuple[object, tuple[Candidate, ...]]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lists: LRU[Hashable, tuple[object, tuple[Candidate, ...]]] = LRU(size)
 
     def get(self, key: Hashable, stamp: object) -> tuple[Candidate, ...] | None:
-        with self._lock:
-            kept = self._lists.get(key)
-            if kept is None:
-                return None
-            if kept[0] != stamp:
-                del self._lists[key]
-                return None
-            self._lists.move_to_end(key)
-            return kept[1]
+        """The list kept for `key` while the index's `stamp` is the one it was kept under."""
+        kept = self._lists.get(key, valid=lambda kept: kept[0] == stamp)
+        return None if kept is None else kept[1]
 
     def put(self, key: Hashable, stamp: object, found: Sequence[Candidate]) -> None:
-        with self._lock:
-            self._lists[key] = (stamp, tuple(found))
-            self._lists.move_to_end(key)
-            while len(self._lists) > self.size:
-                self._lists.popitem(last=False)
+        self._lists.put(key, (stamp, tuple(found)))
 
     def __len__(self) -> int:
         return len(self._lists)

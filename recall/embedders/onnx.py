@@ -29,7 +29,6 @@ lock. Single-text calls (repeated queries) go through an LRU cache.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -40,6 +39,7 @@ import numpy.typing as npt
 
 from recall.embedders.quantize import default_cache_dir, file_sha256, quantized_path
 from recall.errors import ConfigError, EmbedderUnavailable
+from recall.lru import LRU
 from recall.ports import Vectors
 
 DIMS = 384
@@ -233,8 +233,7 @@ class OnnxEmbedder:
         self._cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self._model: _Model | None = None
         self._load_lock = threading.Lock()
-        self._cache: OrderedDict[str, Vectors] = OrderedDict()
-        self._cache_lock = threading.Lock()
+        self._cache: LRU[str, Vectors] = LRU(cache_size)
 
     @property
     def model(self) -> str:
@@ -276,16 +275,11 @@ class OnnxEmbedder:
             return self._model
 
     def _embed_cached(self, text: str) -> Vectors:
-        with self._cache_lock:
-            hit = self._cache.get(text)
-            if hit is not None:
-                self._cache.move_to_end(text)
-                return hit.copy()
+        hit = self._cache.get(text)
+        if hit is not None:
+            return hit.copy()
         vector = self._embed_batch([text])
-        with self._cache_lock:
-            self._cache[text] = vector.copy()
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
+        self._cache.put(text, vector.copy())
         return vector
 
     def _embed_batch(self, texts: Sequence[str]) -> Vectors:
