@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import heapq
 import struct
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -296,7 +297,9 @@ class TantivyIndex:
         self._expansions_shape: tuple[int, int] = (-1, -1)
         self._mean_length: tuple[tuple[int, int], float] = ((-1, -1), 0.0)
         self._meta = self._read_meta()
-        self._held: tantivy.IndexWriter | None = None  # `bulk`'s writer, while it runs
+        # `bulk`'s writer while it runs, and the thread that holds it (another
+        # thread's writes wait for the lock, as another process's do).
+        self._held: tuple[int, tantivy.IndexWriter] | None = None
 
     def _open(self) -> tantivy.Index:
         try:
@@ -339,11 +342,11 @@ class TantivyIndex:
         """Hold one writer for every write inside (a rebuild): one commit when the block
         ends, none if it raises (the index stays as it was). Readers see the old index
         until then; other writers wait for the lock, as for any batch."""
-        if self._held is not None:  # already inside one
+        if self._holding() is not None:  # already inside one
             yield
             return
         with self._writer(BULK_BATCH) as writer:
-            self._held = writer
+            self._held = (threading.get_ident(), writer)
             try:
                 yield
             finally:
@@ -353,8 +356,9 @@ class TantivyIndex:
     def _writer(self, batch: int) -> Iterator[tantivy.IndexWriter]:
         """The writer for one batch: commit on success, always release the lock
         (inside `bulk`, its writer, committed when the bulk block ends)."""
-        if self._held is not None:
-            yield self._held
+        held = self._holding()
+        if held is not None:
+            yield held
             return
         writer = self._acquire(batch)
         try:
@@ -372,6 +376,11 @@ class TantivyIndex:
         self._index.reload()
         self._expansions.clear()
         self._mean_length = ((-1, -1), 0.0)
+
+    def _holding(self) -> tantivy.IndexWriter | None:
+        """`bulk`'s writer, if this thread holds one."""
+        held = self._held
+        return held[1] if held is not None and held[0] == threading.get_ident() else None
 
     def _acquire(self, batch: int) -> tantivy.IndexWriter:
         """Take the writer lock, retrying with backoff up to the lock timeout."""

@@ -868,3 +868,25 @@ def test_a_tantivy_bulk_that_raises_leaves_the_index_as_it_was(tmp_path: Path) -
     assert search(index, "harbour") == ["old"]
     index.upsert([make_doc(id="after", body="harbour")])  # the writer lock was released
     assert search(index, "harbour") == ["after", "old"]
+
+
+def test_another_thread_waits_for_a_tantivy_bulk_instead_of_writing_into_it(
+    tmp_path: Path,
+) -> None:
+    index = TantivyIndex(tmp_path / "fts", lock_timeout_s=0)
+    failures: list[Exception] = []
+
+    def write() -> None:
+        try:
+            index.upsert([make_doc(id="other-thread", body="harbour")])
+        except IndexUnavailable as exc:
+            failures.append(exc)
+
+    with index.bulk():
+        index.upsert([make_doc(id="bulk", body="harbour")])
+        other = threading.Thread(target=write)
+        other.start()
+        other.join()
+
+    assert len(failures) == 1 and "locked" in str(failures[0])
+    assert search(index, "harbour") == ["bulk"]
