@@ -71,6 +71,40 @@ MID_APPLY = textwrap.dedent(
     """
 )
 
+TWO_MEMORIES = textwrap.dedent(
+    """
+    import django
+    django.setup()
+    from django.core.management import call_command
+    from console import services
+
+    call_command("migrate", verbosity=0)
+    project = services.project_create(slug="ops")
+    for name in ("kraken-restart", "kraken-drain"):
+        services.memory_create(
+            project=project, kind="gotcha", name=name,
+            description="The kraken queue must drain before a restart", body="",
+        )
+    """
+)
+
+KILLED_REINDEX = textwrap.dedent(
+    """
+    import os, signal
+    import django
+    django.setup()
+    from console import indexing
+
+    indexing.REBUILD_BATCH = 1  # one memory a batch: killed after the first
+
+    def die(items):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    indexing.rebuild(progress=die)
+    print("unreachable: the rebuild should have killed us")
+    """
+)
+
 SEARCH = textwrap.dedent(
     """
     import django
@@ -123,6 +157,26 @@ def test_sigkill_after_commit_then_reindex_reconverges(tmp_path: Path) -> None:
     after = run(tmp_path, "manage.py", "index_status")
     assert "no drift" in after.stdout and "pending jobs  0" in after.stdout, after.stdout
     assert run(tmp_path, "-c", SEARCH).stdout.split() == ["1", "1"]
+
+
+@pytest.mark.slow
+def test_a_reindex_killed_midway_leaves_the_text_plane_whole_and_the_next_reconverges(
+    tmp_path: Path,
+) -> None:
+    made = run(tmp_path, "-c", TWO_MEMORIES)
+    assert made.returncode == 0, made.stderr
+    assert run(tmp_path, "-c", SEARCH).stdout.split() == ["2", "2"]
+
+    killed = run(tmp_path, "-c", KILLED_REINDEX)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+
+    # The text plane commits once, at the end of a rebuild: the old index still answers.
+    assert run(tmp_path, "-c", SEARCH).stdout.split()[0] == "2"
+    rebuilt = run(tmp_path, "manage.py", "reindex")
+    assert "reindexed 2 items" in rebuilt.stdout, rebuilt.stderr
+    after = run(tmp_path, "manage.py", "index_status")
+    assert "no drift" in after.stdout, after.stdout
+    assert run(tmp_path, "-c", SEARCH).stdout.split() == ["2", "2"]
 
 
 @pytest.mark.slow
