@@ -29,6 +29,7 @@ import logging
 import os
 import shutil
 import socket
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -482,10 +483,14 @@ def note_docs(rows: QuerySet[Note]) -> list[Doc]:
 
 @dataclass(frozen=True)
 class Rebuilt:
-    """What a rebuild did: items written to the planes, texts it had to embed."""
+    """What a rebuild did: items written to the planes, texts it had to embed, and
+    its seconds writing the planes and then compacting them (LanceDB's files and ANN
+    index: `maintain`)."""
 
     items: int
     embedded: int
+    writing_s: float = 0.0
+    maintaining_s: float = 0.0
 
 
 def rebuild(
@@ -504,6 +509,7 @@ def rebuild(
     text, vectors = wiring.text_index(), wiring.vector_index()
     last_job = IndexJob.objects.order_by("-id").values_list("id", flat=True).first() or 0
     done = embedded = 0
+    started = time.perf_counter()
     aside = layout.previous(Path(settings.RECALL["VECTOR_INDEX_DIR"]))
     with plane_lock().held(timeout_s=3600), in_bulk(text):
         known = {
@@ -523,8 +529,9 @@ def rebuild(
     # do digest jobs (a rebuild of the planes does not rebuild digests).
     IndexJob.objects.filter(id__lte=last_job).exclude(item=digesting.DIGEST).delete()
     shutil.rmtree(aside, ignore_errors=True)
+    written = time.perf_counter()
     maintain()
-    return Rebuilt(done, embedded)
+    return Rebuilt(done, embedded, written - started, time.perf_counter() - written)
 
 
 def in_bulk(plane: object) -> AbstractContextManager[None]:

@@ -181,7 +181,7 @@ def _ingest(spec: Mapping[str, Any]) -> dict[str, Any]:
     loading.migrate()
     load = loading.import_path(Path(spec["corpus"]))
     started = time.perf_counter()
-    done = indexing.rebuild().items
+    rebuilt = indexing.rebuild()
     reindex_s = time.perf_counter() - started
     return {
         "memories": Memory.objects.count(),
@@ -189,7 +189,8 @@ def _ingest(spec: Mapping[str, Any]) -> dict[str, Any]:
         "ingest_s": load["seconds"],
         "ingest_per_s": load["per_s"],
         "reindex_s": round(reindex_s, 2),
-        "reindex_per_s": round(done / reindex_s, 1),
+        "reindex_per_s": round(rebuilt.items / reindex_s, 1),
+        "reindex_split_s": [round(rebuilt.writing_s, 2), round(rebuilt.maintaining_s, 2)],
         "loadavg": [load_before, loadavg()],
     }
 
@@ -590,7 +591,8 @@ def tables(body: Mapping[str, Any]) -> str:
         f"speed at {body['size']} memories ({ingest['superseded']} superseded); ingest "
         f"(import_memories with embedding, {ingest['backend']}): {ingest['ingest_per_s']}/s "
         f"({ingest['ingest_s']} s); reindex both planes: {ingest['reindex_s']} s "
-        f"({ingest['reindex_per_s']}/s); load average {ingest['loadavg']}"
+        f"({ingest['reindex_per_s']}/s; writing, compacting: "
+        f"{ingest.get('reindex_split_s', '-')} s); load average {ingest['loadavg']}"
     ]
     if body.get("moved"):
         m = body["moved"]

@@ -34,5 +34,6 @@ class Command(BaseCommand):
         rate = done.items / seconds if seconds else 0.0
         self.stdout.write(
             f"reindexed {done.items} items in {seconds:.1f} s ({rate:.0f} items/s); "
-            f"embedded {done.embedded} texts, the other vectors copied"
+            f"embedded {done.embedded} texts, the other vectors copied; writing the planes "
+            f"{done.writing_s:.1f} s, compacting them {done.maintaining_s:.1f} s"
         )
