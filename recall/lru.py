@@ -16,7 +16,6 @@ from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
-_MISSING = object()
 
 
 class LRU(Generic[K, V]):
@@ -32,14 +31,14 @@ class LRU(Generic[K, V]):
     def get(self, key: K, valid: Callable[[V], bool] | None = None) -> V | None:
         """The entry for `key`, or None; one that fails `valid` is dropped instead."""
         with self._lock:
-            value = self._entries.get(key, _MISSING)
-            if value is _MISSING:
+            if key not in self._entries:
                 return None
-            if valid is not None and not valid(value):  # type: ignore[arg-type]
+            value = self._entries[key]
+            if valid is not None and not valid(value):
                 del self._entries[key]
                 return None
             self._entries.move_to_end(key)
-            return value  # type: ignore[return-value]
+            return value
 
     def put(self, key: K, value: V) -> None:
         """Keep `value` as the most recent entry, dropping the least recent past `size`."""
