@@ -535,9 +535,14 @@ def rebuild(
 
 
 def in_bulk(plane: object) -> AbstractContextManager[None]:
-    """One writer for the whole rebuild where the plane can hold one (tantivy): it
-    commits once, and a rebuild that dies leaves the plane as it was."""
-    return plane.bulk() if isinstance(plane, BulkWrites) else nullcontext()
+    """One commit for the whole rebuild where the plane allows it, so a rebuild that
+    dies leaves the plane as it was: tantivy holds one writer (`BulkWrites`); the
+    PostgreSQL planes join the console's transaction, so the rebuild is one."""
+    if isinstance(plane, BulkWrites):
+        return plane.bulk()
+    if getattr(plane, "joins_caller", False):
+        return transaction.atomic()
+    return nullcontext()
 
 
 def maintain() -> None:
