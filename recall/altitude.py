@@ -107,6 +107,7 @@ class Packing:
     warnings: tuple[str, ...] = ()
     total_found: int | None = None
     associated: bool = False
+    pack_id: str | None = None
 
 
 def answer(
@@ -134,7 +135,7 @@ def answer(
         fallback = pack(
             ranked, budget=how.budget, counter=how.counter, detail=how.detail,
             item_tokens=how.item_tokens, warnings=(*how.warnings, said),
-            total_found=how.total_found, associated=how.associated,
+            total_found=how.total_found, associated=how.associated, pack_id=how.pack_id,
         )  # fmt: skip
         debug.update(answered=ENTITY, why=f"{why}; {said}")
         return Answered(fallback, ENTITY, debug=debug)
@@ -176,6 +177,7 @@ def with_digest(
     base = envelope(
         [], omitted=len(ranked), tokens=how.budget, budget=how.budget, warnings=how.warnings,
         total_found=how.total_found, associated=[] if how.associated else None,
+        pack_id=how.pack_id,
     )  # fmt: skip
     left = how.budget - how.counter.count(dumps(base))
     n, hit = _longest(digest, left, counter=how.counter, altitude=altitude, project=project)
@@ -187,7 +189,7 @@ def with_digest(
     items = [hit, *_fill(rows, room, counter=how.counter, detail=how.detail,
                          item_tokens=how.item_tokens)]  # fmt: skip
     packed = _settle(how.counter, items, 1 + len(rows), how.budget, how.warnings, how.detail,
-                     how.total_found, [] if how.associated else None)  # fmt: skip
+                     how.total_found, [] if how.associated else None, how.pack_id)  # fmt: skip
     if not packed.items or packed.items[0].kind != DIGEST:
         return None, frozenset()
     return packed, covered

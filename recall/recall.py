@@ -289,7 +289,7 @@ def run(
     )  # fmt: skip
     how = altitude.Packing(
         budget, planes.tokens, req.detail, config.item_tokens, tuple(gathered.warnings),
-        len(scored), req.include_associated,
+        len(scored), req.include_associated, req.pack_id,
     )  # fmt: skip
     answered = altitude.answer(
         req.altitude or altitude.ENTITY, packed, ranked, project=req.project,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from recall import altitude
+from recall.agent import dumps, pack_view
 from recall.digest import Digest, Sentence
 from recall.errors import QueryError
 from recall.requests import RecallRequest
@@ -134,3 +135,22 @@ def test_auto_asks_only_the_top_rows_to_fit_whole(make_engine: MakeEngine):
     assert pack.omitted > 0  # the rows below the cut do not all fit ...
     assert pack.debug is not None and pack.debug["altitude"]["answered"] == "entity"  # ... yet
     assert "top 10 ranked rows fit" in str(pack.debug["altitude"]["why"])
+
+
+@pytest.mark.parametrize("asked", ["scope", "tenant", "auto"])
+def test_a_recorded_pack_at_any_altitude_counts_its_pack_id(make_engine: MakeEngine, asked: str):
+    engine = world(make_engine)
+    for digests, budget in (((SCOPE,), 4000), ((SCOPE,), 160), ((), 4000), ((), 200)):
+        pack = engine.recall(
+            RecallRequest(
+                query="chroma",
+                project="alpha",
+                altitude=asked,
+                digests=digests,
+                budget=budget,
+                pack_id="01JPACK0000000000000000000",
+            )  # fmt: skip
+        )
+        sent = dumps(pack_view(pack))
+        assert '"pack_id":"01JPACK0000000000000000000"' in sent
+        assert pack.tokens == engine.planes.tokens.count(sent) <= budget
