@@ -696,10 +696,11 @@ class DjangoStore:
 
         When `where` wants valid memories only, the valid-time rule is part of
         the query (`_valid_at`), so the rows valid at another time are never
-        read (`as_known` still applies the rule to what is), and the projects are named by id, unordered, so SQLite reads
-        their index instead of walking every memory by `updated`: at 100,000
-        memories one project's scope (17,139 rows, 5,153 of them valid) read
-        in 186 ms instead of 863."""
+        read (`as_known` still applies the rule to what is read), and the
+        projects are named by id, unordered, so SQLite reads their index
+        instead of walking every memory by `updated`: at 100,000 memories one
+        project's scope (17,139 rows, 5,153 of them valid) read in 186 ms
+        instead of 863."""
         loose = replace(where, active_only=False)
         valid = _valid_at(valid_at) if where.active_only else Q()
         if recorded_at is None:
