@@ -306,15 +306,34 @@ def memory_read(
 
 
 def memory_read_as_of(
-    access: Access, *, memory_id: str, as_of: datetime | None, recorded_as_of: datetime | None
-) -> Memory:
-    """A memory as it was (`console.history.memory_as_of`), guarded by the project it
+    access: Access, *, memory_id: str | None = None, name: str | None = None,
+    project: str | None = None, as_of: datetime | None, recorded_as_of: datetime | None,
+) -> Memory:  # fmt: skip
+    """A memory as it was (`console.history.memory_as_of`), by id or by the name it
+    had then (the project's first, then the global one), guarded by the project it
     was in then: a token never sees another project's history."""
-    found = history.memory_as_of(
-        memory_id=memory_id.upper(), as_of=as_of, recorded_as_of=recorded_as_of
-    )
-    if found is None or not access.sees(found.project.slug if found.project else None):
-        raise NotVisible("no such memory at that time")
+
+    def seen(found: Memory | None) -> Memory | None:
+        visible = found is not None and access.sees(found.project.slug if found.project else None)
+        return found if visible else None
+
+    if memory_id:
+        found = seen(history.memory_as_of(
+            memory_id=memory_id.upper(), as_of=as_of, recorded_as_of=recorded_as_of
+        ))  # fmt: skip
+        if found is not None:
+            return found
+        if name or not NAME_RE.match(memory_id):
+            raise NotVisible("no such memory at that time")
+        name = memory_id
+    if not name:
+        raise QueryError("give a memory's id or its name")
+    bound = project_of(access, project)
+    found = seen(history.memory_named_as_of(
+        name=name, project=bound, as_of=as_of, recorded_as_of=recorded_as_of
+    ))  # fmt: skip
+    if found is None:
+        raise NotVisible(f"no memory named {name!r} in {bound} or global at that time")
     return found
 
 

@@ -66,6 +66,35 @@ def memory_as_of(
     return memory
 
 
+def ids_named(*, name: str, project: str | None) -> list[str]:
+    """The memories that have ever been called `name` in `project` (slug), then the
+    global ones, each group most recently recorded first: where a past read by
+    name looks (`memory_named_as_of`)."""
+    rows = MemoryRevision.objects.filter(name=name).order_by("-recorded_at", "-number")
+    places = ([rows.filter(project__slug=project)] if project is not None else []) + [
+        rows.filter(project__isnull=True)
+    ]
+    found: dict[str, None] = {}
+    for place in places:
+        found.update(dict.fromkeys(place.values_list("memory_id", flat=True)))
+    return list(found)
+
+
+def memory_named_as_of(
+    *, name: str, project: str | None, as_of: datetime | None, recorded_as_of: datetime | None
+) -> Memory | None:
+    """The memory called `name` then (`memory_as_of` of each of `ids_named`, the
+    first whose state then carries the name), or None. Without `as_of` it is the
+    one active then, as a read by name now takes the active one."""
+    for memory_id in ids_named(name=name, project=project):
+        found = memory_as_of(memory_id=memory_id, as_of=as_of, recorded_as_of=recorded_as_of)
+        if found is None or found.name != name:
+            continue
+        if as_of is not None or found.invalid_at is None:
+            return found
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class FieldChange:
     field: str

@@ -39,7 +39,6 @@ from console.schemas import (
 )
 from recall.agent import dumps, pack_view
 from recall.associated import FIELDS as GRAPH_FIELDS
-from recall.errors import QueryError
 from recall.neighbourhood import FIELDS as SESSION_FIELDS
 from recall.requests import FILTER_FIELDS, KNOB_FIELDS, WORTH_FIELDS
 
@@ -191,12 +190,11 @@ def memory_write_batch(who: Access, p: MemoryBatchIn, *, key: str | None = None)
 
 
 def memory_read(who: Access, p: MemoryRef) -> Answer:
-    if p.as_of is not None or p.recorded_as_of is not None:  # a past state: by id only
-        if not p.id:
-            raise QueryError("as_of and recorded_as_of read a memory by its id, not its name")
+    if p.as_of is not None or p.recorded_as_of is not None:  # a past state
         past = access.memory_read_as_of(
-            who, memory_id=p.id, as_of=p.as_of, recorded_as_of=p.recorded_as_of
-        )
+            who, memory_id=p.id, name=p.name, project=p.project, as_of=p.as_of,
+            recorded_as_of=p.recorded_as_of,
+        )  # fmt: skip
         return _json(replies.memory_view(past))
     memory = access.memory_read(who, memory_id=p.id, name=p.name, project=p.project)
     return _json(replies.memory_view(memory))

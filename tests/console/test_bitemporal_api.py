@@ -146,6 +146,26 @@ def test_search_and_read_as_of_valid_time(world: World, monkeypatch: Any) -> Non
     assert call(client, "get", f"/memories/{a}", {"as_of": APR}).status_code == 404
 
 
+def test_a_past_state_is_read_by_the_name_it_had_then(world: World, monkeypatch: Any) -> None:
+    a, b, c = chain(world)  # one name, three memories, each valid in turn
+    client = world.client("alpha")
+
+    for when, wanted in ((FEB, a), (APR, b), (JUL, c)):
+        read = call(client, "get", "/memories/queue-choice", {"as_of": when})
+        assert read.status_code == 200 and read.json()["id"] == wanted
+        status, over = mcp(world, "alpha", "memory_read", {"name": "queue-choice", "as_of": when},
+                           monkeypatch)  # fmt: skip
+        assert status == 200 and over["id"] == wanted
+    before = call(client, "get", "/memories/queue-choice", {"as_of": "2023-06-01T00:00:00Z"})
+    assert before.status_code == 404 and "queue-choice" in before.json()["detail"]
+
+    known = mark()
+    assert call(client, "patch", f"/memories/{c}", {"name": "queue-now"}).status_code == 200
+    then = call(client, "get", "/memories/queue-choice", {"recorded_as_of": known})
+    assert then.status_code == 200 and then.json()["id"] == c
+    assert call(client, "get", "/memories/queue-choice", {"as_of": JUL}).status_code == 404
+
+
 def test_a_bare_time_is_a_422_and_an_empty_interval_a_409_each_naming_the_field(
     world: World,
 ) -> None:
