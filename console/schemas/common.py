@@ -108,10 +108,11 @@ def _not_a_number(value: Any) -> Any:
 
 
 def _utc(value: datetime) -> datetime:
-    """An aware date-time as the same instant in UTC: ISO 8601 and Python allow offsets
-    up to 23:59, PostgreSQL up to 15:59 (a time near the ends of Python's range stays)."""
+    """A date-time as the same instant in UTC (a bare one is read as UTC, as the
+    database would store it): ISO 8601 and Python allow offsets up to 23:59,
+    PostgreSQL up to 15:59 (a time near the ends of Python's range stays)."""
     if value.tzinfo is None:
-        return value
+        return value.replace(tzinfo=UTC)
     try:
         return value.astimezone(UTC)
     except OverflowError:
@@ -149,7 +150,8 @@ Unit = Annotated[float, Strict(False), Field(ge=0, le=1), BeforeValidator(_json_
 Tag = Annotated[str, Field(min_length=1, max_length=64)]
 Name = Annotated[str, Field(pattern=NAME_PATTERN, description="slug, e.g. chroma-boot-race")]
 Slug = Annotated[str, Field(min_length=1, max_length=64, description="a project's slug")]
-# A date-time in a body or query string ("0.5" is not read as a Unix time).
+# A date-time in a body or query string ("0.5" is not read as a Unix time); a bare
+# time is read as UTC.
 DateTime = Annotated[datetime, Strict(False), BeforeValidator(_not_a_number), AfterValidator(_utc)]
 
 
@@ -160,7 +162,10 @@ def _aware(value: datetime) -> datetime:
 
 
 # An instant with its time zone (valid time and the bitemporal reads: recall/timetravel.py).
-Instant = Annotated[DateTime, AfterValidator(_aware)]
+Instant = Annotated[
+    datetime, Strict(False), BeforeValidator(_not_a_number), AfterValidator(_aware),
+    AfterValidator(_utc),
+]  # fmt: skip
 
 
 class Error(Schema):

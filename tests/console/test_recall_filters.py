@@ -218,3 +218,35 @@ def test_the_inspector_shows_every_filter_control_and_refuses_a_bad_value(
                  "since", "until"):  # fmt: skip
         assert f'name="{name}"' in page
     assert "less than or equal to 1" in bad
+
+
+def test_a_bare_time_in_a_filter_is_read_as_utc_on_every_endpoint(world: World) -> None:
+    alpha = Project.objects.get(slug="alpha")
+    for n, created in enumerate((JAN, JUL)):
+        services.memory_create(project=alpha, name=f"beacon-{n}", kind="fact",
+                               description="beacon keeper log", created=created)  # fmt: skip
+    indexing.apply_pending()
+    client = world.client("alpha")
+
+    def found(zone: str) -> list[list[str]]:
+        recall = call(
+            client, "post", "/recall", {"query": "beacon", "since": "2024-06-01T00:00:00" + zone}
+        )
+        search = call(
+            client, "get", "/search", {"q": "beacon", "since": "2024-06-01T00:00:00" + zone}
+        )
+        listed = call(
+            client,
+            "get",
+            "/memories",
+            {"project": "alpha", "created_after": "2024-06-01T00:00:00" + zone},
+        )
+        for reply in (recall, search, listed):
+            assert reply.status_code == 200, reply.json()
+        return [
+            sorted(i["name"] for i in recall.json()["items"] if "beacon" in i["name"]),
+            sorted(h["name"] for h in search.json()["hits"] if "beacon" in h["name"]),
+            sorted(m["name"] for m in listed.json()["memories"] if "beacon" in m["name"]),
+        ]
+
+    assert found("") == found("Z") == [["beacon-1"]] * 3
