@@ -371,11 +371,28 @@ def _project(access: Access, project: str | None) -> Project:
     return selectors.project_get(slug=project_of(access, project))
 
 
+PASSED = (
+    "this instant has passed: the memory would leave every read at once "
+    "(archive it instead, or give a time to come)"
+)
+
+
+def _ahead(fields: Mapping[str, Any], field: str = "expires_at") -> None:
+    """StateConflict (409, naming `field`) for an expiry already past: the memory would
+    be gone the moment it is written, and the 201 would say nothing of it. A
+    well-formed value the clock forbids, which no schema can express (an import
+    may still carry a lapsed expiry: console/importing)."""
+    at = fields.get("expires_at")
+    if isinstance(at, datetime) and at <= store_now():
+        raise services.StateConflict({field: PASSED})
+
+
 def memory_write(
     access: Access, *, project: str | None, fields: Mapping[str, Any], force: bool = False
 ) -> Written:
     """Create a memory in one of the token's projects (unless its exact text is there)."""
     _writer(access)
+    _ahead(fields)
     target = _project(access, project)
     embedded = selectors.write_embedding(
         project=target.slug, name=str(fields.get("name", "")),
@@ -397,17 +414,21 @@ def memory_write_batch(
 ) -> list[services.Outcome]:
     """Up to 500 memories in one transaction: all written, or none."""
     _writer(access)
+    for i, item in enumerate(items):
+        _ahead(item, f"memories.{i}.expires_at")
     rows = [{"agent_id": access.agent, **item} for item in items]
     return services.memory_write_batch(project=_project(access, project), items=rows, force=force)
 
 
 def memory_update(access: Access, *, memory_id: str, fields: Mapping[str, Any]) -> Memory:
     memory = _memory_to_change(access, memory_id)
+    _ahead(fields)
     return services.memory_update(memory=memory, **fields) if fields else memory
 
 
 def memory_supersede(access: Access, *, memory_id: str, fields: Mapping[str, Any]) -> Written:
     """The replacement (same project) and its dedup hint; the old one is stamped."""
+    _ahead(fields)
     new = services.memory_supersede(memory=_memory_to_change(access, memory_id), **fields)
     return Written(new, True, _hint(new))
 

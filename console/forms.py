@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django import forms
+from django.utils import timezone
 
 from console.models import validate_name
 from recall.altitude import ALTITUDES
@@ -189,6 +190,16 @@ class MemoryForm(forms.Form):
     @classmethod
     def initial_from(cls, memory: Any) -> dict[str, Any]:
         return {name: getattr(memory, name) for name in cls.base_fields}
+
+    def clean_expires_at(self) -> datetime | None:
+        """A time to come: a past one would hide the memory the moment it is saved."""
+        value: datetime | None = self.cleaned_data.get("expires_at")
+        if value is not None and value <= timezone.now():
+            raise forms.ValidationError(
+                "That time has passed: the memory would leave every read at once. "
+                "Archive it instead, or give a time to come."
+            )
+        return value
 
 
 class NewMemoryForm(ChoicesForm, MemoryForm):

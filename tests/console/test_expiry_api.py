@@ -99,6 +99,17 @@ def test_ttl_and_expires_at_are_checked_and_the_earlier_wins(
     assert both.json()["memory"]["expires_at"] == "2026-06-01T12:00:10Z"
     assert call(client, "post", "/memories",
                 {"name": "wombat-zero", "ttl_seconds": 0}).status_code == 422  # fmt: skip
+    for past in ("2026-06-01T11:59:59Z", "2020-01-01T00:00:00"):  # would vanish at once
+        late = call(client, "post", "/memories", {"name": "wombat-late", "expires_at": past})
+        assert late.status_code == 409 and late.json()["field"] == "expires_at", late.json()
+        assert "passed" in late.json()["detail"]
+        moved = call(client, "patch", f"/memories/{both.json()['memory']['id']}",
+                     {"expires_at": past})  # fmt: skip
+        assert moved.status_code == 409 and moved.json()["field"] == "expires_at"
+        batch = call(client, "post", "/memories/batch",
+                     {"memories": [{"name": "wombat-b", "expires_at": past}]})  # fmt: skip
+        assert batch.status_code == 409 and batch.json()["field"] == "memories.0.expires_at"
+    assert not Memory.objects.filter(name__in=["wombat-late", "wombat-b"]).exists()
     edit = call(client, "patch", f"/memories/{both.json()['memory']['id']}", {"ttl_seconds": 120})
     assert edit.json()["expires_at"] == "2026-06-01T12:02:00Z"
 
@@ -173,8 +184,9 @@ def test_an_expired_memory_answers_no_duplicate_write(world: World, clock: list[
     that can be read and deleted (schemathesis ST302 found the old one answering)."""
     client = world.client("alpha")
     body = {"name": "wombat-again", "description": WORDS}
-    first = call(client, "post", "/memories", {**body, "expires_at": "2026-06-01T11:00:00Z"})
+    first = call(client, "post", "/memories", {**body, "ttl_seconds": 60})
     assert first.status_code == 201, first.content
+    clock[0] = T0 + timedelta(seconds=61)
 
     again = call(client, "post", "/memories", body)
 

@@ -859,6 +859,17 @@ def test_a_person_writes_a_new_memory(admin_client: Client, project: Project) ->
     assert created.project == project
 
 
+def test_a_past_expiry_is_refused_before_the_memory_vanishes(
+    admin_client: Client, project: Project
+) -> None:
+    data = {"project": "billing-api", "kind": "fact", "name": "gone-at-once", "importance": "0.5"}
+
+    late = admin_client.post("/memories/new/", {**data, "expires_at": "2020-01-01 00:00"}, **HX)
+
+    assert "That time has passed" in late.content.decode()
+    assert not Memory.objects.filter(name="gone-at-once").exists()
+
+
 def test_settings_name_each_knob_plainly_with_a_help_line(
     admin_client: Client, memory: Memory
 ) -> None:
