@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar
@@ -244,6 +245,20 @@ class SearchConfig:
         _check_prior(self.session_prior)
 
 
+TAG = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
+
+
+def _check_tag(tag: str) -> None:
+    """The wrapper's tag goes around every block an agent receives: a name, nothing
+    that could open or close markup of its own (recall/sanitize.py guards the text
+    inside it, not the wrapper)."""
+    if not isinstance(tag, str) or not TAG.fullmatch(tag):
+        raise ValueError(
+            "tag must be a name: a letter, then letters, digits, '-', '_' or '.' "
+            f"(at most 64), not {tag!r}"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class BriefingConfig:
     """Session-start briefing."""
@@ -260,6 +275,7 @@ class BriefingConfig:
     def __post_init__(self) -> None:
         if self.budget < 1 or self.hard_cap_factor < 1 or self.scan_limit < 1:
             raise ValueError("budget, scan_limit >= 1 and hard_cap_factor >= 1")
+        _check_tag(self.tag)
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +295,7 @@ class PromptConfig:
     def __post_init__(self) -> None:
         if self.max_hits < 1 or self.ttl_seconds < 0 or self.min_shared_words < 1:
             raise ValueError("max_hits, min_shared_words >= 1 and ttl_seconds >= 0")
+        _check_tag(self.tag)
 
 
 @dataclass(frozen=True, slots=True)
