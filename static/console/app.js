@@ -275,6 +275,69 @@
     }
   });
 
+  // --- the CSRF token of now ---------------------------------------------------------
+  // Logging in again (in another tab) rotates the token, and a page rendered before
+  // it would send the old one: every htmx request reads the cookie instead (it is not
+  // HttpOnly, as Django's docs allow), the header and a form's own field alike.
+  function csrfToken() {
+    const found = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    return found ? decodeURIComponent(found[1]) : "";
+  }
+  document.body.addEventListener("htmx:configRequest", function (event) {
+    const token = csrfToken();
+    if (!token) return;
+    event.detail.headers["X-CSRFToken"] = token;
+    const params = event.detail.parameters;
+    if (params && typeof params.has === "function" && params.has("csrfmiddlewaretoken")) {
+      params.set("csrfmiddlewaretoken", token);
+    } else if (params && "csrfmiddlewaretoken" in params) {
+      params.csrfmiddlewaretoken = token;
+    }
+  });
+
+  // --- a request that failed says so -------------------------------------------------
+  // htmx swaps nothing for an error answer: without this a star, a save or an archive
+  // that the server refused would look like a click that did nothing.
+  function requestFailed(message) {
+    let box = document.getElementById("request-error");
+    if (!box) {
+      box = document.createElement("div");
+      box.id = "request-error";
+      box.className = "request-error";
+      box.setAttribute("role", "alert");
+      const text = document.createElement("p");
+      const reload = document.createElement("button");
+      reload.type = "button";
+      reload.textContent = "Reload the page";
+      reload.addEventListener("click", function () {
+        window.location.reload();
+      });
+      const close = document.createElement("button");
+      close.type = "button";
+      close.className = "quiet";
+      close.textContent = "Dismiss";
+      close.addEventListener("click", function () {
+        box.hidden = true;
+      });
+      box.append(text, reload, close);
+      document.body.append(box);
+    }
+    box.querySelector("p").textContent = message;
+    box.hidden = false;
+  }
+  document.body.addEventListener("htmx:responseError", function (event) {
+    const status = event.detail.xhr ? event.detail.xhr.status : 0;
+    if (status === 403 && event.detail.xhr.getResponseHeader("HX-Redirect")) return; // to the login
+    requestFailed(
+      status === 403
+        ? "This page is out of date (you logged in again, or it was open too long), so nothing was changed. Reload it to go on."
+        : "The server could not do that (it answered " + status + "), so nothing was changed. Try again, or reload the page."
+    );
+  });
+  document.body.addEventListener("htmx:sendError", function () {
+    requestFailed("The server could not be reached, so nothing was changed. Try again when it is back.");
+  });
+
   // --- loading ----------------------------------------------------------------------
   // htmx marks indicators with .htmx-request; aria-busy tells assistive tech too.
   document.body.addEventListener("htmx:beforeRequest", function (event) {

@@ -16,7 +16,7 @@ from django.urls import Resolver404, resolve
 
 from console import selectors, services
 from console.models import Memory, Setting
-from tests.browser.conftest import log_in
+from tests.browser.conftest import Watch, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -115,6 +115,34 @@ def test_a_slow_stale_palette_response_never_overwrites_a_newer_one(page: Any, u
     assert page.locator("#palette-results").get_attribute("data-q") == "stri"
     assert page.locator("#palette-results .pal-title").all_inner_texts() == titles
     assert "stream-backpressure" not in titles
+
+
+def test_a_page_from_before_a_new_login_still_acts_and_a_refusal_says_so(
+    page: Any, user: User, watch: Watch
+) -> None:
+    memory = seed()["stripe-webhook-retries"]
+    log_in(page, user)
+    page.goto(f"/memories/{memory.pk}/")
+    other = page.context.new_page()  # another tab: log out, log in again (a new CSRF token)
+    other.goto("/")
+    other.click("form.logout button")
+    log_in(other, user)
+    other.close()
+
+    page.click("#memory-head .star")  # the page still holds the token of its render
+    page.wait_for_selector('#memory-head .star[aria-pressed="true"]')
+    assert Memory.objects.get(pk=memory.pk).favorite is True
+    assert page.locator("#request-error").count() == 0
+
+    Memory.objects.filter(pk=memory.pk).delete()  # gone under the page: the star is refused
+    page.click("#memory-head .star")
+    page.wait_for_selector("#request-error:not([hidden])")
+    assert "nothing was changed" in page.locator("#request-error").inner_text()
+    page.click("#request-error button.quiet")
+    assert page.locator("#request-error").is_hidden()
+    refused = [e for e in watch.errors if "404" in e]  # the refusal this test caused
+    assert refused and len(refused) == len(watch.errors)
+    watch.errors.clear()
 
 
 def test_search_as_you_type_open_star_and_find_it_under_favorites(page: Any, user: User) -> None:
