@@ -312,3 +312,17 @@ def test_the_inspector_shows_channels_and_a_briefing(page: Any, user: User) -> N
     page.click(".inspect-form button[type=submit]")
     page.wait_for_selector("[data-briefing]")
     assert "never-log-card-numbers" in page.locator("[data-briefing]").inner_text()
+
+
+def test_a_double_click_on_create_writes_one_memory(page: Any, user: User) -> None:
+    seed()
+    log_in(page, user)
+    page.goto("/memories/new/")
+    page.select_option("#id_project", "billing-api")
+    page.fill("#id_name", "written-once")
+    page.fill("#id_description", "A person clicked twice")
+
+    page.dblclick("#memory-form button[type=submit]")
+    page.wait_for_url("**/memories/*/")
+
+    assert Memory.objects.filter(name="written-once").count() == 1
