@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from console import access, replies, selectors, services
+from console import access, browse, replies, selectors, services
 from console.access import Access
 from console.schemas import (
     AssociationFields,
@@ -41,6 +41,7 @@ from recall.agent import dumps, pack_view
 from recall.associated import FIELDS as GRAPH_FIELDS
 from recall.neighbourhood import FIELDS as SESSION_FIELDS
 from recall.requests import FILTER_FIELDS, KNOB_FIELDS, WORTH_FIELDS
+from recall.results import SearchResult
 
 NOT_INDEXED = (
     "written but not indexed yet (the index is catching up): findable by id and name now, "
@@ -96,7 +97,13 @@ def search(who: Access, p: SearchIn) -> Answer:
         semantic=p.semantic, since=p.since, record=p.record,
         as_of=p.as_of, recorded_as_of=p.recorded_as_of,
     )  # fmt: skip
-    return _json(replies.search_view(result, limit=p.limit))
+    return _json(replies.search_view(result, limit=p.limit, sources=_snippet_sources(result)))
+
+
+def _snippet_sources(result: SearchResult) -> dict[str, tuple[str, ...]]:
+    """What the page's snippets were cut from, so a reply shows only what agents may read."""
+    ids = [h.id for h in result.hits if h.snippet is not None]
+    return {i: (t.description, t.body) for i, t in browse.texts(ids=ids).items()}
 
 
 def search_text(who: Access, p: PlaneSearchIn) -> Answer:
@@ -112,7 +119,7 @@ def _plane(who: Access, p: PlaneSearchIn, plane: str) -> Answer:
         who, plane=plane, query=p.q, projects=p.project, limit=p.limit, offset=p.offset,
         record=p.record,
     )  # fmt: skip
-    return _json(replies.search_view(result, limit=p.limit))
+    return _json(replies.search_view(result, limit=p.limit, sources=_snippet_sources(result)))
 
 
 def memory_graph(who: Access, p: GraphIn) -> Answer:

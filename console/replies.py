@@ -10,7 +10,7 @@ itself.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from console.models import Edge, Memory, Note, Project
@@ -117,7 +117,11 @@ def written_view(
     }
 
 
-def search_hit_view(h: Hit) -> dict[str, Any]:
+def search_hit_view(h: Hit, source: tuple[str, ...] = ()) -> dict[str, Any]:
+    """One hit; `source` holds the texts its snippet may be cut from (description and
+    body): a snippet whose words are not all text an agent may read is left out
+    (`sanitize.kept_snippet`)."""
+    snippet = sanitize.kept_snippet(h.snippet, (*source, h.title), unscrubbed=(h.name,))
     return {
         "id": h.id,
         "kind": h.kind,
@@ -126,7 +130,7 @@ def search_hit_view(h: Hit) -> dict[str, Any]:
         "memory_kind": h.memory_kind or None,
         "project": h.project,
         "description": _line(h.description, 150),
-        "snippet": _line(h.snippet, 400) if h.snippet is not None else None,
+        "snippet": _line(snippet, 400) if snippet is not None else None,
         "similarity": round(h.similarity, 4) if h.similarity is not None else None,
         "source": h.source,
         "score": round(h.score, 4),
@@ -145,11 +149,15 @@ def search_hit_view(h: Hit) -> dict[str, Any]:
     }
 
 
-def search_view(result: SearchResult, *, limit: int) -> dict[str, Any]:
-    """One page of a search (`result.hits` from `result.offset`) and the total found."""
+def search_view(
+    result: SearchResult, *, limit: int, sources: Mapping[str, tuple[str, ...]] | None = None
+) -> dict[str, Any]:
+    """One page of a search (`result.hits` from `result.offset`) and the total found;
+    `sources`: each hit's description and body, by id (see `search_hit_view`)."""
     after = result.offset + len(result.hits)
+    found = sources or {}
     return {
-        "hits": [search_hit_view(h) for h in result.hits],
+        "hits": [search_hit_view(h, found.get(h.id, ())) for h in result.hits],
         "total": result.total,
         "offset": result.offset,
         "next_offset": after if after < result.total and len(result.hits) == limit else None,

@@ -316,6 +316,34 @@ def truncate_block(text: str, *, max_bytes: int, closing: str) -> str:
     return head + "\n" + closing if room else closing
 
 
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: str) -> str:
+    """`text`'s words, case-folded, one space apart and at both ends (for containment)."""
+    return " " + " ".join(_WORD.findall(text.casefold())) + " "
+
+
+def kept_snippet(
+    snippet: str | None, texts: Iterable[str], *, unscrubbed: Iterable[str] = ()
+) -> str | None:
+    """`snippet` (raw, with sentinels) when the words it shows are words an agent may
+    read: in one of `texts` as `scrub` leaves them, or in one of `unscrubbed` (names,
+    which are never scrubbed). Else None. A snippet is a window: one that starts
+    after an injection phrase on its line would show the rest of that line, which
+    every other agent-facing field cuts. Its first and last word may be cut short
+    by the window, so they are not compared."""
+    if snippet is None:
+        return None
+    plain = normalise(snippet.replace(MARK_START, "").replace(MARK_END, ""))
+    shown = _WORD.findall(plain.casefold())[1:-1]
+    if not shown:
+        return snippet
+    wanted = " " + " ".join(shown) + " "
+    sources = [*(scrub(t) for t in texts if t), *(normalise(t) for t in unscrubbed if t)]
+    return snippet if any(wanted in _words(source) for source in sources) else None
+
+
 def snippet_html(snippet: str | None) -> str | None:
     """A raw FTS snippet as HTML: escaped FIRST, then sentinels become <mark>.
 
