@@ -266,8 +266,9 @@ def _memory(access: Access, memory_id: str) -> Memory:
 
 
 def _memory_to_change(access: Access, memory_id: str) -> Memory:
+    """The memory a change names, by id or, as a read resolves it, by name."""
     _writer(access)
-    memory = _memory(access, memory_id)
+    memory = memory_find(access, memory_id=memory_id)
     if memory.project is None:
         raise AccessDenied("global memories are curated in the console, not by agents")
     return memory

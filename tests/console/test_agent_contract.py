@@ -172,6 +172,21 @@ def test_read_by_name_resolves_the_project_before_global(world: World) -> None:
     assert elsewhere.status_code == 404
 
 
+def test_a_change_names_its_memory_by_id_or_by_name_as_a_read_does(world: World) -> None:
+    client = world.client("alpha")
+    mine = world.memories["alpha"]
+
+    archived = call(client, "post", f"/memories/{mine.name}/archive")
+    assert archived.status_code == 200 and archived.json()["id"] == mine.pk
+    assert call(client, "post", f"/memories/{mine.pk.lower()}/restore").status_code == 200
+    elsewhere = call(client, "delete", f"/memories/{world.memories['beta'].name}")
+    assert elsewhere.status_code == 404  # another project's name resolves to nothing
+    shared = call(client, "delete", f"/memories/{world.memories[None].name}")
+    assert shared.status_code == 403  # a global memory is curated in the console
+    assert call(client, "delete", f"/memories/{mine.name}").status_code == 200
+    assert not Memory.objects.filter(pk=mine.pk).exists()
+
+
 def test_list_filters_and_pages_with_a_stable_cursor(world: World) -> None:
     for i in range(7):
         write(world, {"name": f"note-{i}", "description": f"fact {i}", "tags": ["pile"]})
