@@ -171,14 +171,31 @@ def memory_write(who: Access, p: MemoryIn, *, key: str | None = None) -> Answer:
 
     def write() -> Answer:
         written = access.memory_write(who, project=p.project, fields=fields, force=p.force)
+        said = () if written.created else _not_as_asked(written.memory, fields)
         body = replies.written_view(
-            written.memory, created=written.created, hint=written.dedup_hint
+            written.memory, created=written.created, hint=written.dedup_hint, warnings=said
         )
         return _json(body, 201 if written.created else 200)
 
     request = {"call": "memory_write", **p.dict(exclude={"idempotency_key"})}
     answer = _idempotent(who, key or p.idempotency_key, request, write)
     return _with_index_state(answer, [answer.body["memory"]["id"]])
+
+
+def _not_as_asked(stored: Any, asked: dict[str, Any]) -> tuple[str, ...]:
+    """What a write answered with an existing memory (the same text) did not use."""
+    unused = [
+        f"{field} {asked[field]!r}"
+        for field in ("name", "kind")
+        if asked.get(field) is not None and asked[field] != getattr(stored, field)
+    ]
+    if not unused:
+        return ()
+    return (
+        f"this exact text is already stored as {stored.name!r} ({stored.kind}), so nothing "
+        f"was written and the {' and '.join(unused)} asked for were not used: supersede it "
+        "to change them, or write again with force=true to keep a second copy",
+    )
 
 
 def memory_write_batch(who: Access, p: MemoryBatchIn, *, key: str | None = None) -> Answer:

@@ -66,6 +66,10 @@ def test_the_same_text_again_is_answered_with_the_stored_memory(world: World) ->
     assert again.status_code == 200 and again.json()["created"] is False
     assert again.json()["memory"]["id"] == first["memory"]["id"]
     assert forced.status_code == 201 and other_session.status_code == 201
+    said = " ".join(again.json()["warnings"])  # the name it asked for was not used: it says so
+    assert "name 'other-name'" in said and "force=true" in said
+    same = write(world, TURN).json()["warnings"]  # the same name again: nothing unused
+    assert not any("exact text" in w for w in same)
 
 
 def test_a_write_that_fails_inside_its_transaction_commits_nothing(
