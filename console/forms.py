@@ -127,8 +127,12 @@ class BrowseForm(ChoicesForm):
             field.widget.attrs["data-focus-key"] = f"browse-{name}"
 
     def facets(self, *, kinds: Mapping[str, int], tags: Mapping[str, int]) -> None:
-        """Label each kind and tag with how many memories it would show."""
+        """Label each kind and tag with how many memories it would show; the kind
+        chosen stays a choice at (0), so the list shows the filter in force."""
         total = sum(kinds.values())
+        chosen = str(self.data.get("kind") or "") if self.is_bound else ""
+        if chosen in MEMORY_KINDS and chosen not in kinds:
+            kinds = {**kinds, chosen: 0}
         kind_choices = [(k, f"{k} ({n})") for k, n in kinds.items()]
         self._choices("kind", [("", f"Any kind ({total})"), *kind_choices])
         self._tags([("", "Any tag"), *((t, f"{t} ({n})") for t, n in tags.items())])

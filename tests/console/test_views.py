@@ -852,6 +852,9 @@ def test_a_project_page_filters_counts_sorts_and_pages(
     assert "Showing 26–26 of 26" in runbooks.content.decode()
     assert tagged.index("step-00") < tagged.index("step-01")
     assert "of 28 memories" in archived
+    starred = admin_client.get("/projects/billing-api/?kind=runbook&favorites=on", **HX)
+    chosen = starred.content.decode().split('name="kind"', 1)[1].split("</select>", 1)[0]
+    assert '<option value="runbook" selected>runbook (0)</option>' in chosen  # still shown
 
 
 def test_an_unknown_project_page_is_404(admin_client: Client, planes: Path) -> None:
