@@ -6,10 +6,11 @@ arguments, so one rule gives one answer on both surfaces.
 
 from __future__ import annotations
 
+import html
 from typing import Annotated, Literal
 
 from ninja import Field
-from pydantic import StringConstraints, model_validator
+from pydantic import StringConstraints, field_validator, model_validator
 
 from console.models import SOURCE_URL_RE
 from console.schemas.common import (
@@ -317,7 +318,14 @@ class PromptIn(Body):
 
 
 class MemoryFields(Body):
-    """Fields of a memory an agent may set (on write) or change (on edit / supersede)."""
+    """Fields of a memory an agent may set (on write) or change (on edit / supersede).
+
+    Agents read text with `<`, `>` and any `&` that would decode escaped
+    (`recall.sanitize.escape_angles`: one HTML unescape gives the stored text
+    back), so the text they write is unescaped once: a memory read, changed
+    and written back keeps its text instead of gaining a layer of escapes on
+    each edit (`&lt;` read, `&lt;` sent, `<` stored).
+    """
 
     kind: MemoryKind | None = Field(None, description="constraint, gotcha, fact, episode, ...")
     name: Name | None = Field(None, description="its slug, e.g. chroma-boot-race")
@@ -344,6 +352,16 @@ class MemoryFields(Body):
     expires_at: DateTime | None = Field(
         None, description="expire at this instant (ISO 8601); not with ttl_seconds"
     )
+
+    @field_validator("description", "body")
+    @classmethod
+    def _as_read(cls, value: str | None) -> str | None:
+        return html.unescape(value) if value and "&" in value else value
+
+    @field_validator("tags")
+    @classmethod
+    def _tags_as_read(cls, value: list[str] | None) -> list[str] | None:
+        return [html.unescape(t) if "&" in t else t for t in value] if value else value
 
 
 class MemoryItem(MemoryFields):

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from console import indexing, operations
-from console.models import IdempotencyKey, IndexJob, Memory
+from console import indexing, operations, services
+from console.models import IdempotencyKey, IndexJob, Memory, Project
 from recall.errors import IndexUnavailable
 from tests.console.api_world import World, call, world_fixture  # noqa: F401
 
@@ -312,3 +312,25 @@ def test_a_snippet_never_shows_the_rest_of_a_line_the_sanitizer_cuts(world: Worl
     assert "evil.example" not in read["body"]
     kept = call(client, "get", "/search", {"q": "quiet note"}).json()["hits"]
     assert all(h["snippet"] is None or "evil" not in h["snippet"] for h in kept)
+
+
+def test_text_read_changed_and_written_back_keeps_its_characters(world: World) -> None:
+    """Agents read `<`, `>` and entity-like `&` escaped; what they send back is unescaped
+    once, so an edit keeps the stored text (a person's literal `&amp;` included)."""
+    client = world.client("alpha")
+    text = "Use List<String> and a -> b; R&D says &amp; is an entity."
+    alpha = Project.objects.get(slug="alpha")
+    memory = services.memory_create(
+        project=alpha, kind="fact", name="generic-code", description="Generics & <T>", body=text
+    )
+
+    for n in range(3):  # read, append, write back: as an agent edits
+        read = call(client, "get", f"/memories/{memory.pk}").json()
+        edited = {"body": f"{read['body']} v{n}", "description": read["description"]}
+        patched = call(client, "patch", f"/memories/{memory.pk}", edited)
+        assert patched.status_code == 200
+
+    memory.refresh_from_db()
+    assert (memory.body, memory.description) == (text + " v0 v1 v2", "Generics & <T>")
+    read = call(client, "get", f"/memories/{memory.pk}").json()
+    assert read["body"].startswith("Use List&lt;String&gt; and a -&gt; b; R&D says &amp;amp; is")
