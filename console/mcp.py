@@ -39,17 +39,20 @@ from console.schemas import (
     DeletedOut,
     DissociatedOut,
     DissociateIn,
+    FavoriteOut,
     FeedbackIn,
     FeedbackOut,
     GraphIn,
     GraphOut,
     MemoryBatchIn,
+    MemoryFavoriteIn,
     MemoryIdIn,
     MemoryIn,
     MemoryListIn,
     MemoryOut,
     MemoryPage,
     MemoryRef,
+    MemoryUpdateIn,
     MemoryWriteOut,
     NoteFields,
     NoteIn,
@@ -301,6 +304,17 @@ SPECS = (
         **WRITE,
     ),
     Spec(
+        "memory_update",
+        MemoryUpdateIn,
+        MemoryOut,
+        lambda who, p: operations.memory_update(who, p.id, p),
+        """
+        Change a memory in place (fix a typo, add a tag, move its expiry): only the fields
+        you give change. For a fact that is no longer true, use memory_supersede instead,
+        so its history stays. Needs a write token.""",
+        read_only=False,
+    ),
+    Spec(
         "memory_associate",
         AssociateIn,
         AssociationOut,
@@ -327,6 +341,25 @@ SPECS = (
         lambda who, p: operations.memory_archive(who, p.id),
         """
         Archive a memory that no longer applies (it can be restored).""",
+        read_only=False,
+    ),
+    Spec(
+        "memory_restore",
+        MemoryIdIn,
+        MemoryOut,
+        lambda who, p: operations.memory_restore(who, p.id),
+        """
+        Bring back an archived memory, so it is recalled again.""",
+        read_only=False,
+    ),
+    Spec(
+        "memory_favorite",
+        MemoryFavoriteIn,
+        FavoriteOut,
+        lambda who, p: operations.memory_favorite(who, p.id, p),
+        """
+        Star a memory (favorite=true) so every briefing of its project shows it, unstar it
+        (false), or toggle it (absent).""",
         read_only=False,
     ),
     Spec(

@@ -232,7 +232,7 @@ def memory_list(who: Access, p: MemoryListIn) -> Answer:
 
 
 def memory_update(who: Access, memory_id: str, p: MemoryFields) -> Answer:
-    memory = access.memory_update(who, memory_id=memory_id, fields=_set(p))
+    memory = access.memory_update(who, memory_id=memory_id, fields=_set(p, drop=("id",)))
     return _with_index_state(_json(replies.memory_view(memory)), [memory.pk])
 
 

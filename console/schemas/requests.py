@@ -410,6 +410,18 @@ class MemoryIdIn(Body):
     id: str = Field(max_length=26, description="the memory's id")
 
 
+class FavoriteIn(Body):
+    favorite: bool | None = Field(None, description="true stars, false unstars, absent toggles")
+
+
+class MemoryUpdateIn(MemoryFields):
+    id: str = Field(max_length=26, description="the memory to change in place")
+
+
+class MemoryFavoriteIn(FavoriteIn):
+    id: str = Field(max_length=26, description="the memory to star or unstar")
+
+
 class MemoryListIn(Params):
     project: Slug | None = Field(None, description=f"{PROJECT}; default: all the token's")
     kind: list[MemoryKind] | None = Field(None, description="any of these kinds (repeatable)")
@@ -447,10 +459,6 @@ class NoteIn(NoteFields):
 class NoteListIn(Params):
     project: Slug | None = Field(None, description="default: the token's projects")
     limit: int = Field(20, ge=1, le=100, description="how many of the newest")
-
-
-class FavoriteIn(Body):
-    favorite: bool | None = Field(None, description="true stars, false unstars, absent toggles")
 
 
 class ProjectIn(Body):

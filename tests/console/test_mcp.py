@@ -25,7 +25,7 @@ TOOLS = {
     "memory_write_batch", "memory_supersede", "memory_archive", "memory_delete", "notes_read",
     "notes_write", "briefing", "prompt_recall", "projects_list", "project_create",
     "memory_search_text", "memory_search_vector", "memory_graph", "memory_associate",
-    "memory_dissociate", "memory_feedback",
+    "memory_dissociate", "memory_feedback", "memory_update", "memory_restore", "memory_favorite",
 }  # fmt: skip
 DESTRUCTIVE = {"memory_delete"}
 READ_ONLY = {
@@ -109,6 +109,11 @@ def test_an_sdk_client_lists_writes_recalls_and_reads(prepared: tuple[Path, str]
         out["other"] = await session.call_tool("memory_recall", {"query": "x", "project": "beta"})
         out["quokka"] = _json(await session.call_tool("memory_search", {"q": "quokka"}))
         out["by_name"] = _json(await session.call_tool("memory_read", {"name": "flaky-quay-login"}))
+        edit = {"id": "flaky-quay-login", "tags": ["vpn"], "body": "Wait for the VPN <then> retry."}
+        out["updated"] = _json(await session.call_tool("memory_update", edit))
+        out["starred"] = _json(await session.call_tool("memory_favorite", {"id": memory_id}))
+        await session.call_tool("memory_archive", {"id": memory_id})
+        out["restored"] = _json(await session.call_tool("memory_restore", {"id": memory_id}))
         return out
 
     out = anyio.run(_session, data_dir, token, steps)
@@ -128,6 +133,11 @@ def test_an_sdk_client_lists_writes_recalls_and_reads(prepared: tuple[Path, str]
     assert "this token may not use project" in refused["detail"]
     assert out["quokka"]["hits"] == []
     assert out["by_name"]["id"] == memory["id"]
+    updated = out["updated"]
+    assert (updated["id"], updated["tags"]) == (memory["id"], ["vpn"])
+    assert updated["body"] == "Wait for the VPN &lt;then&gt; retry."
+    assert out["starred"] == {"id": memory["id"], "favorite": True}
+    assert out["restored"]["id"] == memory["id"] and out["restored"]["active"] is True
 
 
 @pytest.mark.slow
