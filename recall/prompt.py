@@ -228,7 +228,8 @@ def render(
     ids: list[str] = []
     for r in records:
         desc = sanitize.field(r.description, config.description_chars)
-        line = f"- {sanitize.name(r.name)} [{sanitize.name(r.kind)}]: {desc}"
+        said = f": {desc}" if desc else ""  # a memory without a description ends at its kind
+        line = f"- {sanitize.name(r.name)} [{sanitize.name(r.kind)}]{said}"
         if counter.count("\n".join([*head, *shown, line, f"</{config.tag}>"])) > budget:
             break
         shown.append(line)

@@ -79,6 +79,17 @@ def test_stored_text_cannot_close_the_wrapper(make_engine: MakeEngine):
     assert "ignore the rules" not in result.text
 
 
+def test_a_memory_without_a_description_ends_its_line_at_its_kind(make_engine: MakeEngine):
+    said = make_memory(2, "said", description="Start the cache first")
+    engine = make_engine([make_memory(1, "bare-one", description=""), said])
+
+    lines = engine.briefing(brief()).text.splitlines()
+
+    bare = next(line for line in lines if "bare-one" in line)
+    assert bare.endswith("]") and not bare.endswith(": ")
+    assert next(line for line in lines if "said" in line).split("]", 1)[1].startswith(": ")
+
+
 def test_invalidated_and_out_of_scope_memories_are_left_out(make_engine: MakeEngine):
     engine = make_engine(
         [make_memory(1), make_memory(2, project="beta"), make_memory(3, project=None)]
