@@ -270,8 +270,10 @@
     } else if (swapped.querySelector("[aria-invalid=true]") && lost) {
       focusFirstInvalid(swapped);
     } else if (focusKey && lost) {
-      const next = document.querySelector('[data-focus-key="' + CSS.escape(focusKey) + '"]');
-      if (next) next.focus();
+      // The same control again; paging past the last page, the other pager link.
+      const same = document.querySelector('[data-focus-key="' + CSS.escape(focusKey) + '"]');
+      const pager = focusKey.startsWith("pager-") ? document.querySelector('[data-focus-key^="pager-"]') : null;
+      if (same || pager) (same || pager).focus();
     }
   });
 

@@ -326,3 +326,22 @@ def test_a_double_click_on_create_writes_one_memory(page: Any, user: User) -> No
     page.wait_for_url("**/memories/*/")
 
     assert Memory.objects.filter(name="written-once").count() == 1
+
+
+def test_paging_search_results_keeps_the_focus_on_the_pager(page: Any, user: User) -> None:
+    billing = seed()["stripe-webhook-retries"].project
+    for n in range(45):
+        services.memory_create(project=billing, kind="fact", name=f"ledger-{n:02d}",
+                               description=f"Ledger entry {n} balances")  # fmt: skip
+    log_in(page, user)
+    page.goto("/?q=ledger")
+    page.wait_for_selector("#results .hit")
+
+    for shown in ("21–40", "41–45"):
+        page.focus("#results a[rel=next]")
+        page.keyboard.press("Enter")
+        page.wait_for_function(  # the next page, and the focus back on the pager (not the top)
+            "(shown) => document.querySelector('#results .pager').textContent.includes(shown)"
+            " && (document.activeElement.dataset.focusKey || '').startsWith('pager-')",
+            arg=shown,
+        )
