@@ -73,8 +73,8 @@ def from_pydantic(errors: Sequence[Mapping[str, Any]], *, skip: int = 0) -> Erro
     for error in errors:
         # "[key]" marks a mapping's key, not its value: the key names the field anyway.
         loc = [str(part) for part in error.get("loc", ()) if part != "[key]"][skip:]
-        if loc[:1] == ["payload"]:  # the views' body parameter: not a field the caller wrote
-            loc = loc[1:]
+        if loc[:1] in (["payload"], ["params"]):  # the views' body and query parameters:
+            loc = loc[1:]  # not fields the caller wrote
         field = ".".join(loc) or None
         code = PYDANTIC_CODES.get(str(error.get("type", "")), "invalid")
         message = str(error.get("msg", "invalid value"))

@@ -312,6 +312,13 @@ def test_search_rejects_bad_parameters(world: World, params: dict, status: int) 
     assert call(world.client("alpha"), "get", "/search", params).status_code == status
 
 
+def test_a_bad_query_parameter_is_named_as_the_caller_wrote_it(world: World) -> None:
+    client = world.client("alpha")
+    listed = call(client, "get", "/memories", {"kind": "banana"}).json()
+    searched = call(client, "get", "/search", {"q": "x", "since": "yesterday"}).json()
+    assert (listed["field"], searched["field"]) == ("kind.0", "since")
+
+
 def test_briefing_returns_text_and_the_rendered_ids(world: World) -> None:
     r = call(world.client("alpha"), "post", "/briefing", {})
 
