@@ -324,6 +324,8 @@ def test_a_double_click_on_create_writes_one_memory(page: Any, user: User) -> No
 
     page.dblclick("#memory-form button[type=submit]")
     page.wait_for_url("**/memories/*/")
+    page.wait_for_selector("#memory-head")
+    page.wait_for_load_state("networkidle")  # every request the clicks sent has been answered
 
     assert Memory.objects.filter(name="written-once").count() == 1
 
