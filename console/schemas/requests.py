@@ -7,7 +7,7 @@ arguments, so one rule gives one answer on both surfaces.
 from __future__ import annotations
 
 import html
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Field
 from pydantic import StringConstraints, field_validator, model_validator
@@ -317,6 +317,17 @@ class PromptIn(Body):
     )
 
 
+def as_read(value: Any) -> Any:
+    """Text as an agent reads it (`recall.sanitize.escape_angles`: `<`, `>` and any `&`
+    that would decode escaped) back to the text stored: one HTML unescape, of a
+    string or of each string in a list."""
+    if isinstance(value, str):
+        return html.unescape(value) if "&" in value else value
+    if isinstance(value, list):
+        return [as_read(v) for v in value]
+    return value
+
+
 class MemoryFields(Body):
     """Fields of a memory an agent may set (on write) or change (on edit / supersede).
 
@@ -353,15 +364,10 @@ class MemoryFields(Body):
         None, description="expire at this instant (ISO 8601); not with ttl_seconds"
     )
 
-    @field_validator("description", "body")
+    @field_validator("description", "body", "tags")
     @classmethod
-    def _as_read(cls, value: str | None) -> str | None:
-        return html.unescape(value) if value and "&" in value else value
-
-    @field_validator("tags")
-    @classmethod
-    def _tags_as_read(cls, value: list[str] | None) -> list[str] | None:
-        return [html.unescape(t) if "&" in t else t for t in value] if value else value
+    def _as_read(cls, value: Any) -> Any:
+        return as_read(value)
 
 
 class MemoryItem(MemoryFields):
@@ -443,12 +449,19 @@ class MemoryListIn(Params):
 
 
 class NoteFields(Body):
+    """A note's fields; its text is unescaped once, as a memory's is (`as_read`)."""
+
     title: str | None = Field(None, min_length=1, max_length=200, description="the note's title")
     slug: Name | None = Field(None, description="its slug (default: from the title)")
     description: str | None = Field(None, max_length=150, description="one line")
     body: str | None = Field(None, max_length=200_000, description="markdown")
     tags: list[Tag] | None = Field(None, max_length=32, description="labels, lower-cased")
     source_url: SourceUrl | None = Field(None, description="an http(s) URL (empty clears it)")
+
+    @field_validator("title", "description", "body", "tags")
+    @classmethod
+    def _as_read(cls, value: Any) -> Any:
+        return as_read(value)
 
 
 class NoteIn(NoteFields):

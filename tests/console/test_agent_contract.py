@@ -7,7 +7,7 @@ import json
 import pytest
 
 from console import indexing, operations, services
-from console.models import IdempotencyKey, IndexJob, Memory, Project
+from console.models import IdempotencyKey, IndexJob, Memory, Note, Project
 from recall.errors import IndexUnavailable
 from tests.console.api_world import World, call, world_fixture  # noqa: F401
 
@@ -334,3 +334,19 @@ def test_text_read_changed_and_written_back_keeps_its_characters(world: World) -
     assert (memory.body, memory.description) == (text + " v0 v1 v2", "Generics & <T>")
     read = call(client, "get", f"/memories/{memory.pk}").json()
     assert read["body"].startswith("Use List&lt;String&gt; and a -&gt; b; R&D says &amp;amp; is")
+
+
+def test_a_note_read_changed_and_written_back_keeps_its_characters(world: World) -> None:
+    client = world.client("alpha")
+    made = call(client, "post", "/notes", {"project": "alpha", "title": "Generics <T>",
+                                            "body": "Use List<String> & friends."})  # fmt: skip
+    assert made.status_code == 201, made.json()
+    note_id = made.json()["id"]
+
+    for n in range(2):
+        read = call(client, "get", f"/notes/{note_id}").json()
+        edited = {"title": read["title"], "body": f"{read['body']} v{n}"}
+        assert call(client, "patch", f"/notes/{note_id}", edited).status_code == 200
+
+    stored = Note.objects.get(pk=note_id)
+    assert (stored.title, stored.body) == ("Generics <T>", "Use List<String> & friends. v0 v1")
