@@ -2,7 +2,8 @@
 
 One tag pair around: constraints (always), starred memories (pinned), then a
 newest-first index of the rest packed to the budget (default 1500 tokens)
-with an overflow trailer "(+N older: use recall)". A subagent (non-empty
+with an overflow trailer "(+N older: use recall)" ("more not shown" when no
+index line fits, as it then stands under constraints or pins). A subagent (non-empty
 `agent_type`) gets constraints only plus a RELEVANT section matched from its
 prompt by the PromptRecall matcher. At the configured budget, constraints
 and pins may push past it, never past the hard cap (budget x 2); a budget the
@@ -144,10 +145,10 @@ def _assemble(
         used += count(text)
         kept_fixed += 1
     dropped = sum(1 for _, i in fixed[kept_fixed:] if i is not None)
+    shown: list[_Line] = []
     if index and kept_fixed == len(fixed):
         header = "INDEX (newest first; recall or memory_read by name):"
         used += count(header)
-        shown: list[_Line] = []
         for n, (text, ident) in enumerate(index):
             trailer = f"(+{len(index) - n - 1 + unseen} older: use recall)"
             if used + count(text) + count(trailer) > budget:
@@ -160,8 +161,9 @@ def _assemble(
     else:
         dropped += len(index)
     dropped += unseen
-    if dropped:
-        lines.append((f"(+{dropped} older: use recall)", None))
+    if dropped:  # "older" below the index it continues; else under a section it is not of
+        more = "older" if shown else "more not shown"
+        lines.append((f"(+{dropped} {more}: use recall)", None))
     lines.append((closing, None))
     text = "\n".join(t for t, _ in lines)
     text = sanitize.truncate_block(text, max_bytes=hard_cap * 4, closing=closing)

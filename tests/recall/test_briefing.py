@@ -58,7 +58,8 @@ def test_constraints_always_show_but_never_past_the_hard_cap(make_engine: MakeEn
     assert result.tokens <= 400
     assert result.text.endswith("</memory-briefing>")
     assert len(result.ids) > 0
-    assert "older: use recall)" in result.text
+    assert "more not shown: use recall)" in result.text  # below the constraints: not "older"
+    assert "older: use recall)" not in result.text
 
 
 def test_request_budget_is_capped_at_twice_the_default(make_engine: MakeEngine):
