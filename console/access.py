@@ -30,6 +30,7 @@ from typing import Any
 from console import history, raw, selectors, services
 from console.models import NAME_RE, AgentToken, Edge, Memory, Note, Project, new_id
 from console.store import now as store_now
+from recall import decay
 from recall.errors import QueryError
 from recall.results import Briefing, ContextPack, Hit, PromptResult, SearchResult
 from recall.types import ISOLATION_SEALED
@@ -384,7 +385,7 @@ def _ahead(fields: Mapping[str, Any], field: str = "expires_at") -> None:
     well-formed value the clock forbids, which no schema can express (an import
     may still carry a lapsed expiry: console/importing)."""
     at = fields.get("expires_at")
-    if isinstance(at, datetime) and at <= store_now():
+    if isinstance(at, datetime) and decay.passed(at, store_now()):
         raise services.StateConflict({field: PASSED})
 
 

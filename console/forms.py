@@ -11,6 +11,7 @@ from django import forms
 from django.utils import timezone
 
 from console.models import validate_name
+from recall import decay
 from recall.altitude import ALTITUDES
 from recall.associated import FIELDS as GRAPH_FIELDS
 from recall.config import (
@@ -198,7 +199,7 @@ class MemoryForm(forms.Form):
     def clean_expires_at(self) -> datetime | None:
         """A time to come: a past one would hide the memory the moment it is saved."""
         value: datetime | None = self.cleaned_data.get("expires_at")
-        if value is not None and value <= timezone.now():
+        if decay.passed(value, timezone.now()):
             raise forms.ValidationError(
                 "That time has passed: the memory would leave every read at once. "
                 "Archive it instead, or give a time to come."

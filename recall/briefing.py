@@ -112,8 +112,7 @@ def _line(record: Record, config: BriefingConfig, now: datetime, *, full: bool =
     desc = sanitize.field(record.description, limit)
     when = age(record.updated, now)
     meta = f"{sanitize.name(record.kind)}, {when}" if when else sanitize.name(record.kind)
-    said = f": {desc}" if desc else ""  # a memory without a description ends at its kind
-    return f"- {sanitize.name(record.name)} [{meta}]{said}", record.id
+    return prompt_recall.listed(sanitize.name(record.name), meta, desc), record.id
 
 
 def _assemble(

@@ -94,4 +94,10 @@ def decay_factor(record: Record, now: datetime, decay: Decay) -> float:
 
 def expired(record: Record, now: datetime) -> bool:
     """Whether the memory's expiry has come (`expires_at` at or before `now`)."""
-    return record.expires_at is not None and record.expires_at <= now
+    return passed(record.expires_at, now)
+
+
+def passed(expires_at: datetime | None, now: datetime) -> bool:
+    """Whether an expiry has come by `now`: a memory stored with it is gone from every
+    read (`expired`); a write that asks for one is refused (the API and the console)."""
+    return expires_at is not None and expires_at <= now

@@ -218,6 +218,12 @@ def match(corpus: Corpus, prompt: str, config: PromptConfig) -> list[tuple[str, 
     return found[: config.max_hits]
 
 
+def listed(name: str, meta: str, description: str) -> str:
+    """One memory as a line of a block (this one's, the briefing's index): name, [meta],
+    then its description; a memory without one ends at its meta."""
+    return f"- {name} [{meta}]: {description}" if description else f"- {name} [{meta}]"
+
+
 def render(
     records: Sequence[Record], config: PromptConfig, *, budget: int, counter: TokenCounter
 ) -> tuple[str, tuple[str, ...]]:
@@ -228,8 +234,7 @@ def render(
     ids: list[str] = []
     for r in records:
         desc = sanitize.field(r.description, config.description_chars)
-        said = f": {desc}" if desc else ""  # a memory without a description ends at its kind
-        line = f"- {sanitize.name(r.name)} [{sanitize.name(r.kind)}]{said}"
+        line = listed(sanitize.name(r.name), sanitize.name(r.kind), desc)
         if counter.count("\n".join([*head, *shown, line, f"</{config.tag}>"])) > budget:
             break
         shown.append(line)

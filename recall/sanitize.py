@@ -30,7 +30,7 @@ import html
 import re
 import unicodedata
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 ELLIPSIS = "…"
 MARK_START = "\x01"
@@ -319,9 +319,9 @@ def truncate_block(text: str, *, max_bytes: int, closing: str) -> str:
 _WORD = re.compile(r"\w+")
 
 
-def _words(text: str) -> str:
-    """`text`'s words, case-folded, one space apart and at both ends (for containment)."""
-    return " " + " ".join(_WORD.findall(text.casefold())) + " "
+def _apart(words: Sequence[str]) -> str:
+    """Words one space apart and at both ends, so containment matches whole words."""
+    return " " + " ".join(words) + " "
 
 
 def kept_snippet(
@@ -339,9 +339,9 @@ def kept_snippet(
     shown = _WORD.findall(plain.casefold())[1:-1]
     if not shown:
         return snippet
-    wanted = " " + " ".join(shown) + " "
+    wanted = _apart(shown)
     sources = [*(scrub(t) for t in texts if t), *(normalise(t) for t in unscrubbed if t)]
-    return snippet if any(wanted in _words(source) for source in sources) else None
+    return snippet if any(wanted in _apart(_WORD.findall(s.casefold())) for s in sources) else None
 
 
 def snippet_html(snippet: str | None) -> str | None:
