@@ -240,6 +240,31 @@
     }
   });
 
+  // --- an inline confirmation ---------------------------------------------------------
+  // Delete's confirmation is swapped in beside the button (#confirm-slot): Esc or its
+  // Cancel takes it away and gives focus back to the button that asked, without
+  // loading the page again (Cancel stays a plain link without script).
+  function dismissConfirm(slot) {
+    slot.replaceChildren();
+    const opener = slot.parentElement && slot.parentElement.querySelector('[data-focus-key="delete"]');
+    if (opener) opener.focus();
+  }
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape" || (dialog && dialog.open)) return;
+    const slot = event.target instanceof Element ? event.target.closest("#confirm-slot") : null;
+    if (slot && slot.firstElementChild) {
+      event.preventDefault();
+      dismissConfirm(slot);
+    }
+  });
+  document.addEventListener("click", function (event) {
+    const cancel = event.target instanceof Element ? event.target.closest("#confirm-slot [data-cancel]") : null;
+    if (cancel) {
+      event.preventDefault();
+      dismissConfirm(cancel.closest("#confirm-slot"));
+    }
+  });
+
   // --- focus after a swap ------------------------------------------------------------
   // A swap replaces the element that had focus (a star, Archive): focus goes to
   // its successor, found by the same data-focus-key; a form coming back with

@@ -218,12 +218,28 @@ def test_archive_restore_and_delete_with_confirmation(page: Any, user: User) -> 
     log_in(page, user)
     page.goto(f"/memories/{memory.pk}/")
 
+    page.click("text=Edit")
+    page.fill("#id_description", "Keys live for 24 hours")
+    page.click("#memory-form button[type=submit]")
+    page.wait_for_selector(".messages")
+    assert "Saved idempotency-keys" in page.locator(".messages").inner_text()
     page.click("#actions >> text=Archive")
     page.wait_for_selector("#actions >> text=Restore")
     assert "archived" in page.locator("#memory-head").inner_text()
+    assert page.locator(".messages").count() == 0  # the last action's word replaces it
     page.click("#actions >> text=Restore")
     page.wait_for_selector("#actions >> text=Archive")
 
+    page.click("#actions >> text=Delete…")
+    page.wait_for_selector("#confirm-slot .confirm")
+    page.keyboard.press("Escape")  # changed my mind: the question goes, focus returns
+    page.wait_for_selector("#confirm-slot .confirm", state="detached")
+    assert page.evaluate("document.activeElement.dataset.focusKey") == "delete"
+    page.click("#actions >> text=Delete…")
+    page.wait_for_selector("#confirm-slot .confirm")
+    page.click("#confirm-slot >> text=Cancel")
+    page.wait_for_selector("#confirm-slot .confirm", state="detached")
+    assert page.url.endswith(f"/memories/{memory.pk}/")
     page.click("#actions >> text=Delete…")
     page.wait_for_selector("#confirm-slot .confirm")
     assert Memory.objects.filter(pk=memory.pk).exists()
