@@ -238,6 +238,10 @@ def memory_supersede(*, memory: Memory, **fields: Any) -> Memory:
     carried = {f: getattr(old, f) for f in MEMORY_FIELDS if f not in fields}
     for own in ("external_id", "valid_from", "invalid_at"):  # the new memory's own
         carried.pop(own, None)
+    if _unchanged(old, fields):
+        raise StateConflict(
+            "The new version would be the same as this one: change what is new first."
+        )
     closes = fields.get("valid_from") or timezone.now()
     valid_time_check(valid_from=old.valid_from, invalid_at=closes, field="valid_from")
     new = memory_create(project=old.project, **{**carried, **fields, "valid_from": closes})
@@ -248,6 +252,22 @@ def memory_supersede(*, memory: Memory, **fields: Any) -> Memory:
     associations_carry(old=old, new=new)
     indexing.enqueue("memory", old.pk, "upsert")
     return new
+
+
+def _unchanged(old: Memory, fields: Mapping[str, Any]) -> bool:
+    """Whether a supersede with `fields` would copy `old` as it is (texts compared
+    without their outer spaces, tags cleaned); a new `valid_from` is a change."""
+    for field, value in fields.items():
+        if field in ("external_id", "invalid_at"):
+            continue
+        was = getattr(old, field, None)
+        if field == "tags":
+            value = tags_clean(tags=value)
+        elif isinstance(value, str) and isinstance(was, str):
+            value, was = value.strip(), was.strip()
+        if value != was:
+            return False
+    return True
 
 
 @transaction.atomic

@@ -466,6 +466,9 @@ def test_patch_changes_only_the_fields_given(world: World) -> None:
 def test_supersede_replaces_and_stamps_the_old_one(world: World) -> None:
     old = world.memories["alpha"]
     client = world.client("alpha")
+    same = call(client, "post", f"/memories/{old.pk}/supersede", {"body": old.body})
+    assert "same as this one" in error(same, 409, "conflict")["detail"]
+    assert not Memory.objects.filter(superseded_by__isnull=False).exists()
 
     r = call(client, "post", f"/memories/{old.pk}/supersede", {"body": "Warm it twice."})
 

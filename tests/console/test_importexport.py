@@ -562,8 +562,10 @@ def build_edge_case_corpus() -> None:
             invalid_at=now if n == 4 else None,
         )  # fmt: skip
     first = Memory.objects.get(name="edge-case-0")
-    services.memory_supersede(memory=first, description="", body="   ")
-    services.memory_supersede(memory=Memory.objects.get(name="edge-case-2"), source="")
+    services.memory_supersede(memory=first, description="", body="   ", importance=0.9)
+    services.memory_supersede(
+        memory=Memory.objects.get(name="edge-case-2"), source="", body="again"
+    )
     for title in ("  padded title  ", "Inbox: 𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "plain", "line\u2028break: 'quoted'"):
         note = services.note_create(
             project=None if title == "plain" else child, title=title, body=title + "\n\n"

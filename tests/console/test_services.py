@@ -81,6 +81,24 @@ def test_supersede_stamps_old_and_creates_new_atomically(project: Project) -> No
         services.memory_supersede(memory=old, description="again")
 
 
+def test_a_supersede_that_changes_nothing_is_refused_and_writes_nothing(
+    project: Project,
+) -> None:
+    old = make_memory(project, tags=["boot", "chroma"])
+    same = {"name": old.name, "description": f" {old.description} ", "body": old.body,
+            "kind": old.kind, "tags": [t.upper() for t in old.tags]}  # fmt: skip
+
+    for fields in ({}, same):
+        with pytest.raises(ValidationError, match="same as this one"):
+            services.memory_supersede(memory=old, **fields)
+
+    old.refresh_from_db()
+    assert old.invalid_at is None and Memory.objects.count() == 1
+    # A new valid time alone is a change: the same text, true again from then on.
+    later = old.valid_from + timedelta(days=1)
+    assert services.memory_supersede(memory=old, valid_from=later).valid_from == later
+
+
 def test_archive_restore_and_delete_reach_the_planes(project: Project) -> None:
     memory = make_memory(project)
     indexing.apply_pending()

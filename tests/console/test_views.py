@@ -369,6 +369,11 @@ def test_supersede_is_prefilled_and_links_the_chain_both_ways(
     admin_client: Client, memory: Memory
 ) -> None:
     page = admin_client.get(f"/memories/{memory.pk}/supersede/").content.decode()
+    before = Memory.objects.count()
+    unchanged = admin_client.post(f"/memories/{memory.pk}/supersede/", form_data(memory))
+    assert unchanged.status_code == 200  # the form again, saying why
+    assert "same as this one" in unchanged.content.decode()
+    assert Memory.objects.count() == before
     data = form_data(memory, description="Chroma starts lazily now")
 
     response = admin_client.post(f"/memories/{memory.pk}/supersede/", data)
