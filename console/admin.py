@@ -19,6 +19,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
+from django.db import models
 from django.db.models import QuerySet
 from django.forms.models import construct_instance
 from django.http import HttpRequest
@@ -132,6 +133,9 @@ class MemoryAdmin(admin.ModelAdmin[Memory]):
 class NoteAdmin(admin.ModelAdmin[Note]):
     list_display = ["title", "project", "favorite", "updated"]
     search_fields = ["id", "title", "slug"]
+    # A source typed without a scheme is https (Django 6's default, asked for now:
+    # 5.2 warns that its "http" default is going away).
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
     def save_model(self, request: HttpRequest, obj: Note, form: Any, change: bool) -> None:
         services.note_admin_save(note=obj, created=not change)
