@@ -137,7 +137,9 @@ def run(
     found = admitted(planes, pins.lists, pinned, fused, where, prior=config.session_prior)
     if req.since is not None:
         found = since(found, req.since)
-    found.sort(key=lambda a: not a.favorite)
+    # What was typed (an id or a name) stays first; favorites lead the rest.
+    typed = {c.id for c in pinned}
+    found.sort(key=lambda a: (a.record.id not in typed, not a.favorite))
     now = planes.clock()
     page = tuple(a.hit(now) for a in found[req.offset : req.offset + limit])
     timings["hydrate"] = _ms(start)

@@ -107,6 +107,7 @@ def test_snippets_carry_sentinels_not_markup(make_engine: MakeEngine):
 def test_identifier_lane_ranks_first(make_engine: MakeEngine):
     target = make_memory(7, "chroma-boot-race", description="unrelated text")
     others = [make_memory(i, description="chroma boot race chroma boot race") for i in range(1, 4)]
+    others[0] = replace(others[0], favorite=True)  # starred, but not what was typed
     engine = make_engine([target, *others])
 
     by_name = engine.search(SearchRequest("chroma-boot-race")).hits
@@ -114,6 +115,7 @@ def test_identifier_lane_ranks_first(make_engine: MakeEngine):
     by_prefix = engine.search(SearchRequest(target.id[:20])).hits
 
     assert (by_name[0].id, by_name[0].source) == (target.id, "identifier")
+    assert by_name[1].id == others[0].id  # favorites lead the rest
     assert [h.id for h in by_name].count(target.id) == 1
     assert (by_id[0].id, by_id[0].sources[0].raw) == (target.id, 0.0)
     assert by_prefix[0].source == "identifier"
