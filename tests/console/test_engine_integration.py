@@ -121,11 +121,12 @@ def test_in_scope_survives_out_of_scope_dominance(alpha: Project):
 
 
 def supersede_chain(project: Project, stale: str, live: str, n: int) -> tuple[list[Memory], Memory]:
-    """One memory edited `n` times by supersession: n stale versions, one live."""
+    """One memory edited `n` times by supersession: n stale versions of one text
+    (each a new tag: a version identical to the last is refused), one live."""
     memory = remember(project, "chroma-boot-race", stale)
     old = [memory]
-    for _ in range(n - 1):
-        memory = services.memory_supersede(memory=memory, description=stale)
+    for version in range(n - 1):
+        memory = services.memory_supersede(memory=memory, description=stale, tags=[f"v{version}"])
         old.append(memory)
     live_memory = services.memory_supersede(memory=memory, description=live)
     sync()
