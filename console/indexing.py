@@ -47,7 +47,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from console import allocator, digesting, store, wiring
+from console import allocator, digesting, passage_store, store, wiring
 from console.models import IndexJob, KnownVector, Memory, Note
 from recall import dedup
 from recall.errors import RecallError
@@ -402,6 +402,7 @@ def write_docs(docs: list[Doc], *, known: Mapping[str, Vectors] | None = None) -
         for i, d in enumerate(docs)
     ]
     vectors.upsert(rows)
+    passage_store.write(docs, embedder)
     return len(missing)
 
 

@@ -3,10 +3,11 @@
 Every table that holds what people and agents made is copied as it is, ids
 included: logins, projects and who may see them, memories, notes, edges,
 settings rows, agent tokens (hashed secrets, so agents keep working),
-idempotency keys and retrieval events. What is derived or passing is not:
-index jobs, the planes (rebuilt from the rows afterwards, `reindex`),
-sessions, log-in lock-outs, the admin's log, content types and permissions
-(the target's `migrate` makes its own).
+idempotency keys and retrieval events; long memories' sentence vectors too
+(derived, but the model's work: the reindex after the copy reuses them).
+What is derived or passing is not: index jobs, the planes (rebuilt from the
+rows afterwards, `reindex`), sessions, log-in lock-outs, the admin's log,
+content types and permissions (the target's `migrate` makes its own).
 
 The target must be migrated and empty; the copy is one transaction on it
 (foreign keys are checked at commit, so a project's parent or a memory's
@@ -33,6 +34,7 @@ from console.models import (
     Memory,
     MemoryRevision,
     Note,
+    Passages,
     Project,
     ProjectMember,
     RetrievalEvent,
@@ -51,6 +53,7 @@ def copied_models() -> list[type[models.Model]]:
         Project,
         ProjectMember,
         Memory,
+        Passages,
         MemoryRevision,
         Note,
         Edge,

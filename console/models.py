@@ -337,6 +337,21 @@ class KnownVector(models.Model):
     created = models.DateTimeField(default=timezone.now, db_index=True)
 
 
+class Passages(models.Model):
+    """A long memory's sentence vectors (recall/passages.py): `rows` unit-length
+    float16 rows of the embedder's dimensions. Derived like the planes and written
+    by the index with the memory's vector (console/passage_store.py); `key` is
+    `recall.passages.texts_hash` of what was embedded, so a reindex or an edit
+    that leaves the sentences alone embeds nothing again."""
+
+    memory = models.OneToOneField(
+        Memory, primary_key=True, on_delete=models.CASCADE, related_name="+"
+    )
+    key = models.CharField(max_length=64)
+    rows = models.PositiveIntegerField()
+    vectors = models.BinaryField()
+
+
 class Digest(models.Model):
     """A project's altitude digest (recall/digest.py): `key` is the project's slug, "" for
     the global memories. Rebuilt by the outbox (`item="digest"` jobs, console/digesting.py);

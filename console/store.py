@@ -25,6 +25,7 @@ from django.db.models.functions import Coalesce
 from django.db.models.lookups import GreaterThan
 from django.utils import timezone
 
+from console import passage_store
 from console.models import Edge, Memory, MemoryRevision, Note, Project, RetrievalEvent
 from console.prepared import Prepared
 from recall import timetravel
@@ -32,6 +33,7 @@ from recall.context import turns_before
 from recall.decay import expired as is_expired
 from recall.neighbourhood import near
 from recall.planes import Clock
+from recall.ports import Vectors
 from recall.types import MEMORY, NOTE, SUPERSEDES, Filter, Link, Named, Neighbour, Record
 
 # Usage ranking reads a snapshot of retrieval events cut every USAGE_SNAPSHOT_S
@@ -631,6 +633,9 @@ class DjangoStore:
             if order is not None
         ]
         return turns_before(seeds, rows, turns)
+
+    def passages(self, ids: Sequence[str]) -> dict[str, Vectors]:
+        return passage_store.read(ids)
 
     def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]:
         """Exact id (lane 0), exact name/slug (1), id prefix of 8+ characters (2).

@@ -108,6 +108,8 @@ def _check_context(config: RecallConfig) -> None:
         raise ValueError(f"context_turns must be within 0..{MAX_CONTEXT_TURNS}")
     if not 1 <= config.context_pool <= MAX_RECALL_DEPTH:
         raise ValueError(f"context_pool must be within 1..{MAX_RECALL_DEPTH}")
+    if not (math.isfinite(config.passage_mix) and 0 <= config.passage_mix <= 1):
+        raise ValueError(f"passage_mix must be within 0..1, not {config.passage_mix}")
 
 
 def _check_prior(weight: float) -> None:
@@ -177,6 +179,9 @@ class RecallConfig:
     context_mix: float = 0.5
     context_turns: int = 2
     context_pool: int = 50
+    # A long memory's (recall/passages.py) cosine becomes (1 - mix) x its own +
+    # mix x its best sentence's, in the same pool; 0 = its own vector only.
+    passage_mix: float = 0.5
     # --- end meaning in context ---
     favorite_boost: float = 1.15
     usage_boost: float = 0.1  # score x (1 + usage_boost * utility)

@@ -26,6 +26,10 @@ both sides (0.806 / 0.610) and three (0.807 / 0.609); embedding the window's
 text as a second vector per turn (twice the embedding work at every write)
 measured 0.813 / 0.616. Sets without turn order (LoCoMo observations and
 summaries, SciFact) do not change.
+
+Before the window, a long memory is read by its best sentence (`by_passages`,
+`Context.passages`, recall/passages.py): the same pool, its stored sentence
+vectors read in one store query (`MemoryStore.passages`).
 """
 
 from __future__ import annotations
@@ -35,16 +39,19 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from recall import passages
 from recall.config import RecallConfig
 from recall.ports import MemoryStore, VectorIndex
 from recall.types import Candidate, Context, Filter
 
 
 def reading(config: RecallConfig) -> Context | None:
-    """How Recall's semantic channel reads turns under `config` (None: plain cosine)."""
-    if config.context_mix == 0 or config.context_turns == 0:
+    """How Recall's semantic channel reads its pool under `config` (None: plain cosine)."""
+    windows = config.context_mix > 0 and config.context_turns > 0
+    if not windows and config.passage_mix == 0:
         return None
-    return Context(config.context_mix, config.context_turns, config.context_pool)
+    mix = config.context_mix if windows else 0.0
+    return Context(mix, config.context_turns, config.context_pool, config.passage_mix)
 
 
 Turn = tuple[str, str, int]  # (id, session_id, session_order)
@@ -75,7 +82,10 @@ def rescore(
     where: Filter,
     context: Context,
 ) -> list[Candidate]:
-    """`found` (cosine, best first) scored in context and ranked again (ties by id)."""
+    """`found` (cosine, best first) scored by its passages and in context and
+    ranked again (ties by id)."""
+    if context.passages > 0:
+        found = by_passages(found, query, store=store, mix=context.passages)
     if not found or context.mix == 0 or context.turns == 0:
         return list(found)
     before = store.earlier_turns([c.id for c in found], where=where, turns=context.turns)
@@ -99,6 +109,22 @@ def rescore(
         for n, cosine, norm in zip(placed, cosines.tolist(), norms.tolist(), strict=True):
             if norm > 0:
                 scores[n] = (1 - context.mix) * scores[n] + context.mix * cosine
+    return _ranked(found, scores)
+
+
+def by_passages(
+    found: Sequence[Candidate], query: npt.NDArray[np.float32], *, store: MemoryStore, mix: float
+) -> list[Candidate]:
+    """`found` with each long memory's cosine mixed with its best sentence's
+    (`recall.passages`; one store read) and ranked again (ties by id)."""
+    top = passages.best(query, store.passages([c.id for c in found]))
+    if not top:
+        return list(found)
+    scores = [(1 - mix) * c.score + mix * top[c.id] if c.id in top else c.score for c in found]
+    return _ranked(found, scores)
+
+
+def _ranked(found: Sequence[Candidate], scores: Sequence[float]) -> list[Candidate]:
     order = sorted(range(len(found)), key=lambda n: (-scores[n], found[n].id))
     return [
         Candidate(found[n].id, rank, scores[n], found[n].snippet, found[n].path, found[n].distance)

@@ -232,6 +232,14 @@ class MemoryStore(Protocol):
         read however many ids (the semantic channel asks for its whole pool)."""
         ...
 
+    def passages(self, ids: Sequence[str]) -> dict[str, Vectors]:
+        """Each given memory's sentence vectors (`recall.passages`), one unit-length
+        row per sentence, as the index last stored them; a memory without any is
+        absent. One read however many ids (the semantic channel asks for its pool).
+        Kept in the store, beside the rows, rather than in a vector plane: one
+        implementation serves every profile and a plane's rebuild keeps them."""
+        ...
+
     def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]: ...
 
     def usage(self, ids: Sequence[str]) -> dict[str, float]: ...

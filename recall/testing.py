@@ -269,6 +269,7 @@ class InMemoryStore:
         self.reads = 0  # `edges` calls (one per hop of a graph walk)
         # Transaction time: each memory's recorded states, oldest first (None: deleted).
         self.history: dict[str, list[tuple[datetime, Record | None]]] = {}
+        self.sentences: dict[str, Vectors] = {}  # `passages`: unit rows by memory id
 
     def connect(self, source: str, target: str, weight: float = 1.0, rel: str = RELATED) -> None:
         """An explicit edge source -> target (replacing one of the same type)."""
@@ -413,6 +414,9 @@ class InMemoryStore:
             if self._admits(where, r) and not is_expired(r, now)
         ]
         return turns_before(seeds, rows, turns)
+
+    def passages(self, ids: Sequence[str]) -> dict[str, Vectors]:
+        return {i: self.sentences[i] for i in dict.fromkeys(ids) if i in self.sentences}
 
     def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]:
         token = text.strip()

@@ -476,13 +476,15 @@ def to_doc(record: Record, *, context: tuple[str, ...] = ()) -> Doc:
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """How the semantic channel reads a conversation turn with the turns before it
-    (`recall.context`): its top `pool` candidates scored (1 - mix) x the turn's
-    cosine + mix x the cosine of the window of it and its `turns` earlier turns."""
+    """How the semantic channel reads its top `pool` candidates (`recall.context`):
+    a long memory by its best sentence (`passages`, the mix, `recall.passages`), then
+    a conversation turn with the turns before it, (1 - mix) x the score so far + mix
+    x the cosine of the window of it and its `turns` earlier turns."""
 
     mix: float = 0.5
     turns: int = 2
     pool: int = 50
+    passages: float = 0.0
 
 
 @dataclass(frozen=True, slots=True, eq=False)

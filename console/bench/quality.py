@@ -52,7 +52,7 @@ from console import selectors, wiring
 from console.bench import loading, metrics, neighbours, peers, weighing
 from console.bench.queries import Query, read_queries
 from console.indexing import memory_docs
-from console.models import Edge, Memory
+from console.models import Edge, Memory, Passages
 from recall.channels import FTS, SEMANTIC
 from recall.config import RecallConfig, from_mapping
 from recall.context import reading as context_reading
@@ -129,6 +129,8 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
             ablations["default-noprior"] = (replace(base, session_prior=0.0), MAIN)
         if has_sessions:  # the semantic channel's turns in context (recall/context.py)
             ablations["default-nocontextmix"] = (replace(base, context_mix=0.0), MAIN)
+        if Passages.objects.exists():  # long memories read by sentence (recall/passages.py)
+            ablations["default-nopassages"] = (replace(base, passage_mix=0.0), MAIN)
         # The session neighbourhood (Dakera 004), on every set: off, and as associated items.
         ablations["session-off"] = (replace(base, session_neighbours=False), MAIN)
         ablations["session-channel"] = (replace(base, session_neighbours=True), MAIN)

@@ -112,6 +112,10 @@ HELP: dict[str, dict[str, tuple[str, str]]] = {
         ),
         "context_turns": ("Context: turns before", "How many earlier turns a turn is read with."),
         "context_pool": ("Context: results read", "How many meaning matches are read in context."),
+        "passage_mix": (
+            "Meaning by sentence",
+            "0 to 1. How much a long memory's best-matching sentence counts. 0 turns it off.",
+        ),
         # --- end meaning in context ---
         "favorite_boost": ("Starred boost", "Starred memories' scores are multiplied by this."),
         "usage_boost": ("Usage boost", "How much being useful to agents before lifts a memory."),

@@ -1,8 +1,9 @@
 """The semantic channel: cosine nearest neighbours of the query's embedding.
 
-With `ChannelQuery.context` (Recall's `context_mix` > 0) its top `pool`
-candidates are scored with the turns said before each (`recall.context`)
-and the best `depth` of them returned; without it, the plain cosine ranking.
+With `ChannelQuery.context` (Recall's `passage_mix` or `context_mix` > 0) its
+top `pool` candidates are scored by their best sentence and with the turns
+said before each (`recall.context`) and the best `depth` of them returned;
+without it, the plain cosine ranking.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class Semantic:
         if query.vector is None:
             raise ChannelOff("the query was not embedded")
         reading = query.context
-        if reading is None or reading.mix == 0:
+        if reading is None:
             return self._vectors.search(query.vector, where=where, limit=depth)
         found = self._vectors.search(query.vector, where=where, limit=max(depth, reading.pool))
         return context.rescore(

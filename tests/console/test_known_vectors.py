@@ -12,32 +12,16 @@ from datetime import timedelta
 from typing import Any
 
 import numpy as np
-import pytest
 from django.utils import timezone
 
 from console import indexing, services, wiring
 from console.models import KnownVector, Memory
 from recall import dedup
 from tests.console.api_world import World, call, world_fixture  # noqa: F401
+from tests.console.spies import embedded_fixture  # noqa: F401
 
 BODY = {"project": "alpha", "name": "quokka-ferry", "kind": "fact",
         "description": "The quokka ferry leaves at dawn", "body": "Bring a coat."}  # fmt: skip
-
-
-@pytest.fixture
-def embedded(monkeypatch: Any) -> list[str]:
-    """Every text the embedder embeds from now on."""
-    embedder = wiring.embedder()
-    assert embedder is not None
-    seen: list[str] = []
-    real = embedder.embed
-
-    def spy(texts: Any) -> Any:
-        seen.extend(texts)
-        return real(texts)
-
-    monkeypatch.setattr(embedder, "embed", spy)
-    return seen
 
 
 def test_the_worker_stores_the_requests_vector_without_embedding_again(

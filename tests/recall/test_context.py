@@ -72,8 +72,10 @@ def test_mix_zero_is_the_plain_cosine_and_recall_reads_with_its_config():
 
     assert rescore(found, Q, store=store, vectors=plane, where=ALPHA,
                    context=Context(0.0, 2, 100)) == found  # fmt: skip
-    assert reading(RecallConfig(context_mix=0.0)) is None
-    assert reading(RecallConfig()) == Context(0.5, 2, 50)
+    assert reading(RecallConfig(context_mix=0.0, passage_mix=0.0)) is None
+    assert reading(RecallConfig(passage_mix=0.0)) == Context(0.5, 2, 50, 0.0)
+    assert reading(RecallConfig(context_mix=0.0)) == Context(0.0, 2, 50, 0.5)
+    assert reading(RecallConfig()) == Context(0.5, 2, 50, 0.5)
     with pytest.raises(ValueError, match="context_mix"):
         RecallConfig(context_mix=1.5)
 

@@ -1,0 +1,110 @@
+"""Long memories read as passages (recall/passages.py, recall/context.py `by_passages`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from recall import passages
+from recall.channels.semantic import Semantic
+from recall.config import RecallConfig
+from recall.context import rescore
+from recall.planes import Planes
+from recall.testing import InMemoryStore, InMemoryTextIndex, InMemoryVectorIndex
+from recall.types import Candidate, ChannelQuery, Context, Doc, Filter, VectorRow
+from tests.recall.conftest import make_memory, uid
+
+ALPHA = Filter(projects=("alpha",))
+Q = np.array([1.0, 0.0, 0.0], dtype=np.float32)
+LONG = " ".join(
+    f"Sentence {n} of the runbook says the worker {w} restarts after a crash."
+    for n, w in enumerate(["alpha", "beta", "gamma", "delta", "eps", "zeta"], 1)
+)  # 6 sentences, 72 words
+
+
+def doc(body: str, *, item: str = "memory", title: str = "Worker runbook") -> Doc:
+    return Doc(id="m1", item=item, project="alpha", active=True, kind="runbook",
+               name="worker-runbook", title=title, description="", body=body)  # fmt: skip
+
+
+def test_sentences_split_at_stops_and_keep_fragments_with_their_sentence():
+    text = "The cache is cold. See Fig. 2 for why. It warms in 5 min! Does it? Yes."
+    # "See Fig." and "2 for why." are under 4 words: each joins what came before,
+    # so an abbreviation never stands alone; so do "Does it?" and "Yes.".
+    assert passages.sentences(text) == [
+        "The cache is cold. See Fig. 2 for why.",
+        "It warms in 5 min! Does it? Yes.",
+    ]
+    assert passages.sentences("no stop at all, just words") == ["no stop at all, just words"]
+    assert passages.sentences("  ") == []
+    many = " ".join(f"This is sentence number {n}." for n in range(40))
+    assert len(passages.sentences(many)) == passages.MAX_SENTENCES
+
+
+def test_only_long_memories_of_two_sentences_or_more_get_passages():
+    texts = passages.texts(doc(LONG))
+    assert len(texts) == 6
+    first = "Sentence 1 of the runbook says the worker alpha restarts after a crash."
+    assert texts[0] == f"Worker runbook\n{first}"
+    assert passages.texts(doc("Short. Two sentences only.")) == []  # under MIN_WORDS
+    assert passages.texts(doc(" ".join(["word"] * 80))) == []  # one sentence
+    assert passages.texts(doc(LONG, item="note")) == []
+    # The hash names the model and every text: a new model or an edit embeds again.
+    h = passages.texts_hash("m", texts)
+    assert h == passages.texts_hash("m", list(texts))
+    assert h != passages.texts_hash("other", texts)
+    assert h != passages.texts_hash("m", texts[:-1])
+
+
+def test_best_is_each_memorys_best_sentence_cosine():
+    stored = {
+        "a": passages.unit_rows(np.array([[0.0, 1, 0], [1, 1, 0]], dtype=np.float32)),
+        "b": passages.unit_rows(np.array([[0.0, 0, 1]], dtype=np.float32)),
+        "c": np.zeros((2, 4), dtype=np.float32),  # another model's width: ignored
+    }
+    got = passages.best(Q, stored)
+    assert set(got) == {"a", "b"}
+    assert got["a"] == pytest.approx(1 / np.sqrt(2))
+    assert got["b"] == pytest.approx(0.0)
+    assert passages.best(np.zeros(3, dtype=np.float32), stored) == {}
+
+
+def test_a_long_memory_whose_sentence_names_the_query_climbs_by_hand():
+    # m1's one vector is vague (cosine 0.3) but one sentence answers (cosine 1);
+    # m2 is closer as a whole (0.5) and has no sentences: it keeps its cosine.
+    store = InMemoryStore([make_memory(1), make_memory(2)])
+    store.sentences[uid(1)] = passages.unit_rows(np.array([[0.0, 1, 0], [1, 0, 0]]))
+    found = [Candidate(uid(2), 1, 0.5), Candidate(uid(1), 2, 0.3)]
+
+    got = rescore(found, Q, store=store, vectors=InMemoryVectorIndex(), where=ALPHA,
+                  context=Context(0.0, 2, 50, 0.5))  # fmt: skip
+
+    assert [(c.id, c.rank) for c in got] == [(uid(1), 1), (uid(2), 2)]
+    assert got[0].score == pytest.approx(0.5 * 0.3 + 0.5 * 1.0)
+    assert got[1].score == pytest.approx(0.5)
+    off = rescore(found, Q, store=store, vectors=InMemoryVectorIndex(), where=ALPHA,
+                  context=Context(0.0, 2, 50, 0.0))  # fmt: skip
+    assert off == found
+    with pytest.raises(ValueError, match="passage_mix"):
+        RecallConfig(passage_mix=-0.1)
+
+
+def test_the_semantic_channel_reads_passages_without_turns():
+    records = [make_memory(1), make_memory(2)]
+    store = InMemoryStore(records)
+    plane = InMemoryVectorIndex()
+    plane.upsert([
+        VectorRow(id=r.id, item="memory", project=r.project, active=r.active, kind=r.kind,
+                  vector=tuple(v), model="test")
+        for r, v in zip(records, ([0.3, 0.954, 0], [0.5, 0, 0.866]), strict=True)
+    ])  # fmt: skip
+    store.sentences[uid(1)] = passages.unit_rows(np.array([[1.0, 0, 0]]))
+    channel = Semantic(Planes(text=InMemoryTextIndex(), store=store, vectors=plane))
+
+    plain = channel.candidates(ChannelQuery("q", vector=Q), ALPHA, 2, ())
+    read = channel.candidates(
+        ChannelQuery("q", vector=Q, context=Context(0.0, 2, 50, 0.5)), ALPHA, 2, ()
+    )
+
+    assert [c.id for c in plain] == [uid(2), uid(1)]
+    assert [c.id for c in read] == [uid(1), uid(2)]
