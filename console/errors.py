@@ -80,6 +80,8 @@ def from_pydantic(errors: Sequence[Mapping[str, Any]], *, skip: int = 0) -> Erro
         message = str(error.get("msg", "invalid value"))
         if code == "unknown_field":
             message = f"unknown field {field!r}"
+        elif code == "missing" and field is None:  # the whole body: none was sent
+            message = "this call needs a JSON object as its body"
         elif field:
             message = f"{field}: {message}"
         listed.append({"detail": message, "field": field, "code": code})

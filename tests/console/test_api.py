@@ -234,6 +234,13 @@ def test_a_body_that_is_not_json_is_400(world: World) -> None:
     error(r, 400, "invalid")
 
 
+@pytest.mark.parametrize("path", ["/memories", "/recall", "/notes"])
+def test_no_body_at_all_says_a_body_is_needed(world: World, path: str) -> None:
+    r = world.client("alpha").post(f"/api/v1{path}", "", content_type="application/json")
+
+    assert error(r, 422, "missing")["detail"] == "this call needs a JSON object as its body"
+
+
 @pytest.mark.parametrize("body", ['"text"', "[1, 2]", "3.5", "null"])
 def test_a_body_that_is_not_an_object_is_400(world: World, body: str) -> None:
     r = world.client("alpha").post("/api/v1/notes", body, content_type="application/json")
