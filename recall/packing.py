@@ -7,13 +7,17 @@ the compact JSON of `recall.agent.pack_view`, envelope included (debug, when
 asked, rides outside the budget). Each item carries its memory's text; an
 item longer than `item_tokens`, or longer than what is left, is cut at the
 last sentence or line boundary that fits (`truncated: true`; `memory_read`
-gives the rest), as long as at least `MIN_TEXT_CHARS` of text fit.
+gives the rest), as long as at least `MIN_TEXT_CHARS` of text fit. When the
+caller names the sentence that answered the query (`focus`: a long memory's
+sentence nearest the query, recall/passages.py) and the cut would drop it, the
+item keeps a shorter head and that sentence after an ellipsis instead: the
+tokens the agent gets hold what it asked about.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from recall.agent import FULL, INDEX, dumps, envelope, item_view, text_of
@@ -51,18 +55,50 @@ def _cuts(text: str) -> list[int]:
     return [e for e in ends if e >= MIN_TEXT_CHARS]
 
 
-def _fit(counter: TokenCounter, hit: Hit, text: str, room: int) -> Hit | None:
-    """`hit` with the longest cut of `text` whose item costs at most `room` tokens."""
+Focus = Callable[[Record], str | None]  # the sentence of a record that answered, if known
+
+
+def _fit(
+    counter: TokenCounter, hit: Hit, text: str, room: int, focus: str | None = None
+) -> Hit | None:
+    """`hit` with the longest cut of `text` whose item costs at most `room` tokens;
+    with `focus` beyond that cut, the longest head that fits with it after it."""
     cuts = _cuts(text)
+    best = _longest(counter, hit, cuts, lambda cut: text[:cut].rstrip() + ELLIPSIS, room)
+    found = _locate(text, focus) if focus else None
+    if found is None or (best is not None and len(best.text or "") - 1 >= found[1]):
+        return best  # no focus, or the head already holds it
+    start, end = found
+    tail = text[start:end] + ("" if not text[end:].strip() else f" {ELLIPSIS}")
+    heads = [cut for cut in cuts if cut <= start]
+    with_focus = _longest(
+        counter, hit, heads, lambda cut: f"{text[:cut].rstrip()} {ELLIPSIS} {tail}", room
+    )
+    return with_focus or best
+
+
+def _longest(
+    counter: TokenCounter, hit: Hit, cuts: Sequence[int], shape: Callable[[int], str], room: int
+) -> Hit | None:
+    """`hit` with the text `shape` makes of the longest of `cuts` (longest first) that fits."""
     lo, hi, best = 0, len(cuts) - 1, None
     while lo <= hi:  # cuts run longest first: find the first (longest) that fits
         mid = (lo + hi) // 2
-        candidate = replace(hit, text=text[: cuts[mid]].rstrip() + ELLIPSIS, truncated=True)
+        candidate = replace(hit, text=shape(cuts[mid]), truncated=True)
         if _cost(counter, candidate, FULL) <= room:
             best, hi = candidate, mid - 1
         else:
             lo = mid + 1
     return best
+
+
+def _locate(text: str, sentence: str) -> tuple[int, int] | None:
+    """Where `sentence` stands in `text`, whatever the spaces between its words."""
+    words = sentence.split()
+    if not words:
+        return None
+    found = re.search(r"\s+".join(re.escape(w) for w in words), text)
+    return (found.start(), found.end()) if found else None
 
 
 def _reply_tokens(
@@ -108,11 +144,13 @@ def pack(
     total_found: int | None = None,
     associated: bool = False,
     pack_id: str | None = None,
+    focus: Focus | None = None,
 ) -> Packed:
     """The longest prefix of `ranked` whose reply fits `budget` (see the module docstring).
 
     `total_found` rides in the envelope when given; `associated=True` makes
-    room for an (empty) `associated` list, which `attach` then fills.
+    room for an (empty) `associated` list, which `attach` then fills; `focus`
+    is asked only for an item that must be cut.
     """
     if budget < MIN_BUDGET:
         raise BudgetError(f"budget must be at least {MIN_BUDGET} tokens, not {budget}")
@@ -121,7 +159,9 @@ def pack(
         total_found=total_found, associated=[] if associated else None, pack_id=pack_id,
     )  # fmt: skip
     left = budget - counter.count(dumps(base))
-    items = _fill(ranked, left, counter=counter, detail=detail, item_tokens=item_tokens)
+    items = _fill(
+        ranked, left, counter=counter, detail=detail, item_tokens=item_tokens, focus=focus
+    )
     said = (*warnings, NOTHING_FITS) if ranked and not items else tuple(warnings)
     return _settle(
         counter, items, len(ranked), budget, said, detail, total_found,
@@ -166,6 +206,7 @@ def _fill(
     counter: TokenCounter,
     detail: str,
     item_tokens: int,
+    focus: Focus | None = None,
 ) -> list[Hit]:
     """Items in order while they fit in `left` tokens (cut to fit where they can)."""
     items: list[Hit] = []
@@ -175,7 +216,8 @@ def _fill(
         room = item_tokens if capped else left
         cost = _cost(counter, full, detail)
         if cost > room:
-            cut = _fit(counter, full, full.text or "", room) if detail == FULL else None
+            said = focus(record) if focus is not None and detail == FULL else None
+            cut = _fit(counter, full, full.text or "", room, said) if detail == FULL else None
             if cut is None:
                 break
             full, cost = cut, _cost(counter, cut, FULL)

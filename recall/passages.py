@@ -11,7 +11,10 @@ candidates (`recall.context.rescore`)
     score = (1 - mix) * cos(q, memory) + mix * max over its sentences cos(q, sentence)
 
 A memory without sentence vectors (short, one sentence, or not embedded yet)
-keeps its cosine. Only memories of at least `MIN_WORDS` words in two or more
+keeps its cosine. A text of more than `MAX_PASSAGES` sentences is read in that
+many runs of neighbouring sentences (`passages_of`). A pack that must cut a
+long memory keeps the passage nearest the query after a shorter head
+(`focus`, recall/packing.py). Only memories of at least `MIN_WORDS` words in two or more
 sentences get them: a chat turn or a one-line fact reads well as one vector,
 and their writes stay one embedding each.
 
@@ -28,15 +31,17 @@ every sentence of a long memory, about four times its one vector's work.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from recall.ports import Vector, Vectors
-from recall.types import MEMORY, Doc, fingerprint
+from recall.ports import MemoryStore, Vector, Vectors
+from recall.types import MEMORY, Doc, Record, fingerprint
 
 MIN_WORDS = 60  # what reads well as one vector (about 80 word pieces of the 128 embedded)
-MAX_SENTENCES = 32  # a longer text keeps its first 32 (SciFact's abstracts: 19 at p99)
+MAX_PASSAGES = 48  # a text of more sentences is read in 48 runs of neighbouring ones
+# (SciFact's abstracts: 19 sentences at p99), so its end is read too and a
+# write's embedding work stays bounded however long the text.
 MIN_SENTENCE_WORDS = 4  # a shorter fragment ("Fig. 2.") joins the sentence before it
 
 # A sentence ends at . ! or ? followed by space and a capital, digit, quote or bracket.
@@ -45,7 +50,7 @@ _END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 
 def sentences(text: str) -> list[str]:
     """`text` cut into sentences, fragments of fewer than `MIN_SENTENCE_WORDS`
-    words joined to the sentence before them, at most `MAX_SENTENCES`."""
+    words joined to the sentence before them."""
     out: list[str] = []
     for part in _END.split(text.strip()):
         part = " ".join(part.split())
@@ -55,7 +60,28 @@ def sentences(text: str) -> list[str]:
             out[-1] = f"{out[-1]} {part}"
         else:
             out.append(part)
-    return out[:MAX_SENTENCES]
+    return out
+
+
+def passages_of(text: str) -> list[str]:
+    """What a memory's passage vectors read: its sentences, or for a text of more
+    than `MAX_PASSAGES` of them, that many runs of neighbouring sentences (the
+    first runs one longer when they do not divide evenly)."""
+    found = sentences(text)
+    if len(found) <= MAX_PASSAGES:
+        return found
+    size, extra = divmod(len(found), MAX_PASSAGES)
+    out, at = [], 0
+    for n in range(MAX_PASSAGES):
+        take = size + (1 if n < extra else 0)
+        out.append(" ".join(found[at : at + take]))
+        at += take
+    return out
+
+
+def source(body: str, description: str) -> str:
+    """The text a memory's passages are cut from: its body, else its description."""
+    return body or description
 
 
 def texts(doc: Doc) -> list[str]:
@@ -63,10 +89,10 @@ def texts(doc: Doc) -> list[str]:
     none for a note, a text under `MIN_WORDS` words or of one sentence."""
     if doc.item != MEMORY:
         return []
-    text = doc.body or doc.description
+    text = source(doc.body, doc.description)
     if len(text.split()) < MIN_WORDS:
         return []
-    found = sentences(text)
+    found = passages_of(text)
     if len(found) < 2:
         return []
     head = doc.title or doc.name
@@ -99,6 +125,35 @@ def best(query: Vector, stored: Mapping[str, Vectors]) -> dict[str, float]:
         out[i] = float(cosines[at : at + rows].max())
         at += rows
     return out
+
+
+def nearest(text: str, stored: Vectors, query: Vector) -> str | None:
+    """The sentence of `text` (`source`) whose stored vector is nearest `query`;
+    None when the stored rows are not this text's sentences any more (an edit the
+    index has not applied yet) or another model's."""
+    found = passages_of(text)
+    q = np.asarray(query, dtype=np.float32).reshape(-1)
+    if stored.ndim != 2 or stored.shape != (len(found), q.shape[0]) or not found:
+        return None
+    return found[int(np.argmax(stored @ q))]
+
+
+def focus(store: MemoryStore, query: Vector | None) -> Callable[[Record], str | None] | None:
+    """What a pack asks of a long memory it must cut (`recall.packing`): the sentence
+    nearest the query, read from the store when asked; None without a query vector."""
+    if query is None:
+        return None
+    q = np.asarray(query, dtype=np.float32).reshape(-1)
+
+    def nearest_of(record: Record) -> str | None:
+        if record.item != MEMORY:
+            return None
+        stored = store.passages([record.id]).get(record.id)
+        if stored is None:
+            return None
+        return nearest(source(record.body, record.description), stored, q)
+
+    return nearest_of
 
 
 def unit_rows(block: Vectors) -> Vectors:

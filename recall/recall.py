@@ -24,6 +24,7 @@ from recall import (
     context,
     expansion,
     neighbourhood,
+    passages,
     routing,
     timetravel,
     worth,
@@ -286,6 +287,7 @@ def run(
         ranked, budget=budget, counter=planes.tokens, detail=req.detail,
         item_tokens=config.item_tokens, warnings=gathered.warnings, total_found=len(scored),
         associated=req.include_associated, pack_id=req.pack_id,
+        focus=passages.focus(planes.store, gathered.query.vector if gathered.query else None),
     )  # fmt: skip
     how = altitude.Packing(
         budget, planes.tokens, req.detail, config.item_tokens, tuple(gathered.warnings),

@@ -113,3 +113,21 @@ def test_the_last_sentence_lifts_its_memory_in_the_semantic_channel(world: World
     assert after.score == pytest.approx(by_hand, abs=2e-3)  # float16 storage
     assert after.score > before.score + 0.05  # the one vector never read the fact
     assert after.rank < before.rank
+
+
+def test_a_long_memory_cut_for_the_pack_keeps_the_sentence_that_answered(world: World) -> None:
+    # Over the 500-token item cap: the pack must cut it, and the fact comes last.
+    filler = [f"{s[:-1]}, step {n}." for n in range(4) for s in FILLER]
+    long_id = write(world, {**RUNBOOK, "body": " ".join([*filler, FACT])})
+    ask = {"query": "where is the quokka ferry timetable pinned", "budget": 2000}
+
+    def item() -> dict[str, Any]:
+        pack = call(world.client("alpha"), "post", "/recall", ask).json()
+        return next(i for i in pack["items"] if i["id"] == long_id)
+
+    kept = item()
+    assert kept["truncated"] is True and kept["tokens"] <= RecallConfig().item_tokens
+    assert kept["text"].endswith(f" … {FACT}")
+    Passages.objects.filter(memory_id=long_id).delete()  # nothing says which sentence
+    wiring.forget_recalls()
+    assert FACT not in item()["text"]

@@ -78,6 +78,30 @@ def test_the_item_cap_cuts_long_items_and_packing_goes_on():
     assert all((h.tokens or 0) <= 200 for h in packed.items)
 
 
+def test_a_cut_keeps_the_sentence_that_answered_after_a_shorter_head():
+    records = [make_memory(i, body=SENTENCES) for i in range(1, 3)]
+    asked: list[str] = []
+
+    def focus(record):  # type: ignore[no-untyped-def]
+        asked.append(record.id)
+        return "Sentence number 41 says something useful." if record.id == records[0].id else None
+
+    packed = pack(ranked(*records), budget=4000, counter=COUNT, item_tokens=200, focus=focus)
+
+    kept, plain = packed.items
+    assert kept.text is not None and kept.truncated and (kept.tokens or 0) <= 200
+    head, tail = kept.text.split(" … ")
+    assert SENTENCES.startswith(head) and head.endswith("useful.")
+    assert tail == "Sentence number 41 says something useful. …"  # more follows it
+    assert plain.text is not None and "number 41" not in plain.text  # no focus: the head
+    assert asked == [r.id for r in records]  # asked only for the items it had to cut
+    # A sentence the head already holds, or one not in the text, changes nothing.
+    for said in ("Sentence number 2 says something useful.", "Not in the text at all."):
+        again = pack(ranked(records[0]), budget=4000, counter=COUNT, item_tokens=200,
+                     focus=lambda record, said=said: said)  # fmt: skip
+        assert again.items[0].text == plain.text
+
+
 def test_index_detail_carries_descriptions_not_text():
     record = make_memory(1, description="one line", body=SENTENCES)
 

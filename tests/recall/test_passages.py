@@ -37,8 +37,11 @@ def test_sentences_split_at_stops_and_keep_fragments_with_their_sentence():
     ]
     assert passages.sentences("no stop at all, just words") == ["no stop at all, just words"]
     assert passages.sentences("  ") == []
-    many = " ".join(f"This is sentence number {n}." for n in range(40))
-    assert len(passages.sentences(many)) == passages.MAX_SENTENCES
+    many = [f"This is sentence number {n}." for n in range(100)]
+    assert len(passages.sentences(" ".join(many))) == 100
+    runs = passages.passages_of(" ".join(many))  # 100 in 48 runs: 4 of three, 44 of two
+    assert len(runs) == passages.MAX_PASSAGES and " ".join(runs) == " ".join(many)
+    assert runs[0] == " ".join(many[:3]) and runs[-1] == " ".join(many[-2:])
 
 
 def test_only_long_memories_of_two_sentences_or_more_get_passages():
