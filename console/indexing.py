@@ -402,7 +402,8 @@ def write_docs(docs: list[Doc], *, known: Mapping[str, Vectors] | None = None) -
         for i, d in enumerate(docs)
     ]
     vectors.upsert(rows)
-    passage_store.write(docs, embedder)
+    if settings.RECALL["PASSAGES"]:
+        passage_store.write(docs, embedder)
     return len(missing)
 
 

@@ -297,6 +297,10 @@ RECALL: dict[str, Any] = {
     # Where the planes share the database's connection (the postgres profile), write
     # them in the row's own transaction (off = through the outbox, as embedded planes).
     "INDEX_IN_TRANSACTION": env_bool("RECALL_INDEX_IN_TRANSACTION", True),
+    # Embed a long memory's sentences beside its vector (recall/passages.py; about four
+    # times its embedding work). Off: none are written, Recall reads each memory's one
+    # vector, and a reindex after turning it on again writes what is missing.
+    "PASSAGES": env_bool("RECALL_PASSAGES", True),
     # Apply pending index jobs on commit (off = only `manage.py sync_indexes`).
     "SYNC_ON_COMMIT": env_bool("RECALL_SYNC_ON_COMMIT", True),
     # Answer vector searches (Recall, Search, dedup hints) from an in-process HNSW

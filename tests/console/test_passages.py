@@ -131,3 +131,13 @@ def test_a_long_memory_cut_for_the_pack_keeps_the_sentence_that_answered(world: 
     Passages.objects.filter(memory_id=long_id).delete()  # nothing says which sentence
     wiring.forget_recalls()
     assert FACT not in item()["text"]
+
+
+def test_an_operator_can_turn_the_sentence_vectors_off(world: World, settings: Any) -> None:
+    settings.RECALL = {**settings.RECALL, "PASSAGES": False}  # RECALL_PASSAGES=0
+    long_id = write(world, RUNBOOK)
+    assert not Passages.objects.filter(memory_id=long_id).exists()
+
+    settings.RECALL = {**settings.RECALL, "PASSAGES": True}
+    indexing.rebuild()  # `manage.py reindex` writes what is missing
+    assert Passages.objects.filter(memory_id=long_id).exists()
