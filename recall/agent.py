@@ -48,8 +48,10 @@ def iso(value: datetime | None) -> str | None:
     return value.replace(tzinfo=None).isoformat(timespec=spec) + "Z"
 
 
-def text_of(record: Record) -> str:
-    """A memory's text for an agent: its body, or description plus body, sanitized.
+def text_of(record: Record, *, limit: int | None = None) -> str:
+    """A memory's text for an agent: its body, or description plus body, sanitized;
+    with `limit`, only its first `limit` characters (a pack that can show no more
+    does not sanitize a 150 KB log whole).
 
     An imported long text keeps its head as the description and the whole
     text as the body: then the body alone says it all.
@@ -59,7 +61,7 @@ def text_of(record: Record) -> str:
     if lead and body.startswith(lead):
         description = ""
     joined = "\n".join(part for part in (description, body) if part)
-    return body_text(joined)
+    return body_text(joined if limit is None else joined[:limit])
 
 
 def body_text(text: str) -> str:

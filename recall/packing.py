@@ -7,7 +7,10 @@ the compact JSON of `recall.agent.pack_view`, envelope included (debug, when
 asked, rides outside the budget). Each item carries its memory's text; an
 item longer than `item_tokens`, or longer than what is left, is cut at the
 last sentence or line boundary that fits (`truncated: true`; `memory_read`
-gives the rest), as long as at least `MIN_TEXT_CHARS` of text fit. When the
+gives the rest), as long as at least `MIN_TEXT_CHARS` of text fit; a text with
+no such boundary in reach (one long sentence, Chinese without spaces) at the
+last word end, else anywhere; only as much of a long text is read as an item
+could hold (`MAX_CHARS_PER_TOKEN`). When the
 caller names the sentence that answered the query (`focus`: a long memory's
 sentence nearest the query, recall/passages.py) and the cut would drop it, the
 item keeps a shorter head and that sentence after an ellipsis instead: the
@@ -20,7 +23,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from recall.agent import FULL, INDEX, dumps, envelope, item_view, text_of
+from recall.agent import FULL, INDEX, body_text, dumps, envelope, item_view, text_of
 from recall.config import MIN_BUDGET
 from recall.errors import BudgetError
 from recall.ports import TokenCounter
@@ -29,8 +32,14 @@ from recall.types import Record
 
 MIN_TEXT_CHARS = 24  # a cut shorter than this says too little to be worth its envelope
 NOTHING_FITS = "the best hit alone exceeds the token budget; nothing was packed"
-_BOUNDARY = re.compile(r"(?<=[.!?…])\s+|\n+")
+# Sentence and line ends (a CJK stop needs no space after it), then word ends, then
+# every few characters: a text of one long sentence, or of no spaces, is still cut.
+_BOUNDARY = re.compile(r"(?<=[.!?…])\s+|(?<=[。！？；])|\n+")
 _WORD = re.compile(r"\s+")
+CHAR_STEP = 4
+# No counter gives a token for more characters than this: a cut never needs more of a
+# long text than room x this, so a 150 KB memory is not counted whole at every try.
+MAX_CHARS_PER_TOKEN = 16
 ELLIPSIS = "…"
 
 
@@ -47,34 +56,73 @@ def _cost(counter: TokenCounter, hit: Hit, detail: str) -> int:
     return counter.count(dumps(item_view(replace(hit, tokens=99_999), detail=detail)) + ",")
 
 
-def _cuts(text: str) -> list[int]:
-    """Where the text may be cut, longest first: sentence and line ends, else word ends."""
-    ends = sorted({m.start() for m in _BOUNDARY.finditer(text)}, reverse=True)
-    if not ends:
-        ends = sorted({m.start() for m in _WORD.finditer(text)}, reverse=True)
-    return [e for e in ends if e >= MIN_TEXT_CHARS]
+def _cuts(text: str) -> list[list[int]]:
+    """Where the text may be cut, each list longest first, in the order to try:
+    sentence and line ends, word ends, every `CHAR_STEP` characters."""
+    levels = [
+        sorted({m.start() for m in _BOUNDARY.finditer(text)}, reverse=True),
+        sorted({m.start() for m in _WORD.finditer(text)}, reverse=True),
+        list(range(len(text) - 1, MIN_TEXT_CHARS - 1, -CHAR_STEP)),
+    ]
+    return [[e for e in ends if e >= MIN_TEXT_CHARS] for ends in levels]
 
 
 Focus = Callable[[Record], str | None]  # the sentence of a record that answered, if known
 
 
 def _fit(
-    counter: TokenCounter, hit: Hit, text: str, room: int, focus: str | None = None
+    counter: TokenCounter,
+    hit: Hit,
+    text: str,
+    room: int,
+    focus: str | None = None,
+    *,
+    clipped: bool = False,
 ) -> Hit | None:
-    """`hit` with the longest cut of `text` whose item costs at most `room` tokens;
-    with `focus` beyond that cut, the longest head that fits with it after it."""
-    cuts = _cuts(text)
-    best = _longest(counter, hit, cuts, lambda cut: text[:cut].rstrip() + ELLIPSIS, room)
+    """`hit` with the longest cut of `text` whose item costs at most `room` tokens
+    (at a sentence end if one fits, else a word end, else anywhere); with `focus`
+    beyond that cut, the longest head that fits with it after it, else the focus
+    alone, cut the same way. `clipped`: `text` is only the head of the memory's
+    text (`text_of`'s limit), so a focus not in it comes from beyond it."""
+    levels = _cuts(text[: room * MAX_CHARS_PER_TOKEN + 1])
+    best = _first(counter, hit, levels, lambda cut: text[:cut].rstrip() + ELLIPSIS, room)
     found = _locate(text, focus) if focus else None
-    if found is None or (best is not None and len(best.text or "") - 1 >= found[1]):
-        return best  # no focus, or the head already holds it
-    start, end = found
-    tail = text[start:end] + ("" if not text[end:].strip() else f" {ELLIPSIS}")
-    heads = [cut for cut in cuts if cut <= start]
-    with_focus = _longest(
+    if focus and found is None and clipped:
+        said, start, more = body_text(focus), len(text), True
+    elif focus and found is not None:
+        said, start, more = text[found[0] : found[1]], found[0], bool(text[found[1] :].strip())
+    else:
+        return best  # no focus, or one the text does not hold any more
+    if best is not None and found is not None and len(best.text or "") - 1 >= found[1]:
+        return best  # the head already holds it
+    tail = said + (f" {ELLIPSIS}" if more else "")
+    heads = [[cut for cut in cuts if cut <= start] for cuts in levels]
+    with_focus = _first(
         counter, hit, heads, lambda cut: f"{text[:cut].rstrip()} {ELLIPSIS} {tail}", room
     )
-    return with_focus or best
+    if with_focus is not None:
+        return with_focus
+    # too long to follow a head: its own beginning, cut
+    alone = _first(
+        counter, hit, _cuts(said[: room * MAX_CHARS_PER_TOKEN + 1]),
+        lambda cut: f"{ELLIPSIS} {said[:cut].rstrip()} {ELLIPSIS}", room,
+    )  # fmt: skip
+    return alone or best
+
+
+def _first(
+    counter: TokenCounter,
+    hit: Hit,
+    levels: Sequence[Sequence[int]],
+    shape: Callable[[int], str],
+    room: int,
+) -> Hit | None:
+    """The longest fitting cut of the first level of cuts that has one."""
+    for cuts in levels:
+        found = _longest(counter, hit, cuts, shape, room)
+        if found is not None:
+            return found
+    return None
 
 
 def _longest(
@@ -93,11 +141,12 @@ def _longest(
 
 
 def _locate(text: str, sentence: str) -> tuple[int, int] | None:
-    """Where `sentence` stands in `text`, whatever the spaces between its words."""
+    """Where `sentence` stands in `text`, whatever the spaces between its words (or
+    none: a CJK text's sentences are joined without)."""
     words = sentence.split()
     if not words:
         return None
-    found = re.search(r"\s+".join(re.escape(w) for w in words), text)
+    found = re.search(r"\s*".join(re.escape(w) for w in words), text)
     return (found.start(), found.end()) if found else None
 
 
@@ -211,13 +260,19 @@ def _fill(
     """Items in order while they fit in `left` tokens (cut to fit where they can)."""
     items: list[Hit] = []
     for hit, record in ranked:
-        full = replace(hit, text=text_of(record)) if detail == FULL else hit
         capped = 0 < item_tokens < left
         room = item_tokens if capped else left
+        limit = room * MAX_CHARS_PER_TOKEN + 1  # more could never fit
+        clipped = len(record.description) + len(record.body) + 1 > limit
+        full = replace(hit, text=text_of(record, limit=limit)) if detail == FULL else hit
         cost = _cost(counter, full, detail)
-        if cost > room:
+        if cost > room or (clipped and detail == FULL):  # a clipped text is never whole
             said = focus(record) if focus is not None and detail == FULL else None
-            cut = _fit(counter, full, full.text or "", room, said) if detail == FULL else None
+            cut = (
+                _fit(counter, full, full.text or "", room, said, clipped=clipped)
+                if detail == FULL
+                else None
+            )
             if cut is None:
                 break
             full, cost = cut, _cost(counter, cut, FULL)

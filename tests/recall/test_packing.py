@@ -48,12 +48,32 @@ def test_each_item_carries_its_text_and_its_own_cost():
 
 
 def test_the_first_item_that_cannot_fit_ends_packing():
-    small, big, tiny = make_memory(1, body="x"), make_memory(2, body="y" * 4000), make_memory(3)
+    # The second's name alone outgrows what is left: no cut of its text can help.
+    small, tiny = make_memory(1, body="x"), make_memory(3)
+    big = make_memory(2, "y" * 200, body="y" * 4000)
 
     packed = pack(ranked(small, big, tiny), budget=120, counter=COUNT, item_tokens=0)
 
-    assert [h.id for h in packed.items] == [small.id]  # y*4000 has no place to cut
+    assert [h.id for h in packed.items] == [small.id]
     assert packed.omitted == 2
+
+
+@pytest.mark.parametrize(
+    ("body", "ends"),
+    [
+        ("仓库管理员的应急密码保存在保险柜里。" * 80, "里。…"),  # CJK stops, no spaces
+        ("y" * 4000, "y…"),  # no place to cut at all: cut anywhere
+        ("word " * 50 + "x" * 3000, "word…"),  # one long sentence: a word end
+    ],
+)
+def test_a_text_without_sentence_ends_or_spaces_is_still_cut(body: str, ends: str):
+    first = make_memory(1, body=body)
+
+    packed = pack(ranked(first), budget=300, counter=COUNT, item_tokens=200)
+
+    (item,) = packed.items
+    assert item.truncated and item.text is not None and item.text.endswith(ends)
+    assert (item.tokens or 0) <= 200 and packed.tokens <= 300
 
 
 def test_a_long_text_is_cut_at_a_sentence_end_to_fill_what_is_left():
@@ -100,6 +120,34 @@ def test_a_cut_keeps_the_sentence_that_answered_after_a_shorter_head():
         again = pack(ranked(records[0]), budget=4000, counter=COUNT, item_tokens=200,
                      focus=lambda record, said=said: said)  # fmt: skip
         assert again.items[0].text == plain.text
+
+
+def test_a_focus_too_long_to_follow_a_head_is_shown_from_its_beginning():
+    run = " ".join(f"Step {n} of the long run says to check the ledger." for n in range(80))
+    record = make_memory(1, body=f"{SENTENCES} {run} The end.")
+
+    packed = pack(ranked(record), budget=4000, counter=COUNT, item_tokens=200,
+                  focus=lambda _: run)  # fmt: skip
+
+    (item,) = packed.items
+    assert item.text is not None and item.text.startswith("… Step 0 of the long run")
+    assert item.text.endswith("ledger. …") and (item.tokens or 0) <= 200
+
+
+def test_a_huge_text_is_read_only_as_far_as_a_cut_could_reach():
+    # 150 KB: the pack sanitizes and counts only what an item could hold, and a
+    # focus from beyond that still follows the head.
+    log = " ".join(f"Shift {n}: the engineer checked the queue depth." for n in range(3000))
+    record = make_memory(1, body=f"{log} The vault code is kept in the safe.")
+
+    packed = pack(ranked(record), budget=2000, counter=COUNT, item_tokens=500,
+                  focus=lambda _: "The vault code is kept in the safe.")  # fmt: skip
+
+    (item,) = packed.items
+    assert item.truncated and (item.tokens or 0) <= 500 and item.text is not None
+    assert item.text.startswith("Shift 0:") and item.text.endswith(
+        "… The vault code is kept in the safe. …"
+    )
 
 
 def test_index_detail_carries_descriptions_not_text():
