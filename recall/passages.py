@@ -39,24 +39,59 @@ from recall.ports import MemoryStore, Vector, Vectors
 from recall.types import MEMORY, Doc, Record, fingerprint
 
 MIN_WORDS = 60  # what reads well as one vector (about 80 word pieces of the 128 embedded)
-MAX_PASSAGES = 48  # a text of more sentences is read in 48 runs of neighbouring ones
-# (SciFact's abstracts: 19 sentences at p99), so its end is read too and a
-# write's embedding work stays bounded however long the text.
-MIN_SENTENCE_WORDS = 4  # a shorter fragment ("Fig. 2.") joins the sentence before it
+MAX_PASSAGES = 192  # a text of more sentences is read in 192 runs of neighbouring ones
+# (SciFact's abstracts: 19 sentences at p99; a 2,000-sentence log: runs of about
+# 10), so its end is read too and a write's embedding work stays bounded.
+MIN_SENTENCE_WORDS = 4  # a shorter fragment ("Yes.", "Does it?") joins the one before it
 
-# A sentence ends at . ! or ? followed by space and a capital, digit, quote or bracket.
-_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+# Where a sentence may end: . ! ? or … and a space; a CJK stop (no space needed); a line
+# break. `sentences` then joins back what was not an end (see there).
+_END = re.compile(r"(?<=[.!?…])\s+|(?<=[。！？；])|\s*\n\s*")
+# A part ending in one of these did not end its sentence ("Dr. Okafor", "Fig. 7").
+_ABBREVIATION = re.compile(
+    r"(?:^|[\s(])(?:[A-Z]|Dr|Prof|Mr|Mrs|Ms|Mx|Jr|Sr|St|Mt|Fig|Figs|Eq|Eqs|No|Nos|Vol|Ch"
+    r"|Sec|Ref|Refs|Tab|vs|etc|approx|al|cf|ca|[eE]\.g|[iI]\.e|U\.S|U\.K|E\.U|Inc|Ltd|Co|Corp"
+    r"|Dept|Univ|p|pp)\.$"
+)
+
+
+_ITEM = re.compile(r"(?:[-*+•]|\d+[.)])\s")  # a list item starts a passage, however short
+
+
+def _ideographic(ch: str) -> bool:
+    return "\u3040" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af" or "\uf900" <= ch <= "\ufaff"
+
+
+def size(text: str) -> int:
+    """About how many words `text` holds: its words between spaces, each kana, CJK
+    ideograph and hangul syllable counted as one (those texts need no spaces)."""
+    ideographs = sum(1 for ch in text if _ideographic(ch))
+    spaced = sum(1 for word in text.split() if not any(_ideographic(ch) for ch in word))
+    return spaced + ideographs
 
 
 def sentences(text: str) -> list[str]:
-    """`text` cut into sentences, fragments of fewer than `MIN_SENTENCE_WORDS`
-    words joined to the sentence before them."""
+    """`text` cut into sentences: at . ! ? … before a space, at a CJK stop, at a line
+    break; a part is joined back to the one before it when that one ended in an
+    abbreviation or an initial, when it starts in lower case (a wrapped line), or
+    when it is a fragment of fewer than `MIN_SENTENCE_WORDS` words (`size`) that
+    neither ends in an abbreviation (it starts a sentence: "E.g.") nor is a list
+    item."""
     out: list[str] = []
     for part in _END.split(text.strip()):
         part = " ".join(part.split())
         if not part:
             continue
-        if out and len(part.split()) < MIN_SENTENCE_WORDS:
+        joins = out and (
+            _ABBREVIATION.search(out[-1]) is not None
+            or part[0].islower()
+            or (
+                size(part) < MIN_SENTENCE_WORDS
+                and _ABBREVIATION.search(part) is None
+                and _ITEM.match(part) is None
+            )
+        )
+        if joins:
             out[-1] = f"{out[-1]} {part}"
         else:
             out.append(part)
@@ -90,7 +125,7 @@ def texts(doc: Doc) -> list[str]:
     if doc.item != MEMORY:
         return []
     text = source(doc.body, doc.description)
-    if len(text.split()) < MIN_WORDS:
+    if size(text) < MIN_WORDS:
         return []
     found = passages_of(text)
     if len(found) < 2:

@@ -141,3 +141,19 @@ def test_an_operator_can_turn_the_sentence_vectors_off(world: World, settings: A
     settings.RECALL = {**settings.RECALL, "PASSAGES": True}
     indexing.rebuild()  # `manage.py reindex` writes what is missing
     assert Passages.objects.filter(memory_id=long_id).exists()
+
+
+def test_a_long_text_without_spaces_is_cut_not_dropped(world: World) -> None:
+    # Chinese: no spaces and no ASCII stops. It used to have no place to cut, so
+    # the pack came back empty ("the best hit alone exceeds the token budget").
+    body = "".join(f"第{n}步：仓库管理员检查库存并记录结果。" for n in range(120))
+    body += "仓库管理员的应急密码保存在保险柜里。"
+    lead = body[:20]  # the body opens with its description: the item is the body alone
+    long_id = write(world, {**RUNBOOK, "name": "zh-runbook", "description": lead, "body": body})
+    assert Passages.objects.get(memory_id=long_id).rows == 121
+
+    pack = call(world.client("alpha"), "post", "/recall",
+                {"query": "仓库管理员的应急密码保存在哪里", "budget": 300}).json()  # fmt: skip
+
+    item = next(i for i in pack["items"] if i["id"] == long_id)
+    assert item["truncated"] is True and "。" in item["text"] and pack["tokens"] <= 300

@@ -27,21 +27,46 @@ def doc(body: str, *, item: str = "memory", title: str = "Worker runbook") -> Do
                name="worker-runbook", title=title, description="", body=body)  # fmt: skip
 
 
-def test_sentences_split_at_stops_and_keep_fragments_with_their_sentence():
-    text = "The cache is cold. See Fig. 2 for why. It warms in 5 min! Does it? Yes."
-    # "See Fig." and "2 for why." are under 4 words: each joins what came before,
-    # so an abbreviation never stands alone; so do "Does it?" and "Yes.".
-    assert passages.sentences(text) == [
-        "The cache is cold. See Fig. 2 for why.",
-        "It warms in 5 min! Does it? Yes.",
-    ]
-    assert passages.sentences("no stop at all, just words") == ["no stop at all, just words"]
-    assert passages.sentences("  ") == []
-    many = [f"This is sentence number {n}." for n in range(100)]
-    assert len(passages.sentences(" ".join(many))) == 100
-    runs = passages.passages_of(" ".join(many))  # 100 in 48 runs: 4 of three, 44 of two
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (  # a fragment joins the sentence before it; an abbreviation never ends one
+            "The cache is cold. See Fig. 2 for why. It warms in 5 min! Does it? Yes.",
+            ["The cache is cold.", "See Fig. 2 for why.", "It warms in 5 min! Does it? Yes."],
+        ),
+        (
+            "Dr. Okafor and Prof. Lindqvist agreed. As shown in Fig. 7, p99 fell to 9.5 ms. "
+            "E.g. this works, i.e. fine. The U.S. team and J. Smith signed it.",
+            ["Dr. Okafor and Prof. Lindqvist agreed.", "As shown in Fig. 7, p99 fell to 9.5 ms.",
+             "E.g. this works, i.e. fine.", "The U.S. team and J. Smith signed it."],
+        ),
+        (  # CJK stops need no space; each ideograph counts as a word
+            "仓库管理员的应急密码保存在保险柜里。第二句话在这里！第三句呢？",
+            ["仓库管理员的应急密码保存在保险柜里。", "第二句话在这里！", "第三句呢？"],
+        ),
+        (  # capitals beyond ASCII start sentences too
+            "Первый этап читает заказы. Ärger gibt es dabei nie.",
+            ["Первый этап читает заказы.", "Ärger gibt es dabei nie."],
+        ),
+        (  # a list without full stops: one passage a line; a wrapped line continues
+            "Steps to take:\n- check the ledger service health\n- promote the\nreplica now",
+            ["Steps to take:", "- check the ledger service health", "- promote the replica now"],
+        ),
+        ("no stop at all, just words", ["no stop at all, just words"]),
+        ("  ", []),
+    ],
+)
+def test_sentences(text: str, expected: list[str]) -> None:
+    assert passages.sentences(text) == expected
+
+
+def test_a_text_of_many_sentences_is_read_in_runs():
+    many = [f"This is sentence number {n}." for n in range(400)]
+    assert len(passages.sentences(" ".join(many))) == 400
+    runs = passages.passages_of(" ".join(many))  # 400 in 192 runs: 16 of three, 176 of two
     assert len(runs) == passages.MAX_PASSAGES and " ".join(runs) == " ".join(many)
     assert runs[0] == " ".join(many[:3]) and runs[-1] == " ".join(many[-2:])
+    assert passages.size("仓库管理员的应急密码") == 10
 
 
 def test_only_long_memories_of_two_sentences_or_more_get_passages():
