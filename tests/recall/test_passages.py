@@ -37,8 +37,12 @@ def doc(body: str, *, item: str = "memory", title: str = "Worker runbook") -> Do
         (
             "Dr. Okafor and Prof. Lindqvist agreed. As shown in Fig. 7, p99 fell to 9.5 ms. "
             "E.g. this works, i.e. fine. The U.S. team and J. Smith signed it.",
-            ["Dr. Okafor and Prof. Lindqvist agreed.", "As shown in Fig. 7, p99 fell to 9.5 ms.",
-             "E.g. this works, i.e. fine.", "The U.S. team and J. Smith signed it."],
+            [
+                "Dr. Okafor and Prof. Lindqvist agreed.",
+                "As shown in Fig. 7, p99 fell to 9.5 ms.",
+                "E.g. this works, i.e. fine.",
+                "The U.S. team and J. Smith signed it.",
+            ],
         ),
         (  # CJK stops need no space; each ideograph counts as a word
             "仓库管理员的应急密码保存在保险柜里。第二句话在这里！第三句呢？",
