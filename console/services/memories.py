@@ -208,7 +208,11 @@ def memory_create(
 
 @transaction.atomic
 def memory_update(*, memory: Memory, **fields: Any) -> Memory:
+    """Apply `fields`; an edit that changes nothing (`_unchanged`) writes nothing:
+    no revision, no index job, the same `updated`."""
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
+    if _unchanged(memory, fields, ignore=()):
+        return memory
     _apply_fields(memory, fields)
     memory_validate(memory=memory)
     if "valid_from" in fields or "invalid_at" in fields:  # an import may hold any interval
@@ -245,20 +249,29 @@ def memory_supersede(*, memory: Memory, **fields: Any) -> Memory:
     closes = fields.get("valid_from") or timezone.now()
     valid_time_check(valid_from=old.valid_from, invalid_at=closes, field="valid_from")
     new = memory_create(project=old.project, **{**carried, **fields, "valid_from": closes})
+    if old.favorite:  # the star goes with what is true now (briefings pin the starred)
+        new.favorite, old.favorite = True, False
+        new.save(update_fields=["favorite"])
     old.invalid_at = closes
     old.superseded_by = new
-    old.save(update_fields=["invalid_at", "superseded_by"])
+    old.save(update_fields=["invalid_at", "superseded_by", "favorite"])
     revision_record(memory=old, op="supersede")
     associations_carry(old=old, new=new)
     indexing.enqueue("memory", old.pk, "upsert")
     return new
 
 
-def _unchanged(old: Memory, fields: Mapping[str, Any]) -> bool:
-    """Whether a supersede with `fields` would copy `old` as it is (texts compared
-    without their outer spaces, tags cleaned); a new `valid_from` is a change."""
+def _unchanged(
+    old: Memory,
+    fields: Mapping[str, Any],
+    *,
+    ignore: tuple[str, ...] = ("external_id", "invalid_at"),
+) -> bool:
+    """Whether writing `fields` over `old` would leave it as it is (texts compared
+    without their outer spaces, tags cleaned; the fields in `ignore` are not
+    compared: a supersede's own). A new `valid_from` is a change."""
     for field, value in fields.items():
-        if field in ("external_id", "invalid_at"):
+        if field in ignore:
             continue
         was = getattr(old, field, None)
         if field == "tags":

@@ -13,7 +13,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from console import indexing, services, wiring
-from console.models import Edge, IndexJob, Memory, Project
+from console.models import Edge, IndexJob, Memory, MemoryRevision, Project
 from recall.indexes import layout
 from recall.indexes.hot_vectors import Replicable
 from recall.types import Filter
@@ -97,6 +97,32 @@ def test_a_supersede_that_changes_nothing_is_refused_and_writes_nothing(
     # A new valid time alone is a change: the same text, true again from then on.
     later = old.valid_from + timedelta(days=1)
     assert services.memory_supersede(memory=old, valid_from=later).valid_from == later
+
+
+def test_the_star_moves_to_the_replacement(project: Project) -> None:
+    old = make_memory(project)
+    services.favorite_toggle(item=old, value=True)
+
+    new = services.memory_supersede(memory=old, description="Chroma now starts lazily")
+
+    old.refresh_from_db()
+    new.refresh_from_db()
+    assert new.favorite and not old.favorite
+
+
+def test_an_edit_that_changes_nothing_writes_nothing(project: Project) -> None:
+    memory = make_memory(project, tags=["boot"])
+    indexing.apply_pending()
+    revisions = MemoryRevision.objects.filter(memory_id=memory.pk).count()
+
+    same = services.memory_update(memory=memory, description=f"{memory.description} ",
+                                  body=f"{memory.body}\n", tags=["BOOT"])  # fmt: skip
+
+    assert same.updated == memory.updated
+    assert MemoryRevision.objects.filter(memory_id=memory.pk).count() == revisions
+    assert not IndexJob.objects.exists()
+    changed = services.memory_update(memory=memory, importance=0.9)
+    assert changed.updated > memory.updated and IndexJob.objects.count() == 1
 
 
 def test_archive_restore_and_delete_reach_the_planes(project: Project) -> None:
