@@ -120,8 +120,11 @@ def _memory_form(request: HtmxHttpRequest, memory: Memory, *, supersede: bool) -
             except ValidationError as exc:
                 add_errors(form, exc)
             else:
-                verb = "Superseded" if supersede else "Saved"
-                messages.success(request, f"{verb} {saved.name}.")
+                if not supersede and saved.updated == memory.updated:
+                    messages.info(request, f"Nothing changed in {saved.name}: nothing saved.")
+                else:
+                    verb = "Superseded" if supersede else "Saved"
+                    messages.success(request, f"{verb} {saved.name}.")
                 return done(request, reverse("memory_detail", args=[saved.pk]))
     else:
         form = MemoryForm(initial=MemoryForm.initial_from(memory))

@@ -250,8 +250,8 @@
     if (opener) opener.focus();
   }
   document.addEventListener("keydown", function (event) {
-    if (event.key !== "Escape" || (dialog && dialog.open)) return;
-    const slot = event.target instanceof Element ? event.target.closest("#confirm-slot") : null;
+    if (event.key !== "Escape" || (dialog && dialog.open) || typing(document.activeElement)) return;
+    const slot = document.getElementById("confirm-slot"); // open wherever focus went since
     if (slot && slot.firstElementChild) {
       event.preventDefault();
       dismissConfirm(slot);

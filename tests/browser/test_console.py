@@ -198,8 +198,16 @@ def test_edit_with_inline_errors_then_supersede_and_follow_the_chain(page: Any, 
     hits = selectors.memory_search(query="5k pending", semantic=False).hits
     assert [h.id for h in hits] == [old.pk]  # the index saw the edit at once
 
+    page.click("text=Edit")  # saved again as it is: nothing to save
+    page.click("#memory-form button[type=submit]")
+    page.wait_for_selector(".messages")
+    assert "Nothing changed in stream-backpressure" in page.locator(".messages").inner_text()
+
     page.click("text=Supersede")
     assert page.input_value("#id_description") == "Slow consumers get backpressure at 5k pending"
+    page.click("#memory-form button[type=submit]")  # no change: said where the eye is
+    page.wait_for_selector("#memory-form .error")
+    assert "same as this one" in page.evaluate("document.activeElement.textContent")
     page.fill("#id_description", "Backpressure now starts at 2k pending")
     page.click("#memory-form button[type=submit]")
     page.wait_for_url(re.compile(r".*/memories/(?!" + old.pk + r")\w+/$"))
@@ -232,6 +240,7 @@ def test_archive_restore_and_delete_with_confirmation(page: Any, user: User) -> 
 
     page.click("#actions >> text=Delete…")
     page.wait_for_selector("#confirm-slot .confirm")
+    page.click("h1")  # focus leaves the question; Esc still takes it away
     page.keyboard.press("Escape")  # changed my mind: the question goes, focus returns
     page.wait_for_selector("#confirm-slot .confirm", state="detached")
     assert page.evaluate("document.activeElement.dataset.focusKey") == "delete"
