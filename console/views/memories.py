@@ -227,7 +227,8 @@ def _star(request: HtmxHttpRequest, item: Memory | Note, *, kind: str, url: str)
     services.favorite_toggle(item=item, value=value)
     if not partial(request):
         return redirect(next_url(request, url))
-    context = {"kind": kind, "id": item.pk, "favorite": item.favorite, "label": str(item)}
+    label = item.title if isinstance(item, Note) else item.name  # as the page named it
+    context = {"kind": kind, "id": item.pk, "favorite": item.favorite, "label": label}
     return render(request, "console/parts.html#star", context)
 
 

@@ -435,6 +435,7 @@ def test_star_then_find_it_under_favorites(admin_client: Client, memory: Memory)
     favorites = admin_client.get("/favorites/").content.decode()
 
     assert 'aria-pressed="true"' in starred.content.decode()
+    assert f'aria-label="Star {memory.name}"' in starred.content.decode()  # as before the swap
     assert plain["Location"] == "/favorites/"
     assert "chroma-boot-race" in favorites
 
