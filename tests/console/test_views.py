@@ -274,7 +274,16 @@ def test_memory_page_renders_markdown_links_and_backlinks(
     assert "<strong>chroma</strong>" in html
     assert f'<a href="/memories/{target.pk}/" class="wikilink"' in html
     assert 'href="/m/nowhere-yet/?project=billing-api" class="wikilink missing"' in html
-    assert f'href="/memories/{memory.pk}/">chroma-boot-race</a>' in target_html  # backlink
+    assert f'href="/memories/{memory.pk}/">chroma-boot-race</a></li>' in target_html  # backlink
+
+    # Superseded, the old version still links: both are listed, the old one said so.
+    new = services.memory_supersede(memory=memory, description="Chroma starts lazily now")
+    target_html = admin_client.get(f"/memories/{target.pk}/").content.decode()
+    assert f'href="/memories/{new.pk}/">chroma-boot-race</a></li>' in target_html
+    assert (
+        f'href="/memories/{memory.pk}/">chroma-boot-race</a> '
+        '<span class="muted">(superseded)</span></li>'
+    ) in target_html
 
 
 def test_a_wikilink_by_name_lands_on_the_memory_or_a_search(
