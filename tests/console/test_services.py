@@ -110,19 +110,22 @@ def test_the_star_moves_to_the_replacement(project: Project) -> None:
     assert new.favorite and not old.favorite
 
 
-def test_an_edit_that_changes_nothing_writes_nothing(project: Project) -> None:
+def test_an_edit_that_changes_nothing_writes_nothing(project: Project, monkeypatch: Any) -> None:
     memory = make_memory(project, tags=["boot"])
     indexing.apply_pending()
     revisions = MemoryRevision.objects.filter(memory_id=memory.pk).count()
+    queued: list[tuple[str, ...]] = []  # what reaches the planes (an outbox job, or the
+    real = indexing.enqueue  # PostgreSQL profile's write in the transaction)
+    monkeypatch.setattr(indexing, "enqueue", lambda *job: (queued.append(job), real(*job)))
 
     same = services.memory_update(memory=memory, description=f"{memory.description} ",
                                   body=f"{memory.body}\n", tags=["BOOT"])  # fmt: skip
 
     assert same.updated == memory.updated
     assert MemoryRevision.objects.filter(memory_id=memory.pk).count() == revisions
-    assert not IndexJob.objects.exists()
+    assert queued == []
     changed = services.memory_update(memory=memory, importance=0.9)
-    assert changed.updated > memory.updated and IndexJob.objects.count() == 1
+    assert changed.updated > memory.updated and queued == [("memory", memory.pk, "upsert")]
 
 
 def test_archive_restore_and_delete_reach_the_planes(project: Project) -> None:
