@@ -192,6 +192,13 @@ class MemoryForm(forms.Form):
         help_text="e.g. 2026-12-31 23:59 (UTC): from then on it leaves every read; blank: never.",
     )  # fmt: skip
 
+    FIRST = "description"  # where typing starts on a fresh form: what an edit changes most
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not self.is_bound:  # a form back with errors focuses its first error instead
+            self.fields[self.FIRST].widget.attrs["autofocus"] = True
+
     @classmethod
     def initial_from(cls, memory: Any) -> dict[str, Any]:
         return {name: getattr(memory, name) for name in cls.base_fields}
@@ -211,6 +218,7 @@ class NewMemoryForm(ChoicesForm, MemoryForm):
     """A memory written by a person: the memory's fields and where it lives."""
 
     project = forms.ChoiceField(label="Project", required=False)
+    FIRST = "name"  # a new memory starts with what it is called
     field_order = [
         "project", "kind", "name", "description", "body", "tags", "importance", "expires_at",
     ]  # fmt: skip

@@ -338,8 +338,18 @@ def test_edit_shows_validation_errors_inline_and_changes_nothing(
     assert "<html" not in html
     assert "not a valid name" in html
     assert "less than or equal to 1" in html
+    assert "autofocus" not in html  # the first error takes focus, not a field of choice
     memory.refresh_from_db()
     assert memory.name == "chroma-boot-race"
+
+
+def test_a_fresh_form_starts_where_typing_starts(admin_client: Client, memory: Memory) -> None:
+    edit = admin_client.get(f"/memories/{memory.pk}/edit/").content.decode()
+    new = admin_client.get("/memories/new/").content.decode()
+
+    assert re.search(r'<input[^>]*name="description"[^>]*autofocus', edit)
+    assert re.search(r'<input[^>]*name="name"[^>]*autofocus', new)
+    assert edit.count("autofocus") == 1 and new.count("autofocus") == 1
 
 
 def form_data(memory: Memory, **changes: Any) -> dict[str, Any]:
