@@ -70,6 +70,11 @@ def _cuts(text: str) -> list[list[int]]:
 Focus = Callable[[Record], str | None]  # the sentence of a record that answered, if known
 
 
+def _reach(room: int) -> int:
+    """How many characters of a text an item of `room` tokens could ever show."""
+    return room * MAX_CHARS_PER_TOKEN + 1
+
+
 def _fit(
     counter: TokenCounter,
     hit: Hit,
@@ -84,7 +89,7 @@ def _fit(
     beyond that cut, the longest head that fits with it after it, else the focus
     alone, cut the same way. `clipped`: `text` is only the head of the memory's
     text (`text_of`'s limit), so a focus not in it comes from beyond it."""
-    levels = _cuts(text[: room * MAX_CHARS_PER_TOKEN + 1])
+    levels = _cuts(text[: _reach(room)])
     best = _first(counter, hit, levels, lambda cut: text[:cut].rstrip() + ELLIPSIS, room)
     found = _locate(text, focus) if focus else None
     if focus and found is None and clipped:
@@ -104,7 +109,7 @@ def _fit(
         return with_focus
     # too long to follow a head: its own beginning, cut
     alone = _first(
-        counter, hit, _cuts(said[: room * MAX_CHARS_PER_TOKEN + 1]),
+        counter, hit, _cuts(said[: _reach(room)]),
         lambda cut: f"{ELLIPSIS} {said[:cut].rstrip()} {ELLIPSIS}", room,
     )  # fmt: skip
     return alone or best
@@ -262,7 +267,7 @@ def _fill(
     for hit, record in ranked:
         capped = 0 < item_tokens < left
         room = item_tokens if capped else left
-        limit = room * MAX_CHARS_PER_TOKEN + 1  # more could never fit
+        limit = _reach(room)
         clipped = len(record.description) + len(record.body) + 1 > limit
         full = replace(hit, text=text_of(record, limit=limit)) if detail == FULL else hit
         cost = _cost(counter, full, detail)

@@ -53,8 +53,6 @@ _ABBREVIATION = re.compile(
     r"|Sec|Ref|Refs|Tab|vs|etc|approx|al|cf|ca|[eE]\.g|[iI]\.e|U\.S|U\.K|E\.U|Inc|Ltd|Co|Corp"
     r"|Dept|Univ|p|pp)\.$"
 )
-
-
 _ITEM = re.compile(r"(?:[-*+•]|\d+[.)])\s")  # a list item starts a passage, however short
 
 
@@ -105,10 +103,10 @@ def passages_of(text: str) -> list[str]:
     found = sentences(text)
     if len(found) <= MAX_PASSAGES:
         return found
-    size, extra = divmod(len(found), MAX_PASSAGES)
+    each, extra = divmod(len(found), MAX_PASSAGES)
     out, at = [], 0
     for n in range(MAX_PASSAGES):
-        take = size + (1 if n < extra else 0)
+        take = each + (1 if n < extra else 0)
         out.append(" ".join(found[at : at + take]))
         at += take
     return out
