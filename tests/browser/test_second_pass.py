@@ -226,10 +226,16 @@ def test_4_no_page_scrolls_sideways_on_a_phone(page: Any, user: User) -> None:
         "/?q=deploy",
         "/settings/",
         "/inspect/?mode=recall&query=deploy&project=billing-api",
+        f"/memories/{code.pk}/revisions/",
     ]
     for url in urls:
         page.goto(url)
         assert overflow(page) == 0, f"{url} is {overflow(page)} px wider than the phone"
+        hidden = page.evaluate(  # a table squeezed into a scrolling box hides columns
+            "() => Math.max(0, ...[...document.querySelectorAll('.table-wrap')]"
+            ".map(w => w.scrollWidth - w.clientWidth))"
+        )
+        assert hidden == 0, f"{url}: a table scrolls {hidden} px sideways on the phone"
     page.goto(f"/memories/{code.pk}/")
     right = page.evaluate(
         "() => Math.max(...[...document.querySelectorAll('.markdown p')]"
