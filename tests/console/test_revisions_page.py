@@ -35,13 +35,16 @@ def test_each_revision_is_listed_and_diffed_against_its_predecessor(
 
     html = admin_client.get(f"/memories/{m.pk}/revisions/").content.decode()
 
-    listed = [f'<td>{n}</td><td><span class="badge">{op}</span>'
+    listed = [f'<td data-label="#">{n}</td><td data-label="Change"><span class="badge">{op}</span>'
               for n, op in ((3, "archive"), (2, "edit"), (1, "create"))]  # fmt: skip
     at = [html.index(row) for row in listed]
     assert at == sorted(at)  # newest first, as the page says and as the diffs run
     assert "#1 → #2" in html and "#2 → #3" in html
     assert "<del>Deploy</del> <ins>Never deploy</ins> on Fridays." in html
-    assert '<th scope="row">importance</th><td><del>0.5</del></td><td><ins>0.9</ins></td>' in html
+    assert (
+        '<th scope="row">importance</th><td data-label="Before"><del>0.5</del></td>'
+        '<td data-label="After"><ins>0.9</ins></td>' in html
+    )
     assert '<th scope="row">invalid_at</th>' in html  # the archive closed its valid time
     assert (
         f'href="/memories/{m.pk}/revisions/"'
