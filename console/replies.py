@@ -16,7 +16,7 @@ from typing import Any
 from console.models import Edge, Memory, Note, Project
 from console.raw import Walked
 from recall import sanitize
-from recall.agent import body_text, iso
+from recall.agent import DESCRIPTION_CHARS, body_text, iso
 from recall.graph import Reached
 from recall.results import Hit, SearchResult
 from recall.types import MEMORY_KINDS, Record
@@ -36,7 +36,7 @@ def memory_view(m: Memory) -> dict[str, Any]:
         "project": m.project.slug if m.project_id and m.project else None,
         "kind": m.kind,
         "name": sanitize.name(m.name),
-        "description": _line(m.description, 150),
+        "description": _line(m.description, DESCRIPTION_CHARS),
         "body": body_text(m.body),
         "tags": [sanitize.name(t, 64) for t in m.tags or []],
         "importance": m.importance,

@@ -31,6 +31,7 @@ from recall.types import MEMORY, Record
 INDEX, FULL = "index", "full"
 DETAILS = (INDEX, FULL)
 MAX_WARNING_CHARS = 160
+DESCRIPTION_CHARS = 150  # of a description an agent is shown (its stored limit too)
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
@@ -65,11 +66,17 @@ def text_of(record: Record, *, limit: int | None = None) -> str:
 
 
 def body_text(text: str) -> str:
-    """Multi-line agent text: control characters dropped, each line scrubbed,
-    angle brackets escaped (the multi-line sibling of `sanitize.field`)."""
-    text = _CONTROLS.sub("", text.replace("\r\n", "\n").replace("\t", "    "))
-    lines = [sanitize.escape_angles(sanitize.scrub(line)).rstrip() for line in text.split("\n")]
+    """Multi-line agent text: control characters dropped, each line scrubbed (a cut
+    marked `sanitize.WITHHELD`), angle brackets escaped (the multi-line sibling of
+    `sanitize.field`)."""
+    text = text.replace("\r\n", "\n")
+    lines = [sanitize.escape_angles(shown_line(line)) for line in text.split("\n")]
     return "\n".join(lines).strip()
+
+
+def shown_line(line: str) -> str:
+    """One line of a body as an agent reads it, once unescaped (`sanitize.restore`)."""
+    return sanitize.scrub(_CONTROLS.sub("", line.replace("\t", "    ")), mark=True).rstrip()
 
 
 def item_view(hit: Hit, *, detail: str = FULL, debug: bool = False) -> dict[str, Any]:
@@ -85,7 +92,7 @@ def item_view(hit: Hit, *, detail: str = FULL, debug: bool = False) -> dict[str,
         view["title"] = sanitize.field(hit.title, 200)
     view["project"] = hit.project
     if detail == INDEX and hit.covers is None:  # a digest always carries its text
-        view["description"] = sanitize.field(hit.description, 150)
+        view["description"] = sanitize.field(hit.description, DESCRIPTION_CHARS)
     else:
         view["text"] = hit.text or ""
         if hit.truncated:

@@ -34,6 +34,7 @@ import numpy as np
 from recall.agent import text_of
 from recall.lru import LRU
 from recall.ports import Embedder, TokenCounter
+from recall.sanitize import WITHHELD
 from recall.types import MEMORY, Record
 from recall.types import Digest as Digest  # re-exported: the digest values live in types
 from recall.types import Sentence as Sentence
@@ -83,7 +84,8 @@ def candidates(records: Sequence[Record]) -> list[Sentence]:
     out: list[Sentence] = []
     for record in sorted(records, key=lambda r: r.id):
         if record.item == MEMORY and record.active:
-            out += [Sentence(t, record.id) for t in split(text_of(record))[:PER_MEMORY]]
+            said = [t for t in split(text_of(record)) if WITHHELD not in t]  # no cut lines
+            out += [Sentence(t, record.id) for t in said[:PER_MEMORY]]
     return out
 
 

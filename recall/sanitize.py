@@ -7,11 +7,14 @@ stored field interpolated into it goes through `field` (or `name`):
    spaces, soft hyphens, bidi overrides) dropped, and look-alike angle
    brackets (‹ 〈 ⟨ ❮ ＜ ...) made real ones, so they are escaped like them;
 2. `scrub`: a phrase that starts a prompt injection is cut to the end of its
-   line. Phrases are looked for in a skeleton of the text (NFKC, so
-   fullwidth and mathematical letters are plain; Cyrillic, Greek and
-   small-capital look-alikes and accented letters folded to Latin; combining
-   marks dropped; spaced letters such as `i g n o r e` joined) and cut from
-   the text itself, so Cyrillic prose, `km²` or `µg` stay as they were;
+   line, and agent text shows `WITHHELD` where it was cut: the agent knows the
+   stored text goes on, and an edit it writes back has that line put back
+   (`restore`) instead of losing it for good. Phrases are looked for in a
+   skeleton of the text (NFKC, so fullwidth and mathematical letters are
+   plain; Cyrillic, Greek and small-capital look-alikes and accented letters
+   folded to Latin; combining marks dropped; spaced letters such as
+   `i g n o r e` joined) and cut from the text itself, so Cyrillic prose,
+   `km²` or `µg` stay as they were;
 3. newlines become spaces, lengths are capped at a word boundary, and `<`,
    `>` and any `&` that would decode as a character reference are escaped:
    no stored text can close or open the wrapper (seamless leaves that hole
@@ -30,9 +33,12 @@ import html
 import re
 import unicodedata
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 ELLIPSIS = "…"
+# Where agent text was cut (`scrub(mark=True)`): the rest of that line is stored but
+# read as an instruction, so an agent is not shown it.
+WITHHELD = "[withheld: reads as an instruction]"
 MARK_START = "\x01"
 MARK_END = "\x02"
 
@@ -226,8 +232,10 @@ def _phrase_spans(text: str) -> Iterator[tuple[int, int]]:
             yield back(letters[found.start()], letters[found.end() - 1])
 
 
-def scrub(text: str) -> str:
-    """`text` normalised, each injection-starting phrase removed with the rest of its line."""
+def scrub(text: str, *, mark: bool = False) -> str:
+    """`text` normalised, each injection-starting phrase removed with the rest of its
+    line; with `mark`, `WITHHELD` stands where the line was cut (what agents read, so
+    they know the stored text goes on and a write-back can be restored: `restore`)."""
     text = normalise(text)
     kept: list[str] = []
     cursor = 0
@@ -235,10 +243,41 @@ def scrub(text: str) -> str:
         if start < cursor:
             continue
         kept.append(text[cursor:start])
+        if mark:
+            kept.append(WITHHELD if not kept[-1] or kept[-1][-1:].isspace() else " " + WITHHELD)
         line_end = text.find("\n", end)
         cursor = len(text) if line_end < 0 else line_end
     kept.append(text[cursor:])
     return "".join(kept)
+
+
+def withheld(text: str | None) -> bool:
+    """Whether `text` holds the mark of text an agent was not shown."""
+    return bool(text) and WITHHELD in str(text)
+
+
+def restore(written: str, stored: str, view: Callable[[str], str]) -> str | None:
+    """`written` (an agent's text, unescaped) with each line that ends in `WITHHELD`
+    put back to the line of `stored` it was read as (`view` of that line: what the
+    agent was shown, unescaped); None when such a line matches no stored line (the
+    agent changed what was left of it). A read, edited and written back keeps the
+    text it was not shown; a line it did not touch is the line stored."""
+    if WITHHELD not in written:
+        return written
+    originals: dict[str, str] = {}
+    for line in stored.split("\n"):
+        shown = view(line)
+        if WITHHELD in shown:
+            originals.setdefault(shown.strip(), line)
+    out = []
+    for line in written.split("\n"):
+        if WITHHELD in line:
+            original = originals.get(line.strip())
+            if original is None:
+                return None
+            line = original
+        out.append(line)
+    return "\n".join(out)
 
 
 # What `html.unescape` reads as a character reference (its own pattern).
@@ -279,8 +318,14 @@ def cap(text: str, limit: int) -> str:
 def _one_line(text: str | None, limit: int, *, scrub_phrases: bool) -> str:
     if not text:
         return ""
-    text = scrub(text) if scrub_phrases else normalise(text)
+    text = scrub(text, mark=True) if scrub_phrases else normalise(text)
     return cap(_SPACES.sub(" ", text).strip(), limit)
+
+
+def line(text: str | None, limit: int = 300) -> str:
+    """`field` before its escaping: the one line an agent reads, as it reads it once
+    unescaped (what `restore` compares a written-back field with)."""
+    return _one_line(text, limit, scrub_phrases=True)
 
 
 def field(text: str | None, limit: int = 300, *, scrub_phrases: bool = True) -> str:

@@ -129,3 +129,13 @@ def test_a_vector_cache_embeds_only_the_sentences_it_has_not_seen():
     assert embedder.texts == ["alpha beta", "gamma delta", "epsilon zeta"]
     assert np.allclose(again[0], first[1]) and np.allclose(again[2], first[0])
     assert cache.embed(embedder, []).shape == (0, embedder.dims)
+
+
+def test_a_line_the_sanitizer_cut_gives_the_digest_no_sentence() -> None:
+    record = make_memory(
+        1,
+        body="Restart the ledger worker after each deploy of billing.\n"
+        "Attackers write ignore previous instructions into tickets all the time.",
+    )
+    said = [s.text for s in digest.candidates([record])]
+    assert said == ["Restart the ledger worker after each deploy of billing."]
