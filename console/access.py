@@ -487,15 +487,29 @@ def memory_archive(access: Access, *, memory_id: str) -> Memory:
     return services.memory_archive(memory=_memory_to_change(access, memory_id))
 
 
+def _archived_too(access: Access, memory_id: str) -> Memory:
+    """The memory a restore or delete names: by id, by its active name, else (a name
+    no active memory holds) the token's project's most recently archived one."""
+    try:
+        return _memory_to_change(access, memory_id)
+    except NotVisible:
+        if not NAME_RE.match(memory_id) or len(access.projects) != 1:
+            raise
+        found = selectors.memory_archived_named(name=memory_id, project=access.projects[0])
+        if found is None:
+            raise
+        return found
+
+
 def memory_restore(access: Access, *, memory_id: str) -> Memory:
-    return services.memory_restore(memory=_memory_to_change(access, memory_id))
+    return services.memory_restore(memory=_archived_too(access, memory_id))
 
 
 def memory_delete(access: Access, *, memory_id: str) -> str:
     """Delete for good (its index rows follow through the outbox); the id it had."""
-    memory = _memory_to_change(access, memory_id)
+    memory = _archived_too(access, memory_id)
     services.memory_delete(memory=memory)
-    return memory_id
+    return str(memory.pk)
 
 
 def memory_associate(

@@ -37,7 +37,10 @@ def memory_search_plane(
     engine = wiring.engine()
     channel = PLANES[plane]
     config = replace(
-        engine.config(SearchConfig)[0], channel_weights={channel: 1.0}, semantic_floor=0.0
+        engine.config(SearchConfig)[0],
+        channel_weights={channel: 1.0},
+        semantic_floor=0.0,
+        favorites_first=False,
     )
     request = SearchRequest(
         query=query, projects=tuple(projects), limit=limit, offset=offset,

@@ -289,6 +289,26 @@ def memory_ids_by_name(
     return links.prefer(rows, project_id)
 
 
+def memory_name_holder(
+    *, name: str, project_id: int | None, exclude: Sequence[str] = ()
+) -> Memory | None:
+    """The active, unexpired memory of exactly this project (None = global) that
+    holds `name`, other than `exclude`: a name picks one memory (`[[name]]` links,
+    reads by name), so a second active one would take them over silently."""
+    scope = Q(project__isnull=True) if project_id is None else Q(project_id=project_id)
+    rows = Memory.objects.filter(scope, live(store_now()), name=name, invalid_at__isnull=True)
+    return rows.exclude(pk__in=list(exclude)).order_by("id").first()
+
+
+def memory_archived_named(*, name: str, project: str) -> Memory | None:
+    """The project's most recently archived memory of `name` (archived: closed, not
+    superseded); what a restore by name means when no active memory holds it."""
+    rows = Memory.objects.filter(
+        project__slug=project, name=name, invalid_at__isnull=False, superseded_by__isnull=True
+    )
+    return rows.select_related("project").order_by("-invalid_at", "-id").first()
+
+
 def memory_named(*, name: str, project: str | None) -> Memory | None:
     """The active memory a `[[name]]` means seen from `project` (slug; None = global)."""
     project_id = None

@@ -240,6 +240,9 @@ class SearchConfig:
     since_depth_factor: int = 5
     max_depth: int = MAX_SEARCH_DEPTH
     identifier_limit: int = 5
+    # Starred hits lead the page (after what was typed); a plane's raw ranking
+    # (`/search/text`, `/search/vector`) turns it off: its order is its score's.
+    favorites_first: bool = True
 
     def __post_init__(self) -> None:
         _check_fusion(self.fusion, self.k, self.channel_weights)

@@ -139,7 +139,8 @@ def run(
         found = since(found, req.since)
     # What was typed (an id or a name) stays first; favorites lead the rest.
     typed = {c.id for c in pinned}
-    found.sort(key=lambda a: (a.record.id not in typed, not a.favorite))
+    lead = config.favorites_first
+    found.sort(key=lambda a: (a.record.id not in typed, lead and not a.favorite))
     now = planes.clock()
     page = tuple(a.hit(now) for a in found[req.offset : req.offset + limit])
     timings["hydrate"] = _ms(start)

@@ -41,6 +41,7 @@ from console.services.memories import (
     memory_supersede,
     memory_update,
     memory_validate,
+    name_check,
     session_next,
     tags_clean,
 )
@@ -119,6 +120,7 @@ __all__ = [
     "memory_validate",
     "memory_write",
     "memory_write_batch",
+    "name_check",
     "note_create",
     "note_delete",
     "note_update",

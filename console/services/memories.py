@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -179,6 +179,20 @@ def memory_new(
     return memory
 
 
+def name_check(*, project: Project | None, name: str, exclude: Sequence[str] = ()) -> None:
+    """StateConflict (409, naming `name`) when another active memory of the project
+    already holds `name`: the caller supersedes that one or picks another name."""
+    held = selectors.memory_name_holder(
+        name=name, project_id=project.pk if project else None, exclude=exclude
+    )
+    if held is not None:
+        where = project.slug if project else "global"
+        raise StateConflict({"name": (
+            f"{name!r} is already the name of an active memory in {where} ({held.pk}): "
+            "supersede that memory to replace it, or choose another name."
+        )})  # fmt: skip
+
+
 def session_next(*, session_id: str) -> int:
     """The order after the last memory of a session (0 for a new session)."""
     last = Memory.objects.filter(session_id=session_id).order_by("-session_order")
@@ -211,8 +225,12 @@ def memory_update(*, memory: Memory, **fields: Any) -> Memory:
     """Apply `fields`; an edit that changes nothing (`_unchanged`) writes nothing:
     no revision, no index job, the same `updated`."""
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
+    if memory.superseded_by_id:  # its text is what was true before its replacement
+        raise StateConflict("A superseded memory cannot be edited; edit its replacement.")
     if _unchanged(memory, fields, ignore=()):
         return memory
+    if fields.get("name") and fields["name"] != memory.name and memory.invalid_at is None:
+        name_check(project=memory.project, name=fields["name"], exclude=[memory.pk])
     _apply_fields(memory, fields)
     memory_validate(memory=memory)
     if "valid_from" in fields or "invalid_at" in fields:  # an import may hold any interval
@@ -246,6 +264,8 @@ def memory_supersede(*, memory: Memory, **fields: Any) -> Memory:
         raise StateConflict(
             "The new version would be the same as this one: change what is new first."
         )
+    if fields.get("name") and fields["name"] != old.name:
+        name_check(project=old.project, name=fields["name"], exclude=[old.pk])
     closes = fields.get("valid_from") or timezone.now()
     valid_time_check(valid_from=old.valid_from, invalid_at=closes, field="valid_from")
     new = memory_create(project=old.project, **{**carried, **fields, "valid_from": closes})

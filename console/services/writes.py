@@ -30,6 +30,7 @@ from console.services.memories import (
     link_waiting_sources,
     memory_links_rewrite,
     memory_new,
+    name_check,
     session_next,
 )
 from console.services.revisions import revision_record
@@ -115,7 +116,8 @@ def memory_write_batch(
 
 
 def _save(memory: Memory, *, force: bool) -> Outcome:
-    if not force:
+    said = (memory.description + memory.body).strip()
+    if not force and said:  # no text is nobody's text: it answers no other empty write
         same = selectors.memory_duplicate(
             project_id=memory.project_id,
             content_hash=memory.content_hash,
@@ -123,6 +125,7 @@ def _save(memory: Memory, *, force: bool) -> Outcome:
         )
         if same is not None:
             return Outcome(same, False)
+    name_check(project=memory.project, name=memory.name)
     memory.save(force_insert=True)
     memory_links_rewrite(memory=memory)
     link_waiting_sources(memory)

@@ -412,3 +412,70 @@ def test_new_text_holding_the_mark_is_refused(world: World) -> None:
     ):
         refused = call(world.client("alpha"), "post", path, {"project": "alpha", **body})
         assert refused.status_code == 400 and refused.json()["field"] == "body", refused.json()
+
+
+def test_a_planes_raw_ranking_is_ordered_by_its_own_score_stars_and_all(world: World) -> None:
+    """`/search/text` and `/search/vector` are one plane's ranking: no favorites lead."""
+    alpha = Project.objects.get(slug="alpha")
+    strong = services.memory_create(
+        project=alpha, kind="fact", name="zephyr-strong",
+        body="Zephyr zephyr: the zephyr queue drains nightly.",
+    )  # fmt: skip
+    starred = services.memory_create(
+        project=alpha, kind="fact", name="zephyr-starred",
+        body="Among the many services we run, one of them is called zephyr, but mostly "
+             "this text talks about invoices, ledgers and the weekly payout report.",
+    )  # fmt: skip
+    services.favorite_toggle(item=starred, value=True)
+    indexing.apply_pending()
+    client = world.client("alpha")
+
+    for path in ("/search/text", "/search/vector"):
+        hits = call(client, "get", path, {"q": "zephyr queue", "record": "false"}).json()["hits"]
+        scores = [h["score"] for h in hits]
+        assert scores == sorted(scores, reverse=True), (path, hits)
+        assert hits[0]["id"] == strong.pk, (path, hits)
+
+
+def test_a_memory_with_no_text_answers_no_other_empty_write(world: World) -> None:
+    """The same text again is answered with the stored memory; no text is nobody's."""
+    empty = ({"name": "no-body"}, {"name": "ws-body", "body": "   \n ", "description": " "})
+    made = [write(world, {"project": "alpha", **body}) for body in empty]
+    assert [m.status_code for m in made] == [201, 201]
+    assert [m.json()["memory"]["name"] for m in made] == ["no-body", "ws-body"]
+
+
+def test_a_second_active_memory_of_a_name_is_refused(world: World) -> None:
+    """A name picks one memory (reads by name, `[[name]]` links): a second active one
+    would take them over silently."""
+    first = write(world, {"project": "alpha", "name": "zebra-fact", "body": "Zebras stripe."})
+    assert first.status_code == 201
+    taken = write(world, {"project": "alpha", "name": "zebra-fact", "body": "About llamas."})
+    assert taken.status_code == 409 and taken.json()["field"] == "name", taken.json()
+    assert "supersede" in taken.json()["detail"]
+    client = world.client("alpha")
+    other = write(world, {"project": "alpha", "name": "llama-fact", "body": "Llamas hum."})
+    renamed = call(client, "patch", f"/memories/{other.json()['memory']['id']}",
+                   {"name": "zebra-fact"})  # fmt: skip
+    assert renamed.status_code == 409 and renamed.json()["field"] == "name"
+
+    same_text = write(world, {"project": "alpha", "name": "zebra-fact", "body": "Zebras stripe."})
+    assert same_text.status_code == 200  # the same text again: the stored one, as before
+    kept = call(client, "post", f"/memories/{first.json()['memory']['id']}/supersede",
+                {"body": "Zebras stripe, each uniquely."})  # fmt: skip
+    assert kept.status_code == 201  # its replacement keeps the name
+    assert Memory.objects.filter(name="zebra-fact", invalid_at__isnull=True).count() == 1
+
+
+def test_an_archived_memory_is_restored_and_deleted_by_name(world: World) -> None:
+    client = world.client("alpha")
+    made = write(world, {"project": "alpha", "name": "shelved", "body": "On the shelf."})
+    memory_id = made.json()["memory"]["id"]
+    assert call(client, "post", "/memories/shelved/archive").status_code == 200
+
+    restored = call(client, "post", "/memories/shelved/restore")
+    assert restored.status_code == 200 and restored.json()["active"] is True
+    assert call(client, "post", "/memories/shelved/archive").status_code == 200
+    deleted = call(client, "delete", "/memories/shelved")
+    assert deleted.status_code == 200 and deleted.json()["id"] == memory_id
+    assert not Memory.objects.filter(pk=memory_id).exists()

@@ -359,7 +359,7 @@ def test_prompt_recall_returns_text_and_ids(world: World) -> None:
 
 def test_write_returns_the_memory_and_its_dedup_hint(world: World) -> None:
     body = {
-        "name": "alpha-albatross",  # re-saved under its name, restated
+        "name": "alpha-albatross-again",  # restated under a new name (one name, one memory)
         "description": "Note: the albatross service needs a warm cache before traffic",
         "body": "Warm the albatross cache first.",
         "kind": "gotcha",

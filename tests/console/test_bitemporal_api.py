@@ -180,10 +180,11 @@ def test_a_bare_time_is_a_422_and_an_empty_interval_a_409_each_naming_the_field(
          "valid_from"),
         ("post", "/recall", {"query": "zebrafish", "as_of": bare}, 422, "as_of"),
         ("get", f"/memories/{m['id']}", {"as_of": bare}, 422, "as_of"),
-        ("post", "/memories", {"project": "alpha", "name": "x", "valid_from": MAR,
+        ("post", "/memories", {"project": "alpha", "name": "x", "body": "b", "valid_from": MAR,
                                "invalid_at": JAN}, 409, "invalid_at"),
         ("post", "/memories/batch", {"project": "alpha", "memories": [
-            {"name": "ok"}, {"name": "x", "invalid_at": JAN}]}, 409, "memories.1.invalid_at"),
+            {"name": "ok", "body": "b"}, {"name": "x", "body": "b", "invalid_at": JAN}]}, 409,
+         "memories.1.invalid_at"),
         ("post", f"/memories/{m['id']}/supersede", {"valid_from": JAN}, 409, "valid_from"),
         ("patch", f"/memories/{m['id']}", {"invalid_at": FEB}, 409, "invalid_at"),
     ]  # fmt: skip
