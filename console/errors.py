@@ -16,6 +16,7 @@ from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 from pydantic import ValidationError as PydanticValidationError
 
 from console.access import AccessDenied, NotVisible
@@ -134,6 +135,17 @@ def describe(exc: BaseException) -> ErrorReply | None:
     return None
 
 
+def _console_405(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    """A console address that only takes a POST, opened as a page: the console's own
+    page saying so (Django answers it with an empty body, a browser's error page)."""
+    if response.content:
+        return response
+    page = render(request, "405.html", status=405)
+    if "Allow" in response:
+        page["Allow"] = response["Allow"]
+    return page
+
+
 def api_json_errors(
     get_response: Callable[[HttpRequest], HttpResponse],
 ) -> Callable[[HttpRequest], HttpResponse]:
@@ -143,6 +155,8 @@ def api_json_errors(
 
     def middleware(request: HttpRequest) -> HttpResponse:
         response = get_response(request)
+        if response.status_code == 405 and not request.path.startswith(API_PREFIX):
+            return _console_405(request, response)
         if not request.path.startswith(API_PREFIX) or response.status_code < 400:
             return response
         if response.get("Content-Type", "").startswith("application/json"):

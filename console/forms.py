@@ -180,8 +180,11 @@ class MemoryForm(forms.Form):
     description = forms.CharField(
         max_length=150, required=False, help_text="One line, at most 150 characters."
     )
-    body = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 10}), help_text="Markdown."
+    body = forms.CharField(  # unstripped: an edit of another field leaves the body as it was
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 10}),
+        help_text="Markdown.",
     )
     tags = TagsField(required=False, help_text="Comma-separated.")
     importance = forms.FloatField(
@@ -202,6 +205,11 @@ class MemoryForm(forms.Form):
     @classmethod
     def initial_from(cls, memory: Any) -> dict[str, Any]:
         return {name: getattr(memory, name) for name in cls.base_fields}
+
+    def clean_body(self) -> str:
+        """The text as typed, with the browser's CRLF line ends back to LF: an edit of
+        another field leaves the body byte for byte as it was (no phantom revision)."""
+        return str(self.cleaned_data.get("body") or "").replace("\r\n", "\n")
 
     def clean_expires_at(self) -> datetime | None:
         """A time to come: a past one would hide the memory the moment it is saved."""

@@ -3,6 +3,8 @@ an agent's recall asks for (console/digesting.py keeps them fresh through the ou
 
 from __future__ import annotations
 
+import html
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -18,19 +20,26 @@ def _same(text: str) -> str:
     return " ".join(text.split())
 
 
+def _shown(text: str) -> str:
+    """A stored (agent) sentence as the edit box shows it to a person: unescaped."""
+    return _same(html.unescape(text))
+
+
 @transaction.atomic
 def digest_edit(*, project: str | None, text: str, by: str) -> Digest:
     """Replace a built digest's text with a person's, one sentence per line.
 
-    A line equal (up to spacing) to a built sentence keeps what that sentence
-    covers; any other line is the person's, sanitized for agents
+    The box shows each sentence as the text it stands for (agent text unescaped:
+    `<id>`, not `&lt;id&gt;`). A line equal (up to spacing) to a built sentence as
+    shown keeps that sentence and what it covers; any other line is the person's,
+    sanitized for agents
     (`recall.agent.body_text`), and covers no row. The digest is
     marked edited, so automatic rebuilds keep it (recall/digest.py, "covers").
     """
     if len(text) > MAX_DIGEST_CHARS:
         raise ValueError(f"a digest holds at most {MAX_DIGEST_CHARS} characters")
     row = Digest.objects.select_for_update().get(key=digesting.key_of(project))
-    built = {_same(s.text): s for s in digesting.to_value(row).sentences}
+    built = {_shown(s.text): s for s in digesting.to_value(row).sentences}
     lines = [_same(line) for line in text.splitlines() if line.strip()]
     # a person's own line reaches agents: sanitized like every memory text
     sentences = [built.get(line) or digests.Sentence(body_text(line)) for line in lines]

@@ -8,6 +8,7 @@ from plain text and escaped piece by piece (console/views/text.py).
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
@@ -109,6 +110,13 @@ def item_url(hit: Any) -> str:
 def nosentinel(text: Any) -> str:
     """Drop stray \\x01/\\x02 characters from stored text before display."""
     return str(text or "").translate(SENTINELS)
+
+
+@register.filter
+def as_read(text: Any) -> str:
+    """Agent text (`<`, `>` and entity-like `&` escaped once: `recall.sanitize`) as the
+    text it stands for, for a person; the template escapes it once, as any text."""
+    return html.unescape(str(text or ""))
 
 
 @register.filter

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import UTC
 from typing import Any
 from urllib.parse import urlencode
 
@@ -110,10 +111,26 @@ def memory_by_name(request: HtmxHttpRequest, name: str) -> HttpResponse:
     return redirect(f"{reverse('search')}?{urlencode({'q': name})}")
 
 
+STALE = (
+    "This memory was saved by someone else after you opened it (at {at} UTC), so your "
+    "changes were not saved over theirs. Open it again to see what changed, then edit."
+)
+
+
+def _stamp(memory: Memory) -> str:
+    """What an edit form remembers of the memory it opened: its last save."""
+    return memory.updated.isoformat()
+
+
 def _memory_form(request: HtmxHttpRequest, memory: Memory, *, supersede: bool) -> HttpResponse:
+    seen = _stamp(memory)
     if request.method == "POST":
         form = MemoryForm(request.POST)
-        if form.is_valid():
+        seen = request.POST.get("seen") or seen  # kept through a form back with errors
+        if form.is_valid() and seen != _stamp(memory):  # two tabs: no lost update
+            at = memory.updated.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+            form.add_error(None, STALE.format(at=at))
+        elif form.is_valid():
             write = services.memory_supersede if supersede else services.memory_update
             try:
                 saved = write(memory=memory, **form.cleaned_data)
@@ -128,7 +145,7 @@ def _memory_form(request: HtmxHttpRequest, memory: Memory, *, supersede: bool) -
                 return done(request, reverse("memory_detail", args=[saved.pk]))
     else:
         form = MemoryForm(initial=MemoryForm.initial_from(memory))
-    context = {"form": form, "m": memory, "supersede": supersede}
+    context = {"form": form, "m": memory, "supersede": supersede, "seen": seen}
     return page(request, "console/memory_form.html", context, "memory-form")
 
 
@@ -144,6 +161,7 @@ def memory_new(request: HtmxHttpRequest) -> HttpResponse:
             data = dict(form.cleaned_data)
             project = browse.project_for(key=data.pop("project") or browse.GLOBAL)
             try:
+                services.name_check(project=project, name=data["name"])
                 saved = services.memory_create(project=project, source="user_stated", **data)
             except ValidationError as exc:
                 add_errors(form, exc)

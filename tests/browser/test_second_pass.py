@@ -484,3 +484,51 @@ def test_12_dead_ends_are_styled_pages_and_a_deleted_memory_stays_deleted(
     assert "not found" in page.locator("h1").inner_text().lower()
     assert not Memory.objects.filter(pk=memory.pk).exists()
     assert Project.objects.filter(slug="billing-api").exists()
+
+
+# helpers' findings, 2026-12-03 ------------------------------------------------------
+
+
+def test_a_focused_checkbox_wears_the_strong_ring(page: Any, user: User) -> None:
+    world()
+    log_in(page, user)
+    page.goto("/?q=deploy")
+    page.click("#id_q")
+    for _ in range(12):  # Tab from the search box to the first checkbox, as a person does
+        page.keyboard.press("Tab")
+        if page.evaluate("() => document.activeElement.id") == "id_semantic":
+            break
+    ring, accent = page.evaluate(
+        """() => {
+          const probe = document.createElement('span');
+          probe.style.color = 'var(--accent)';
+          document.body.append(probe);
+          const accent = getComputedStyle(probe).color;
+          probe.remove();
+          return [getComputedStyle(document.activeElement).outlineColor, accent];
+        }"""
+    )
+    assert page.evaluate("() => document.activeElement.id") == "id_semantic"
+    assert ring == accent
+
+
+def test_a_wide_markdown_table_scrolls_instead_of_breaking_words_on_a_phone(
+    page: Any, user: User
+) -> None:
+    memories = world()
+    head = "| " + " | ".join(f"column{n}" for n in range(7)) + " |"
+    table = "\n".join([head, "|" + "---|" * 7, "| " + " | ".join(["value"] * 7) + " |"])
+    wide = services.memory_create(
+        project=memories["rollback-billing"].project, kind="reference", name="wide-table",
+        body=table,
+    )  # fmt: skip
+    log_in(page, user)
+    page.set_viewport_size(PHONE)
+    page.goto(f"/memories/{wide.pk}/")
+
+    heights = page.evaluate(
+        "() => [...document.querySelectorAll('.markdown th')]"
+        ".map(th => th.getBoundingClientRect().height)"
+    )
+    assert len(heights) == 7 and max(heights) < 48, heights  # one line each, not c/ol/umn
+    assert overflow(page) == 0

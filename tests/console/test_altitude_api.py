@@ -7,6 +7,7 @@ vault sealed, one memory each plus a global one).
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import pytest
@@ -184,13 +185,31 @@ def test_a_persons_edit_is_kept_across_an_automatic_rebuild(person: Client):
     assert row.edited and row.stale and row.sentences[1]["text"].startswith("Our own")
 
     page = person.get("/projects/alpha/").content.decode()
-    assert "Our own &amp;lt;b&amp;gt;line" in page and "<b>line</b>" not in page
+    assert "Our own &lt;b&gt;line&lt;/b&gt;." in page and "<b>line</b>" not in page
     assert "edited</strong>" in page
 
     _post(person, {"action": "rebuild"})
     row = Digest.objects.get(key="alpha")
     assert not row.edited and not row.stale
     assert not any("Our own" in s["text"] for s in row.sentences)
+
+
+def test_a_person_reads_and_keeps_a_sentence_as_written_not_as_escaped(person: Client):
+    _memory(
+        "alpha", "price-keys", "Cache keys embed a version such as price:v3:<id> for each price."
+    )
+    indexing.apply_pending()
+    digesting.rebuild("alpha")
+    stored = next(s for s in Digest.objects.get(key="alpha").sentences if "price:v3" in s["text"])
+    assert "&lt;id&gt;" in stored["text"]  # agents read it escaped
+
+    page = person.get("/projects/alpha/").content.decode()
+    assert "price:v3:&lt;id&gt;" in page and "&amp;lt;" not in page  # a person reads <id>
+    shown = html.unescape(stored["text"])
+    assert _post(person, {"action": "edit", "text": shown}).status_code == 302
+
+    kept = Digest.objects.get(key="alpha").sentences
+    assert kept == [stored]  # the line as shown keeps the sentence and what it covers
 
 
 def test_digest_posts_need_the_csrf_token(person: Client):

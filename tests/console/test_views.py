@@ -376,6 +376,49 @@ def test_edit_saves_and_reaches_the_index_at_once(admin_client: Client, memory: 
     assert [h.id for h in hits] == [memory.pk]
 
 
+def test_a_save_over_a_newer_save_is_refused_not_lost(admin_client: Client, memory: Memory) -> None:
+    """Two tabs open the same memory; the second save would silently undo the first."""
+    opened = re.search(r'name="seen" value="([^"]+)"', admin_client.get(
+        f"/memories/{memory.pk}/edit/").content.decode()).group(1)  # fmt: skip
+    first = form_data(memory, description="Tab one's description", seen=opened)
+    assert admin_client.post(f"/memories/{memory.pk}/edit/", first, **HX).status_code == 200
+
+    second = form_data(memory, body=memory.body + "\nTab two's line.", seen=opened)
+    refused = admin_client.post(f"/memories/{memory.pk}/edit/", second, **HX)
+
+    assert "was saved by someone else after you opened it" in refused.content.decode()
+    memory.refresh_from_db()
+    assert memory.description == "Tab one's description" and "Tab two" not in memory.body
+
+
+def test_an_edit_of_one_field_leaves_the_body_byte_for_byte(
+    admin_client: Client, memory: Memory
+) -> None:
+    memory.body = "Line one.\n```\ncode\n```\n"
+    memory.save()
+    typed = form_data(memory, description="Only this changed")
+    typed["body"] = memory.body.replace("\n", "\r\n")  # as a browser sends a textarea
+
+    admin_client.post(f"/memories/{memory.pk}/edit/", typed, **HX)
+
+    memory.refresh_from_db()
+    assert memory.description == "Only this changed"
+    assert memory.body == "Line one.\n```\ncode\n```\n"
+
+
+def test_a_superseded_memory_cannot_be_edited(admin_client: Client, memory: Memory) -> None:
+    services.memory_supersede(memory=memory, description="The replacement")
+    memory.refresh_from_db()
+
+    response = admin_client.post(
+        f"/memories/{memory.pk}/edit/", form_data(memory, description="rewritten past"), **HX
+    )
+
+    assert "edit its replacement" in response.content.decode()
+    memory.refresh_from_db()
+    assert memory.description != "rewritten past"
+
+
 def test_a_plain_edit_post_redirects(admin_client: Client, memory: Memory) -> None:
     response = admin_client.post(f"/memories/{memory.pk}/edit/", form_data(memory, tags="a, b"))
 
@@ -898,6 +941,10 @@ def test_a_person_writes_a_new_memory(admin_client: Client, project: Project) ->
     assert good["Location"] == f"/memories/{created.pk}/"
     assert created.project == project
 
+    again = admin_client.post("/memories/new/", {**data, "description": "a second one"}, **HX)
+    assert "is already the name of an active memory in billing-api" in again.content.decode()
+    assert Memory.objects.filter(name="hand-written").count() == 1
+
 
 def test_a_past_expiry_is_refused_before_the_memory_vanishes(
     admin_client: Client, project: Project
@@ -1057,3 +1104,14 @@ def test_inspector_shows_session_neighbours_and_turns_them_off(
 
 
 # --- end session neighbourhood ---
+
+
+def test_a_post_only_address_opened_as_a_page_explains_itself(
+    admin_client: Client, memory: Memory
+) -> None:
+    for url in (f"/memories/{memory.pk}/star/", f"/memories/{memory.pk}/archive/"):
+        response = admin_client.get(url)
+        assert response.status_code == 405 and response["Allow"] == "POST"
+        assert "Not a page to open" in response.content.decode()
+    api = admin_client.get("/api/v1/recall")
+    assert api.status_code in (401, 405) and api["Content-Type"].startswith("application/json")
