@@ -100,8 +100,12 @@ def zscore(
 
     Each channel's raw scores are z-normalised over the list it returned; a
     document the channel did not return gets that list's minimum z (it
-    ranked below everything the channel kept). A channel without a weight
-    weighs 1; an empty channel contributes nothing. Ties break on id.
+    ranked below everything the channel kept). A list without spread (one
+    hit, or hits that tie) has no z to give: its members get 1 and what it
+    did not return 0, so a lone full-text match (a rare word only one memory
+    holds) still counts for what it found instead of nothing. A channel
+    without a weight weighs 1; an empty channel contributes nothing. Ties
+    break on id.
     """
     seen, snippets = _provenance(channels)
     z_by_channel: dict[str, dict[str, float]] = {}
@@ -110,8 +114,9 @@ def zscore(
         if not cands:
             continue
         z = _z([c.score for c in cands])
-        z_by_channel[channel] = {c.id: zc for c, zc in zip(cands, z, strict=True)}
-        floor[channel] = min(z)
+        flat = max(z) == min(z)
+        z_by_channel[channel] = {c.id: 1.0 if flat else zc for c, zc in zip(cands, z, strict=True)}
+        floor[channel] = 0.0 if flat else min(z)
     scores = {
         doc: sum(
             weights.get(channel, 1.0) * z_by_channel[channel].get(doc, floor[channel])

@@ -82,10 +82,22 @@ def test_zscore_matches_hand_computed_values():
     assert [f.id for f in fused] == ["a", "c", "b", "d"]  # b and d tie: by id
 
 
-def test_zscore_of_a_list_without_spread_is_zero():
+def test_a_list_without_spread_lifts_what_it_found_above_what_it_did_not():
     fused = zscore({"fts": [c("b", 1, 2.0), c("a", 2, 2.0)]}, weights={"fts": 1})
 
-    assert [(f.id, f.score) for f in fused] == [("a", 0.0), ("b", 0.0)]
+    assert [(f.id, f.score) for f in fused] == [("a", 1.0), ("b", 1.0)]
+
+
+def test_a_lone_full_text_match_counts_beside_the_meaning_channel():
+    """The one memory holding a rare word, also the meaning channel's best, beats the
+    meaning channel's second (a lone hit's z was 0: full text counted for nothing)."""
+    meaning = [c("runbook", 1, 0.62), c("other", 2, 0.58), c("third", 3, 0.30), c("far", 4, 0.1)]
+    fused = zscore(
+        {"fts": [c("runbook", 1, 7.5)], "semantic": meaning}, weights={"fts": 0.6, "semantic": 0.4}
+    )
+
+    scores = {f.id: f.score for f in fused}
+    assert scores["runbook"] - scores["other"] > 0.6  # full text's 0.6 x 1, on top
 
 
 def test_zscore_ignores_an_empty_channel():
