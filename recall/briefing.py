@@ -5,7 +5,8 @@ newest-first index of the rest packed to the budget (default 1500 tokens)
 with an overflow trailer "(+N older: use recall)" ("more not shown" when no
 index line fits, as it then stands under constraints or pins). A subagent (non-empty
 `agent_type`) gets constraints only plus a RELEVANT section matched from its
-prompt by the PromptRecall matcher. At the configured budget, constraints
+prompt by the PromptRecall matcher; a main agent that names its task
+(`prompt`) gets that RELEVANT section too, between constraints and pins. At the configured budget, constraints
 and pins may push past it, never past the hard cap (budget x 2); a budget the
 caller names is a hard bound. Lines are dropped from the end, and
 `truncate_block` is the final guard that keeps UTF-8 whole and the closing
@@ -71,19 +72,21 @@ def run(
         fixed.append(("CONSTRAINTS (always apply):", None))
         fixed += [_line(r, config, now, full=True) for r in constraints]
     index: list[_Line] = []
-    if req.agent_type:
+    relevant: list[Record] = []
+    if req.agent_type or req.prompt.strip():
         asked = PromptRequest(project=req.project, prompt=req.prompt)
         found = prompt_recall.matches(asked, planes=planes, corpora=corpora, config=prompt)
-        relevant = [r for r in found if r.kind != CONSTRAINT]
+        relevant = [r for r in found if r.kind != CONSTRAINT][: config.relevant_hits]
         if relevant:
             fixed.append(("RELEVANT to your task:", None))
-            fixed += [_line(r, config, now) for r in relevant[: config.relevant_hits]]
-    else:
-        pinned = _important_first([r for r in rest if r.favorite])
+            fixed += [_line(r, config, now) for r in relevant]
+    if not req.agent_type:  # a main agent's prompt adds RELEVANT; the rest is as ever
+        shown = {r.id for r in relevant}
+        pinned = _important_first([r for r in rest if r.favorite and r.id not in shown])
         if pinned:
             fixed.append(("PINNED:", None))
             fixed += [_line(r, config, now) for r in pinned]
-        index = [_line(r, config, now) for r in rest if not r.favorite]
+        index = [_line(r, config, now) for r in rest if not r.favorite and r.id not in shown]
     if not fixed and not index:
         return Briefing("", (), 0)
     return _assemble(planes.tokens, req, config, fixed, index, budget, hard_cap, unseen)

@@ -303,7 +303,11 @@ class DissociateIn(DissociationFields):
 class BriefingIn(Body):
     project: Slug | None = Field(None, description=PROJECT)
     agent_type: str = Field("", max_length=120, description="non-empty = a subagent's briefing")
-    prompt: str = Field("", max_length=4000, description="the task, for the RELEVANT section")
+    prompt: str = Field(
+        "", max_length=4000,
+        description="the task: memories matched from it lead as RELEVANT (a subagent's "
+        "briefing is constraints and RELEVANT only; a main agent's keeps pins and index)",
+    )  # fmt: skip
     budget: TextBudget | None = Field(
         None, description="tokens the text may take (default: the configured 1500)"
     )

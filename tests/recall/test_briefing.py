@@ -115,6 +115,26 @@ def test_subagent_gets_constraints_and_relevant_only(make_engine: MakeEngine):
     assert result.ids == (uid(1), uid(2))
 
 
+def test_a_main_agent_that_names_its_task_gets_relevant_above_pins_and_index(
+    make_engine: MakeEngine,
+):
+    engine = make_engine([
+        make_memory(1, "no-force-push", kind="constraint", description="never force-push main"),
+        make_memory(2, "chroma-boot-race", description="chroma boot race during startup ordering"),
+        make_memory(3, "lunch", description="lunch menu preferences", favorite=True),
+        make_memory(4, "deploys", description="deploys happen on tuesdays"),
+    ])  # fmt: skip
+
+    result = engine.briefing(brief(prompt="fix the chroma boot race at startup"))
+    plain = engine.briefing(brief())
+
+    text = result.text
+    assert text.index("RELEVANT") < text.index("PINNED") and "chroma-boot-race" in text
+    assert text.count("chroma-boot-race") == 1  # not again in the index
+    assert set(result.ids) == {uid(1), uid(2), uid(3), uid(4)}
+    assert "RELEVANT" not in plain.text
+
+
 def test_override_row_applies_to_next_briefing(make_engine: MakeEngine):
     rows: dict[str, str] = {}
     engine = make_engine([make_memory(1, description="a fact")], overrides=rows.get)
