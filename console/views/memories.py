@@ -123,6 +123,11 @@ def _stamp(memory: Memory) -> str:
 
 
 def _memory_form(request: HtmxHttpRequest, memory: Memory, *, supersede: bool) -> HttpResponse:
+    closed = memory.superseded_by_id or (supersede and memory.invalid_at is not None)
+    if closed and request.method == "GET":  # a form its save would refuse: say so at once
+        what = "superseded" if memory.superseded_by_id else "archived"
+        messages.info(request, f"{memory.name} is {what}: it cannot be changed that way.")
+        return redirect("memory_detail", memory_id=memory.pk)
     seen = _stamp(memory)
     if request.method == "POST":
         form = MemoryForm(request.POST)

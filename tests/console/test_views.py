@@ -1115,3 +1115,16 @@ def test_a_post_only_address_opened_as_a_page_explains_itself(
         assert "Not a page to open" in response.content.decode()
     api = admin_client.get("/api/v1/recall")
     assert api.status_code in (401, 405) and api["Content-Type"].startswith("application/json")
+
+
+def test_a_superseded_memory_says_what_replaced_it_and_offers_no_edit(
+    admin_client: Client, memory: Memory
+) -> None:
+    new = services.memory_supersede(memory=memory, description="The replacement")
+
+    page = admin_client.get(f"/memories/{memory.pk}/").content.decode()
+    assert "data-superseded" in page and f'href="/memories/{new.pk}/"' in page
+    assert f'href="/memories/{memory.pk}/edit/"' not in page
+    for form in ("edit", "supersede"):
+        opened = admin_client.get(f"/memories/{memory.pk}/{form}/")
+        assert opened.status_code == 302 and opened["Location"] == f"/memories/{memory.pk}/"
