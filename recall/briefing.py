@@ -6,9 +6,10 @@ with an overflow trailer "(+N older: use recall)" ("more not shown" when no
 index line fits, as it then stands under constraints or pins). A subagent (non-empty
 `agent_type`) gets constraints only plus a RELEVANT section matched from its
 prompt by the PromptRecall matcher; a main agent that names its task
-(`prompt`) gets that RELEVANT section too, between constraints and pins. At the configured budget, constraints
-and pins may push past it, never past the hard cap (budget x 2); a budget the
-caller names is a hard bound. Lines are dropped from the end, and
+(`prompt`) gets that RELEVANT section too, between constraints and pins. At
+the configured budget, constraints and pins may push past it, never past the
+hard cap (budget x 2); a budget the caller names is a hard bound. Lines are
+dropped from the end, and
 `truncate_block` is the final guard that keeps UTF-8 whole and the closing
 tag. Returns the text, the ids actually rendered and its token count.
 """
@@ -26,7 +27,7 @@ from recall.errors import QueryError
 from recall.planes import Planes
 from recall.ports import TokenCounter
 from recall.requests import BriefingRequest, PromptRequest
-from recall.results import Briefing, age
+from recall.results import Briefing, age, lead
 from recall.scope import recall_filter
 from recall.scoring import admits
 from recall.types import Filter, Record
@@ -112,7 +113,7 @@ def _important_first(records: Sequence[Record]) -> list[Record]:
 
 def _line(record: Record, config: BriefingConfig, now: datetime, *, full: bool = False) -> _Line:
     limit = 4 * config.description_chars if full else config.description_chars
-    desc = sanitize.field(record.description, limit)
+    desc = sanitize.field(lead(record.description, record.body, limit), limit)
     when = age(record.updated, now)
     meta = f"{sanitize.name(record.kind)}, {when}" if when else sanitize.name(record.kind)
     return prompt_recall.listed(sanitize.name(record.name), meta, desc), record.id

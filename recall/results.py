@@ -179,6 +179,23 @@ def age(updated: datetime | None, now: datetime) -> str:
     return f"{days // 365}y"
 
 
+_MARKUP = "#>*-+` \t"
+
+
+def lead(description: str, body: str, limit: int = 150) -> str:
+    """What stands for an item in a one-line list: its description, else the first
+    line of its body with its markdown marks dropped, cut to `limit` characters (an
+    agent's index line or briefing line said nothing for a memory written without a
+    description)."""
+    if description.strip():
+        return description
+    for line in body.splitlines():
+        line = line.strip().lstrip(_MARKUP).strip()
+        if line:
+            return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+    return ""
+
+
 def to_hit(
     record: Record,
     *,
@@ -196,7 +213,7 @@ def to_hit(
         id=record.id,
         name=record.name,
         title=record.title or record.name,
-        description=record.description,
+        description=lead(record.description, record.body),
         project=record.project,
         age=age(record.updated, now),
         source=source,

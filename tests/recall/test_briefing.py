@@ -193,3 +193,15 @@ def test_a_budget_the_caller_names_is_a_hard_bound(make_engine: MakeEngine):
         assert result.tokens <= budget
         assert result.text == "" or result.text.endswith("</memory-briefing>")
     assert engine.briefing(brief(budget=5)).text == ""  # not even the wrapper fits
+
+
+def test_a_memory_without_a_description_is_listed_by_its_bodys_first_line(
+    make_engine: MakeEngine,
+):
+    engine = make_engine([
+        make_memory(1, "zebra-queue", description="", body="## Zebra queue\nIt runs 3 replicas."),
+    ])  # fmt: skip
+
+    line = next(x for x in engine.briefing(brief()).text.splitlines() if "zebra-queue" in x)
+
+    assert "Zebra queue" in line and "#" not in line, line
