@@ -147,6 +147,8 @@ def _assemble(
         lines.append((text, ident))
         used += count(text)
         kept_fixed += 1
+    while len(lines) > 1 and lines[-1][1] is None:  # a section header with no line under it
+        used -= count(lines.pop()[0])
     dropped = sum(1 for _, i in fixed[kept_fixed:] if i is not None)
     shown: list[_Line] = []
     if index and kept_fixed == len(fixed):

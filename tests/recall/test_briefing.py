@@ -195,6 +195,20 @@ def test_a_budget_the_caller_names_is_a_hard_bound(make_engine: MakeEngine):
     assert engine.briefing(brief(budget=5)).text == ""  # not even the wrapper fits
 
 
+def test_a_section_header_never_stands_without_a_line_under_it(make_engine: MakeEngine):
+    rules = [
+        make_memory(i, f"rule-{i}", kind="constraint", description="must hold " * 10)
+        for i in range(1, 4)
+    ]
+    engine = make_engine(rules)
+
+    for budget in range(20, 60, 2):
+        lines = engine.briefing(brief(budget=budget)).text.splitlines()
+        for n, line in enumerate(lines):
+            if line.startswith("CONSTRAINTS"):
+                assert n + 1 < len(lines) and lines[n + 1].startswith("- "), (budget, lines)
+
+
 def test_a_memory_without_a_description_is_listed_by_its_bodys_first_line(
     make_engine: MakeEngine,
 ):
