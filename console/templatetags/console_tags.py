@@ -9,6 +9,7 @@ from plain text and escaped piece by piece (console/views/text.py).
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
@@ -72,7 +73,13 @@ def render_markdown(text: str, *, resolve: Resolver | None = None) -> SafeString
         url_schemes=URL_SCHEMES,
         link_rel="noopener noreferrer nofollow",
     )
-    return mark_safe(cleaned)  # noqa: S308 - nh3 output
+    return mark_safe(_BLOCKS.sub(r'<\1 dir="auto">', cleaned))  # noqa: S308 - nh3 output
+
+
+# Each block of text takes its direction from its own first letter (a Hebrew or
+# Arabic paragraph reads right to left beside English ones); added after nh3, which
+# leaves these tags bare.
+_BLOCKS = re.compile(r"<(p|li|h[1-6]|td|th|blockquote)>")
 
 
 @register.simple_tag

@@ -313,12 +313,15 @@ def test_a_missing_memory_is_404(admin_client: Client, memory: Memory) -> None:
 
 
 def test_note_page_renders_and_stars(admin_client: Client, project: Project) -> None:
-    note = services.note_create(project=project, title="Deploy notes", body="# Steps\n\n1. ship")
+    note = services.note_create(
+        project=project, title="Deploy notes", body="# Steps\n\n1. ship\n\nעברית: ניסיון חוזר."
+    )
 
     html = admin_client.get(f"/notes/{note.pk}/").content.decode()
     starred = admin_client.post(f"/notes/{note.pk}/star/", {"value": "on"}, **HX)
 
-    assert "<h1>Steps</h1>" in html
+    assert '<h1 dir="auto">Steps</h1>' in html  # each block reads in its own direction
+    assert '<p dir="auto">עברית: ניסיון חוזר.</p>' in html
     assert starred.status_code == 200
     assert 'aria-pressed="true"' in starred.content.decode()
 
@@ -877,7 +880,7 @@ def test_snippets_are_plain_text_cut_at_a_sentence(admin_client: Client, project
     )
 
     html = admin_client.get("/?q=queue+drains&semantic=false", **HX).content.decode()
-    snippet = html.split('class="snippet">', 1)[1].split("</p>", 1)[0]
+    snippet = html.split('class="snippet" dir="auto">', 1)[1].split("</p>", 1)[0]
 
     assert snippet.startswith("Later the <mark>queue</mark> <mark>drains</mark>, see the retry")
     assert "**" not in snippet and "[[" not in snippet and "```" not in snippet
