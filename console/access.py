@@ -27,13 +27,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from django.core.exceptions import ValidationError
-
-from console import history, raw, selectors, services
+from console import history, raw, selectors, services, withheld
 from console.models import NAME_RE, AgentToken, Edge, Memory, Note, Project, new_id
 from console.store import now as store_now
-from recall import decay, sanitize
-from recall.agent import DESCRIPTION_CHARS, shown_line
+from recall import decay
 from recall.errors import QueryError
 from recall.results import Briefing, ContextPack, Hit, PromptResult, SearchResult
 from recall.types import ISOLATION_SEALED
@@ -392,54 +389,13 @@ def _ahead(fields: Mapping[str, Any], field: str = "expires_at") -> None:
         raise services.StateConflict({field: PASSED})
 
 
-WITHHELD_NEW = (
-    f"holds {sanitize.WITHHELD!r}, where a read left out text that reads as an "
-    "instruction; a new memory has no stored text to put back there: write the text "
-    "itself"
-)
-WITHHELD_CHANGED = (
-    f"a line ending in {sanitize.WITHHELD!r} is not the line as it was read; keep "
-    "that line as read (its stored text is put back) or leave the marker out"
-)
-# Each text field an agent reads scrubbed: the limit of its one line, or None for a
-# body (read line by line); as `console.replies` shows them.
-TEXTS: dict[str, int | None] = {"title": 200, "description": DESCRIPTION_CHARS, "body": None}
-
-
-def _unmarked(fields: Mapping[str, Any], where: str = "") -> None:
-    """400 for a new item's text that holds the withheld mark (nothing to restore)."""
-    for name in TEXTS:
-        if sanitize.withheld(fields.get(name)):
-            raise ValidationError({f"{where}{name}": WITHHELD_NEW})
-
-
-def _restored(item: Memory | Note, fields: Mapping[str, Any]) -> dict[str, Any]:
-    """`fields` with the text an agent was not shown put back where its read marked
-    it (`sanitize.restore`): an item read, edited and written back keeps it."""
-    out = dict(fields)
-    for name, limit in TEXTS.items():
-        written = out.get(name)
-        if not sanitize.withheld(written):
-            continue
-        stored = str(getattr(item, name, "") or "")
-        if limit is None:
-            back = sanitize.restore(str(written), stored, shown_line)
-        else:  # one line: the whole field as it was read
-            shown = sanitize.line(stored, limit)
-            back = stored if str(written).strip() == shown else None
-        if back is None:
-            raise ValidationError({name: WITHHELD_CHANGED})
-        out[name] = back
-    return out
-
-
 def memory_write(
     access: Access, *, project: str | None, fields: Mapping[str, Any], force: bool = False
 ) -> Written:
     """Create a memory in one of the token's projects (unless its exact text is there)."""
     _writer(access)
     _ahead(fields)
-    _unmarked(fields)
+    withheld.unmarked(fields)
     target = _project(access, project)
     embedded = selectors.write_embedding(
         project=target.slug, name=str(fields.get("name", "")),
@@ -463,7 +419,7 @@ def memory_write_batch(
     _writer(access)
     for i, item in enumerate(items):
         _ahead(item, f"memories.{i}.expires_at")
-        _unmarked(item, f"memories.{i}.")
+        withheld.unmarked(item, f"memories.{i}.")
     rows = [{"agent_id": access.agent, **item} for item in items]
     return services.memory_write_batch(project=_project(access, project), items=rows, force=force)
 
@@ -471,7 +427,7 @@ def memory_write_batch(
 def memory_update(access: Access, *, memory_id: str, fields: Mapping[str, Any]) -> Memory:
     memory = _memory_to_change(access, memory_id)
     _ahead(fields)
-    fields = _restored(memory, fields)
+    fields = withheld.restored(memory, fields)
     return services.memory_update(memory=memory, **fields) if fields else memory
 
 
@@ -479,7 +435,7 @@ def memory_supersede(access: Access, *, memory_id: str, fields: Mapping[str, Any
     """The replacement (same project) and its dedup hint; the old one is stamped."""
     _ahead(fields)
     old = _memory_to_change(access, memory_id)
-    new = services.memory_supersede(memory=old, **_restored(old, fields))
+    new = services.memory_supersede(memory=old, **withheld.restored(old, fields))
     return Written(new, True, _hint(new))
 
 
@@ -600,13 +556,13 @@ def note_list(access: Access, *, project: str | None = None, limit: int = 20) ->
 
 def note_write(access: Access, *, project: str | None, fields: Mapping[str, Any]) -> Note:
     _writer(access)
-    _unmarked(fields)
+    withheld.unmarked(fields)
     return services.note_create(project=_project(access, project), **fields)
 
 
 def note_update(access: Access, *, note_id: str, fields: Mapping[str, Any]) -> Note:
     note = _note_to_change(access, note_id)
-    fields = _restored(note, fields)
+    fields = withheld.restored(note, fields)
     return services.note_update(note=note, **fields) if fields else note
 
 

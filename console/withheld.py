@@ -1,0 +1,59 @@
+"""Text an agent was not shown (`recall.sanitize.WITHHELD`), kept through its writes.
+
+Agent text marks where the phrase scrub cut a line. A write-back that keeps such a
+line as it was read gets the stored line put back (`restored`: an edit or supersede
+of a memory, an edit of a note); one that changed what was left of it, or a new item
+holding the mark (`unmarked`), is refused (400, naming the field) rather than stored
+with the mark in place of the text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from console.models import Memory, Note
+from recall import sanitize
+from recall.agent import DESCRIPTION_CHARS, shown_line
+
+WITHHELD_NEW = (
+    f"holds {sanitize.WITHHELD!r}, where a read left out text that reads as an "
+    "instruction; a new memory has no stored text to put back there: write the text "
+    "itself"
+)
+WITHHELD_CHANGED = (
+    f"a line ending in {sanitize.WITHHELD!r} is not the line as it was read; keep "
+    "that line as read (its stored text is put back) or leave the marker out"
+)
+# Each text field an agent reads scrubbed: the limit of its one line, or None for a
+# body (read line by line); as `console.replies` shows them.
+TEXTS: dict[str, int | None] = {"title": 200, "description": DESCRIPTION_CHARS, "body": None}
+
+
+def unmarked(fields: Mapping[str, Any], where: str = "") -> None:
+    """400 for a new item's text that holds the withheld mark (nothing to restore)."""
+    for name in TEXTS:
+        if sanitize.withheld(fields.get(name)):
+            raise ValidationError({f"{where}{name}": WITHHELD_NEW})
+
+
+def restored(item: Memory | Note, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """`fields` with the text an agent was not shown put back where its read marked
+    it (`sanitize.restore`): an item read, edited and written back keeps it."""
+    out = dict(fields)
+    for name, limit in TEXTS.items():
+        written = out.get(name)
+        if not sanitize.withheld(written):
+            continue
+        stored = str(getattr(item, name, "") or "")
+        if limit is None:
+            back = sanitize.restore(str(written), stored, shown_line)
+        else:  # one line: the whole field as it was read
+            shown = sanitize.line(stored, limit)
+            back = stored if str(written).strip() == shown else None
+        if back is None:
+            raise ValidationError({name: WITHHELD_CHANGED})
+        out[name] = back
+    return out
