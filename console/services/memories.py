@@ -320,6 +320,7 @@ def memory_restore(*, memory: Memory) -> Memory:
     if memory.superseded_by_id:
         raise StateConflict("A superseded memory cannot be restored; edit its replacement.")
     if memory.invalid_at is not None:
+        name_check(project=memory.project, name=memory.name, exclude=[memory.pk])
         memory.invalid_at = None
         memory.save(update_fields=["invalid_at"])
         revision_record(memory=memory, op="restore")

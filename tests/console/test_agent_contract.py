@@ -476,6 +476,11 @@ def test_an_archived_memory_is_restored_and_deleted_by_name(world: World) -> Non
     restored = call(client, "post", "/memories/shelved/restore")
     assert restored.status_code == 200 and restored.json()["active"] is True
     assert call(client, "post", "/memories/shelved/archive").status_code == 200
+    taken = write(world, {"project": "alpha", "name": "shelved", "body": "A new shelf."})
+    assert taken.status_code == 201  # the name is free while the old one is archived
+    clash = call(client, "post", f"/memories/{memory_id}/restore")
+    assert clash.status_code == 409 and clash.json()["field"] == "name"  # not two actives
+    call(client, "delete", f"/memories/{taken.json()['memory']['id']}")
     deleted = call(client, "delete", "/memories/shelved")
     assert deleted.status_code == 200 and deleted.json()["id"] == memory_id
     assert not Memory.objects.filter(pk=memory_id).exists()
