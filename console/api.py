@@ -160,9 +160,15 @@ def _schema(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
     return error_response(errors.from_pydantic(found, skip=1))
 
 
+UNREADABLE = "the body must be one JSON object ({...}): it is not valid JSON, or not an object"
+
+
 @api.exception_handler(HttpError)
 def _http(request: HttpRequest, exc: HttpError) -> HttpResponse:
-    return error_response(errors.simple(exc.status_code, str(exc)))
+    detail = str(exc)
+    if exc.status_code == 400 and detail.startswith("Cannot parse request body"):
+        detail = UNREADABLE  # ninja's words hide which (ObjectParser's reason)
+    return error_response(errors.simple(exc.status_code, detail))
 
 
 @api.exception_handler(AuthenticationError)
