@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import fields as dc_fields
 from datetime import UTC, datetime, timedelta
@@ -607,12 +608,21 @@ class ConfigForm(forms.Form):
             return cleaned
         for name, value in self.values(separate=True).items():
             for problem in decode_over(self.base, value)[1]:
-                self.add_error(name, problem.message)
+                self.add_error(name, self._plain(problem.message))
         if not self.errors:
             for problem in decode_over(self.base, self.values())[1]:
                 target = next((r["name"] for r in self.rows if r["knob"] == problem.knob), None)
-                self.add_error(target, problem.message)
+                self.add_error(target, self._plain(problem.message))
         return cleaned
+
+    def _plain(self, message: str) -> str:
+        """The engine's message with each setting's key (`scan_limit`) named by the
+        label a person sees on the page ("Scan limit")."""
+        for name in sorted((r["name"] for r in self.rows), key=len, reverse=True):
+            label = self.fields[name].label
+            if label and label != name:
+                message = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w.])", f"“{label}”", message)
+        return message
 
     def config(self) -> Any:
         """The base with the valid fields decoded over it (for the live preview)."""

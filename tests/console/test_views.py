@@ -611,6 +611,11 @@ def test_settings_refuse_a_bad_value_inline(admin_client: Client, memory: Memory
     assert "field-error" in response.content.decode()
     assert not Setting.objects.filter(key="search_config").exists()
 
+    briefing = {"action": "save", "briefing_config-budget": "-5"}
+    said = admin_client.post("/settings/briefing_config/", briefing, **HX).content.decode()
+    error = said.split('class="field-error"', 1)[1].split("</", 1)[0]
+    assert "“Size (tokens)”" in error and "scan_limit" not in error, error  # the page's words
+
 
 def test_settings_plain_save_redirects_and_reset_goes_back_to_base(
     admin_client: Client, memory: Memory
