@@ -120,6 +120,16 @@ def nosentinel(text: Any) -> str:
 
 
 @register.filter
+def home(item: Any) -> str:
+    """Where an item lives, as its own page says: its project, else a note's inbox or
+    the global memories."""
+    project = getattr(item, "project", None)
+    if project:
+        return str(getattr(project, "slug", project))
+    return "inbox" if getattr(item, "kind", "") == "note" else "global"
+
+
+@register.filter
 def as_read(text: Any) -> str:
     """Agent text (`<`, `>` and entity-like `&` escaped once: `recall.sanitize`) as the
     text it stands for, for a person; the template escapes it once, as any text."""

@@ -1136,3 +1136,18 @@ def test_a_superseded_memory_says_what_replaced_it_and_offers_no_edit(
     for form in ("edit", "supersede"):
         opened = admin_client.get(f"/memories/{memory.pk}/{form}/")
         assert opened.status_code == 302 and opened["Location"] == f"/memories/{memory.pk}/"
+
+
+def test_a_note_without_a_project_is_in_the_inbox_wherever_it_is_listed(
+    admin_client: Client, memory: Memory
+) -> None:
+    note = services.note_create(project=None, title="Idea: expire working memories", body="x")
+    indexing.apply_pending()
+
+    found = admin_client.get("/", {"q": "expire working memories"}).content.decode()
+    palette = admin_client.get("/palette/", {"q": "expire working"}, **HX).content.decode()
+    page = admin_client.get(f"/notes/{note.pk}/").content.decode()
+
+    assert '<span class="project">inbox</span>' in found
+    assert "inbox · note" in palette and "global · note" not in palette
+    assert "inbox" in page
