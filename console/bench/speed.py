@@ -21,6 +21,7 @@ Recall queries once their embeddings sit in the engine's cache.
 from __future__ import annotations
 
 import json
+import secrets
 import shutil
 import statistics
 import tempfile
@@ -407,10 +408,11 @@ def _api_writes(pairs: Sequence[tuple[str, str | None]]) -> list[float]:
     client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
 
     made = iter(range(10**9))
+    run = secrets.token_hex(3)  # each serve job's own names: one active memory per name
 
     def write(pair: tuple[str, str | None]) -> None:
         text = pair[0]
-        body = {"project": project.slug, "name": f"write-{next(made)}",
+        body = {"project": project.slug, "name": f"write-{run}-{next(made)}",
                 "description": text[:150] or "w", "kind": "fact", "force": True}  # fmt: skip
         reply = client.post("/api/v1/memories", json.dumps(body), content_type="application/json")
         if reply.status_code != 201:
@@ -468,10 +470,11 @@ def _api_single_writes(total: int) -> list[float]:
     _, secret = tokens.token_create(agent="bench-one", projects=[project.slug], may_write=True)
     client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
     rows = generate(total, projects=1, seed=13).memories[:total]
+    run = secrets.token_hex(3)
 
     def write(i: int) -> None:
         r = rows[i]
-        body = {"project": project.slug, "name": f"one-{i}-{r['name']}"[:120], "kind": "fact",
+        body = {"project": project.slug, "name": f"one-{run}-{i}-{r['name']}"[:120], "kind": "fact",
                 "description": r["description"][:150], "body": r.get("body") or ""}  # fmt: skip
         reply = client.post("/api/v1/memories", json.dumps(body), content_type="application/json")
         if reply.status_code != 201:
@@ -496,10 +499,12 @@ def _api_batch_ingest(total: int, batch: int = 500) -> dict[str, float]:
     _, secret = tokens.token_create(agent="bench", projects=[project.slug], may_write=True)
     client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
     rows = generate(total, projects=1, seed=11).memories[:total]
+    run = secrets.token_hex(3)
     started = time.perf_counter()
     for start in range(0, len(rows), batch):
         items = [
-            {"name": f"api-{start + i}-{r['name']}"[:120], "description": r["description"][:150],
+            {"name": f"api-{run}-{start + i}-{r['name']}"[:120],
+             "description": r["description"][:150],
              "body": r.get("body") or "", "kind": "fact"}
             for i, r in enumerate(rows[start : start + batch])
         ]  # fmt: skip
