@@ -299,6 +299,12 @@ def escape_angles(text: str) -> str:
     return text.replace("<", "&lt;").replace(">", "&gt;")
 
 
+def read_back(text: str) -> str:
+    """Agent text as the text it stands for: `escape_angles` undone (one HTML
+    unescape; text with no `&` is returned as it is)."""
+    return html.unescape(text) if "&" in text else text
+
+
 _SPACES = re.compile(r"\s+")
 
 

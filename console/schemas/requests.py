@@ -6,7 +6,6 @@ arguments, so one rule gives one answer on both surfaces.
 
 from __future__ import annotations
 
-import html
 from typing import Annotated, Any, Literal
 
 from ninja import Field
@@ -49,6 +48,7 @@ from console.schemas.common import (
     WorthWeight,
 )
 from console.selectors import CURSOR_PATTERN
+from recall import sanitize
 from recall.config import (
     DEFAULT_BUDGET,
     DEFAULT_RECALL_LIMIT,
@@ -326,7 +326,7 @@ def as_read(value: Any) -> Any:
     that would decode escaped) back to the text stored: one HTML unescape, of a
     string or of each string in a list."""
     if isinstance(value, str):
-        return html.unescape(value) if "&" in value else value
+        return sanitize.read_back(value)
     if isinstance(value, list):
         return [as_read(v) for v in value]
     return value

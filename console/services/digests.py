@@ -3,14 +3,13 @@ an agent's recall asks for (console/digesting.py keeps them fresh through the ou
 
 from __future__ import annotations
 
-import html
-
 from django.db import transaction
 from django.utils import timezone
 
 from console import digesting, wiring
 from console.models import Digest
 from recall import digest as digests
+from recall import sanitize
 from recall.agent import body_text
 
 MAX_DIGEST_CHARS = 20_000
@@ -22,7 +21,7 @@ def _same(text: str) -> str:
 
 def _shown(text: str) -> str:
     """A stored (agent) sentence as the edit box shows it to a person: unescaped."""
-    return _same(html.unescape(text))
+    return _same(sanitize.read_back(text))
 
 
 @transaction.atomic

@@ -8,7 +8,6 @@ from plain text and escaped piece by piece (console/views/text.py).
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -22,6 +21,7 @@ from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
 
+from recall import sanitize
 from recall.links import WIKILINK
 
 register = template.Library()
@@ -63,6 +63,12 @@ _md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"
 _md.inline.ruler.before("link", "wikilink", _wikilink_rule)
 
 
+# Each block of text takes its direction from its own first letter (a Hebrew or
+# Arabic paragraph reads right to left beside English ones); added after nh3, which
+# leaves these tags bare.
+_BLOCKS = re.compile(r"<(p|li|h[1-6]|td|th|blockquote)>")
+
+
 def render_markdown(text: str, *, resolve: Resolver | None = None) -> SafeString:
     html = _md.render((text or "").translate(SENTINELS), {"resolve": resolve})
     cleaned = nh3.clean(
@@ -74,12 +80,6 @@ def render_markdown(text: str, *, resolve: Resolver | None = None) -> SafeString
         link_rel="noopener noreferrer nofollow",
     )
     return mark_safe(_BLOCKS.sub(r'<\1 dir="auto">', cleaned))  # noqa: S308 - nh3 output
-
-
-# Each block of text takes its direction from its own first letter (a Hebrew or
-# Arabic paragraph reads right to left beside English ones); added after nh3, which
-# leaves these tags bare.
-_BLOCKS = re.compile(r"<(p|li|h[1-6]|td|th|blockquote)>")
 
 
 @register.simple_tag
@@ -133,7 +133,7 @@ def home(item: Any) -> str:
 def as_read(text: Any) -> str:
     """Agent text (`<`, `>` and entity-like `&` escaped once: `recall.sanitize`) as the
     text it stands for, for a person; the template escapes it once, as any text."""
-    return html.unescape(str(text or ""))
+    return sanitize.read_back(str(text or ""))
 
 
 @register.filter
