@@ -14,7 +14,9 @@ could hold (`MAX_CHARS_PER_TOKEN`). When the
 caller names the sentence that answered the query (`focus`: a long memory's
 sentence nearest the query, recall/passages.py) and the cut would drop it, the
 item keeps a shorter head and that sentence after an ellipsis instead: the
-tokens the agent gets hold what it asked about.
+tokens the agent gets hold what it asked about. A cut inside a fenced code
+block closes the fence after the ellipsis, so what follows the item is not read
+as code.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ CHAR_STEP = 4
 # long text than room x this, so a 150 KB memory is not counted whole at every try.
 MAX_CHARS_PER_TOKEN = 16
 ELLIPSIS = "…"
+# A line opening or closing a fenced code block (CommonMark: three or more ` or ~).
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +58,31 @@ class Packed:
 def _cost(counter: TokenCounter, hit: Hit, detail: str) -> int:
     """An item's cost in the reply: its JSON and the comma before it."""
     return counter.count(dumps(item_view(replace(hit, tokens=99_999), detail=detail)) + ",")
+
+
+def _closing(head: str) -> str:
+    """The line closing the fenced code block `head` leaves open, "" when none is."""
+    opened = ""
+    for m in _FENCE.finditer(head):
+        mark = m.group(1)
+        if not opened:
+            opened = mark
+        elif mark[0] == opened[0] and len(mark) >= len(opened):
+            opened = ""
+    return opened
+
+
+def _cut(head: str, joint: str = "") -> str:
+    """`head`, a text cut short: its words, `joint`, an ellipsis, then on a line of
+    its own the closing of a fenced code block the cut left open."""
+    fence = _closing(head)
+    cut = f"{head.rstrip()}{joint}{ELLIPSIS}"
+    return f"{cut}\n{fence}" if fence else cut
+
+
+def _joined(head: str, tail: str) -> str:
+    """A head cut short, then `tail` (on the next line when the head closed a fence)."""
+    return f"{_cut(head, ' ')}{chr(10) if _closing(head) else ' '}{tail}"
 
 
 def _cuts(text: str) -> list[list[int]]:
@@ -90,7 +119,7 @@ def _fit(
     alone, cut the same way. `clipped`: `text` is only the head of the memory's
     text (`text_of`'s limit), so a focus not in it comes from beyond it."""
     levels = _cuts(text[: _reach(room)])
-    best = _first(counter, hit, levels, lambda cut: text[:cut].rstrip() + ELLIPSIS, room)
+    best = _first(counter, hit, levels, lambda cut: _cut(text[:cut]), room)
     found = _locate(text, focus) if focus else None
     if focus and found is None and clipped:
         said, start, more = body_text(focus), len(text), True
@@ -98,19 +127,17 @@ def _fit(
         said, start, more = text[found[0] : found[1]], found[0], bool(text[found[1] :].strip())
     else:
         return best  # no focus, or one the text does not hold any more
-    if best is not None and found is not None and len(best.text or "") - 1 >= found[1]:
+    if best is not None and found is not None and (best.text or "").startswith(text[: found[1]]):
         return best  # the head already holds it
     tail = said + (f" {ELLIPSIS}" if more else "")
     heads = [[cut for cut in cuts if cut <= start] for cuts in levels]
-    with_focus = _first(
-        counter, hit, heads, lambda cut: f"{text[:cut].rstrip()} {ELLIPSIS} {tail}", room
-    )
+    with_focus = _first(counter, hit, heads, lambda cut: _joined(text[:cut], tail), room)
     if with_focus is not None:
         return with_focus
     # too long to follow a head: its own beginning, cut
     alone = _first(
         counter, hit, _cuts(said[: _reach(room)]),
-        lambda cut: f"{ELLIPSIS} {said[:cut].rstrip()} {ELLIPSIS}", room,
+        lambda cut: f"{ELLIPSIS} {_cut(said[:cut], ' ')}", room,
     )  # fmt: skip
     return alone or best
 

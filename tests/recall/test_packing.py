@@ -134,6 +134,45 @@ def test_a_focus_too_long_to_follow_a_head_is_shown_from_its_beginning():
     assert item.text.endswith("ledger. …") and (item.tokens or 0) <= 200
 
 
+CODE = "\n".join(f"kubectl rollout restart deploy/api-{n}  # step {n}" for n in range(120))
+
+
+@pytest.mark.parametrize("fence", ["```", "````", "~~~"])
+def test_a_cut_inside_a_code_block_closes_its_fence(fence: str):
+    # Cut inside the block: the item ends with the fence closed on its own line, so
+    # a reader rendering the text does not take what follows it for code.
+    body = f"Restart every api deployment:\n\n{fence}sh\n{CODE}\n{fence}\nDone."
+    record = make_memory(1, body=body)
+
+    packed = pack(ranked(record), budget=400, counter=COUNT, item_tokens=200)
+
+    (item,) = packed.items
+    assert item.truncated and item.text is not None and (item.tokens or 0) <= 200
+    assert item.text.endswith(f"…\n{fence}")
+    assert packed.tokens == COUNT.count(reply(packed, 400)) <= 400
+
+
+def test_a_cut_after_a_closed_code_block_adds_no_fence():
+    record = make_memory(1, body=f"Run:\n```sh\nmake test\n```\n{SENTENCES}")
+
+    packed = pack(ranked(record), budget=400, counter=COUNT, item_tokens=200)
+
+    (item,) = packed.items
+    assert item.truncated and item.text is not None and item.text.endswith("useful.…")
+
+
+def test_a_head_cut_inside_code_closes_it_before_the_sentence_that_answered():
+    record = make_memory(1, body=f"```\n{CODE}\n```\n{SENTENCES}")
+
+    packed = pack(ranked(record), budget=4000, counter=COUNT, item_tokens=200,
+                  focus=lambda _: "Sentence number 41 says something useful.")  # fmt: skip
+
+    (item,) = packed.items
+    assert item.text is not None and (item.tokens or 0) <= 200
+    head, tail = item.text.split(" …\n```\n")
+    assert head.startswith("```\nkubectl") and tail.startswith("Sentence number 41")
+
+
 def test_a_huge_text_is_read_only_as_far_as_a_cut_could_reach():
     # 150 KB: the pack sanitizes and counts only what an item could hold, and a
     # focus from beyond that still follows the head.
