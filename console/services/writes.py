@@ -26,6 +26,7 @@ from django.db import IntegrityError, transaction
 from console import indexing, selectors
 from console.models import AgentToken, IdempotencyKey, Memory, Project
 from console.services.memories import (
+    StateConflict,
     ValidTimeError,
     link_waiting_sources,
     memory_links_rewrite,
@@ -80,9 +81,9 @@ def memory_write(
         indexing.keep(embedded)
     try:
         return memory_write_batch(project=project, items=[fields], force=force)[0]
-    except ValidTimeError as exc:  # one memory: the field as the caller named it
+    except StateConflict as exc:  # one memory: the field as the caller named it
         named = {k.removeprefix("memories.0."): v for k, v in exc.message_dict.items()}
-        raise ValidTimeError(named) from None
+        raise type(exc)(named) from None
 
 
 @transaction.atomic
@@ -105,14 +106,24 @@ def memory_write_batch(
         try:
             made.append(memory_new(project=project, **fields))
         except ValidTimeError as exc:  # well-formed values in conflict: the batch is a 409
-            named = {f"memories.{i}.{k}": v for k, v in exc.message_dict.items()}
-            raise ValidTimeError(named) from None
+            raise _item_conflict(i, exc) from None
         except (ValidationError, ValueError) as exc:
             message = _message(exc) if isinstance(exc, ValidationError) else str(exc)
             errors[i] = message
     if errors:
         raise BatchError(errors)
-    return [_save(memory, force=force) for memory in made] if made else []
+    saved = []
+    for i, memory in enumerate(made):
+        try:
+            saved.append(_save(memory, force=force))
+        except StateConflict as exc:  # a name held already, or by an item before it
+            raise _item_conflict(i, exc) from None
+    return saved
+
+
+def _item_conflict(i: int, exc: StateConflict) -> StateConflict:
+    """`exc` with its fields named as the batch's item `i` (`memories.i.name`)."""
+    return type(exc)({f"memories.{i}.{k}": v for k, v in exc.message_dict.items()})
 
 
 def _save(memory: Memory, *, force: bool) -> Outcome:

@@ -467,6 +467,19 @@ def test_a_second_active_memory_of_a_name_is_refused(world: World) -> None:
     assert Memory.objects.filter(name="zebra-fact", invalid_at__isnull=True).count() == 1
 
 
+def test_a_batch_names_the_item_whose_name_is_taken(world: World) -> None:
+    client = world.client("alpha")
+    assert write(world, {"project": "alpha", "name": "held", "body": "Held."}).status_code == 201
+    items = [{"name": "free", "body": "Free."}, {"name": "held", "body": "Another."}]
+    taken = call(client, "post", "/memories/batch", {"memories": items})
+    twice = [{"name": "twin", "body": "One."}, {"name": "twin", "body": "Two."}]
+    twins = call(client, "post", "/memories/batch", {"memories": twice})
+
+    assert taken.status_code == 409 and taken.json()["field"] == "memories.1.name", taken.json()
+    assert twins.status_code == 409 and twins.json()["field"] == "memories.1.name", twins.json()
+    assert not Memory.objects.filter(name__in=["free", "twin"]).exists()  # all or nothing
+
+
 def test_an_archived_memory_is_restored_and_deleted_by_name(world: World) -> None:
     client = world.client("alpha")
     made = write(world, {"project": "alpha", "name": "shelved", "body": "On the shelf."})
