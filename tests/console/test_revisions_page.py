@@ -41,6 +41,8 @@ def test_each_revision_is_listed_and_diffed_against_its_predecessor(
     assert at == sorted(at)  # newest first, as the page says and as the diffs run
     assert "#1 → #2" in html and "#2 → #3" in html
     assert "<del>Deploy</del> <ins>Never deploy</ins> on Fridays." in html
+    body_diff = '<h3 class="diff-label" id="body-diff-2">Body</h3>'  # says what it diffs
+    assert f'{body_diff}<pre class="diff" aria-labelledby="body-diff-2">' in html
     assert (
         '<th scope="row">importance</th><td data-label="Before"><del>0.5</del></td>'
         '<td data-label="After"><ins>0.9</ins></td>' in html
