@@ -33,6 +33,7 @@ import numpy as np
 
 from recall.agent import text_of
 from recall.lru import LRU
+from recall.markdown import prose
 from recall.ports import Embedder, TokenCounter
 from recall.sanitize import WITHHELD
 from recall.types import MEMORY, Record
@@ -67,10 +68,11 @@ class Summarizer(Protocol):
 
 
 def split(text: str) -> list[str]:
-    """Sentences of a memory's text: at sentence and line ends, bullets stripped, runs
-    longer than CHUNK_WORDS cut into chunks, pieces under MIN_WORDS words dropped."""
+    """Sentences of a memory's prose (no code, table rows or rules: `recall.markdown`):
+    at sentence and line ends, bullets stripped, runs longer than CHUNK_WORDS cut
+    into chunks, pieces under MIN_WORDS words dropped."""
     out: list[str] = []
-    for piece in _BOUNDARY.split(text):
+    for piece in _BOUNDARY.split(prose(text)):
         words = _BULLET.sub("", piece).split()
         for start in range(0, len(words), CHUNK_WORDS):
             chunk = words[start : start + CHUNK_WORDS]

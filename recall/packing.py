@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from recall.agent import FULL, INDEX, body_text, dumps, envelope, item_view, text_of
 from recall.config import MIN_BUDGET
 from recall.errors import BudgetError
+from recall.markdown import open_fence
 from recall.ports import TokenCounter
 from recall.results import ContextPack, Hit
 from recall.types import Record
@@ -43,8 +44,6 @@ CHAR_STEP = 4
 # long text than room x this, so a 150 KB memory is not counted whole at every try.
 MAX_CHARS_PER_TOKEN = 16
 ELLIPSIS = "…"
-# A line opening or closing a fenced code block (CommonMark: three or more ` or ~).
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,29 +59,17 @@ def _cost(counter: TokenCounter, hit: Hit, detail: str) -> int:
     return counter.count(dumps(item_view(replace(hit, tokens=99_999), detail=detail)) + ",")
 
 
-def _closing(head: str) -> str:
-    """The line closing the fenced code block `head` leaves open, "" when none is."""
-    opened = ""
-    for m in _FENCE.finditer(head):
-        mark = m.group(1)
-        if not opened:
-            opened = mark
-        elif mark[0] == opened[0] and len(mark) >= len(opened):
-            opened = ""
-    return opened
-
-
 def _cut(head: str, joint: str = "") -> str:
     """`head`, a text cut short: its words, `joint`, an ellipsis, then on a line of
     its own the closing of a fenced code block the cut left open."""
-    fence = _closing(head)
+    fence = open_fence(head)
     cut = f"{head.rstrip()}{joint}{ELLIPSIS}"
     return f"{cut}\n{fence}" if fence else cut
 
 
 def _joined(head: str, tail: str) -> str:
     """A head cut short, then `tail` (on the next line when the head closed a fence)."""
-    return f"{_cut(head, ' ')}{chr(10) if _closing(head) else ' '}{tail}"
+    return f"{_cut(head, ' ')}{chr(10) if open_fence(head) else ' '}{tail}"
 
 
 def _cuts(text: str) -> list[list[int]]:

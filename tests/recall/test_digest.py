@@ -18,6 +18,11 @@ from tests.recall.conftest import make_memory, uid
         ("Warm the big cache. Then deploy it now.", ["Warm the big cache.", "Then deploy it now."]),
         ("- run the nightly backup job\n- too short", ["run the nightly backup job"]),
         ("one two three", []),  # under MIN_WORDS
+        # Code, table rows and rules are no sentences: the prose around them is.
+        ("Restart the api pods.\n```sh\nkubectl rollout restart deploy/api --all now\n```\n"
+         "| region | owner of it |\n|---|---|\n| eu-west | platform team on call |\n---\n"
+         "Then watch the error rate.",
+         ["Restart the api pods.", "Then watch the error rate."]),
         (" ".join(f"w{i}" for i in range(25)), [" ".join(f"w{i}" for i in range(20)),
                                                  " ".join(f"w{i}" for i in range(20, 25))]),
     ],

@@ -1,0 +1,57 @@
+"""What a memory's markdown is made of, as far as cutting and extracting text need.
+
+A pack that cuts an item inside a fenced code block closes the fence
+(`open_fence`, recall/packing.py); a digest takes its sentences from prose
+only (`prose`, recall/digest.py): a line of code, a table row or a rule is no
+sentence a person would write in a summary.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A line opening or closing a fenced code block (CommonMark: three or more ` or ~,
+# indented at most three spaces); a closing fence is the same character, as long or longer.
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.MULTILINE)
+# A table's separator row (| --- | :-: |) or a thematic break (---, ***, ___).
+_RULE = re.compile(
+    r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$|^\s*([-*_])(?:\s*\1){2,}\s*$"
+)
+
+
+def _closes(mark: str, opened: str) -> bool:
+    return mark[0] == opened[0] and len(mark) >= len(opened)
+
+
+def open_fence(text: str) -> str:
+    """The fence of the code block `text` leaves open at its end, "" when none is."""
+    opened = ""
+    for m in _FENCE.finditer(text):
+        mark = m.group(1)
+        if not opened:
+            opened = mark
+        elif _closes(mark, opened):
+            opened = ""
+    return opened
+
+
+def prose(text: str) -> str:
+    """`text` without its fenced code blocks, table rows and rules (line by line)."""
+    out: list[str] = []
+    opened = ""
+    for line in text.splitlines():
+        fence = _FENCE.match(line)
+        if fence is not None:
+            mark = fence.group(1)
+            opened = "" if opened and _closes(mark, opened) else opened or mark
+            continue
+        if opened or _RULE.match(line) or _table_row(line):
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
+def _table_row(line: str) -> bool:
+    """A table row: it starts with a pipe, or holds two (prose rarely does)."""
+    stripped = line.strip()
+    return stripped.startswith("|") or stripped.count("|") >= 2
