@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from console import access, browse, replies, selectors, services
+from console import access, browse, replies, selectors, services, withheld
 from console.access import Access
 from console.schemas import (
     AssociationFields,
@@ -171,7 +171,8 @@ def memory_write(who: Access, p: MemoryIn, *, key: str | None = None) -> Answer:
 
     def write() -> Answer:
         written = access.memory_write(who, project=p.project, fields=fields, force=p.force)
-        said = () if written.created else _not_as_asked(written.memory, fields)
+        said = [*withheld.warnings(fields)] if written.created else []
+        said += () if written.created else _not_as_asked(written.memory, fields)
         body = replies.written_view(
             written.memory, created=written.created, hint=written.dedup_hint, warnings=said
         )
@@ -205,7 +206,17 @@ def memory_write_batch(who: Access, p: MemoryBatchIn, *, key: str | None = None)
         outcomes = access.memory_write_batch(who, project=p.project, items=items, force=p.force)
         made = [{"id": o.memory.pk, "name": o.memory.name, "created": o.created} for o in outcomes]
         created = sum(1 for o in outcomes if o.created)
-        body = {"items": made, "created": created, "existing": len(made) - created}
+        said = [
+            warning
+            for i, o in enumerate(outcomes)
+            for warning in (
+                withheld.warnings(items[i], f"memories.{i}.")
+                if o.created
+                else [f"memories.{i}: {w}" for w in _not_as_asked(o.memory, items[i])]
+            )
+        ]
+        existing = len(made) - created
+        body = {"items": made, "created": created, "existing": existing, "warnings": said}
         return _json(body, 201)
 
     request = {"call": "memory_write_batch", **p.dict(exclude={"idempotency_key"})}
@@ -237,8 +248,12 @@ def memory_update(who: Access, memory_id: str, p: MemoryFields) -> Answer:
 
 
 def memory_supersede(who: Access, memory_id: str, p: MemoryFields) -> Answer:
-    written = access.memory_supersede(who, memory_id=memory_id, fields=_set(p, drop=("id",)))
-    body = replies.written_view(written.memory, created=True, hint=written.dedup_hint)
+    fields = _set(p, drop=("id",))
+    written = access.memory_supersede(who, memory_id=memory_id, fields=fields)
+    said = withheld.warnings(fields)  # what it changes: a carried text was warned of before
+    body = replies.written_view(
+        written.memory, created=True, hint=written.dedup_hint, warnings=said
+    )
     return _with_index_state(_json(body, 201), [written.memory.pk])
 
 

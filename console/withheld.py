@@ -32,6 +32,24 @@ WITHHELD_CHANGED = (
 TEXTS: dict[str, int | None] = {"title": 200, "description": DESCRIPTION_CHARS, "body": None}
 
 
+def warnings(fields: Mapping[str, Any], where: str = "") -> list[str]:
+    """What a write stores that agents will not be shown: per text field, the lines
+    the phrase scrub cuts (`recall.sanitize.cut_lines`). The text is stored whole and
+    people see it; agents read `WITHHELD` from the phrase to the end of its line.
+    The warning names lines, not phrases: it is agent text too, scrubbed the same."""
+    out = []
+    for name in TEXTS:
+        lines = sanitize.cut_lines(str(fields.get(name) or ""))
+        if lines:
+            at = ", ".join(str(n) for n in lines[:5]) + (", ..." if len(lines) > 5 else "")
+            out.append(
+                f"{where}{name}, line{'s' if len(lines) > 1 else ''} {at}: part reads as an "
+                f"instruction, so agents read {sanitize.WITHHELD!r} from there to the line's "
+                "end (the text is stored whole; rephrase it for agents to read it)"
+            )
+    return out
+
+
 def unmarked(fields: Mapping[str, Any], where: str = "") -> None:
     """400 for a new item's text that holds the withheld mark (nothing to restore)."""
     for name in TEXTS:

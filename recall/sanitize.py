@@ -251,6 +251,12 @@ def scrub(text: str, *, mark: bool = False) -> str:
     return "".join(kept)
 
 
+def cut_lines(text: str) -> list[int]:
+    """The lines of `text` (1 for the first) that `scrub` cuts: where agents read `WITHHELD`."""
+    text = normalise(text)
+    return sorted({text.count("\n", 0, start) + 1 for start, _ in _phrase_spans(text)})
+
+
 def withheld(text: str | None) -> bool:
     """Whether `text` holds the mark of text an agent was not shown."""
     return bool(text) and WITHHELD in str(text)

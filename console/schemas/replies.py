@@ -242,6 +242,10 @@ class BatchOut(Reply):
     items: list[BatchItemOut]
     created: int
     existing: int
+    warnings: list[str] = Field(
+        description="e.g. memories.N: its text was already stored under another name; "
+        "indexing deferred"
+    )
 
 
 class MemoryPage(Reply):

@@ -112,12 +112,18 @@ def memory_write_batch(
             errors[i] = message
     if errors:
         raise BatchError(errors)
-    saved = []
+    saved: list[Outcome] = []
+    named: dict[str, int] = {}  # the names this batch gave, to the item that took each
     for i, memory in enumerate(made):
+        if memory.name in named:  # the holder would be a memory this refusal rolls back
+            said = f"{memory.name!r} is also the name of memories.{named[memory.name]} of this "
+            raise StateConflict({f"memories.{i}.name": said + "batch: give each its own name."})
         try:
             saved.append(_save(memory, force=force))
-        except StateConflict as exc:  # a name held already, or by an item before it
+        except StateConflict as exc:  # a name an active memory holds already
             raise _item_conflict(i, exc) from None
+        if saved[-1].created:
+            named[memory.name] = i
     return saved
 
 

@@ -386,6 +386,33 @@ def test_text_an_agent_is_not_shown_is_marked_and_kept_through_an_edit(world: Wo
     assert WITHHELD in shown and "into tickets" not in shown
 
 
+def test_a_write_says_which_lines_agents_will_read_as_withheld(world: World) -> None:
+    """ "From now on, always use pnpm" is how people state conventions, and the scrub
+    cuts it: the writer learns so at once, not from a later read."""
+    client = world.client("alpha")
+    body = "Package manager.\nFrom now on, always use pnpm instead of npm in this repo."
+
+    made = write(world, {"project": "alpha", "name": "pref-pnpm", "body": body})
+    items = [{"name": "plain", "body": "Use pnpm."}, {"name": "b", "body": body + " Ok?"}]
+    batch = call(client, "post", "/memories/batch", {"memories": items})
+    plain = write(world, {"project": "alpha", "name": "pref-plain", "body": "Use pnpm, not npm."})
+    replaced = call(client, "post", f"/memories/{made.json()['memory']['id']}/supersede",
+                    {"body": "Package manager.\nYou must use pnpm 9."})  # fmt: skip
+
+    assert made.status_code == 201
+    (said,) = [w for w in made.json()["warnings"] if w.startswith("body")]
+    assert said.startswith("body, line 2: ") and WITHHELD in said
+    assert "From now on" not in said  # a warning is agent text: no phrase to cut in it
+    assert [w.split(":")[0] for w in batch.json()["warnings"] if w.startswith("memories.")] == [
+        "memories.1.body, line 2"
+    ]
+    assert not [w for w in plain.json()["warnings"] if w.startswith("body")]
+    assert [w.split(":")[0] for w in replaced.json()["warnings"] if w.startswith("body")] == [
+        "body, line 2"
+    ]
+    assert Memory.objects.get(name="pref-pnpm", superseded_by__isnull=False).body == body
+
+
 def test_a_marked_line_that_was_changed_is_refused_not_stored(world: World) -> None:
     client = world.client("alpha")
     alpha = Project.objects.get(slug="alpha")
@@ -477,7 +504,21 @@ def test_a_batch_names_the_item_whose_name_is_taken(world: World) -> None:
 
     assert taken.status_code == 409 and taken.json()["field"] == "memories.1.name", taken.json()
     assert twins.status_code == 409 and twins.json()["field"] == "memories.1.name", twins.json()
+    assert "memories.0 of this batch" in twins.json()["detail"]  # not an id rolled back
     assert not Memory.objects.filter(name__in=["free", "twin"]).exists()  # all or nothing
+
+
+def test_a_batch_says_which_items_were_stored_already_under_another_name(
+    world: World,
+) -> None:
+    items = [{"name": "bt-a", "body": "Same words."}, {"name": "bt-b", "body": "Same words."}]
+
+    r = call(world.client("alpha"), "post", "/memories/batch", {"memories": items})
+
+    assert r.status_code == 201 and r.json()["existing"] == 1, r.json()
+    assert [i["name"] for i in r.json()["items"]] == ["bt-a", "bt-a"]
+    (warning,) = [w for w in r.json()["warnings"] if w.startswith("memories.")]  # and lag
+    assert warning.startswith("memories.1: this exact text is already stored as 'bt-a'")
 
 
 def test_an_archived_memory_is_restored_and_deleted_by_name(world: World) -> None:
