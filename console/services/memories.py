@@ -202,16 +202,24 @@ def session_next(*, session_id: str) -> int:
 
 @transaction.atomic
 def memory_create(
-    *, project: Project | None, created: datetime | None = None, **fields: Any
+    *,
+    project: Project | None,
+    created: datetime | None = None,
+    replacing: Sequence[str] = (),
+    **fields: Any,
 ) -> Memory:
     """Save a new memory, its `[[link]]` edges and its index job.
 
     With a `session_id` and no `session_order` it takes the next place in its
-    session (arrival order), which is what session context is built from.
+    session (arrival order), which is what session context is built from. Its
+    name must be free among the project's active memories (`name_check`), but
+    for those it is `replacing` (a supersede's old memory, closed after).
     """
     if fields.get("session_id") and fields.get("session_order") is None:
         fields["session_order"] = session_next(session_id=fields["session_id"])
     memory = memory_new(project=project, created=created, **fields)
+    if memory.invalid_at is None:
+        name_check(project=project, name=memory.name, exclude=replacing)
     memory.save(force_insert=True)
     memory_links_rewrite(memory=memory)
     link_waiting_sources(memory)
@@ -264,11 +272,11 @@ def memory_supersede(*, memory: Memory, **fields: Any) -> Memory:
         raise StateConflict(
             "The new version would be the same as this one: change what is new first."
         )
-    if fields.get("name") and fields["name"] != old.name:
-        name_check(project=old.project, name=fields["name"], exclude=[old.pk])
     closes = fields.get("valid_from") or timezone.now()
     valid_time_check(valid_from=old.valid_from, invalid_at=closes, field="valid_from")
-    new = memory_create(project=old.project, **{**carried, **fields, "valid_from": closes})
+    new = memory_create(
+        project=old.project, replacing=[old.pk], **{**carried, **fields, "valid_from": closes}
+    )
     if old.favorite:  # the star goes with what is true now (briefings pin the starred)
         new.favorite, old.favorite = True, False
         new.save(update_fields=["favorite"])

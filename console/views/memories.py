@@ -22,7 +22,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from console import browse, roles, selectors, services
+from console import browse, roles, selectors, services, withheld
 from console.forms import MemoryForm, NewMemoryForm
 from console.models import Memory, Note
 from console.views.base import (
@@ -122,6 +122,13 @@ def _stamp(memory: Memory) -> str:
     return memory.updated.isoformat()
 
 
+def _warn_withheld(request: HtmxHttpRequest, fields: dict[str, Any]) -> None:
+    """Say which lines agents will read as withheld (`console.withheld.warnings`)."""
+    for said in withheld.warnings(fields):
+        name, _, rest = said.partition(",")
+        messages.warning(request, f"{name.capitalize()},{rest}")
+
+
 def _memory_form(request: HtmxHttpRequest, memory: Memory, *, supersede: bool) -> HttpResponse:
     closed = memory.superseded_by_id or (supersede and memory.invalid_at is not None)
     if closed and request.method == "GET":  # a form its save would refuse: say so at once
@@ -147,6 +154,7 @@ def _memory_form(request: HtmxHttpRequest, memory: Memory, *, supersede: bool) -
                 else:
                     verb = "Superseded" if supersede else "Saved"
                     messages.success(request, f"{verb} {saved.name}.")
+                    _warn_withheld(request, form.cleaned_data)
                 return done(request, reverse("memory_detail", args=[saved.pk]))
     else:
         form = MemoryForm(initial=MemoryForm.initial_from(memory))
@@ -166,12 +174,12 @@ def memory_new(request: HtmxHttpRequest) -> HttpResponse:
             data = dict(form.cleaned_data)
             project = browse.project_for(key=data.pop("project") or browse.GLOBAL)
             try:
-                services.name_check(project=project, name=data["name"])
                 saved = services.memory_create(project=project, source="user_stated", **data)
             except ValidationError as exc:
                 add_errors(form, exc)
             else:
                 messages.success(request, f"Created {saved.name}.")
+                _warn_withheld(request, data)
                 return done(request, reverse("memory_detail", args=[saved.pk]))
     else:
         wanted = request.GET.get("project", "")

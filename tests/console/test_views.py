@@ -957,6 +957,18 @@ def test_a_person_writes_a_new_memory(admin_client: Client, project: Project) ->
     assert Memory.objects.filter(name="hand-written").count() == 1
 
 
+def test_a_person_is_told_which_lines_agents_read_as_withheld(
+    admin_client: Client, project: Project
+) -> None:
+    data = {"project": "billing-api", "kind": "preference", "name": "pnpm", "importance": "0.5",
+            "body": "Package manager.\nFrom now on, always use pnpm."}  # fmt: skip
+
+    page = admin_client.post("/memories/new/", data, follow=True).content.decode()
+
+    assert '<li class="msg warning">Body, line 2: part reads as an instruction' in page
+    assert Memory.objects.get(name="pnpm").body == data["body"]  # stored whole
+
+
 def test_a_past_expiry_is_refused_before_the_memory_vanishes(
     admin_client: Client, project: Project
 ) -> None:
