@@ -19,6 +19,11 @@ _RULE = re.compile(
 )
 
 
+def fence(line: str) -> bool:
+    """Whether `line` opens or closes a fenced code block."""
+    return _FENCE.match(line) is not None
+
+
 def _closes(mark: str, opened: str) -> bool:
     return mark[0] == opened[0] and len(mark) >= len(opened)
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from recall.agent import FULL, INDEX, body_text, dumps, envelope, item_view, text_of
 from recall.config import MIN_BUDGET
 from recall.errors import BudgetError
-from recall.markdown import open_fence
+from recall.markdown import fence, open_fence
 from recall.ports import TokenCounter
 from recall.results import ContextPack, Hit
 from recall.types import Record
@@ -68,8 +68,14 @@ def _cut(head: str, joint: str = "") -> str:
 
 
 def _joined(head: str, tail: str) -> str:
-    """A head cut short, then `tail` (on the next line when the head closed a fence)."""
-    return f"{_cut(head, ' ')}{chr(10) if open_fence(head) else ' '}{tail}"
+    """A head cut short, then `tail`: on a line of its own when the head closed a fence
+    or `tail` opens one (a fence inside a line is no fence)."""
+    return f"{_cut(head, ' ')}{_gap(tail, open_fence(head))}{tail}"
+
+
+def _gap(tail: str, after_fence: str = "") -> str:
+    """What goes before `tail` after an ellipsis: a line break before a fence."""
+    return "\n" if after_fence or fence(tail) else " "
 
 
 def _cuts(text: str) -> list[list[int]]:
@@ -124,7 +130,7 @@ def _fit(
     # too long to follow a head: its own beginning, cut
     alone = _first(
         counter, hit, _cuts(said[: _reach(room)]),
-        lambda cut: f"{ELLIPSIS} {_cut(said[:cut], ' ')}", room,
+        lambda cut: f"{ELLIPSIS}{_gap(said)}{_cut(said[:cut], ' ')}", room,
     )  # fmt: skip
     return alone or best
 
@@ -167,6 +173,14 @@ def _locate(text: str, sentence: str) -> tuple[int, int] | None:
         return None
     found = re.search(r"\s*".join(re.escape(w) for w in words), text)
     return (found.start(), found.end()) if found else None
+
+
+def _as_written(record: Record, sentence: str) -> str:
+    """`sentence` (a passage: its words, spaces collapsed) as the memory's text holds
+    it, line breaks and all (a code block's lines); itself when not found."""
+    raw = f"{record.description}\n{record.body}"
+    found = _locate(raw, sentence)
+    return raw[found[0] : found[1]] if found else sentence
 
 
 def _reply_tokens(
@@ -287,6 +301,8 @@ def _fill(
         cost = _cost(counter, full, detail)
         if cost > room or (clipped and detail == FULL):  # a clipped text is never whole
             said = focus(record) if focus is not None and detail == FULL else None
+            if said and clipped:  # beyond what was read: its lines as the text has them
+                said = _as_written(record, said)
             cut = (
                 _fit(counter, full, full.text or "", room, said, clipped=clipped)
                 if detail == FULL

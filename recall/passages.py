@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from recall.markdown import fence, open_fence
 from recall.ports import MemoryStore, Vector, Vectors
 from recall.types import MEMORY, Doc, Record, fingerprint
 
@@ -74,21 +75,37 @@ def sentences(text: str) -> list[str]:
     abbreviation or an initial, when it starts in lower case (a wrapped line), or
     when it is a fragment of fewer than `MIN_SENTENCE_WORDS` words (`size`) that
     neither ends in an abbreviation (it starts a sentence: "E.g.") nor is a list
-    item."""
+    item. A fenced code block, fences included, is one passage of its own."""
     out: list[str] = []
+    code: list[str] = []  # the parts of the fenced block being read, if any
+    closed = False  # the part before ended a fenced block: nothing joins onto it
     for part in _END.split(text.strip()):
         part = " ".join(part.split())
         if not part:
             continue
-        joins = out and (
-            _ABBREVIATION.search(out[-1]) is not None
-            or part[0].islower()
-            or (
-                size(part) < MIN_SENTENCE_WORDS
-                and _ABBREVIATION.search(part) is None
-                and _ITEM.match(part) is None
+        if code or fence(part):
+            code.append(part)
+            if len(code) > 1:
+                out[-1] = f"{out[-1]} {part}"
+            else:
+                out.append(part)
+            if not open_fence("\n".join(code)):
+                code, closed = [], True
+            continue
+        joins = (
+            out
+            and not closed
+            and (
+                _ABBREVIATION.search(out[-1]) is not None
+                or part[0].islower()
+                or (
+                    size(part) < MIN_SENTENCE_WORDS
+                    and _ABBREVIATION.search(part) is None
+                    and _ITEM.match(part) is None
+                )
             )
         )
+        closed = False
         if joins:
             out[-1] = f"{out[-1]} {part}"
         else:

@@ -173,6 +173,23 @@ def test_a_head_cut_inside_code_closes_it_before_the_sentence_that_answered():
     assert head.startswith("```\nkubectl") and tail.startswith("Sentence number 41")
 
 
+def test_a_code_block_that_answered_starts_on_a_line_of_its_own():
+    # The block is the passage nearest the query (recall/passages.py reads a fenced
+    # block as one): "… ```yaml" inline would be no fence, and the closing one added
+    # after the cut would open a block nothing closes.
+    yaml = "\n".join(f"widget_setting_{n}: value_{n}  # widget knob {n}" for n in range(90))
+    block = f"```yaml\n{yaml}\n```"
+    record = make_memory(1, body=f"{SENTENCES}\n{block}\nThat is all.")
+
+    packed = pack(ranked(record), budget=4000, counter=COUNT, item_tokens=200,
+                  focus=lambda _: " ".join(block.split()))  # fmt: skip
+
+    (item,) = packed.items
+    assert item.text is not None and (item.tokens or 0) <= 200
+    assert item.text.startswith("…\n```yaml\nwidget_setting_0: value_0")
+    assert item.text.endswith("…\n```") and item.text.count("```") == 2
+
+
 def test_a_huge_text_is_read_only_as_far_as_a_cut_could_reach():
     # 150 KB: the pack sanitizes and counts only what an item could hold, and a
     # focus from beyond that still follows the head.

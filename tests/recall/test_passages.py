@@ -140,3 +140,17 @@ def test_the_semantic_channel_reads_passages_without_turns():
 
     assert [c.id for c in plain] == [uid(2), uid(1)]
     assert [c.id for c in read] == [uid(1), uid(2)]
+
+
+def test_a_fenced_code_block_is_one_passage_of_its_own() -> None:
+    text = (
+        "Widget config reference.\n```yaml\nwidget_a: 1  # first. knob\nwidget_b: 2\n```\n"
+        "that is all for today.\nThen restart the widget service."
+    )
+
+    assert passages.sentences(text) == [
+        "Widget config reference.",
+        "```yaml widget_a: 1 # first. knob widget_b: 2 ```",
+        "that is all for today.",  # lower case, but nothing joins onto a closed block
+        "Then restart the widget service.",
+    ]
