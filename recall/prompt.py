@@ -2,7 +2,8 @@
 
 IDF over the active in-scope memories' name + description (seamless's
 matcher): a memory matches when it shares at least `min_shared_words`
-distinct words (3+ letters, stopwords dropped) with the prompt and its score,
+distinct words (3+ letters, stopwords dropped; pairs of characters in Chinese and
+Japanese, `terms`) with the prompt and its score,
 sum of idf(w) over shared words / sqrt(number of its words), is at least
 `min_score`; at most `max_hits`. idf(w) = ln(1 + N / df(w)) (always > 0).
 Nothing clearing the floors gives "" (say "no match" rather than top-N).
@@ -45,6 +46,7 @@ from recall.config import PromptConfig
 from recall.errors import QueryError
 from recall.planes import Planes
 from recall.ports import TokenCounter
+from recall.query import CJK
 from recall.requests import PromptRequest
 from recall.results import PromptResult
 from recall.scope import recall_filter
@@ -54,6 +56,7 @@ from recall.types import Named, Record
 log = logging.getLogger(__name__)
 
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
+_CJK = re.compile(f"[{CJK}]")
 _STOPWORDS = """
     about above after again against all also and any are because been before being
     below between both but can could did does doing down during each few for from
@@ -66,12 +69,28 @@ _STOPWORDS = """
 STOPWORDS = frozenset(_STOPWORDS.split())
 
 
+_SCRIPT = re.compile(f"[{CJK}]+|[^{CJK}]+")  # a word's runs of kana and ideographs, and the rest
+
+
 def terms(text: str, *, min_chars: int = 3) -> frozenset[str]:
-    """Distinct lower-cased words of `min_chars`+ letters, stopwords dropped."""
-    return (
-        frozenset(w for w in (m.lower() for m in _WORD.findall(text)) if len(w) >= min_chars)
-        - STOPWORDS
-    )
+    """Distinct lower-cased words of `min_chars`+ letters, stopwords dropped. Kana and
+    ideographs are written without spaces: a run of them gives its overlapping pairs
+    of characters ("部件服务" -> 部件, 件服, 服务), a lone one itself."""
+    out: set[str] = set()
+    for found in _WORD.findall(text):
+        word = found.lower()
+        if not _CJK.search(word):
+            if len(word) >= min_chars:
+                out.add(word)
+            continue
+        for run in _SCRIPT.findall(word):
+            if not _CJK.match(run):
+                out.update([run] if len(run) >= min_chars else [])
+            elif len(run) == 1:
+                out.add(run)
+            else:
+                out.update(run[n : n + 2] for n in range(len(run) - 1))
+    return frozenset(out) - STOPWORDS
 
 
 PAUSE_EVERY = 50  # rows between a background build's pauses (about 0.7 ms of work)

@@ -14,7 +14,14 @@ MAX_QUERY_CHARS = 2000
 MAX_WORDS = 32
 MIN_WORD_CHARS = 2
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# Scripts written without spaces between words (kana, CJK ideographs, halfwidth
+# katakana): each character is a word of its own in every text plane and query, or
+# a run of them ("发票任务") would be one word, found only whole. Hangul is written
+# with spaces between words and keeps them.
+CJK = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+WORD = rf"[{CJK}]|[^\W_{CJK}]+"  # what a text plane indexes as a word (Python `re`)
+_WORD = re.compile(WORD)
+_CJK = re.compile(f"[{CJK}]")
 _ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$", re.IGNORECASE)
 _ID_PREFIX = re.compile(r"^[0-9A-HJKMNP-TV-Z]{8,25}$", re.IGNORECASE)
 _SLUG = re.compile(r"^[a-z0-9]+(?:[-_.][a-z0-9]+)+$")
@@ -31,18 +38,29 @@ def words(text: str, *, keep_short_last: bool = False) -> list[str]:
     """The query's words, lower-cased, in order, duplicates removed.
 
     Words shorter than two characters are dropped (they match everything),
-    except the last one when `keep_short_last` (a palette prefix being typed).
-    At most MAX_WORDS words are kept.
+    except the last one when `keep_short_last` (a palette prefix being typed) and
+    a kana or ideograph, each a word of its own (`CJK`). At most MAX_WORDS words
+    are kept.
     """
     found = [w.lower() for w in _WORD.findall(clean(text))]
     out: list[str] = []
     for i, word in enumerate(found):
         is_last = i == len(found) - 1
-        if len(word) < MIN_WORD_CHARS and not (keep_short_last and is_last):
+        if not kept(word) and not (keep_short_last and is_last):
             continue
         if word not in out:
             out.append(word)
     return out[:MAX_WORDS]
+
+
+def spaceless(word: str) -> bool:
+    """Whether `word` is one kana or ideograph: a word of its own (`CJK`)."""
+    return _CJK.fullmatch(word) is not None
+
+
+def kept(word: str) -> bool:
+    """Whether `word` is long enough to search for: two characters, or `spaceless`."""
+    return len(word) >= MIN_WORD_CHARS or spaceless(word)
 
 
 def ends_mid_word(text: str) -> bool:

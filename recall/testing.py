@@ -24,7 +24,7 @@ from recall.errors import EmbedderUnavailable
 from recall.neighbourhood import near
 from recall.planes import Clock, utc_now
 from recall.ports import Vectors
-from recall.query import words
+from recall.query import WORD, words
 from recall.types import (
     MEMORY,
     RELATED,
@@ -40,7 +40,7 @@ from recall.types import (
 )
 
 _SUFFIXES = ("ingly", "edly", "ing", "ies", "ied", "ed", "es", "s", "ly")
-_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+_TOKEN = re.compile(WORD)  # as the real planes split words (a kana or ideograph alone)
 
 
 def stem(word: str) -> str:

@@ -28,11 +28,12 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from recall.prompt import STOPWORDS
+from recall.query import WORD, spaceless
 from recall.query import words as query_words
 
 SENTINELS = str.maketrans({"\x01": "", "\x02": ""})
 _MARKED = re.compile(r"\x01([^\x01\x02]*)\x02")
-_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+_TOKEN = re.compile(WORD)  # a kana or ideograph is a word of its own, as the planes read it
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _RULE = re.compile(r"^\s*([-*_]\s*){3,}$")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
@@ -134,11 +135,14 @@ class Matcher:
     ) -> Matcher:
         typed = query_words(query, keep_short_last=prefix)
         # Stopwords and two-letter words neither count nor light up, unless
-        # nothing else was typed; the word being typed always does.
+        # nothing else was typed; the word being typed always does, and so does a
+        # kana or ideograph (a word of its own).
         found = [
             w
             for i, w in enumerate(typed)
-            if (len(w) >= 3 and w not in STOPWORDS) or (prefix and i == len(typed) - 1)
+            if (len(w) >= 3 and w not in STOPWORDS)
+            or spaceless(w)
+            or (prefix and i == len(typed) - 1)
         ] or typed
         marked = {
             token.lower()

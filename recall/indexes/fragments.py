@@ -20,7 +20,9 @@ import re
 from collections.abc import Callable, Sequence
 from itertools import accumulate
 
-WORD = re.compile(r"[^\W_]+", re.UNICODE)
+from recall import query
+
+WORD = re.compile(query.WORD)  # a kana or ideograph is a word of its own
 WINDOW = 24
 LEAD = 6  # words of context before the first match in the window
 

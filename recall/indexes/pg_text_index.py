@@ -111,7 +111,8 @@ def config_ddl() -> list[Statement]:
 # The rows' lengths (`doclen`) are counted at `pg_bm25.WEIGHTS`; the stored fingerprint
 # carries which weights, and a row written under others reads as drift (`fingerprints`),
 # so `index_status` reports it and `sync_indexes --repair` or `reindex` rewrites it.
-LENGTHS = "w2"
+# w3: a kana or ideograph counts as a word of its own (`recall.query.CJK`).
+LENGTHS = "w3"
 
 
 class PgTextIndex(PgTable):

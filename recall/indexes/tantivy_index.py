@@ -2,7 +2,8 @@
 
 Fields: id, item, project (a global item is stored as `_global_`), active,
 kind (all exact), name, title, description, body and tags (English stemming,
-`en_stem`; what snippets are cut from), `text` (all of those in one field,
+`STEMMED`: tantivy's `en_stem`, but a kana or ideograph is a word of its own; what
+snippets are cut from), `text` (all of those in one field,
 what a query matches and what document frequencies come from), `context`
 (the previous turns of the item's session, never shown), updated (a fast
 date), `terms` (stored: the analysed tokens of the own text and of each
@@ -56,7 +57,7 @@ import tantivy
 from recall import bm25
 from recall.errors import IndexUnavailable
 from recall.indexes import layout
-from recall.query import words
+from recall.query import CJK, words
 from recall.types import MEMORY, Candidate, Doc, Filter, micros
 
 GLOBAL = "_global_"
@@ -67,8 +68,9 @@ TERMS_FIELD = "terms"
 LENGTH_FIELD = "length"
 # Layout 3 added `text`, `context` as the joined previous turns, `terms` and
 # `length`; 4 the filter fields `tag`, `agent_id`, `session_id`, `importance`
-# and `created`: an older directory is cleared on open and rebuilt by reindex.
-LAYOUT = 4
+# and `created`; 5 kana and ideographs as words of their own (`STEMMED`, `PLAIN`):
+# an older directory is cleared on open and rebuilt by reindex.
+LAYOUT = 5
 # What Recall's attribute filters read (`Filter.tags` ... `until`): `tag` holds
 # each tag as one exact term, `created` microseconds since the epoch (an item
 # with no creation time has none, so any bound excludes it).
@@ -96,8 +98,19 @@ MIN_HEAP_MB = 15
 ID_WORDS = 4  # u64 fast fields holding an id's first 32 UTF-8 bytes
 _ID_PACK = struct.Struct(f">{ID_WORDS}Q")
 
+# tantivy's `simple` tokenizer (runs of alphanumeric characters), but each kana or
+# ideograph a word of its own (`recall.query.CJK`), as the other text planes split them.
+_WORDS = rf"[{CJK}]|[[\p{{Alphabetic}}\p{{N}}]--[{CJK}]]+"
+STEMMED = "recall_stem"  # the visible text and the context: words, lower case, English stems
+PLAIN = "recall_words"  # the palette's prefixes: words in lower case
+_PLAIN = (
+    tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(_WORDS))
+    .filter(tantivy.Filter.remove_long(40))
+    .filter(tantivy.Filter.lowercase())
+    .build()
+)
 _ANALYZER = (
-    tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+    tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(_WORDS))
     .filter(tantivy.Filter.remove_long(40))
     .filter(tantivy.Filter.lowercase())
     .filter(tantivy.Filter.stemmer("english"))
@@ -107,7 +120,7 @@ _ANALYZER = (
 
 @lru_cache(maxsize=8192)
 def stems(word: str) -> tuple[str, ...]:
-    """The terms `en_stem` indexes for a word (the query-side analyzer)."""
+    """The terms `STEMMED` indexes for a word (the query-side analyzer)."""
     return tuple(_ANALYZER.analyze(word))
 
 
@@ -122,10 +135,10 @@ def build_schema() -> tantivy.Schema:
     sb.add_integer_field("created", indexed=True, fast=True)
     for name in (*TEXT_FIELDS, *QUERY_FIELDS):
         stored = name in SNIPPET_FIELDS or name == "name"
-        sb.add_text_field(name, stored=stored, tokenizer_name="en_stem", index_option="freq")
+        sb.add_text_field(name, stored=stored, tokenizer_name=STEMMED, index_option="freq")
     sb.add_bytes_field(TERMS_FIELD, stored=True)
     sb.add_unsigned_field(LENGTH_FIELD, fast=True)
-    sb.add_text_field(PREFIX_FIELD, tokenizer_name="default", index_option="basic")
+    sb.add_text_field(PREFIX_FIELD, tokenizer_name=PLAIN, index_option="basic")
     sb.add_date_field("updated", indexed=True, fast=True)
     for n in range(ID_WORDS):
         sb.add_unsigned_field(f"id{n}", fast=True)
@@ -310,6 +323,8 @@ class TantivyIndex:
                 index = tantivy.Index.open(str(self.path))
             else:
                 index = tantivy.Index(build_schema(), str(self.path), reuse=False)
+            index.register_tokenizer(STEMMED, _ANALYZER)
+            index.register_tokenizer(PLAIN, _PLAIN)
             index.config_reader("commit")
         except (OSError, ValueError) as exc:
             raise IndexUnavailable(f"cannot open the text index at {self.path}: {exc}") from exc

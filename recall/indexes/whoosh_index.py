@@ -40,7 +40,7 @@ from whoosh.writing import CLEAR, IndexWriter
 
 from recall.errors import IndexUnavailable
 from recall.indexes import layout
-from recall.query import words
+from recall.query import WORD, words
 from recall.types import MEMORY, Candidate, Doc, Filter, micros
 
 GLOBAL = "_global_"
@@ -54,10 +54,10 @@ FETCH_SLACK = 8
 SNIPPET_CHARS = 150
 HEAD_WORDS = 24
 MAX_WORD_CHARS = 39  # tantivy's en_stem drops tokens of 40 bytes or more
-_TOKEN = r"[^\W_]+"
+_TOKEN = WORD  # a kana or ideograph is a word of its own (`recall.query.CJK`)
 # Layout 3 added the filter fields `tag` (each tag one exact term), `agent_id`,
 # `session_id`, `importance` and `created` (microseconds since the epoch).
-LAYOUT = 3
+LAYOUT = 4  # 4: kana and ideographs indexed one by one
 
 
 def build_schema() -> Schema:

@@ -252,6 +252,18 @@ def test_the_palette_is_the_fts_fast_path_with_a_prefix(
     assert response["Server-Timing"].startswith("search;dur=")
 
 
+def test_chinese_is_found_as_you_type_and_marked(admin_client: Client, project: Project) -> None:
+    """A run of ideographs was one word: typing part of it found nothing."""
+    zh = make_memory(project, name="invoice-job", description="发票任务每晚两点运行。", body="")
+
+    palette = admin_client.get("/palette/?q=发票", **HX).content.decode()
+    page = admin_client.get("/", {"q": "任务"}, **HX).content.decode()
+
+    assert f'href="/memories/{zh.pk}/"' in palette and f'href="/memories/{zh.pk}/"' in page
+    assert re.search("<mark>发</mark>\\s*<mark>票</mark>|<mark>发票</mark>", palette), palette
+    assert re.search("<mark>任</mark>\\s*<mark>务</mark>|<mark>任务</mark>", page), page
+
+
 def test_palette_and_search_link_notes_to_note_pages(admin_client: Client, memory: Memory) -> None:
     note = services.note_create(project=memory.project, title="Chromatic notes", body="chromatic")
     indexing.apply_pending()

@@ -106,6 +106,26 @@ def test_an_upserted_doc_is_found_by_a_word_of_each_text_field(index: Any) -> No
         assert search(index, word) == ["m1"], word
 
 
+def test_chinese_and_japanese_are_found_by_part_of_a_run(index: Any) -> None:
+    """Written without spaces, a run of ideographs or kana was one word, found only
+    whole: each character is a word of its own, so part of a run finds it too."""
+    index.upsert(
+        [
+            make_doc(id="zh", body="发票任务每晚两点运行。"),
+            make_doc(id="ja", body="日本語のテキストを検索する"),
+            make_doc(id="en", body="the invoice job runs nightly"),
+        ]
+    )
+
+    assert search(index, "发票任务") == ["zh"]
+    assert search(index, "发票") == ["zh"]
+    assert search(index, "検索") == ["ja"]
+    assert search(index, "invoice 发票")[0] in {"zh", "en"}
+    (hit,) = index.search("发票", where=EVERYTHING, limit=10, snippets=True)
+    shown = "".join(re.findall("\x01(.*?)\x02", hit.snippet or ""))  # marked text
+    assert "发" in shown and "票" in shown
+
+
 def test_upsert_replaces_a_doc_by_id(index: Any) -> None:
     index.upsert([make_doc(body="original wording")])
     index.upsert([make_doc(body="replacement wording")])

@@ -34,6 +34,9 @@ def rows(records: list[Record]) -> list[Named]:
         ("a an to of it", set()),
         ("THE Deploy deploy", {"deploy"}),
         ("v2 api_key 42", {"api", "key"}),
+        # Written without spaces: pairs of characters, a lone one itself.
+        ("部件服务 猫 deploy", {"部件", "件服", "服务", "猫", "deploy"}),
+        ("テスト", {"テス", "スト"}),
     ],
 )
 def test_terms(text: str, expected: set[str]):
@@ -60,6 +63,15 @@ def test_floors_need_two_shared_words_and_a_score():
     assert match(corpus, "chroma only", PromptConfig()) == []
     assert match(corpus, "chroma boot", PromptConfig(min_score=100)) == []
     assert len(match(corpus, "chroma boot", PromptConfig())) == 1
+
+
+def test_a_chinese_prompt_finds_a_chinese_memory(make_engine: MakeEngine):
+    """A run of ideographs was one word, shared only when the prompt held it whole."""
+    widget = make_memory(1, "widget-zh", description="部件服务的中文说明")
+    engine = make_engine([widget, *FILLERS])
+
+    assert engine.prompt_recall(PromptRequest("alpha", "部件服务怎么部署？")).ids == (uid(1),)
+    assert engine.prompt_recall(PromptRequest("alpha", "今天午饭吃什么")).ids == ()
 
 
 def test_at_most_three_hits(make_engine: MakeEngine):
