@@ -94,15 +94,21 @@ _LOOSE = re.compile(
 # C0/C1 controls (our \x01/\x02 sentinels among them; newlines, tabs and carriage
 # returns stay as spacing), every Unicode Cf format character (as of Unicode 14,
 # Python 3.11; tests/recall/test_sanitize.py checks the list against unicodedata)
-# and the Hangul fillers, which render as nothing.
+# and the Hangul fillers, which render as nothing. The joiners (ZWNJ, ZWJ) are kept
+# where they join two characters (`_STRAY_JOINER`): Persian writes می‌خواهم with a
+# ZWNJ and 👨‍👩‍👧 is three emoji and two ZWJs; dropped, a write-back lost them for good.
+JOINERS = "\u200c\u200d"
 _INVISIBLE = re.compile(
     "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"
-    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b\u200e\u200f"
     "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
     "\U000110bd\U000110cd\U00013430-\U00013438\U0001bca0-\U0001bca3"
     "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
     "\u115f\u1160\u3164\uffa0]"
 )
+# A joiner next to a space, an edge or another joiner joins nothing (a run of them
+# could carry hidden bits).
+_STRAY_JOINER = re.compile(f"[{JOINERS}](?![^\\s{JOINERS}])|(?<![^\\s{JOINERS}])[{JOINERS}]")
 # Look-alikes of < and >: ‹ 〈 〈 ＜ ﹤ ⟨ ❮ ❬ ❰ ⧼ ˂ ᐸ ≺ ⋖ and their mirrors.
 LEFT_BRACKETS = (
     "\u2039\u3008\u2329\uff1c\ufe64\u27e8\u276e\u276c\u2770\u29fc\u02c2\u1438\u227a\u22d6"
@@ -129,7 +135,7 @@ _LOOKALIKES = dict(
 # supplements, marks for symbols, half marks, variation selectors).
 _MARKS = re.compile(
     "[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe00-\ufe0f\ufe20-\ufe2f"
-    "\U000e0100-\U000e01ef]"
+    "\U000e0100-\U000e01ef\u200c\u200d]"  # and the joiners kept in the text: ig\u200dnore
 )
 # Three or more single letters, each apart by one to three separators.
 _LETTER = re.compile(r"[^\W\d_]")
@@ -198,8 +204,11 @@ def _compatible(text: str) -> Iterator[tuple[int, int, str]]:
 
 
 def normalise(text: str) -> str:
-    """Invisible characters dropped, look-alike angle brackets made real."""
+    """Invisible characters dropped (a joiner kept where it joins two characters),
+    look-alike angle brackets made real."""
     text = _INVISIBLE.sub("", text)
+    if "\u200c" in text or "\u200d" in text:
+        text = _STRAY_JOINER.sub("", text)
     return text if text.isascii() else text.translate(_BRACKETS)
 
 
