@@ -440,12 +440,13 @@ def memory_supersede(access: Access, *, memory_id: str, fields: Mapping[str, Any
 
 
 def memory_archive(access: Access, *, memory_id: str) -> Memory:
-    return services.memory_archive(memory=_memory_to_change(access, memory_id))
+    """Archive (a memory archived already, named or by id, answers as it is)."""
+    return services.memory_archive(memory=_archived_too(access, memory_id))
 
 
 def _archived_too(access: Access, memory_id: str) -> Memory:
-    """The memory a restore or delete names: by id, by its active name, else (a name
-    no active memory holds) the token's project's most recently archived one."""
+    """The memory an archive, restore or delete names: by id, by its active name, else
+    (a name no active memory holds) the token's project's most recently archived one."""
     try:
         return _memory_to_change(access, memory_id)
     except NotVisible:

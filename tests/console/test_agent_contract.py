@@ -527,6 +527,8 @@ def test_an_archived_memory_is_restored_and_deleted_by_name(world: World) -> Non
     memory_id = made.json()["memory"]["id"]
     assert call(client, "post", "/memories/shelved/archive").status_code == 200
 
+    again = call(client, "post", "/memories/shelved/archive")  # archived already: as it is
+    assert again.status_code == 200 and again.json()["id"] == memory_id, again.json()
     restored = call(client, "post", "/memories/shelved/restore")
     assert restored.status_code == 200 and restored.json()["active"] is True
     assert call(client, "post", "/memories/shelved/archive").status_code == 200
