@@ -169,12 +169,36 @@ class Spec:
             name=self.name,
             title=self.name.replace("_", " ").capitalize(),
             description=" ".join(self.description.split()),
-            parameters=self.args.model_json_schema(by_alias=True),
+            parameters=compact(self.args.model_json_schema(by_alias=True)),
             fn_metadata=FuncMetadata(arg_model=AnyArguments, output_model=self.reply),
             is_async=False,
             context_kwarg=None,
             annotations=hints,
         )
+
+
+def compact(schema: Any) -> Any:
+    """A JSON schema as an agent reads it, in fewer tokens: no `title` per property (its
+    name says it) and an optional value as its own type (`anyOf` with null, default
+    null, is the same as leaving it out). Every session's context holds the tool list;
+    the arguments are still checked against the full model (`Spec.build`)."""
+    if isinstance(schema, list):
+        return [compact(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: v for k, v in schema.items() if not (k == "title" and isinstance(v, str))}
+    either = out.get("anyOf")
+    optional = "default" in out and out["default"] is None
+    if optional and isinstance(either, list) and len(either) == 2 and {"type": "null"} in either:
+        kept = next(e for e in either if e != {"type": "null"})
+        del out["anyOf"], out["default"]
+        out = {**kept, **out}
+    for key, value in out.items():
+        if key in ("properties", "$defs", "patternProperties"):
+            out[key] = {name: compact(sub) for name, sub in value.items()}
+        elif isinstance(value, (dict, list)):
+            out[key] = compact(value)
+    return out
 
 
 def _notes_read(who: Access, p: NotesReadIn) -> operations.Answer:

@@ -159,6 +159,9 @@ def test_every_tool_documents_itself_and_refuses_unknown_fields(
         assert schema.get("additionalProperties") is False, tool.name
         for name, prop in schema.get("properties", {}).items():
             assert prop.get("description"), (tool.name, name)
+            # Every session's context holds this list: no title per property, no
+            # "or null" beside an optional value (console.mcp.compact).
+            assert "title" not in prop and {"type": "null"} not in prop.get("anyOf", ())
         assert tool.output_schema and tool.output_schema.get("type") == "object", tool.name
         hints = tool.annotations
         assert hints is not None and hints.read_only_hint == (tool.name in READ_ONLY)
@@ -172,6 +175,8 @@ def test_every_tool_documents_itself_and_refuses_unknown_fields(
     props = recall.input_schema["properties"]
     assert props["budget"]["default"] == 1000 and props["budget"]["minimum"] == 50
     assert set(props["detail"]["enum"]) == {"index", "full"}
+    assert props["project"]["maxLength"] == 64 and "default" not in props["project"]
+    assert props["project"]["description"].startswith("one of the token's projects")
 
 
 @pytest.mark.slow
