@@ -144,8 +144,14 @@
   }
 
   if (dialog && input && results) {
-    input.addEventListener("input", fetchPalette);
+    // While an input method composes (Chinese, Japanese, Korean), its keystrokes are not
+    // the query yet: search once the composition ends, and let its Enter confirm it.
+    input.addEventListener("input", function (event) {
+      if (!event.isComposing) fetchPalette();
+    });
+    input.addEventListener("compositionend", fetchPalette);
     input.addEventListener("keydown", function (event) {
+      if (event.isComposing || event.keyCode === 229) return;
       const items = options();
       const current = selectedIndex();
       if (event.key === "ArrowDown") {
@@ -278,6 +284,21 @@
     field.scrollIntoView({ block: "center" });
     return true;
   }
+
+  // The search box searches as you type (htmx, `input` on #id_q): not while an input
+  // method composes a word, whose keystrokes are not the query yet; once it is done.
+  document.addEventListener(
+    "input",
+    function (event) {
+      if (event.isComposing && event.target.id === "id_q") event.stopPropagation();
+    },
+    true,
+  );
+  document.addEventListener("compositionend", function (event) {
+    if (event.target.id === "id_q") {
+      event.target.dispatchEvent(new Event("input", { bubbles: true }));
+    }
+  });
 
   document.body.addEventListener("htmx:beforeSwap", function () {
     const active = document.activeElement;

@@ -84,6 +84,68 @@ def test_palette_searches_per_keystroke_with_highlights_and_opens_a_memory(
     assert page.locator("h1").inner_text() == "strict-mode-typescript"
 
 
+def test_an_input_method_composing_neither_searches_nor_opens_a_result(
+    page: Any, user: User
+) -> None:
+    """Chinese and Japanese are typed through an input method: its keystrokes are not
+    the query, and its Enter confirms the word rather than opening the first result."""
+    seed()
+    log_in(page, user)
+    before = page.url
+    page.keyboard.press("Control+k")
+    page.fill("#palette-q", "strict")
+    palette_titles(page, "strict")
+    page.evaluate(
+        """() => {
+          window.paletteFetches = 0;
+          const original = window.fetch;
+          window.fetch = (url, options) => {
+            window.paletteFetches += 1;
+            return original(url, options);
+          };
+          const input = document.getElementById('palette-q');
+          input.dispatchEvent(new CompositionEvent('compositionstart'));
+          input.value = 'strict k';
+          input.dispatchEvent(new InputEvent('input', {isComposing: true, bubbles: true}));
+          input.dispatchEvent(new KeyboardEvent('keydown',
+            {key: 'Enter', isComposing: true, keyCode: 229, bubbles: true, cancelable: true}));
+        }"""
+    )
+    page.wait_for_timeout(300)
+    assert page.evaluate("() => window.paletteFetches") == 0  # nothing sent mid-word
+    assert page.url == before  # Enter confirmed the word, opened nothing
+
+    page.evaluate(
+        """() => {
+          const input = document.getElementById('palette-q');
+          input.value = 'stripe';
+          input.dispatchEvent(new CompositionEvent('compositionend', {bubbles: true}));
+        }"""
+    )
+    assert palette_titles(page, "stripe") == ["stripe-webhook-retries"]  # searched at the end
+
+    page.keyboard.press("Escape")  # the search box: the same, through htmx
+    page.fill("#id_q", "webhooks")
+    page.wait_for_selector("#results .hit")
+    page.evaluate(
+        """() => {
+          window.searches = 0;
+          document.body.addEventListener('htmx:beforeRequest', () => { window.searches += 1; });
+          const box = document.getElementById('id_q');
+          box.dispatchEvent(new CompositionEvent('compositionstart', {bubbles: true}));
+          box.value = 'zzqx';
+          box.dispatchEvent(new InputEvent('input', {isComposing: true, bubbles: true}));
+        }"""
+    )
+    page.wait_for_timeout(400)
+    assert page.evaluate("() => window.searches") == 0
+    page.evaluate(
+        """() => document.getElementById('id_q')
+            .dispatchEvent(new CompositionEvent('compositionend', {bubbles: true}))"""
+    )
+    page.wait_for_selector("#results .empty")  # searched for what was composed
+
+
 def test_a_slow_stale_palette_response_never_overwrites_a_newer_one(page: Any, user: User) -> None:
     seed()
     log_in(page, user)
