@@ -433,4 +433,5 @@ def snippet_html(snippet: str | None) -> str | None:
             out.append(html.escape(part, quote=True))
     if open_mark:
         out.append("</mark>")
-    return "".join(out).replace("<mark></mark>", "")
+    # Marks that touch are one (a run of ideographs is matched a character at a time).
+    return "".join(out).replace("<mark></mark>", "").replace("</mark><mark>", "")

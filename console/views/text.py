@@ -189,14 +189,19 @@ class Matcher:
         text = (text or "").translate(SENTINELS)
         if not self.words:
             return mark_safe(escape(text))  # noqa: S308 - escaped
-        out: list[str] = []
-        at = 0
+        spans: list[list[int]] = []
         for match in _TOKEN.finditer(text):
             if self.word_of(match.group()) is None:
                 continue
-            out.append(escape(text[at : match.start()]))
-            out.append(f"<mark>{escape(match.group())}</mark>")
-            at = match.end()
+            if spans and spans[-1][1] == match.start():  # ideographs: one mark for 发票
+                spans[-1][1] = match.end()
+            else:
+                spans.append([match.start(), match.end()])
+        out: list[str] = []
+        at = 0
+        for start, end in spans:
+            out.append(f"{escape(text[at:start])}<mark>{escape(text[start:end])}</mark>")
+            at = end
         out.append(escape(text[at:]))
         return mark_safe("".join(out))  # noqa: S308 - every piece escaped
 

@@ -74,6 +74,7 @@ def test_cap_cuts_at_word_boundaries(raw: str, limit: int, expected: str):
         ("\x01\x01double\x02\x02", "<mark>double</mark>"),
         ("\x01\x02", ""),
         ("no marks", "no marks"),
+        ("\x01发\x02\x01票\x02任务", "<mark>发票</mark>任务"),  # marks that touch are one
     ],
 )
 def test_snippet_html_escapes_first_then_marks(raw: str, expected: str):
