@@ -79,7 +79,11 @@ def _detail_context(request: HtmxHttpRequest, memory_id: str) -> dict[str, Any]:
     memory = detail.memory
     links = {m.name: reverse("memory_detail", args=[m.pk]) for m in detail.links}
     context = {"d": detail, "m": memory, "links": links, "by_name": _by_name(memory.project)}
-    return context | {"worth": worth(memory.feedback_helpful, memory.feedback_harmful)}
+    texts = {name: getattr(memory, name, "") for name in withheld.TEXTS}
+    return context | {
+        "worth": worth(memory.feedback_helpful, memory.feedback_harmful),
+        "withheld": _for_people(withheld.warnings(texts)),
+    }
 
 
 def _by_name(project: Any) -> str:
@@ -122,11 +126,15 @@ def _stamp(memory: Memory) -> str:
     return memory.updated.isoformat()
 
 
+def _for_people(warnings: list[str]) -> list[str]:
+    """`console.withheld.warnings` as a page says them ("Body, line 2: ...")."""
+    return [said[:1].upper() + said[1:] for said in warnings]
+
+
 def _warn_withheld(request: HtmxHttpRequest, fields: dict[str, Any]) -> None:
     """Say which lines agents will read as withheld (`console.withheld.warnings`)."""
-    for said in withheld.warnings(fields):
-        name, _, rest = said.partition(",")
-        messages.warning(request, f"{name.capitalize()},{rest}")
+    for said in _for_people(withheld.warnings(fields)):
+        messages.warning(request, said)
 
 
 def _memory_form(request: HtmxHttpRequest, memory: Memory, *, supersede: bool) -> HttpResponse:

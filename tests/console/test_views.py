@@ -979,6 +979,8 @@ def test_a_person_is_told_which_lines_agents_read_as_withheld(
 
     assert '<li class="msg warning">Body, line 2: part reads as an instruction' in page
     assert Memory.objects.get(name="pnpm").body == data["body"]  # stored whole
+    again = admin_client.get(f"/memories/{Memory.objects.get(name='pnpm').pk}/").content
+    assert '<p class="warning" data-withheld>Body, line 2: ' in again.decode()  # it stays said
 
 
 def test_a_past_expiry_is_refused_before_the_memory_vanishes(
