@@ -340,8 +340,8 @@ def test_search_counts_only_visible_archived_matches(
     indexing.apply_pending()
     url = f"/?q={WORD}&semantic=false"
 
-    assert "1 archived match hidden" not in person.get(url).content.decode()
-    assert "1 archived match hidden" in staff.get(url).content.decode()
+    assert "1 archived or superseded match hidden" not in person.get(url).content.decode()
+    assert "1 archived or superseded match hidden" in staff.get(url).content.decode()
 
 
 def test_an_exact_id_search_does_not_reach_a_hidden_memory(world: World, person: Client) -> None:
