@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -118,8 +118,8 @@ def _shown(revision: MemoryRevision | None, field: str) -> str:
     if field == "project":
         return revision.project.slug if revision.project else "(global)"
     value = getattr(revision, field)
-    if isinstance(value, datetime):
-        return value.isoformat()
+    if isinstance(value, datetime):  # as the revision list shows times, to the second
+        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     if isinstance(value, list):
         return ", ".join(map(str, value))
     return "" if value is None else str(value)

@@ -3,6 +3,7 @@ who may see it) and the inspector's as-of controls."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -48,6 +49,9 @@ def test_each_revision_is_listed_and_diffed_against_its_predecessor(
         '<td data-label="After"><ins>0.9</ins></td>' in html
     )
     assert '<th scope="row">invalid_at</th>' in html  # the archive closed its valid time
+    closed = html.split('<th scope="row">invalid_at</th>', 1)[1].split("</tr>", 1)[0]
+    assert '<td data-label="Before"><span class="muted">—</span></td>' in closed  # not struck
+    assert re.search(r"<ins>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC</ins>", closed), closed
     assert (
         f'href="/memories/{m.pk}/revisions/"'
         in admin_client.get(f"/memories/{m.pk}/").content.decode()
