@@ -19,13 +19,19 @@ _RULE = re.compile(
 )
 
 
-def fence(line: str) -> bool:
-    """Whether `line` opens or closes a fenced code block."""
-    return _FENCE.match(line) is not None
+def fence(line: str) -> str:
+    """The fence `line` starts with (it opens or closes a fenced code block), else ""."""
+    found = _FENCE.match(line)
+    return found.group(1) if found is not None else ""
+
+
+def closes(line: str, opened: str) -> bool:
+    """Whether `line` closes the code block `opened` (its fence) opened."""
+    return _closes(fence(line), opened)
 
 
 def _closes(mark: str, opened: str) -> bool:
-    return mark[0] == opened[0] and len(mark) >= len(opened)
+    return bool(mark) and mark[0] == opened[0] and len(mark) >= len(opened)
 
 
 def open_fence(text: str) -> str:
@@ -45,9 +51,8 @@ def prose(text: str) -> str:
     out: list[str] = []
     opened = ""
     for line in text.splitlines():
-        fence = _FENCE.match(line)
-        if fence is not None:
-            mark = fence.group(1)
+        mark = fence(line)
+        if mark:
             opened = "" if opened and _closes(mark, opened) else opened or mark
             continue
         if opened or _RULE.match(line) or _table_row(line):

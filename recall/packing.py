@@ -62,9 +62,9 @@ def _cost(counter: TokenCounter, hit: Hit, detail: str) -> int:
 def _cut(head: str, joint: str = "") -> str:
     """`head`, a text cut short: its words, `joint`, an ellipsis, then on a line of
     its own the closing of a fenced code block the cut left open."""
-    fence = open_fence(head)
+    closing = open_fence(head)
     cut = f"{head.rstrip()}{joint}{ELLIPSIS}"
-    return f"{cut}\n{fence}" if fence else cut
+    return f"{cut}\n{closing}" if closing else cut
 
 
 def _joined(head: str, tail: str) -> str:

@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from recall.markdown import fence, open_fence
+from recall.markdown import closes, fence
 from recall.ports import MemoryStore, Vector, Vectors
 from recall.types import MEMORY, Doc, Record, fingerprint
 
@@ -77,20 +77,20 @@ def sentences(text: str) -> list[str]:
     neither ends in an abbreviation (it starts a sentence: "E.g.") nor is a list
     item. A fenced code block, fences included, is one passage of its own."""
     out: list[str] = []
-    code: list[str] = []  # the parts of the fenced block being read, if any
+    opened = ""  # the fence of the code block being read, if any
     closed = False  # the part before ended a fenced block: nothing joins onto it
     for part in _END.split(text.strip()):
         part = " ".join(part.split())
         if not part:
             continue
-        if code or fence(part):
-            code.append(part)
-            if len(code) > 1:
-                out[-1] = f"{out[-1]} {part}"
-            else:
-                out.append(part)
-            if not open_fence("\n".join(code)):
-                code, closed = [], True
+        if opened:  # inside a block: every line joins it, its closing fence too
+            out[-1] = f"{out[-1]} {part}"
+            if closes(part, opened):
+                opened, closed = "", True
+            continue
+        if fence(part):
+            out.append(part)
+            opened = fence(part)
             continue
         joins = (
             out
