@@ -301,6 +301,7 @@ def _fill(
         cost = _cost(counter, full, detail)
         if cost > room or (clipped and detail == FULL):  # a clipped text is never whole
             said = focus(record) if focus is not None and detail == FULL else None
+            said = said[: _reach(room)] if said else None  # no item shows more of it
             if said and clipped:  # beyond what was read: its lines as the text has them
                 said = _as_written(record, said)
             cut = (

@@ -76,7 +76,8 @@ def sentences(text: str) -> list[str]:
     when it is a fragment of fewer than `MIN_SENTENCE_WORDS` words (`size`) that
     neither ends in an abbreviation (it starts a sentence: "E.g.") nor is a list
     item. A fenced code block, fences included, is one passage of its own."""
-    out: list[str] = []
+    out: list[list[str]] = []  # each sentence's parts, joined at the end (a long
+    # text of wrapped lines is one sentence: joining part by part was quadratic)
     opened = ""  # the fence of the code block being read, if any
     closed = False  # the part before ended a fenced block: nothing joins onto it
     for part in _END.split(text.strip()):
@@ -84,19 +85,19 @@ def sentences(text: str) -> list[str]:
         if not part:
             continue
         if opened:  # inside a block: every line joins it, its closing fence too
-            out[-1] = f"{out[-1]} {part}"
+            out[-1].append(part)
             if closes(part, opened):
                 opened, closed = "", True
             continue
         if fence(part):
-            out.append(part)
+            out.append([part])
             opened = fence(part)
             continue
         joins = (
             out
             and not closed
             and (
-                _ABBREVIATION.search(out[-1]) is not None
+                _ABBREVIATION.search(out[-1][-1]) is not None  # how the sentence ends
                 or part[0].islower()
                 or (
                     size(part) < MIN_SENTENCE_WORDS
@@ -107,10 +108,10 @@ def sentences(text: str) -> list[str]:
         )
         closed = False
         if joins:
-            out[-1] = f"{out[-1]} {part}"
+            out[-1].append(part)
         else:
-            out.append(part)
-    return out
+            out.append([part])
+    return [" ".join(parts) for parts in out]
 
 
 def passages_of(text: str) -> list[str]:
