@@ -353,6 +353,20 @@ def test_a_briefing_setting_changes_the_preview_then_the_next_briefing(
     )
     assert next_briefing("billing-api").startswith("<memory-briefing")
 
+    # Reset all is a second step: the first click only asks.
+    page.fill("#id_briefing_config-budget", "70")
+    page.click("#section-briefing_config button[value=save]")
+    page.wait_for_function("() => !!document.querySelector('#section-briefing_config .notice')")
+    reset = page.locator("#section-briefing_config button[value=reset]")
+    assert not reset.is_visible()
+    page.click("#section-briefing_config summary")
+    assert reset.is_visible() and Setting.objects.get(key="briefing_config").value["budget"] == 70
+    reset.click()
+    page.wait_for_function(
+        "() => document.querySelector('#id_briefing_config-budget').value !== '70'"
+    )
+    assert not Setting.objects.filter(key="briefing_config").exists()
+
 
 def next_briefing(project: str) -> str:
     """Through the agent API when it is routed, else the selector it calls."""
