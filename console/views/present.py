@@ -25,6 +25,7 @@ from django.utils.safestring import SafeString
 
 from console.browse import Text
 from console.views.text import Matcher, lead_text, plain, plain_blocks, snippet_text
+from recall.query import spaceless
 
 CLOSE = 0.60
 RELATED = 0.45
@@ -75,7 +76,8 @@ class Row:
         return LABELS[self.tier].split()[0].lower()
 
 
-def _words_reason(found: set[str], head: set[str], total: int) -> str:
+def _words_reason(found: set[str], head: set[str], typed: Sequence[str]) -> str:
+    total = len(typed)
     if not total or not found:
         return ""
     if len(head) == total:
@@ -83,7 +85,24 @@ def _words_reason(found: set[str], head: set[str], total: int) -> str:
         return f"has {'the word' if total == 1 else f'all {total} words'} in {where}"
     if len(found) == total:
         return f"has {'the word' if total == 1 else f'all {total} words'} in its text"
-    return f"has {len(found)} of {total} words ({', '.join(sorted(found))})"
+    return f"has {len(found)} of {total} words ({_listed(found, typed)})"
+
+
+def _listed(found: set[str], typed: Sequence[str]) -> str:
+    """The words found, in the order typed; ideographs typed together read together
+    (发票, not 发, 票: each is a word of its own to the index)."""
+    runs: list[str] = []
+    joined = False  # the word before was found and is an ideograph or kana
+    for word in typed:
+        if word not in found:
+            joined = False
+            continue
+        if joined and spaceless(word):
+            runs[-1] += word
+        else:
+            runs.append(word)
+        joined = spaceless(word)
+    return ", ".join(runs)
 
 
 def _meaning_reason(sim: float | None) -> str:
@@ -114,7 +133,7 @@ def judge(hit: Any, matcher: Matcher, text: Text | None) -> tuple[int, str, list
         tier = WEAK
     reasons = [
         "its name or id is what you typed" if tier == EXACT else "",
-        _words_reason(found, head, total),
+        _words_reason(found, head, matcher.words),
         _meaning_reason(sim) if "semantic" in channels else "",
         _graph_reason(hit) if "graph" in channels else "",
         "said next to a top result in its session" if "session" in channels else "",

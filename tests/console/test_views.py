@@ -262,6 +262,8 @@ def test_chinese_is_found_as_you_type_and_marked(admin_client: Client, project: 
     assert f'href="/memories/{zh.pk}/"' in palette and f'href="/memories/{zh.pk}/"' in page
     assert "<mark>发票</mark>任务" in palette  # one mark for a run, not one per character
     assert "发票<mark>任务</mark>每晚" in page
+    why = admin_client.get("/", {"q": "发票任务什么时候"}, **HX).content.decode()
+    assert "Has 4 of 8 words (发票任务)" in why  # as typed, not one character at a time
 
 
 def test_palette_and_search_link_notes_to_note_pages(admin_client: Client, memory: Memory) -> None:
