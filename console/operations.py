@@ -171,8 +171,11 @@ def memory_write(who: Access, p: MemoryIn, *, key: str | None = None) -> Answer:
 
     def write() -> Answer:
         written = access.memory_write(who, project=p.project, fields=fields, force=p.force)
-        said = [*withheld.warnings(fields)] if written.created else []
-        said += () if written.created else _not_as_asked(written.memory, fields)
+        said = (
+            withheld.warnings(fields)
+            if written.created
+            else list(_not_as_asked(written.memory, fields))
+        )
         body = replies.written_view(
             written.memory, created=written.created, hint=written.dedup_hint, warnings=said
         )

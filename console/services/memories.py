@@ -220,6 +220,13 @@ def memory_create(
     memory = memory_new(project=project, created=created, **fields)
     if memory.invalid_at is None:
         name_check(project=project, name=memory.name, exclude=replacing)
+    return memory_insert(memory)
+
+
+def memory_insert(memory: Memory) -> Memory:
+    """Save a new, checked memory with its `[[link]]` edges, the links that waited
+    for its name, its first revision and its index job (`memory_create`, and the
+    API's writes after their duplicate check)."""
     memory.save(force_insert=True)
     memory_links_rewrite(memory=memory)
     link_waiting_sources(memory)

@@ -28,13 +28,11 @@ from console.models import AgentToken, IdempotencyKey, Memory, Project
 from console.services.memories import (
     StateConflict,
     ValidTimeError,
-    link_waiting_sources,
-    memory_links_rewrite,
+    memory_insert,
     memory_new,
     name_check,
     session_next,
 )
-from console.services.revisions import revision_record
 
 BATCH_MAX = 500
 
@@ -143,12 +141,7 @@ def _save(memory: Memory, *, force: bool) -> Outcome:
         if same is not None:
             return Outcome(same, False)
     name_check(project=memory.project, name=memory.name)
-    memory.save(force_insert=True)
-    memory_links_rewrite(memory=memory)
-    link_waiting_sources(memory)
-    revision_record(memory=memory, op="create")
-    indexing.enqueue("memory", memory.pk, "upsert")
-    return Outcome(memory, True)
+    return Outcome(memory_insert(memory), True)
 
 
 def request_hash(value: object) -> str:
