@@ -3,7 +3,9 @@
 A pack that cuts an item inside a fenced code block closes the fence
 (`open_fence`, recall/packing.py); a digest takes its sentences from prose
 only (`prose`, recall/digest.py): a line of code, a table row or a rule is no
-sentence a person would write in a summary.
+sentence a person would write in a summary; passages read a fenced block as one
+(recall/passages.py), and the console's plain text reads code lines and rules
+the same way (console/views/text.py `plain_blocks`).
 """
 
 from __future__ import annotations
@@ -13,16 +15,19 @@ import re
 # A line opening or closing a fenced code block (CommonMark: three or more ` or ~,
 # indented at most three spaces); a closing fence is the same character, as long or longer.
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.MULTILINE)
-# A table's separator row (| --- | :-: |) or a thematic break (---, ***, ___).
-_RULE = re.compile(
-    r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$|^\s*([-*_])(?:\s*\1){2,}\s*$"
-)
+# A table's separator row (| --- | :-: |) or a thematic break (---, ***, * * *).
+_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$|^\s*(?:[-*_]\s*){3,}$")
 
 
 def fence(line: str) -> str:
     """The fence `line` starts with (it opens or closes a fenced code block), else ""."""
     found = _FENCE.match(line)
     return found.group(1) if found is not None else ""
+
+
+def rule(line: str) -> bool:
+    """Whether `line` is a table's separator row or a thematic break: no text."""
+    return _RULE.match(line) is not None
 
 
 def closes(line: str, opened: str) -> bool:
@@ -55,7 +60,7 @@ def prose(text: str) -> str:
         if mark:
             opened = "" if opened and _closes(mark, opened) else opened or mark
             continue
-        if opened or _RULE.match(line) or _table_row(line):
+        if opened or rule(line) or _table_row(line):
             continue
         out.append(line)
     return "\n".join(out)

@@ -27,6 +27,7 @@ from functools import lru_cache
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from recall.markdown import closes, fence, rule
 from recall.prompt import STOPWORDS
 from recall.query import WORD, spaceless
 from recall.query import words as query_words
@@ -34,9 +35,6 @@ from recall.query import words as query_words
 SENTINELS = str.maketrans({"\x01": "", "\x02": ""})
 _MARKED = re.compile(r"\x01([^\x01\x02]*)\x02")
 _TOKEN = re.compile(WORD)  # a kana or ideograph is a word of its own, as the planes read it
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_RULE = re.compile(r"^\s*([-*_]\s*){3,}$")
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _LINE_MARK = re.compile(r"^\s*(#{1,6}\s+|>\s?|[-*+]\s+(\[[ xX]\]\s+)?|\d{1,3}[.)]\s+)")
 _INLINE = [
     (re.compile(r"!\[([^\]]*)\]\([^)]*\)"), r"\1"),  # images: their alt text
@@ -61,7 +59,7 @@ def plain_blocks(markdown: str) -> list[str]:
     """Markdown as the blocks a reader sees: paragraphs joined, each code line alone."""
     blocks: list[str] = []
     paragraph: list[str] = []
-    in_code = False
+    opened = ""  # the fence of the code block being read, if any
 
     def flush() -> None:
         if paragraph:
@@ -69,16 +67,19 @@ def plain_blocks(markdown: str) -> list[str]:
             paragraph.clear()
 
     for raw in (markdown or "").translate(SENTINELS).splitlines():
-        if _FENCE.match(raw):
-            flush()
-            in_code = not in_code
+        if opened and closes(raw, opened):
+            opened = ""
             continue
-        if in_code:
+        if opened:
             if raw.strip():
                 blocks.append(raw.strip())
             continue
+        if fence(raw):
+            flush()
+            opened = fence(raw)
+            continue
         line = raw.strip()
-        if not line or _RULE.match(line) or _TABLE_RULE.match(line):
+        if not line or rule(line):
             flush()
             continue
         marked = _LINE_MARK.match(raw)
