@@ -46,7 +46,7 @@ from recall.config import PromptConfig
 from recall.errors import QueryError
 from recall.planes import Planes
 from recall.ports import TokenCounter
-from recall.query import CJK
+from recall.query import CJK, CJK_CHAR
 from recall.requests import PromptRequest
 from recall.results import PromptResult
 from recall.scope import recall_filter
@@ -56,7 +56,6 @@ from recall.types import Named, Record
 log = logging.getLogger(__name__)
 
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
-_CJK = re.compile(f"[{CJK}]")
 _STOPWORDS = """
     about above after again against all also and any are because been before being
     below between both but can could did does doing down during each few for from
@@ -79,12 +78,12 @@ def terms(text: str, *, min_chars: int = 3) -> frozenset[str]:
     out: set[str] = set()
     for found in _WORD.findall(text):
         word = found.lower()
-        if not _CJK.search(word):
+        if not CJK_CHAR.search(word):
             if len(word) >= min_chars:
                 out.add(word)
             continue
         for run in _SCRIPT.findall(word):
-            if not _CJK.match(run):
+            if not CJK_CHAR.match(run):
                 out.update([run] if len(run) >= min_chars else [])
             elif len(run) == 1:
                 out.add(run)

@@ -21,7 +21,7 @@ MIN_WORD_CHARS = 2
 CJK = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
 WORD = rf"[{CJK}]|[^\W_{CJK}]+"  # what a text plane indexes as a word (Python `re`)
 _WORD = re.compile(WORD)
-_CJK = re.compile(f"[{CJK}]")
+CJK_CHAR = re.compile(f"[{CJK}]")  # one kana or ideograph
 _ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$", re.IGNORECASE)
 _ID_PREFIX = re.compile(r"^[0-9A-HJKMNP-TV-Z]{8,25}$", re.IGNORECASE)
 _SLUG = re.compile(r"^[a-z0-9]+(?:[-_.][a-z0-9]+)+$")
@@ -55,7 +55,7 @@ def words(text: str, *, keep_short_last: bool = False) -> list[str]:
 
 def spaceless(word: str) -> bool:
     """Whether `word` is one kana or ideograph: a word of its own (`CJK`)."""
-    return _CJK.fullmatch(word) is not None
+    return CJK_CHAR.fullmatch(word) is not None
 
 
 def kept(word: str) -> bool:
