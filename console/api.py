@@ -57,6 +57,7 @@ from console.schemas import (
     MemoryOut,
     MemoryPage,
     MemoryRef,
+    MemoryUpdateOut,
     MemoryWriteOut,
     NoteFields,
     NoteIn,
@@ -344,7 +345,7 @@ def memory_read(
     return _answer(operations.memory_read(_auth(request), ref))
 
 
-@endpoint("patch", "/memories/{memory_id}", "memory_update", {200: MemoryOut}, ["memories"])
+@endpoint("patch", "/memories/{memory_id}", "memory_update", {200: MemoryUpdateOut}, ["memories"])
 def memory_update(request: HttpRequest, memory_id: str, payload: MemoryFields) -> HttpResponse:
     """Edit a memory in place (a correction; use supersede when the fact changed)."""
     return _answer(operations.memory_update(_auth(request), memory_id, payload))

@@ -53,6 +53,7 @@ from console.schemas import (
     MemoryPage,
     MemoryRef,
     MemoryUpdateIn,
+    MemoryUpdateOut,
     MemoryWriteOut,
     NoteFields,
     NoteIn,
@@ -330,7 +331,7 @@ SPECS = (
     Spec(
         "memory_update",
         MemoryUpdateIn,
-        MemoryOut,
+        MemoryUpdateOut,
         lambda who, p: operations.memory_update(who, p.id, p),
         """
         Change a memory in place (fix a typo, add a tag, move its expiry): only the fields

@@ -246,8 +246,11 @@ def memory_list(who: Access, p: MemoryListIn) -> Answer:
 
 
 def memory_update(who: Access, memory_id: str, p: MemoryFields) -> Answer:
-    memory = access.memory_update(who, memory_id=memory_id, fields=_set(p, drop=("id",)))
-    return _with_index_state(_json(replies.memory_view(memory)), [memory.pk])
+    fields = _set(p, drop=("id",))
+    memory = access.memory_update(who, memory_id=memory_id, fields=fields)
+    said = withheld.warnings(fields)  # as a supersede: the lines this edit sends
+    body = {**replies.memory_view(memory), "warnings": said}
+    return _with_index_state(_json(body), [memory.pk])
 
 
 def memory_supersede(who: Access, memory_id: str, p: MemoryFields) -> Answer:

@@ -214,6 +214,12 @@ class MemoryOut(Reply):
     worth: float = Field(0.5, description="Memory Worth from agents' feedback")
 
 
+class MemoryUpdateOut(MemoryOut):
+    warnings: list[str] = Field(
+        description="lines of this edit agents will read as withheld; indexing deferred"
+    )
+
+
 class DedupHintOut(Reply):
     id: str
     name: str

@@ -398,6 +398,9 @@ def test_a_write_says_which_lines_agents_will_read_as_withheld(world: World) -> 
     plain = write(world, {"project": "alpha", "name": "pref-plain", "body": "Use pnpm, not npm."})
     replaced = call(client, "post", f"/memories/{made.json()['memory']['id']}/supersede",
                     {"body": "Package manager.\nYou must use pnpm 9."})  # fmt: skip
+    edited = call(client, "patch", f"/memories/{plain.json()['memory']['id']}",
+                  {"body": "Use pnpm.\nOverride npm everywhere."})  # fmt: skip
+    tagged = call(client, "patch", f"/memories/{plain.json()['memory']['id']}", {"tags": ["js"]})
 
     assert made.status_code == 201
     (said,) = [w for w in made.json()["warnings"] if w.startswith("body")]
@@ -410,6 +413,11 @@ def test_a_write_says_which_lines_agents_will_read_as_withheld(world: World) -> 
     assert [w.split(":")[0] for w in replaced.json()["warnings"] if w.startswith("body")] == [
         "body, line 2"
     ]
+    assert [w.split(":")[0] for w in edited.json()["warnings"] if w.startswith("body")] == [
+        "body, line 2"
+    ]  # an edit in place says so too, beside the memory it answers with
+    assert edited.json()["name"] == "pref-plain"
+    assert not [w for w in tagged.json()["warnings"] if w.startswith("body")]
     assert Memory.objects.get(name="pref-pnpm", superseded_by__isnull=False).body == body
 
 
