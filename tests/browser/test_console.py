@@ -342,10 +342,21 @@ def test_a_briefing_setting_changes_the_preview_then_the_next_briefing(
         "() => !document.querySelector('[data-briefing]').textContent.includes('stream-')"
     )
 
-    page.click("#section-briefing_config button[value=save]")
+    page.click("#section-briefing_config .actions button[value=save]")
     page.wait_for_selector("#section-briefing_config .notice")
     assert Setting.objects.get(key="briefing_config").value == {"budget": 60, "tag": "team-brief"}
     assert next_briefing("billing-api").startswith('<team-brief project="billing-api"')
+
+    # Enter in a field saves: the rows' reset buttons come first in the form, and Enter
+    # clicks a form's first submit button (it used to reset the tag and drop the 80).
+    page.fill("#id_briefing_config-budget", "80")
+    page.evaluate("() => { document.querySelector('#section-briefing_config').dataset.old = '1' }")
+    page.press("#id_briefing_config-budget", "Enter")
+    page.wait_for_function(  # the section came back from the server
+        "() => !document.querySelector('#section-briefing_config').dataset.old"
+    )
+    assert page.input_value("#id_briefing_config-budget") == "80"
+    assert Setting.objects.get(key="briefing_config").value == {"budget": 80, "tag": "team-brief"}
 
     page.click("#section-briefing_config button[value='reset:tag']")
     page.wait_for_function(
@@ -355,7 +366,7 @@ def test_a_briefing_setting_changes_the_preview_then_the_next_briefing(
 
     # Reset all is a second step: the first click only asks.
     page.fill("#id_briefing_config-budget", "70")
-    page.click("#section-briefing_config button[value=save]")
+    page.click("#section-briefing_config .actions button[value=save]")
     page.wait_for_function("() => !!document.querySelector('#section-briefing_config .notice')")
     reset = page.locator("#section-briefing_config button[value=reset]")
     assert not reset.is_visible()
