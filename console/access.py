@@ -142,7 +142,11 @@ def recall(
 def memory_feedback(
     access: Access, *, pack_id: str, items: Sequence[Mapping[str, Any]]
 ) -> list[services.Verdict]:
-    """Memory Worth verdicts on a pack this token recalled in one of its projects."""
+    """Memory Worth verdicts on a pack this token's agent recalled in one of its projects.
+
+    A verdict moves the memory's worth, which ranks it for every agent: a write,
+    so a read-only token may not send one."""
+    _writer(access)
     try:
         return services.feedback_record(
             pack_id=pack_id, agent=access.agent, sees=access.sees, items=items

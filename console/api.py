@@ -248,7 +248,10 @@ def recall(request: HttpRequest, payload: RecallIn) -> HttpResponse:
 
 @endpoint("post", "/feedback", "feedback", {200: FeedbackOut}, ["retrieval"])
 def feedback(request: HttpRequest, payload: FeedbackIn) -> HttpResponse:
-    """Memory Worth: per item of a recalled pack (its `pack_id`), used / helpful / harmful."""
+    """Memory Worth: per item of a recalled pack (its `pack_id`), used / helpful / harmful.
+
+    Needs a write token (worth ranks memories for every agent); only the agent that
+    recalled the pack may rate it."""
     return _answer(operations.feedback(_auth(request), payload))
 
 

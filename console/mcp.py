@@ -238,7 +238,8 @@ SPECS = (
         """
         Say what the items of a memory_recall reply were worth (its pack_id): per item,
         used, helpful or harmful. Helpful memories rank higher in later recalls, harmful
-        ones lower (Memory Worth). Call it once you know; again replaces your verdict.""",
+        ones lower (Memory Worth). Call it once you know; again replaces your verdict.
+        Needs a write token; only the agent that recalled the pack may rate it.""",
         read_only=False,
     ),
     Spec(

@@ -87,6 +87,8 @@ def feedback_record(
         raise PackNotFound(f"no recalled pack with id {pack_id!r}")
     if not sees(event.project or None):
         raise PackForbidden(f"pack {pack_id} was recalled in a project this token may not touch")
+    if event.agent != agent:
+        raise PackForbidden(f"pack {pack_id} was recalled by another agent: rate your own packs")
     ids = _check(event, items)
     for memory_id, item in zip(ids, items, strict=True):
         new = {c: bool(item.get(c, False)) for c in COUNTERS}

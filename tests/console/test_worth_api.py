@@ -6,8 +6,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from django.test import Client
 
-from console import indexing, services
+from console import indexing, services, tokens
 from console.models import Feedback, Memory, Project
 from tests.console.api_world import World, call, mcp, world_fixture  # noqa: F401
 
@@ -92,6 +93,12 @@ def test_feedback_is_refused_outside_its_pack_and_its_projects(world: World, pai
     assert not_in.status_code == 404 and "not in pack" in not_in.json()["detail"]
     assert send("alpha", [{"id": a.pk}], pack_id="01" + "0" * 24).status_code == 404
     assert send("beta", [{"id": a.pk, "helpful": True}]).status_code == 403
+    read_only = send("alpha_ro", [{"id": a.pk, "helpful": True}])  # worth ranks for everyone
+    assert read_only.status_code == 403 and "read-only" in read_only.json()["detail"]
+    other = tokens.token_create(agent="agent-other", projects=["alpha"], may_write=True)[1]
+    theirs = call(Client(HTTP_AUTHORIZATION=f"Bearer {other}"), "post", "/feedback",
+                  {"pack_id": pack, "items": [{"id": a.pk, "harmful": True}]})  # fmt: skip
+    assert theirs.status_code == 403 and "another agent" in theirs.json()["detail"]
     both = send("alpha", [{"id": a.pk, "helpful": True, "harmful": True}])
     assert both.status_code == 409
     unrecorded = _recall(world, record=False)
