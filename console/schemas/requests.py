@@ -357,7 +357,9 @@ class MemoryFields(Body):
     occurred_at: DateTime | None = Field(None, description="when the event it records happened")
     source: str | None = Field(None, max_length=32, description="user_stated, agent_inferred, ...")
     valid_from: Instant | None = Field(
-        None, description="when it became true (default: now; on supersede, closes the old one)"
+        None,
+        description="when it became true (default: now; on supersede, closes the old one); "
+        "not in the future (409)",
     )
     invalid_at: Instant | None = Field(
         None, description="when it stops being true, if known (after valid_from, else 409)"

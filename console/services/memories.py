@@ -108,6 +108,21 @@ def valid_time_check(
         )  # fmt: skip
 
 
+# A clock a little ahead is not a plan: past this, a valid_from is the future.
+CLOCK_SKEW = timedelta(minutes=5)
+
+
+def not_ahead(instant: datetime | None, field: str = "valid_from") -> None:
+    """Refuse a valid time that starts in the future: present-time reads (Recall,
+    reads, the briefing, PromptRecall) would show it as true now, and a replacement
+    would retire what is still true. Validity is not scheduled; imports keep theirs."""
+    if instant is not None and instant > timezone.now() + CLOCK_SKEW:
+        raise ValidTimeError(
+            {field: f"{field} {instant.isoformat()} is in the future: every read would show "
+                    "this as true now. Write it once it holds, or give the date in its text."}
+        )  # fmt: skip
+
+
 def _apply_fields(memory: Memory, fields: Mapping[str, Any]) -> None:
     fields = _expiry(fields)
     unknown = set(fields) - set(MEMORY_FIELDS)
@@ -173,6 +188,7 @@ def memory_new(
     memory.created = memory.updated = created or timezone.now()
     memory_validate(memory=memory)
     valid_time_check(valid_from=memory.valid_from, invalid_at=memory.invalid_at)
+    not_ahead(fields.get("valid_from"))
     memory.content_hash = content_hash(
         name=memory.name, description=memory.description, body=memory.body
     )
@@ -250,6 +266,7 @@ def memory_update(*, memory: Memory, **fields: Any) -> Memory:
     memory_validate(memory=memory)
     if "valid_from" in fields or "invalid_at" in fields:  # an import may hold any interval
         valid_time_check(valid_from=memory.valid_from, invalid_at=memory.invalid_at)
+        not_ahead(fields.get("valid_from"))
     memory.content_hash = content_hash(
         name=memory.name, description=memory.description, body=memory.body
     )
@@ -271,7 +288,7 @@ def memory_supersede(*, memory: Memory, **fields: Any) -> Memory:
     """
     old = Memory.objects.select_for_update().get(pk=memory.pk)
     if old.invalid_at is not None:
-        raise StateConflict("This memory is no longer active; supersede its replacement instead.")
+        raise StateConflict(_retired(old))
     carried = {f: getattr(old, f) for f in MEMORY_FIELDS if f not in fields}
     for own in ("external_id", "valid_from", "invalid_at"):  # the new memory's own
         carried.pop(own, None)
@@ -281,6 +298,7 @@ def memory_supersede(*, memory: Memory, **fields: Any) -> Memory:
         )
     closes = fields.get("valid_from") or timezone.now()
     valid_time_check(valid_from=old.valid_from, invalid_at=closes, field="valid_from")
+    not_ahead(closes)
     new = memory_create(
         project=old.project, replacing=[old.pk], **{**carried, **fields, "valid_from": closes}
     )
@@ -294,6 +312,18 @@ def memory_supersede(*, memory: Memory, **fields: Any) -> Memory:
     associations_carry(old=old, new=new)
     indexing.enqueue("memory", old.pk, "upsert")
     return new
+
+
+def _retired(old: Memory) -> str:
+    """Why a memory no longer true cannot be superseded, naming what replaced it (an
+    agent retrying a supersede whose reply it lost learns it already landed)."""
+    new = Memory.objects.filter(pk=old.superseded_by_id).values_list("pk", "name").first()
+    if new is None:
+        return "This memory is no longer active; supersede its replacement instead."
+    return (
+        f"This memory was already superseded by {new[0]} ({new[1]!r}); supersede that one "
+        "instead (if your own supersede's reply was lost, that is it)."
+    )
 
 
 def _unchanged(

@@ -485,7 +485,7 @@ def test_supersede_replaces_and_stamps_the_old_one(world: World) -> None:
     old_now = call(client, "get", f"/memories/{old.pk}").json()
     assert old_now["superseded_by"] == new["id"] and old_now["active"] is False
     again = call(client, "post", f"/memories/{old.pk}/supersede", {"body": "again"})
-    assert "no longer active" in error(again, 409, "conflict")["detail"]
+    assert f"already superseded by {new['id']}" in error(again, 409, "conflict")["detail"]
     restore = call(client, "post", f"/memories/{old.pk}/restore")
     assert "cannot be restored" in error(restore, 409, "conflict")["detail"]
 

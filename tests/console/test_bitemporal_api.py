@@ -9,7 +9,7 @@ supersede, with 422s naming the field; the scope guard on past states.
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.utils import timezone
@@ -17,6 +17,7 @@ from django.utils import timezone
 from console.models import MemoryRevision
 from tests.console.api_world import World, call, mcp, recall_both, world_fixture  # noqa: F401
 
+AHEAD = (timezone.now() + timedelta(days=30)).isoformat()
 JAN, FEB, MAR, APR, JUN, JUL = (
     f"2024-{m:02d}-01T00:00:00Z" for m in (1, 2, 3, 4, 6, 7)
 )  # fmt: skip
@@ -187,11 +188,21 @@ def test_a_bare_time_is_a_422_and_an_empty_interval_a_409_each_naming_the_field(
          "memories.1.invalid_at"),
         ("post", f"/memories/{m['id']}/supersede", {"valid_from": JAN}, 409, "valid_from"),
         ("patch", f"/memories/{m['id']}", {"invalid_at": FEB}, 409, "invalid_at"),
+        # Validity is not scheduled: a future valid_from would read as true now.
+        ("post", "/memories", {"project": "alpha", "name": "x", "body": "b",
+                               "valid_from": AHEAD}, 409, "valid_from"),
+        ("post", "/memories/batch", {"project": "alpha", "memories": [
+            {"name": "ok", "body": "b"}, {"name": "x", "body": "b", "valid_from": AHEAD}]}, 409,
+         "memories.1.valid_from"),
+        ("post", f"/memories/{m['id']}/supersede", {"valid_from": AHEAD}, 409, "valid_from"),
+        ("patch", f"/memories/{m['id']}", {"valid_from": AHEAD}, 409, "valid_from"),
     ]  # fmt: skip
     for method, path, body, status, field in cases:
         response = call(client, method, path, body)
         assert response.status_code == status, (path, response.json())
         assert response.json()["field"] == field, response.json()
+        if AHEAD in str(body):
+            assert "in the future" in response.json()["detail"], response.json()
     assert MemoryRevision.objects.filter(memory_id=m["id"]).count() == 1  # nothing changed
     assert not MemoryRevision.objects.filter(name__in=["ok", "x"]).exists()
 
@@ -208,3 +219,16 @@ def test_another_projects_history_stays_out_of_reach(world: World, monkeypatch: 
     assert call(beta, "get", f"/memories/{a}", {"as_of": FEB}).status_code == 404
     status, _ = mcp(world, "beta", "memory_read", {"id": a, "recorded_as_of": now}, monkeypatch)
     assert status == 404
+
+
+def test_a_retried_supersede_names_the_replacement_it_already_made(world: World) -> None:
+    """An agent whose supersede reply was lost retries: the 409 names what replaced the
+    memory, so it does not supersede twice."""
+    old = write(world, name="timeout", description="payment timeout 10s")
+    new = supersede(world, old["id"], description="payment timeout 20s")
+
+    again = call(world.client("alpha"), "post", f"/memories/{old['id']}/supersede",
+                 {"description": "payment timeout 20s"})  # fmt: skip
+
+    assert again.status_code == 409
+    assert new["id"] in again.json()["detail"] and "'timeout'" in again.json()["detail"]

@@ -77,7 +77,7 @@ def test_supersede_stamps_old_and_creates_new_atomically(project: Project) -> No
     assert new.name == old.name and new.invalid_at is None
     assert fts_ids("chroma") == [new.pk]
     assert set(fts_ids("chroma", active_only=False)) == {old.pk, new.pk}
-    with pytest.raises(ValidationError, match="no longer active"):
+    with pytest.raises(ValidationError, match=f"already superseded by {new.pk}"):
         services.memory_supersede(memory=old, description="again")
 
 
@@ -95,7 +95,7 @@ def test_a_supersede_that_changes_nothing_is_refused_and_writes_nothing(
     old.refresh_from_db()
     assert old.invalid_at is None and Memory.objects.count() == 1
     # A new valid time alone is a change: the same text, true again from then on.
-    later = old.valid_from + timedelta(days=1)
+    later = old.valid_from + timedelta(seconds=1)  # a future one would read as true now
     assert services.memory_supersede(memory=old, valid_from=later).valid_from == later
 
 
