@@ -34,6 +34,7 @@ import numpy as np
 from recall.agent import text_of
 from recall.lru import LRU
 from recall.markdown import prose
+from recall.passages import sentences
 from recall.ports import Embedder, TokenCounter
 from recall.sanitize import WITHHELD
 from recall.types import MEMORY, Record
@@ -45,10 +46,9 @@ MAX_SENTENCES = 40
 LAMBDA = 0.7  # MMR: centrality vs. novelty
 COVER = 0.8  # cosine at which a sentence restates another
 PER_MEMORY = 6  # sentences embedded per memory (description first)
-CHUNK_WORDS = 20  # a run of words without a sentence end is cut into chunks this long
+LONG_WORDS = 20  # a sentence longer than this is cut there, with an ellipsis
 MIN_WORDS = 4
 EMBED_BATCH = 256
-_BOUNDARY = re.compile(r"(?<=[.!?])\s+|\n+")
 _BULLET = re.compile(r"^\s*(?:[-*+>#]+|\d+[.)])\s*")
 
 
@@ -68,17 +68,47 @@ class Summarizer(Protocol):
 
 
 def split(text: str) -> list[str]:
-    """Sentences of a memory's prose (no code, table rows or rules: `recall.markdown`):
-    at sentence and line ends, bullets stripped, runs longer than CHUNK_WORDS cut
-    into chunks, pieces under MIN_WORDS words dropped."""
+    """Sentences of a memory's prose (no code, table rows or rules: `recall.markdown`),
+    as `recall.passages.sentences` reads them (a line wrapped inside a paragraph does
+    not end one; a list item does), bullets stripped, those under MIN_WORDS words
+    dropped, those over LONG_WORDS cut there with an ellipsis: a digest line is never
+    half a sentence that reads as whole."""
     out: list[str] = []
-    for piece in _BOUNDARY.split(prose(text)):
-        words = _BULLET.sub("", piece).split()
-        for start in range(0, len(words), CHUNK_WORDS):
-            chunk = words[start : start + CHUNK_WORDS]
-            if len(chunk) >= MIN_WORDS:
-                out.append(" ".join(chunk))
+    for sentence in sentences(_unwrapped(prose(text))):
+        words = _BULLET.sub("", sentence).split()
+        if len(words) > LONG_WORDS:
+            out.append(" ".join(words[:LONG_WORDS]) + " …")
+        elif len(words) >= MIN_WORDS:
+            out.append(" ".join(words))
     return out
+
+
+_ENDED = re.compile(r"[.!?:;…。！？；]\W*$")
+_HEADING = re.compile(r"^ {0,3}#{1,6}(?:\s|$)")
+WRAPPED_WORDS = 6  # a line this long that ends mid-sentence was wrapped, not a title
+
+
+def _unwrapped(text: str) -> str:
+    """Lines wrapped inside a paragraph joined back ("... customer and the" + "Stripe
+    test clock; ..."): a line of WRAPPED_WORDS words or more that ends without a stop,
+    followed by a line that is not a list item; headings dropped. `sentences` joins a
+    wrapped line only when it starts in lower case."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        if _HEADING.match(line):  # a title, no sentence: `sentences` would glue it on
+            out.append("")
+            continue
+        last = out[-1] if out else ""
+        if (
+            line.strip()
+            and len(last.split()) >= WRAPPED_WORDS
+            and not _ENDED.search(last)
+            and not _BULLET.match(line)
+        ):
+            out[-1] = f"{last} {line.strip()}"
+        else:
+            out.append(line)
+    return "\n".join(out)
 
 
 def candidates(records: Sequence[Record]) -> list[Sentence]:

@@ -23,11 +23,19 @@ from tests.recall.conftest import make_memory, uid
          "| region | owner of it |\n|---|---|\n| eu-west | platform team on call |\n---\n"
          "Then watch the error rate.",
          ["Restart the api pods.", "Then watch the error rate."]),
-        (" ".join(f"w{i}" for i in range(25)), [" ".join(f"w{i}" for i in range(20)),
-                                                 " ".join(f"w{i}" for i in range(20, 25))]),
+        (" ".join(f"w{i}" for i in range(25)), [" ".join(f"w{i}" for i in range(20)) + " …"]),
+        # A paragraph wrapped across lines is one sentence, not two halves.
+        ("It uses the smoke customer and the\nStripe test clock for its checks.\n"
+         "## Steps\n- Run the migrations first",
+         ["It uses the smoke customer and the Stripe test clock for its checks.",
+          "Run the migrations first"]),
+        ("It uses the smoke customer and the\nstaging database for its checks.\n"
+         "Bumping the version is how we flush a cache: old pods\nkeep reading the old key.",
+         ["It uses the smoke customer and the staging database for its checks.",
+          "Bumping the version is how we flush a cache: old pods keep reading the old key."]),
     ],
 )  # fmt: skip
-def test_split_cuts_at_sentence_ends_lines_and_long_runs(text: str, expected: list[str]):
+def test_split_cuts_at_sentence_ends_list_items_and_long_runs(text: str, expected: list[str]):
     assert digest.split(text) == expected
 
 
