@@ -32,6 +32,8 @@ from recall.routing import ROUTINGS
 from recall.types import MEMORY_KINDS
 from recall.worth import MAX_WORTH_WEIGHT
 
+_QUOTED = re.compile(r"('[^']*'|\"[^\"]*\")")  # a value a message quotes back
+
 SINCE_CHOICES = [
     ("", "Any time"),
     ("1d", "Last 24 hours"),
@@ -618,11 +620,13 @@ class ConfigForm(forms.Form):
     def _plain(self, message: str) -> str:
         """The engine's message with each setting's key (`scan_limit`) named by the
         label a person sees on the page ("Scan limit")."""
+        parts = _QUOTED.split(message)  # odd parts are values quoted back: left as typed
         for name in sorted((r["name"] for r in self.rows), key=len, reverse=True):
             label = self.fields[name].label
             if label and label != name:
-                message = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w.])", f"“{label}”", message)
-        return message
+                key = re.compile(rf"(?<![\w.]){re.escape(name)}(?![\w.])")
+                parts = [p if n % 2 else key.sub(f"“{label}”", p) for n, p in enumerate(parts)]
+        return "".join(parts)
 
     def config(self) -> Any:
         """The base with the valid fields decoded over it (for the live preview)."""

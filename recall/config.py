@@ -281,8 +281,9 @@ class BriefingConfig:
     tag: str = "memory-briefing"
 
     def __post_init__(self) -> None:
-        if self.budget < 1 or self.hard_cap_factor < 1 or self.scan_limit < 1:
-            raise ValueError("budget, scan_limit >= 1 and hard_cap_factor >= 1")
+        for knob in ("budget", "scan_limit", "hard_cap_factor"):
+            if getattr(self, knob) < 1:
+                raise ValueError(f"{knob} must be at least 1, not {getattr(self, knob)}")
         _check_tag(self.tag)
 
 

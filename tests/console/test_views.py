@@ -1018,6 +1018,22 @@ def test_the_preview_reports_a_bad_value_at_its_field_and_renders_nothing(
     assert "No preview until the values are valid" in html
 
 
+def test_a_settings_error_names_its_field_and_quotes_the_value_as_typed(
+    admin_client: Client, memory: Memory
+) -> None:
+    """'tag' inside a typed value stayed a word of the value, and a bad size named only
+    itself (it read '“Size (tokens)”, “Newest memories read” >= 1 and ...')."""
+    values = {"briefing_config-tag": "bad tag with spaces", "briefing_config-budget": "-3"}
+    html = admin_client.get("/settings/preview/", values, **HX).content.decode()
+
+    def slot(name: str) -> str:
+        return html.split(f'id="err-briefing_config-{name}"', 1)[1].split("</p>", 1)[0]
+
+    assert "&#x27;bad tag with spaces&#x27;" in slot("tag")
+    assert "“Size (tokens)” must be at least 1, not -3" in slot("budget")
+    assert "Newest memories read" not in slot("budget")
+
+
 def test_the_inspector_warns_without_a_project(admin_client: Client, memory: Memory) -> None:
     html = admin_client.get("/inspect/", {"mode": "recall", "query": "chroma"}, **HX).content
     scoped = admin_client.get(
