@@ -21,7 +21,14 @@ from console.services.associations import (
     link_refusal,
 )
 from console.services.curation import favorite_toggle, setting_reset, setting_save
-from console.services.digests import digest_edit, digest_rebuild, digest_request
+from console.services.digests import (
+    MAX_DIGEST_CHARS,
+    DigestChanged,
+    digest_edit,
+    digest_rebuild,
+    digest_request,
+    digest_stamp,
+)
 from console.services.events import memory_read_record, retrieval_record
 from console.services.expiry import Expired, memories_expire, memories_expired
 from console.services.feedback import PackForbidden, Verdict, feedback_record
@@ -70,9 +77,12 @@ from console.services.writes import (
 )
 
 __all__ = [
+    "MAX_DIGEST_CHARS",
+    "DigestChanged",
     "digest_edit",
     "digest_rebuild",
     "digest_request",
+    "digest_stamp",
     "digest_sync",
     "association_delete",
     "association_write",

@@ -3,6 +3,8 @@ an agent's recall asks for (console/digesting.py keeps them fresh through the ou
 
 from __future__ import annotations
 
+import hashlib
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -25,7 +27,17 @@ def _shown(text: str) -> str:
 
 
 @transaction.atomic
-def digest_edit(*, project: str | None, text: str, by: str) -> Digest:
+class DigestChanged(ValueError):
+    """The digest is no longer what the person editing it was shown."""
+
+
+def digest_stamp(row: Digest) -> str:
+    """What a person was shown of a digest, as a short hash: an edit sends it back."""
+    seen = "\n".join(str(s.get("text", "")) for s in row.sentences)
+    return hashlib.sha256(seen.encode()).hexdigest()[:16]
+
+
+def digest_edit(*, project: str | None, text: str, by: str, seen: str = "") -> Digest:
     """Replace a built digest's text with a person's, one sentence per line.
 
     The box shows each sentence as the text it stands for (agent text unescaped:
@@ -34,10 +46,22 @@ def digest_edit(*, project: str | None, text: str, by: str) -> Digest:
     sanitized for agents
     (`recall.agent.body_text`), and covers no row. The digest is
     marked edited, so automatic rebuilds keep it (recall/digest.py, "covers").
+    `seen` (`digest_stamp` of the digest the person edited) refuses an edit of a
+    digest rebuilt or edited since (DigestChanged); an empty text is refused too.
     """
     if len(text) > MAX_DIGEST_CHARS:
-        raise ValueError(f"a digest holds at most {MAX_DIGEST_CHARS} characters")
+        raise ValueError(f"A digest holds at most {MAX_DIGEST_CHARS} characters.")
+    if not text.strip():
+        raise ValueError(
+            "An empty digest would leave agents asking for one with nothing: write at "
+            "least one sentence, or rebuild it from the rows."
+        )
     row = Digest.objects.select_for_update().get(key=digesting.key_of(project))
+    if seen and seen != digest_stamp(row):
+        raise DigestChanged(
+            "The digest changed since you opened this page (rebuilt, or edited by someone "
+            "else): it is shown as it is now, with your text kept in the box to compare."
+        )
     built = {_shown(s.text): s for s in digesting.to_value(row).sentences}
     lines = [_same(line) for line in text.splitlines() if line.strip()]
     # a person's own line reaches agents: sanitized like every memory text

@@ -137,6 +137,15 @@ def as_read(text: Any) -> str:
 
 
 @register.filter
+def tagged(messages: Any, tag: str) -> list[Any]:
+    """The messages with `tag` among their tags ("-tag": those without), so a section
+    can show its own next to it (the digest's) and the page top the rest."""
+    if tag.startswith("-"):
+        return [m for m in messages if tag[1:] not in m.tags.split()]
+    return [m for m in messages if tag in m.tags.split()]
+
+
+@register.filter
 def get(mapping: Any, key: Any) -> Any:
     try:
         return mapping.get(key)

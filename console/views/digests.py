@@ -16,6 +16,8 @@ from console import browse, services
 from console.models import Digest, Project
 from console.views.base import login_required, or_404, visible_or_404
 
+DIGEST = "digest"  # its messages show in the digest section, where the person is
+
 
 @login_required
 @require_POST
@@ -27,18 +29,26 @@ def digest_update(request: HttpRequest, key: str) -> HttpResponse:
     if request.POST.get("action") == "rebuild":
         built = services.digest_rebuild(project=slug)
         if built is None:
-            messages.error(request, "No embedder is configured: a digest cannot be built.")
+            messages.error(request, "No embedder is configured: a digest cannot be built.", DIGEST)
         else:
-            messages.success(request, "Digest rebuilt from the rows.")
+            messages.success(request, "Digest rebuilt from the rows.", DIGEST)
         return redirect(url)
+    text = request.POST.get("text", "")
     try:
         services.digest_edit(
-            project=slug, text=request.POST.get("text", ""), by=request.user.get_username()
-        )
+            project=slug, text=text, by=request.user.get_username(),
+            seen=request.POST.get("seen", ""),
+        )  # fmt: skip
     except Digest.DoesNotExist:
-        messages.error(request, "There is no digest to edit yet: build it first.")
+        messages.error(request, "There is no digest to edit yet: build it first.", DIGEST)
     except ValueError as exc:
-        messages.error(request, str(exc))
+        messages.error(request, str(exc), DIGEST)
+        request.session[draft_key(key)] = text[: services.MAX_DIGEST_CHARS * 2]  # not lost
     else:
-        messages.success(request, "Digest saved; automatic rebuilds keep your edit.")
+        messages.success(request, "Digest saved; automatic rebuilds keep your edit.", DIGEST)
     return redirect(url)
+
+
+def draft_key(key: str) -> str:
+    """Where a refused edit's text waits for the page to show it again (the session)."""
+    return f"digest-draft:{key}"

@@ -13,9 +13,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from console import browse, roles, selectors
+from console import browse, roles, selectors, services
 from console.forms import BrowseForm
 from console.models import Project
+from console.views import digests
 from console.views.base import (
     HtmxHttpRequest,
     login_required,
@@ -86,5 +87,9 @@ def project_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
         "digest": next(
             iter(selectors.digest_list(projects=[project.slug if project else None])), None
         ),
+        "digest_draft": request.session.pop(digests.draft_key(key), None),
+        "digest_chars": services.MAX_DIGEST_CHARS,
     }
+    if context["digest"] is not None:
+        context["digest_seen"] = services.digest_stamp(context["digest"])
     return page(request, "console/project.html", context, "browse")

@@ -212,6 +212,38 @@ def test_a_person_reads_and_keeps_a_sentence_as_written_not_as_escaped(person: C
     assert kept == [stored]  # the line as shown keeps the sentence and what it covers
 
 
+def test_a_refused_digest_edit_says_why_at_the_digest_and_keeps_the_text(person: Client):
+    """An empty box, an edit of a digest changed since the page was opened (a second
+    tab, a rebuild): refused next to the digest, and the typed text is still there."""
+    digesting.rebuild("alpha")
+    opened = person.get("/projects/alpha/")
+    seen = opened.context["digest_seen"]
+    first = Digest.objects.get(key="alpha").sentences[0]["text"]
+
+    empty = _post(person, {"action": "edit", "text": " \n", "seen": seen})
+    assert empty.status_code == 302 and Digest.objects.get(key="alpha").sentences[0]["text"] == (
+        first
+    )
+    shown = person.get("/projects/alpha/").content.decode()
+    section = shown.split('id="digest"', 1)[1]
+    assert "An empty digest" in section and "An empty digest" not in shown.split('id="digest"')[0]
+
+    assert (
+        _post(person, {"action": "edit", "text": "Tab one's line.", "seen": seen}).status_code
+        == 302
+    )
+    mine = "Tab two's line, typed on the old page."
+    late = _post(person, {"action": "edit", "text": mine, "seen": seen})
+
+    assert late.status_code == 302
+    assert [s["text"] for s in Digest.objects.get(key="alpha").sentences] == ["Tab one's line."]
+    again = person.get("/projects/alpha/").content.decode()
+    assert "changed since you opened this page" in again
+    box = again.split('id="digest-text"', 1)[1].split("</textarea>", 1)[0]
+    assert "Tab two&#x27;s line, typed on the old page." in box  # kept to compare
+    assert "Tab two" not in person.get("/projects/alpha/").content.decode()  # once
+
+
 def test_digest_posts_need_the_csrf_token(person: Client):
     digesting.rebuild("alpha")
 
