@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import fields as dc_fields
@@ -531,6 +533,10 @@ class ConfigForm(forms.Form):
         **kwargs: Any,
     ) -> None:
         self.key, self.base, self.override = key, base, dict(override)
+        # What the person was shown as saved: a save sends it back (`changed_since`).
+        self.seen = hashlib.sha256(
+            json.dumps(self.override, sort_keys=True, default=str).encode()
+        ).hexdigest()[:16]
         self.labels = dict(labels or {})
         initial = {}
         for name, value in self.override.items():
@@ -627,6 +633,11 @@ class ConfigForm(forms.Form):
                 key = re.compile(rf"(?<![\w.]){re.escape(name)}(?![\w.])")
                 parts = [p if n % 2 else key.sub(f"“{label}”", p) for n, p in enumerate(parts)]
         return "".join(parts)
+
+    def changed_since(self, seen: str) -> bool:
+        """Whether the saved override moved since a page showing stamp `seen` was
+        rendered (another tab or person saved): a save from it would undo theirs."""
+        return bool(seen) and seen != self.seen
 
     def config(self) -> Any:
         """The base with the valid fields decoded over it (for the live preview)."""

@@ -33,6 +33,13 @@ def _section(key: str) -> str:
     return section
 
 
+CHANGED = (
+    "These settings were saved by someone else (or in another tab) after you opened this "
+    "page; nothing was saved. Your values are still in the fields and the marks show what "
+    "is saved now: save again to replace it."
+)
+
+
 def _config_form(section: str, data: Any = None, *, override: Any = None) -> ConfigForm:
     base = selectors.config_base(section)
     if override is None:
@@ -109,6 +116,9 @@ def settings_save(request: HtmxHttpRequest, key: str) -> HttpResponse:
         else:
             services.setting_reset(key=key)
         notice = f"{knob} reset to its base value."
+    elif form.changed_since(request.POST.get("seen", "")):
+        form.is_valid()  # the values typed stay in their fields, checked
+        form.add_error(None, CHANGED)
     elif form.is_valid():
         services.setting_save(key=key, value=form.values(), user=user)
         notice = "Saved. The next call uses these values."

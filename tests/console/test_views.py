@@ -654,6 +654,27 @@ def test_settings_plain_save_redirects_and_reset_goes_back_to_base(
     assert not Setting.objects.filter(key="search_config").exists()
 
 
+def test_a_settings_save_from_a_page_opened_before_another_save_is_refused(
+    admin_client: Client, memory: Memory
+) -> None:
+    """Two tabs: A saves a size, B (opened before) saves a tag. B's save used to replace
+    the whole section, A's size with it; now B is told, keeps its value and saves again."""
+    html = admin_client.get("/settings/").content.decode()
+    seen = html.split('id="form-briefing_config"', 1)[1].split('name="seen" value="', 1)[1][:16]
+    a = {"action": "save", "seen": seen, "briefing_config-budget": "700"}
+    assert admin_client.post("/settings/briefing_config/", a, **HX).status_code == 200
+
+    b = {"action": "save", "seen": seen, "briefing_config-tag": "brief"}
+    late = admin_client.post("/settings/briefing_config/", b, **HX).content.decode()
+
+    assert "saved by someone else" in late and 'value="brief"' in late
+    assert Setting.objects.get(key="briefing_config").value == {"budget": 700}
+    fresh = late.split('name="seen" value="', 1)[1][:16]
+    again = admin_client.post("/settings/briefing_config/", {**b, "seen": fresh}, **HX)
+    assert again.status_code == 200 and "Saved." in again.content.decode()
+    assert Setting.objects.get(key="briefing_config").value == {"tag": "brief"}
+
+
 def test_settings_for_an_unknown_section_is_404(admin_client: Client, planes: Path) -> None:
     assert admin_client.post("/settings/nope/", {"action": "reset"}).status_code == 404
 
