@@ -40,6 +40,7 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import Literal, overload
 
 from recall import sanitize, tiers
 from recall.config import PromptConfig
@@ -274,7 +275,10 @@ class CorpusCache:
     (what the data looked like; None: unknown) equals the one it was built
     at: then it is fresh again without a rebuild. `written` (a write this
     process committed) makes every corpus read before it stale, whatever its
-    TTL and stamp. With `refresh`, a rebuild passes it the stale corpus (to
+    TTL and stamp, and such a corpus is refreshed in the request that next
+    looks (a refresh reads only what changed: 3 ms at 100,000 memories), so
+    the writer's next prompt sees its write; a build it would need is queued.
+    With `refresh`, a rebuild passes it the stale corpus (to
     apply what changed since, `refresh` in this module; None back: `build`
     after all) instead of calling `build`, unless the key was last built
     whole `whole_after` ago or `expire(whole=True)` asked for a build
@@ -347,6 +351,12 @@ class CorpusCache:
         if start:
             if not self._background:
                 return self._rebuild(job)
+            if wrote and refresh is not None:  # the writer reads its own write at once
+                renewed = self._rebuild(job, whole=False)
+                if renewed is not None:
+                    return renewed
+                with self._lock:
+                    self._building.add(key)
             self._enqueue(job)
         return cached.corpus
 
@@ -374,20 +384,32 @@ class CorpusCache:
             self._draining = True
         threading.Thread(target=self._drain, daemon=True, name="prompt-corpora").start()
 
-    def _rebuild(self, job: _Job) -> Corpus:
+    @overload
+    def _rebuild(self, job: _Job) -> Corpus: ...
+
+    @overload
+    def _rebuild(self, job: _Job, *, whole: Literal[False]) -> Corpus | None: ...
+
+    def _rebuild(self, job: _Job, *, whole: bool = True) -> Corpus | None:
         """Build (or refresh) and keep the corpus with the job's stamp, read before
         the build (a write landing during it moves the stamp past this one: the
-        next look rebuilds)."""
+        next look rebuilds). `whole=False` only refreshes (a request right after
+        its own write: a few ms): None, and nothing kept, where a build is due."""
         key = job.key
         read = self._clock()  # what the build reads is at least this new
         with self._lock:
             cached = self._corpora.get(key)
             due = read - self._built.get(key, datetime.min.replace(tzinfo=UTC))
-            whole = cached is None or key in self._whole or due >= self._whole_after
-            previous = None if whole or cached is None else cached.corpus
-            self._whole.discard(key)
+            rebuilt = cached is None or key in self._whole or due >= self._whole_after
+            previous = None if rebuilt or cached is None else cached.corpus
+            if whole:
+                self._whole.discard(key)
         try:
             renewed = None if previous is None or job.refresh is None else job.refresh(previous)
+            if renewed is None and not whole:
+                with self._lock:
+                    self._whole.add(key)  # the queued rebuild builds it
+                return None
             corpus, whole = (job.build(), True) if renewed is None else (renewed, False)
             with self._lock:
                 self._corpora[key] = _Kept(self._clock(), corpus, job.stamp, read)

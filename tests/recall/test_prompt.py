@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import math
+import threading
+import time
 from dataclasses import replace
 from datetime import timedelta
 
@@ -246,6 +248,42 @@ def test_a_write_of_this_process_refreshes_the_corpora_read_before_it() -> None:
     assert look() is refreshed  # refreshed 0.5 s ago: kept for now
     now[0] += timedelta(seconds=0.5)
     assert look() is not refreshed and len(given) == 2  # a WRITTEN_GAP later: refreshed
+
+
+def test_the_writers_next_look_refreshes_in_the_request_and_queues_a_build_due() -> None:
+    """In the background mode a server runs: a corpus read before this process's own
+    write is refreshed by the next look itself (the writer's next prompt sees what it
+    wrote, even when the corpus had also outlived its TTL), never built whole there."""
+    now = [NOW]
+    cache = CorpusCache(clock=lambda: now[0], whole_after=timedelta(minutes=5))
+    on: list[str] = []
+
+    def build() -> object:
+        on.append(threading.current_thread().name)
+        return build_corpus(rows(FILLERS))
+
+    def renew(corpus: object) -> object:
+        on.append(threading.current_thread().name)
+        return build_corpus(rows([make_memory(1), *FILLERS]))
+
+    def look() -> object:
+        return cache.get("k", build, ttl=30, refresh=renew)  # type: ignore[arg-type]
+
+    first = look()
+    now[0] += timedelta(seconds=35)  # idle past the TTL, then a write
+    cache.written()
+    now[0] += timedelta(seconds=2)
+    renewed = look()
+    assert renewed is not first and len(on) == 2 and on[1] == threading.current_thread().name
+
+    now[0] += timedelta(minutes=5)  # a whole build is due: not in the request
+    cache.written()
+    now[0] += timedelta(seconds=2)
+    assert look() is renewed
+    deadline = time.monotonic() + 5
+    while cache.builds < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert cache.builds == 2 and on[2] == "prompt-corpora"
 
 
 def test_stale_corpus_is_served_while_one_background_rebuild_runs():
