@@ -104,6 +104,8 @@ def item_view(hit: Hit, *, detail: str = FULL, debug: bool = False) -> dict[str,
     for key, value in times:
         if value is not None:
             view[key] = iso(value)
+    if hit.superseded_by:  # a past version: which memory says what is true now
+        view["superseded_by"] = hit.superseded_by
     attribution = _attribution(hit)
     if attribution:
         view["attribution"] = attribution

@@ -91,6 +91,7 @@ class Hit:
     via: str | None = None
     rel: str | None = None  # an associated item: the type of the edge that reached it
     invalid_at: datetime | None = None
+    superseded_by: str | None = None  # a past version (include_history, as_of): its successor
     origin: str = ""  # the memory's source: user_stated, agent_inferred, ...
     agent_id: str = ""
     graph: tuple[GraphLink, ...] | None = None
@@ -230,6 +231,7 @@ def to_hit(
         occurred_at=record.occurred_at,
         session_id=record.session_id,
         invalid_at=record.invalid_at,
+        superseded_by=record.superseded_by,
         origin=record.source,
         agent_id=record.agent_id,
         worth=worth_of(record) if record.item == MEMORY else None,

@@ -61,6 +61,9 @@ class PackItem(Reply):
         None, description="when it stopped being true (superseded or archived)"
     )
     occurred_at: str | None = Field(None, description="when the event happened, if known")
+    superseded_by: str | None = Field(
+        None, description="a past version (include_history, as_of): the id that replaced it"
+    )
     attribution: AttributionOut | None = Field(
         None, description="its source, agent and session (those known)"
     )

@@ -82,7 +82,20 @@ def test_include_history_is_the_cold_tier_and_shows_when_a_memory_stopped_being_
     assert memory.pk not in [i["id"] for i in live["items"]]
     archived = item(past, memory.pk)
     assert archived["invalid_at"].endswith("Z")
+    assert "superseded_by" not in archived  # archived, not replaced
     assert (live["debug"]["tier"], past["debug"]["tier"]) == ("warm", "cold")
+
+
+def test_a_past_version_names_the_memory_that_replaced_it(world: World) -> None:
+    """include_history can rank an old version first: the item says what replaced it."""
+    old = world.memories["alpha"]
+    new = services.memory_supersede(memory=old, body="Warm the albatross cache twice.")
+    indexing.apply_pending()
+
+    past = rest(world, {"include_history": True})
+
+    assert item(past, old.pk)["superseded_by"] == new.pk
+    assert "superseded_by" not in item(past, new.pk)
 
 
 def test_include_graph_names_the_neighbours_in_scope_and_counts_their_tokens(
