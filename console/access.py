@@ -133,7 +133,8 @@ def recall(
         options["knobs"] = {**(options.get("knobs") or {}), "pack_id": pack_id}
     pack = selectors.memory_recall(project=bound, visible=access.projects, **options)
     if record:
-        ids = [h.id for h in pack.items if h.covers is None]  # rows, not a digest
+        shown = (*pack.items, *(pack.associated or ()))  # each carries worth to rate
+        ids = [h.id for h in shown if h.covers is None]  # rows, not a digest
         query = options.get("query", "")
         _seen(access, "recalled", ids, query=query, project=bound, pack_id=pack_id)
     return pack

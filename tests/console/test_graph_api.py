@@ -123,6 +123,14 @@ def test_recall_walks_hops_and_adds_associated_items(world: World, chain) -> Non
     assert not main & {a[0] for a in assoc}
     assert (chain["far"].pk, 2, chain["seed"].pk, "before") in assoc
 
+    # An associated item carries worth, and the agent that was shown it may rate it.
+    recorded = call(client, "post", "/recall", {**body, **asked, "record": True}).json()
+    rated = call(client, "post", "/feedback", {
+        "pack_id": recorded["pack_id"], "items": [{"id": chain["far"].pk, "helpful": True}],
+    })  # fmt: skip
+    assert rated.status_code == 200, rated.json()
+    assert rated.json()["items"][0]["worth"] > 0.5
+
 
 @pytest.mark.parametrize(
     "bad",
