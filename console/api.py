@@ -202,8 +202,17 @@ def _known(request: HttpRequest, schema: type[Params] = Params, *extra: str) -> 
         raise NinjaValidationError([{"loc": loc, "type": "extra_forbidden"} for loc in unknown])
 
 
+IDEMPOTENCY_KEY_CHARS = 200  # as the body's `idempotency_key`
+
+
 def _key(request: HttpRequest) -> str | None:
-    return request.headers.get("Idempotency-Key") or None
+    key = request.headers.get("Idempotency-Key") or None
+    if key is not None and len(key) > IDEMPOTENCY_KEY_CHARS:
+        raise NinjaValidationError([{
+            "loc": ["header", "Idempotency-Key"], "type": "string_too_long",
+            "msg": f"String should have at most {IDEMPOTENCY_KEY_CHARS} characters",
+        }])  # fmt: skip
+    return key
 
 
 def endpoint(

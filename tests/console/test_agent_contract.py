@@ -57,6 +57,16 @@ def test_a_key_reused_for_another_request_is_a_409(world: World) -> None:
     assert r.status_code == 409 and r.json()["code"] == "conflict"
 
 
+def test_an_overlong_idempotency_key_header_is_refused_like_the_body_field(
+    world: World,
+) -> None:
+    r = write(world, TURN, key="k" * 201)
+
+    assert r.status_code == 422 and "Idempotency-Key" in json.dumps(r.json())
+    assert not Memory.objects.filter(name=TURN["name"]).exists()
+    assert write(world, TURN, key="k" * 200).status_code == 201
+
+
 def test_the_same_text_again_is_answered_with_the_stored_memory(world: World) -> None:
     first = write(world, TURN).json()
 
