@@ -375,8 +375,12 @@ def memory_delete(request: HttpRequest, memory_id: str) -> HttpResponse:
     ["memories"],
 )  # fmt: skip
 def memory_supersede(request: HttpRequest, memory_id: str, payload: MemoryFields) -> HttpResponse:
-    """Replace a memory: the new one carries over every field not given."""
-    return _answer(operations.memory_supersede(_auth(request), memory_id, payload))
+    """Replace a memory: the new one carries over every field not given.
+
+    Send an `Idempotency-Key` header to make retries safe: a retry gets the first answer.
+    """
+    who = _auth(request)
+    return _answer(operations.memory_supersede(who, memory_id, payload, key=_key(request)))
 
 
 @endpoint("post", "/memories/{memory_id}/archive", "memory_archive", {200: MemoryOut}, ["memories"])

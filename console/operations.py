@@ -253,14 +253,22 @@ def memory_update(who: Access, memory_id: str, p: MemoryFields) -> Answer:
     return _with_index_state(_json(body), [memory.pk])
 
 
-def memory_supersede(who: Access, memory_id: str, p: MemoryFields) -> Answer:
-    fields = _set(p, drop=("id",))
-    written = access.memory_supersede(who, memory_id=memory_id, fields=fields)
-    said = withheld.warnings(fields)  # what it changes: a carried text was warned of before
-    body = replies.written_view(
-        written.memory, created=True, hint=written.dedup_hint, warnings=said
-    )
-    return _with_index_state(_json(body, 201), [written.memory.pk])
+def memory_supersede(
+    who: Access, memory_id: str, p: MemoryFields, *, key: str | None = None
+) -> Answer:
+    fields = _set(p, drop=("id", "idempotency_key"))
+
+    def write() -> Answer:
+        written = access.memory_supersede(who, memory_id=memory_id, fields=fields)
+        said = withheld.warnings(fields)  # what it changes: a carried text was warned before
+        body = replies.written_view(
+            written.memory, created=True, hint=written.dedup_hint, warnings=said
+        )
+        return _json(body, 201)
+
+    request = {"call": "memory_supersede", "id": memory_id, **fields}
+    answer = _idempotent(who, key or getattr(p, "idempotency_key", None), request, write)
+    return _with_index_state(answer, [answer.body["memory"]["id"]])
 
 
 def memory_archive(who: Access, memory_id: str) -> Answer:

@@ -416,6 +416,9 @@ class MemoryRef(Body):
 
 class SupersedeIn(MemoryFields):
     id: str = Field(max_length=26, description="the memory to replace")
+    idempotency_key: str | None = Field(
+        None, max_length=200, description="a retry with the same key gets the first answer"
+    )
 
 
 class MemoryIdIn(Body):

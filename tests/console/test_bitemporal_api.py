@@ -8,13 +8,14 @@ supersede, with 422s naming the field; the scope guard on past states.
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.utils import timezone
 
-from console.models import MemoryRevision
+from console.models import Memory, MemoryRevision
 from tests.console.api_world import World, call, mcp, recall_both, world_fixture  # noqa: F401
 
 AHEAD = (timezone.now() + timedelta(days=30)).isoformat()
@@ -232,3 +233,28 @@ def test_a_retried_supersede_names_the_replacement_it_already_made(world: World)
 
     assert again.status_code == 409
     assert new["id"] in again.json()["detail"] and "'timeout'" in again.json()["detail"]
+
+
+def test_a_supersede_retried_with_its_idempotency_key_gets_the_first_answer(
+    world: World, monkeypatch: Any
+) -> None:
+    old = write(world, name="retry-me", description="payment timeout 10s")
+    path = f"/memories/{old['id']}/supersede"
+    client = world.client("alpha")
+    body = json.dumps({"description": "payment timeout 20s"})
+
+    def send() -> Any:
+        return client.post(f"/api/v1{path}", body, content_type="application/json",
+                           HTTP_IDEMPOTENCY_KEY="sup-1")  # fmt: skip
+
+    first, again = send(), send()
+
+    assert first.status_code == again.status_code == 201
+    assert again.json()["memory"]["id"] == first.json()["memory"]["id"]
+    assert Memory.objects.filter(name="retry-me").count() == 2  # one replacement
+    new = write(world, name="retry-mcp", description="queue depth 5")
+    args = {"id": new["id"], "description": "queue depth 9", "idempotency_key": "sup-2"}
+    answers = [mcp(world, "alpha", "memory_supersede", args, monkeypatch) for _ in range(2)]
+    assert [status for status, _ in answers] == [200, 200]  # MCP: a result, not a 201
+    assert answers[0][1]["memory"]["id"] == answers[1][1]["memory"]["id"]
+    assert Memory.objects.filter(name="retry-mcp").count() == 2
