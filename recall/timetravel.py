@@ -189,11 +189,11 @@ def recall_pack(
     packed = pack(
         ranked[:limit], budget=budget, counter=planes.tokens, detail=req.detail,
         item_tokens=config.item_tokens, warnings=(COLD_ONLY,), total_found=found,
-        associated=req.include_associated,
+        associated=req.include_associated, pack_id=req.pack_id,
     )  # fmt: skip
     linked: tuple[Hit, ...] | None = () if req.include_associated else None
     info = debug(req, started, found) if req.debug else None
     return ContextPack(
         packed.items, packed.omitted, packed.tokens, budget, packed.warnings, info, req.detail,
-        found, linked,
+        found, linked, req.pack_id,
     )  # fmt: skip

@@ -129,3 +129,15 @@ def test_memory_feedback_over_mcp(world: World, pair: Any, monkeypatch: Any) -> 
     other = {"pack_id": pack["pack_id"], "items": [{"id": a.pk}]}
     status, refused = mcp(world, "beta", "memory_feedback", other, monkeypatch)
     assert status == 403 and "may not touch" in refused["detail"]
+
+
+def test_a_time_travel_pack_carries_its_pack_id_and_can_be_rated(world: World, pair: Any) -> None:
+    """The cold path packed without the recall's pack_id: no feedback on what it gave."""
+    a, _ = pair
+    past = _recall(world, as_of=datetime.now(UTC).isoformat(), budget=300)
+
+    assert past["pack_id"] and past["tokens"] <= 300
+    assert any(i["id"] == a.pk for i in past["items"])
+    verdict = {"pack_id": past["pack_id"], "items": [{"id": a.pk, "helpful": True}]}
+    rated = call(world.client("alpha"), "post", "/feedback", verdict)
+    assert rated.status_code == 200, rated.json()
