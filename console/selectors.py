@@ -16,13 +16,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import connections
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Max, Q, QuerySet
 
 from console import configuration, digesting, indexing, wiring
 from console.models import Digest, Edge, IndexJob, Memory, Note, Project, RetrievalEvent
 from console.store import live
 from console.store import now as store_now
-from recall import links
+from recall import links, tiers
 from recall.config import BriefingConfig, Problem, decode_over
 from recall.errors import QueryError
 from recall.requests import BriefingRequest, PromptRequest, RecallRequest, SearchRequest
@@ -199,6 +199,31 @@ def briefing_render(
 def prompt_recall(*, project: str | None, prompt: str, budget: int | None = None) -> PromptResult:
     request = PromptRequest(project=project, prompt=prompt, budget=budget)
     return wiring.engine().prompt_recall(request)
+
+
+def text_stamp() -> object:
+    """What the palette's kept answers hang on: the full-text plane's stamp (it moves
+    when the index applies a change) with the newest queued index job (it moves when
+    a change commits, before the index has it); None when the plane cannot tell."""
+    text = tiers.stamp(wiring.engine().planes.text)
+    if text is None:
+        return None
+    return text, IndexJob.objects.aggregate(newest=Max("pk"))["newest"]
+
+
+def palette_kept(key: tuple[Any, ...]) -> tuple[object, bytes | None]:
+    """(the stamp now, the palette's answer kept for `key` under it or None); the stamp
+    is None when nothing can be kept (`text_stamp`)."""
+    stamp = text_stamp()
+    if stamp is None:
+        return None, None
+    kept = wiring.palette_answers().get(key, valid=lambda kept: kept[0] == stamp)
+    return stamp, None if kept is None else kept[1]
+
+
+def palette_keep(key: tuple[Any, ...], stamp: object, answer: bytes) -> None:
+    """Keep a rendered palette answer made under `stamp` (see `palette_kept`)."""
+    wiring.palette_answers().put(key, (stamp, answer))
 
 
 def warm() -> None:

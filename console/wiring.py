@@ -29,11 +29,13 @@ from console import allocator, configuration
 from recall.engine import Engine
 from recall.errors import ConfigError
 from recall.indexes.hot_vectors import HotVectorIndex, Replicable
+from recall.lru import LRU
 from recall.planes import Planes
 from recall.ports import Channel, Embedder, MemoryStore, TextIndex, VectorIndex
 
 T = TypeVar("T")
 PLANES = ("STORE", "TEXT_INDEX", "VECTOR_INDEX", "EMBEDDER")
+PALETTE_ANSWERS = 1024  # the palette's kept short answers (`palette_answers`)
 _lock = threading.RLock()
 _cache: dict[str, Any] = {}
 
@@ -175,6 +177,12 @@ def engine() -> Engine:
         )
 
     return _once("engine", make)
+
+
+def palette_answers() -> LRU[tuple[Any, ...], tuple[object, bytes]]:
+    """The palette's kept answers (console/views/search.py), dropped with the adapters
+    they were read from."""
+    return _once("palette_answers", lambda: LRU(PALETTE_ANSWERS))
 
 
 def forget_recalls() -> None:

@@ -27,13 +27,17 @@ from django.views.decorators.vary import vary_on_headers
 from console import browse, roles, selectors
 from console.forms import SearchForm
 from console.views import present
-from console.views.base import HtmxHttpRequest, login_required, page
+from console.views.base import HtmxHttpRequest, login_required, page, partial
 from console.views.text import Matcher
 from recall import RecallError
 
 WINDOW = 100  # hits read per search; the pages walk through them
 PER_PAGE = 20
 PALETTE_HITS = 8
+# The palette keeps its rendered answers to queries this short, per (query, scope, staff),
+# each while the stamp it was made under holds (`selectors.text_stamp`): every change to
+# what a row shows (text, state, a delete) queues an index job and reaches the index.
+SHORT_ANSWER = 4
 RECENT_MAX = 8
 _ID = re.compile(r"^[0-9A-Za-z]{10,26}$")
 
@@ -161,15 +165,27 @@ def _commands(query: str, *, staff: bool) -> list[dict[str, str]]:
 @require_GET
 @vary_on_headers("HX-Request")
 def palette(request: HtmxHttpRequest) -> HttpResponse:
-    """The keystroke palette: the FTS fast path (never embeds), last word a prefix."""
+    """The keystroke palette: the FTS fast path (never embeds), last word a prefix.
+
+    The rendered answer to a short query (the first letters typed: the most asked
+    and, as a prefix, the dearest) is kept per scope until the full-text plane's
+    stamp moves (`selectors.palette_kept`)."""
     query = request.GET.get("q", "")[:500]
+    scope = roles.search_scope(request.user, None)
+    staff = roles.is_staff(request.user)
+    key = (query, None if scope is None else tuple(scope), staff)
+    stamp: object = None
+    if partial(request) and 0 < len(query.strip()) <= SHORT_ANSWER:
+        stamp, kept = selectors.palette_kept(key)
+        if kept is not None:
+            return HttpResponse(kept)
     context: dict[str, Any] = {"q": query, "rows": [], "error": "", "result": None}
     visible = roles.visible_projects(request.user)
     if query.strip():
         try:
             result = selectors.memory_search(
                 query=query,
-                projects=roles.search_scope(request.user, None),
+                projects=scope,
                 semantic=False,
                 prefix=True,
                 limit=PALETTE_HITS,
@@ -190,10 +206,12 @@ def palette(request: HtmxHttpRequest) -> HttpResponse:
         context["recent_label"] = "Recent" if context["recent"] else "Recently updated"
         if not context["recent"]:
             context["recent"] = browse.recently_updated(limit=5, projects=visible)
-    context["commands"] = _commands(query, staff=roles.is_staff(request.user))
+    context["commands"] = _commands(query, staff=staff)
     context["all_url"] = f"{reverse('search')}?{urlencode({'q': query})}"
     response = page(request, "console/palette.html", context, "palette-results")
     result = context["result"]
     if result is not None and result.timings:
         response["Server-Timing"] = f"search;dur={result.timings.get('total', 0)}"
+    if stamp is not None and not context["error"]:
+        selectors.palette_keep(key, stamp, response.content)
     return response

@@ -252,6 +252,25 @@ def test_the_palette_is_the_fts_fast_path_with_a_prefix(
     assert response["Server-Timing"].startswith("search;dur=")
 
 
+def test_a_short_palette_answer_is_kept_until_a_change_commits(
+    admin_client: Client, memory: Memory
+) -> None:
+    """The first letters typed are answered from the kept render while nothing changed;
+    an edit (committed, not yet indexed) and its index apply each end the kept answer."""
+    first = admin_client.get("/palette/?q=ch", **HX)
+    again = admin_client.get("/palette/?q=ch", **HX)
+    assert first.content == again.content and "Server-Timing" not in again  # kept
+
+    services.memory_update(memory=memory, name="chroma-cold-start")
+    edited = admin_client.get("/palette/?q=ch", **HX).content.decode()
+    assert "cold-start" in edited  # the row, read again from the store
+    indexing.apply_pending()
+    applied = admin_client.get("/palette/?q=ch", **HX)
+    assert "Server-Timing" in applied and "cold-start" in applied.content.decode()
+    page = admin_client.get("/palette/?q=ch").content.decode()  # a whole page: never kept
+    assert "<html" in page.lower()
+
+
 def test_chinese_is_found_as_you_type_and_marked(admin_client: Client, project: Project) -> None:
     """A run of ideographs was one word: typing part of it found nothing."""
     zh = make_memory(project, name="invoice-job", description="发票任务每晚两点运行。", body="")
