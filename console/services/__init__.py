@@ -23,7 +23,6 @@ from console.services.associations import (
 from console.services.curation import favorite_toggle, setting_reset, setting_save
 from console.services.digests import (
     MAX_DIGEST_CHARS,
-    DigestChanged,
     digest_edit,
     digest_rebuild,
     digest_request,
@@ -78,7 +77,6 @@ from console.services.writes import (
 
 __all__ = [
     "MAX_DIGEST_CHARS",
-    "DigestChanged",
     "digest_edit",
     "digest_rebuild",
     "digest_request",
