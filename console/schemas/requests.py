@@ -422,7 +422,9 @@ class SupersedeIn(MemoryFields):
 
 
 class MemoryIdIn(Body):
-    id: str = Field(max_length=26, description="the memory's id")
+    id: str = Field(
+        max_length=120, description="the memory's id, or its name (as memory_read finds it)"
+    )
 
 
 class FavoriteIn(Body):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -10,7 +11,7 @@ from console import indexing, operations, services
 from console.models import IdempotencyKey, IndexJob, Memory, Note, Project
 from recall.errors import IndexUnavailable
 from recall.sanitize import WITHHELD
-from tests.console.api_world import World, call, world_fixture  # noqa: F401
+from tests.console.api_world import World, call, mcp, world_fixture  # noqa: F401
 
 TURN = {"name": "turn-1", "description": "Caroline: I went to a support group yesterday"}
 
@@ -558,3 +559,15 @@ def test_an_archived_memory_is_restored_and_deleted_by_name(world: World) -> Non
     deleted = call(client, "delete", "/memories/shelved")
     assert deleted.status_code == 200 and deleted.json()["id"] == memory_id
     assert not Memory.objects.filter(pk=memory_id).exists()
+
+
+def test_mcp_archives_by_a_name_longer_than_an_id(world: World, monkeypatch: Any) -> None:
+    """The tools said "the memory's id" and capped it at an id's 26 characters, while a
+    name (up to 120) works as it does over REST."""
+    name = "billing-webhook-retry-storm-runbook"
+    made = write(world, {"project": "alpha", "name": name, "body": "Drain the queue."})
+
+    status, archived = mcp(world, "alpha", "memory_archive", {"id": name}, monkeypatch)
+
+    assert status == 200 and archived["id"] == made.json()["memory"]["id"], archived
+    assert archived["active"] is False
