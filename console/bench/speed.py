@@ -9,7 +9,8 @@ Per backend, two child processes over one throwaway data directory:
   than the first it first builds its own full-text plane from the database
   (timed: that backend's text-plane ingest/reindex). Then, after warm-up,
   p50/p95/p99 of: the palette THROUGH THE VIEW (Django test Client, logged
-  in, HTMX GET of /palette/?q=) for 1- to 4-letter last words; hybrid
+  in, HTMX GET of /palette/?q=) for 1- to 4-letter last words (and for 1
+  and 2 letters again with no rendered answer kept, every look a first); hybrid
   Search; Recall at budget 1000; Briefing; PromptRecall; and the raw parts
   (query embedding, full-text query, vector query) on the adapters for the
   same queries as Recall, to give Recall end-to-end / sum of raw parts.
@@ -272,6 +273,15 @@ def _serve(spec: Mapping[str, Any]) -> dict[str, Any]:
     for letters in (1, 2, 3, 4):
         ops[f"palette {letters}-letter"] = percentiles(
             timed(palette[1], workload["keystrokes"][str(letters)])
+        )
+
+    def first_look(query: str) -> Any:
+        wiring.palette_answers().clear()
+        return palette[1](query)
+
+    for letters in (1, 2):  # the same with no answer kept (`selectors.palette_kept`)
+        ops[f"palette {letters}-letter, nothing kept"] = percentiles(
+            timed(first_look, workload["keystrokes"][str(letters)])
         )
     pairs = [(text, project) for text, project in workload["pairs"]]
     search_q, recall_q, prompt_q = pairs[:n], pairs[n : 2 * n], pairs[2 * n : 3 * n]
