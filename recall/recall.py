@@ -42,7 +42,7 @@ from recall.query import clean, words
 from recall.requests import RecallRequest
 from recall.results import ContextPack, Hit, to_hit
 from recall.scope import recall_filter, scope_of
-from recall.scoring import Scored, admits, boost, guard, hydrate, rank
+from recall.scoring import Scored, admits, boost, current_first, guard, hydrate, rank
 from recall.shape import with_graph
 from recall.types import MEMORY_KINDS, ChannelQuery, Filter, Record
 
@@ -279,6 +279,8 @@ def run(
     now = planes.clock()
     boosted = boost(planes.store, scored, favorite=config.favorite_boost, usage=config.usage_boost)
     scored = rank(worth.weigh(boosted, now=now, **worth.knobs(req, config)))
+    if req.include_history:
+        scored = current_first(scored)
     ranked: Sequence[tuple[Hit, Record]] = Ranked(scored[:limit], now)
     if req.include_graph:  # seed 003: each hit's 1-hop neighbours, counted in its tokens
         ranked = with_graph(planes.store, ranked, where=where)

@@ -95,3 +95,26 @@ def boost(
 def rank(scored: Sequence[Scored]) -> list[Scored]:
     """Best first; ties by id so results match across runs and backends."""
     return sorted(scored, key=lambda s: (-s.score, s.record.id))
+
+
+def current_first(ranked: Sequence[Scored]) -> list[Scored]:
+    """`ranked` with no past version ahead of a version that replaced it (a history
+    recall, `include_history`): the newest ranked version of a chain takes the place
+    of its best-ranked one, the older ones follow it newest first, so an agent reads
+    what is true now before what was. Versions not ranked are not added."""
+    at = {s.record.id: s for s in ranked}
+    placed: set[str] = set()
+    out: list[Scored] = []
+    for scored in ranked:
+        if scored.record.id in placed:
+            continue
+        chain = [scored]  # this version, then each ranked successor
+        successor = scored.record.superseded_by
+        while successor in at and successor not in placed and len(chain) <= len(ranked):
+            chain.append(at[successor])
+            successor = at[successor].record.superseded_by
+        for version in reversed(chain):
+            if version.record.id not in placed:
+                out.append(version)
+                placed.add(version.record.id)
+    return out

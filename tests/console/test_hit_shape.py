@@ -92,10 +92,16 @@ def test_a_past_version_names_the_memory_that_replaced_it(world: World) -> None:
     new = services.memory_supersede(memory=old, body="Warm the albatross cache twice.")
     indexing.apply_pending()
 
+    newest = services.memory_supersede(memory=new, body="Warm the albatross cache thrice.")
+    indexing.apply_pending()
+
     past = rest(world, {"include_history": True})
 
     assert item(past, old.pk)["superseded_by"] == new.pk
-    assert "superseded_by" not in item(past, new.pk)
+    assert item(past, new.pk)["superseded_by"] == newest.pk
+    assert "superseded_by" not in item(past, newest.pk)
+    order = [i["id"] for i in past["items"]]
+    assert order.index(newest.pk) < order.index(new.pk) < order.index(old.pk)  # now first
 
 
 def test_include_graph_names_the_neighbours_in_scope_and_counts_their_tokens(

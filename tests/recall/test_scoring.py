@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
 from recall.fusion import Fused
 from recall.results import Provenance
-from recall.scoring import Scored, boost, guard, hydrate, positive, rank
+from recall.scoring import Scored, boost, current_first, guard, hydrate, positive, rank
 from recall.testing import InMemoryStore
 from recall.types import Filter
 from tests.recall.conftest import make_memory, uid
@@ -65,3 +66,19 @@ def test_boosts_multiply_favourite_then_usage():
 def test_rank_is_best_first_with_ties_by_id():
     rows = [Scored(make_memory(i), s, (), "fts") for i, s in ((3, 0.5), (1, 0.5), (2, 0.9))]
     assert [s.record.id for s in rank(rows)] == [uid(2), uid(1), uid(3)]
+
+
+def test_current_first_puts_a_chains_newest_ranked_version_where_its_best_one_was():
+    """1 -> 2 -> 3 (3 is current); 4 stands alone; 5's successor 6 was not ranked."""
+
+    def at(n: int, score: float, successor: int | None = None) -> Scored:
+        record = replace(
+            make_memory(n), superseded_by=None if successor is None else uid(successor)
+        )
+        return Scored(record, score, (), "fts")
+
+    ordered = current_first([at(1, 0.9, 2), at(4, 0.7), at(5, 0.6, 6), at(2, 0.5, 3), at(3, 0.4)])
+
+    assert [s.record.id for s in ordered] == [uid(n) for n in (3, 2, 1, 4, 5)]
+    looped = current_first([at(7, 0.9, 8), at(8, 0.8, 7)])  # bad data must not hang
+    assert sorted(s.record.id for s in looped) == [uid(7), uid(8)]
