@@ -138,6 +138,23 @@ def test_corpus_is_cached_for_the_ttl_then_rebuilt(make_engine: MakeEngine):
     assert (engine.corpora.builds, engine.corpora.refreshes) == (1, 1)  # what changed, applied
 
 
+def test_a_row_dated_ahead_does_not_hide_later_writes_from_a_refresh(make_engine: MakeEngine):
+    """A refresh read the rows updated since the newest it had read; one dated a year
+    ahead (an import from a fast clock) hid every later write until a whole build."""
+    now = [NOW]
+    ahead = make_memory(90, "imported-ahead", updated=NOW + timedelta(days=365))
+    engine = make_engine([ahead, *FILLERS], clock=lambda: now[0])
+    ask = PromptRequest("alpha", "chroma boot race at startup")
+    assert engine.prompt_recall(ask).text == ""
+
+    now[0] += timedelta(seconds=31)
+    race = make_memory(1, "chroma-boot-race", description="startup ordering", updated=now[0])
+    index(engine, [race])
+
+    assert engine.prompt_recall(ask).ids == (uid(1),)
+    assert (engine.corpora.builds, engine.corpora.refreshes) == (1, 1)
+
+
 PROMPTS = ["the chroma boot fails", "deploy a rollback at startup", "grape and fig notes"]
 
 
