@@ -45,6 +45,7 @@ ONSETS = ("b", "c", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", 
 VOWELS = ("a", "e", "i", "o", "u", "ai", "ou", "ea")
 CODAS = ("", "n", "r", "s", "t", "l", "x", "nd", "rk")
 BASE_TIME = datetime(2025, 1, 1, tzinfo=UTC)
+SPAN_AT = 10_000  # corpus size whose timestamps span the longest time (about a year)
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 
@@ -116,8 +117,12 @@ def generate(size: int, *, projects: int = 8, seed: int = 7) -> Corpus:
     names: dict[str | None, list[str]] = {}
     kinds, kind_weights = zip(*KINDS, strict=True)
     when = BASE_TIME
+    # Steps of up to an hour span 1.2 years at 10,000 memories; past SPAN_AT they shrink,
+    # so no corpus reaches the future (at 100,000 it ran to 2030, and PromptRecall's
+    # corpora, the newest names first, then never held a write made today).
+    scale = min(1.0, SPAN_AT / size) if size else 1.0
     for memory in _memories(size, rng, vocab, corpus.projects, names, kinds, kind_weights):
-        when += timedelta(seconds=rng.randint(30, 3600))
+        when += timedelta(seconds=rng.randint(30, 3600) * scale)
         memory["created"] = when.isoformat()
         memory["id"] = ulid(rng, when)
         corpus.records.append(memory)
