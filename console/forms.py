@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import fields as dc_fields
@@ -14,6 +12,7 @@ from django import forms
 from django.utils import timezone
 
 from console.models import validate_name
+from console.services.writes import request_hash
 from recall import decay
 from recall.altitude import ALTITUDES
 from recall.associated import FIELDS as GRAPH_FIELDS
@@ -534,9 +533,7 @@ class ConfigForm(forms.Form):
     ) -> None:
         self.key, self.base, self.override = key, base, dict(override)
         # What the person was shown as saved: a save sends it back (`changed_since`).
-        self.seen = hashlib.sha256(
-            json.dumps(self.override, sort_keys=True, default=str).encode()
-        ).hexdigest()[:16]
+        self.seen = request_hash(self.override)[:16]
         self.labels = dict(labels or {})
         initial = {}
         for name, value in self.override.items():

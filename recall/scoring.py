@@ -108,13 +108,12 @@ def current_first(ranked: Sequence[Scored]) -> list[Scored]:
     for scored in ranked:
         if scored.record.id in placed:
             continue
-        chain = [scored]  # this version, then each ranked successor
+        chain = [scored]  # this version, then each ranked successor not yet placed
+        placed.add(scored.record.id)
         successor = scored.record.superseded_by
-        while successor in at and successor not in placed and len(chain) <= len(ranked):
+        while successor in at and successor not in placed:  # a loop in bad data ends too
+            placed.add(successor)
             chain.append(at[successor])
             successor = at[successor].record.superseded_by
-        for version in reversed(chain):
-            if version.record.id not in placed:
-                out.append(version)
-                placed.add(version.record.id)
+        out.extend(reversed(chain))
     return out

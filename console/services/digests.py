@@ -3,13 +3,12 @@ an agent's recall asks for (console/digesting.py keeps them fresh through the ou
 
 from __future__ import annotations
 
-import hashlib
-
 from django.db import transaction
 from django.utils import timezone
 
 from console import digesting, wiring
 from console.models import Digest
+from console.services.writes import request_hash
 from recall import digest as digests
 from recall import sanitize
 from recall.agent import body_text
@@ -33,8 +32,7 @@ class DigestChanged(ValueError):
 
 def digest_stamp(row: Digest) -> str:
     """What a person was shown of a digest, as a short hash: an edit sends it back."""
-    seen = "\n".join(str(s.get("text", "")) for s in row.sentences)
-    return hashlib.sha256(seen.encode()).hexdigest()[:16]
+    return request_hash([s.get("text", "") for s in row.sentences])[:16]
 
 
 def digest_edit(*, project: str | None, text: str, by: str, seen: str = "") -> Digest:
