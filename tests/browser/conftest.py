@@ -5,6 +5,8 @@ that fail a test on any JavaScript dialog or Content-Security-Policy report."""
 from __future__ import annotations
 
 import os
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +14,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.signals import request_finished, request_started
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 ARGS = [
@@ -58,8 +61,46 @@ def watch() -> Watch:
     return Watch()
 
 
+class InFlight:
+    """Requests the live server has started and not yet finished.
+
+    A debounced htmx request can still be running in a server thread when a test
+    ends. Closing the browser does not stop it, and pytest-django's flush of the
+    shared in-memory database would then run beside its queries and fail (and the
+    next test would find the last one's rows). The page fixture waits for none.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.lock = threading.Lock()
+
+    def started(self, **_: Any) -> None:
+        with self.lock:
+            self.count += 1
+
+    def finished(self, **_: Any) -> None:
+        with self.lock:
+            self.count -= 1
+
+    def settle(self, timeout: float = 15.0, quiet: float = 0.2) -> None:
+        deadline = time.monotonic() + timeout
+        idle_since: float | None = None
+        while time.monotonic() < deadline:
+            if self.count > 0:
+                idle_since = None
+            elif idle_since is None:
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since >= quiet:
+                return
+            time.sleep(0.02)
+        raise AssertionError(f"{self.count} request(s) still running on the live server")
+
+
 @pytest.fixture
 def page(browser: Any, live_server: Any, planes: Path, watch: Watch) -> Iterator[Any]:
+    inflight = InFlight()
+    request_started.connect(inflight.started, weak=False)
+    request_finished.connect(inflight.finished, weak=False)
     context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
     context.set_default_timeout(10_000)
     tab = context.new_page()
@@ -83,7 +124,12 @@ def page(browser: Any, live_server: Any, planes: Path, watch: Watch) -> Iterator
     tab.on("console", on_console)
     tab.on("pageerror", lambda exc: watch.errors.append(str(exc)))
     yield tab
-    context.close()
+    context.close()  # no new requests; the ones running finish before the flush
+    try:
+        inflight.settle()
+    finally:
+        request_started.disconnect(inflight.started)
+        request_finished.disconnect(inflight.finished)
     assert watch.dialogs == [], "a dialog fired"
     assert watch.csp == [], "the page tried something the CSP refused"
     assert watch.errors == [], "JavaScript errors on the page"
