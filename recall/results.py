@@ -164,10 +164,15 @@ class PromptResult:
 
 
 def age(updated: datetime | None, now: datetime) -> str:
-    """A compact age: "5m", "3h", "2d", "4mo", "1y" ("" when unknown)."""
+    """A compact age: "now", "5m", "3h", "2d", "4mo", "1y" ("" when unknown).
+
+    Under a minute is "now": "0m" beside "1mo" read as a month to people.
+    """
     if updated is None:
         return ""
     seconds = max(0.0, (now - updated).total_seconds())
+    if seconds < 60:
+        return "now"
     if seconds < 3600:
         return f"{int(seconds // 60)}m"
     if seconds < 86400:

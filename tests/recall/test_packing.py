@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from recall.agent import dumps, pack_view
 from recall.errors import BudgetError
 from recall.packing import MIN_BUDGET, NOTHING_FITS, pack
-from recall.results import ContextPack, to_hit
+from recall.results import ContextPack, age, to_hit
 from recall.tokens import ByteEstimate
 from tests.recall.conftest import NOW, make_memory
 
@@ -237,3 +239,11 @@ def test_long_warnings_are_shortened_rather_than_breaking_the_budget():
 def test_a_budget_below_the_envelope_is_refused():
     with pytest.raises(BudgetError, match="at least 50"):
         pack([], budget=49, counter=COUNT)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [(0, "now"), (59, "now"), (60, "1m"), (7200, "2h"), (86400 * 3, "3d"), (86400 * 40, "1mo")],
+)
+def test_an_age_under_a_minute_is_now_not_zero_minutes(seconds: int, shown: str):
+    assert age(NOW - timedelta(seconds=seconds), NOW) == shown
