@@ -55,7 +55,17 @@ from recall.indexes import layout
 from recall.indexes.hot_vectors import Replicable
 from recall.locks import FileLock
 from recall.ports import BulkWrites, TextIndex, VectorIndex, Vectors
-from recall.types import MEMORY, NOTE, Doc, Record, VectorRow, to_doc, unless_repeated
+from recall.types import (
+    EPISODIC_KINDS,
+    MEMORY,
+    NOTE,
+    Doc,
+    Record,
+    VectorRow,
+    conversation,
+    to_doc,
+    unless_repeated,
+)
 
 log = logging.getLogger(__name__)
 BATCH = 256
@@ -445,7 +455,8 @@ def memory_docs(rows: QuerySet[Memory]) -> list[Doc]:
 
 
 def _session_contexts(records: list[Record]) -> dict[str, tuple[str, ...]]:
-    """The previous turns of each episodic memory's session, nearest first, as index-only text.
+    """The previous turns of each episodic memory's session, nearest first, as index-only text
+    (`recall.types.EPISODIC_KINDS`: turns read with turns; other kinds by their own text).
 
     Session context is the big lever for episodic memories (ANCHORS.md): a
     turn like "Yes, last Tuesday" is findable by what the turns before it said.
@@ -454,7 +465,7 @@ def _session_contexts(records: list[Record]) -> dict[str, tuple[str, ...]]:
     orders: dict[str, int] = {
         pk: order
         for pk, order in Memory.objects.filter(
-            pk__in=[r.id for r in records if r.session_id]
+            pk__in=[r.id for r in records if conversation(r)]
         ).values_list("pk", "session_order")
         if order is not None
     }
@@ -465,7 +476,7 @@ def _session_contexts(records: list[Record]) -> dict[str, tuple[str, ...]]:
     earlier: dict[tuple[str, int], str] = {
         (session, order): unless_repeated(description, body) + " " + body
         for session, order, description, body in Memory.objects.filter(
-            session_id__in=sessions
+            session_id__in=sessions, kind__in=EPISODIC_KINDS
         ).values_list("session_id", "session_order", "description", "body")
         if order is not None
     }

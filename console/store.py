@@ -34,7 +34,17 @@ from recall.decay import expired as is_expired
 from recall.neighbourhood import near
 from recall.planes import Clock
 from recall.ports import Vectors
-from recall.types import MEMORY, NOTE, SUPERSEDES, Filter, Link, Named, Neighbour, Record
+from recall.types import (
+    EPISODIC_KINDS,
+    MEMORY,
+    NOTE,
+    SUPERSEDES,
+    Filter,
+    Link,
+    Named,
+    Neighbour,
+    Record,
+)
 
 # Usage ranking reads a snapshot of retrieval events cut every USAGE_SNAPSHOT_S
 # seconds (aligned to the clock, so every process cuts at the same instants).
@@ -401,7 +411,7 @@ _REPLACED = Prepared(
 # The semantic channel's pool: each memory's place in its session (`earlier_turns`).
 _SEATS = Prepared(
     lambda n, *ids: (
-        Memory.objects.filter(pk__in=ids, session_order__isnull=False)
+        Memory.objects.filter(pk__in=ids, session_order__isnull=False, kind__in=EPISODIC_KINDS)
         .exclude(session_id="")
         .order_by()
     ),
@@ -416,6 +426,7 @@ _BEFORE = Prepared(
     lambda key, now, *args: (
         _memories(key[0])
         .filter(live(now), session_id__in=args[: key[1]], session_order__in=args[key[1] :])
+        .filter(kind__in=EPISODIC_KINDS)
         .order_by()
     ),
     model=Memory,

@@ -25,7 +25,7 @@ from dataclasses import replace
 from recall.fusion import Fused, fuse, session_prior
 from recall.ports import MemoryStore
 from recall.scoring import Scored, positive
-from recall.types import MEMORY, Candidate, Filter
+from recall.types import MEMORY, Candidate, Filter, conversation
 
 
 def seeds(scored: Sequence[Scored], *, limit: int) -> list[Candidate]:
@@ -80,7 +80,7 @@ def refuse(
     records = store.hydrate([f.id for f in fused if f.id not in known])
     records.update({i: s.record for i, s in known.items()})
     if prior:
-        sessions = {i: r.session_id for i, r in records.items()}
+        sessions = {i: conversation(r) for i, r in records.items()}
         fused = session_prior(fused, sessions, weight=prior)
     out: list[Scored] = []
     for f in fused:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from recall.fusion import Fused, session_prior
 from recall.ports import MemoryStore
 from recall.results import Provenance
-from recall.types import Filter, Record
+from recall.types import Filter, Record, conversation
 
 
 @dataclass(slots=True)
@@ -62,7 +62,7 @@ def hydrate(
     """
     records = store.hydrate([f.id for f in fused], expired=expired)
     if prior:
-        sessions = {i: r.session_id for i, r in records.items()}
+        sessions = {i: conversation(r) for i, r in records.items()}
         fused = session_prior(fused, sessions, weight=prior)
     return [
         Scored(records[f.id], positive(f.score, method), f.sources, f.source, f.snippet)

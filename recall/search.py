@@ -42,7 +42,15 @@ from recall.results import Hit, Provenance, SearchResult, to_hit
 from recall.sanitize import snippet_html
 from recall.scope import search_filter
 from recall.scoring import admits
-from recall.types import ITEM_KINDS, MEMORY_KINDS, Candidate, ChannelQuery, Filter, Record
+from recall.types import (
+    ITEM_KINDS,
+    MEMORY_KINDS,
+    Candidate,
+    ChannelQuery,
+    Filter,
+    Record,
+    conversation,
+)
 
 
 def validate(req: SearchRequest, config: SearchConfig) -> int:
@@ -197,7 +205,7 @@ def admitted(
     channel_of = {c.id: name for name, found in pin_lists.items() for c in found}
     records = planes.store.hydrate([c.id for c in pinned] + [f.id for f in fused])
     if prior:
-        sessions = {i: r.session_id for i, r in records.items()}
+        sessions = {i: conversation(r) for i, r in records.items()}
         fused = session_prior(fused, sessions, weight=prior)
     by_id = {f.id: f for f in fused}
     hits: list[Admitted] = []

@@ -37,6 +37,7 @@ from recall.types import (
     Neighbour,
     Record,
     VectorRow,
+    conversation,
 )
 
 _SUFFIXES = ("ingly", "edly", "ing", "ies", "ied", "ed", "es", "s", "ly")
@@ -404,7 +405,7 @@ class InMemoryStore:
         now = self.clock()
         ordered = [
             r for r in self.records.values()
-            if r.item == MEMORY and r.session_id and r.session_order is not None
+            if r.item == MEMORY and conversation(r) and r.session_order is not None
         ]  # fmt: skip
         wanted = set(ids)
         seeds = [(r.id, r.session_id, r.session_order or 0) for r in ordered if r.id in wanted]

@@ -282,7 +282,17 @@ class Walk:
 
 
 # --- session neighbourhood (Dakera 004; recall/channels/session.py) ---
+# The kinds that are turns of a conversation. Only they are read with their session:
+# the neighbour text in the full-text index, the turn window of the meaning channel,
+# the session prior and the session channel. A gotcha or a runbook an agent wrote
+# with its session id is matched on its own text: it borrowed the words of whatever
+# the agent wrote before it, and a runbook outranked the convention a query named.
 EPISODIC_KINDS = ("episode", "working")
+
+
+def conversation(record: Record) -> str:
+    """The session `record` is a turn of ("" for a memory of another kind or none)."""
+    return record.session_id if record.kind in EPISODIC_KINDS else ""
 
 
 @dataclass(frozen=True, slots=True)

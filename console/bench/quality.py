@@ -64,7 +64,7 @@ from recall.query import clean
 from recall.requests import RecallRequest
 from recall.routing import ROUTINGS, classify, route
 from recall.scope import recall_filter
-from recall.types import Candidate, Context, Filter
+from recall.types import EPISODIC_KINDS, Candidate, Context, Filter
 
 DEPTH = 100
 CHECK_QUERIES = 25
@@ -111,7 +111,11 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
     loading.migrate()
     load = loading.import_path(Path(spec["dataset"])) | loading.vector_copy_ready()
     ext = loading.external_ids()
-    sessions = dict(Memory.objects.exclude(session_id="").values_list("pk", "session_id"))
+    sessions = dict(  # the session prior reads turns only (`recall.types.conversation`)
+        Memory.objects.exclude(session_id="")
+        .filter(kind__in=EPISODIC_KINDS)
+        .values_list("pk", "session_id")
+    )
     queries = read_queries(Path(spec["queries"]), spec.get("limit_queries"))
     engine = wiring.engine()
     planes = wiring.planes()

@@ -101,3 +101,37 @@ def test_the_same_session_fields_over_mcp(world: World, talk, monkeypatch) -> No
         world, "alpha", "memory_recall", {"query": "x", "session_cap": 99}, monkeypatch
     )
     assert status == 422 and refused["field"] == "session_cap"
+
+
+def test_notes_an_agent_writes_in_a_session_are_matched_on_their_own_text(world: World) -> None:
+    # An agent tags every write with its session. A runbook written after a
+    # convention used to be indexed with the convention's words as its context,
+    # and outranked it for a question about the convention.
+    client = world.client("alpha")
+    session = {"project": "alpha", "session_id": "agent:S1"}
+    notes = [
+        ("service-layer-writes", "convention", "Views never write to the database",
+         "Views call services; only the service layer writes to the database."),
+        ("release-runbook", "runbook", "How to cut a release",
+         "Tag the commit, build the wheel, upload it, then announce the release."),
+        ("a-turn", "episode", "we talked about the release", "the release is on Friday"),
+    ]  # fmt: skip
+    for name, kind, description, body in notes:
+        written = {"name": name, "kind": kind, "description": description, "body": body}
+        assert call(client, "post", "/memories", {**session, **written}).status_code == 201
+    indexing.apply_pending()
+
+    docs = {
+        d.name: d.context
+        for d in indexing.memory_docs(Memory.objects.filter(session_id="agent:S1"))
+    }
+    assert docs["release-runbook"] == ()  # not a turn: read by its own text
+    assert docs["service-layer-writes"] == ()
+    assert docs["a-turn"] == ()  # the notes before it are not turns either
+
+    body = {"query": "which layer writes to the database", "record": False, "debug": True}
+    items = call(client, "post", "/recall", body).json()["items"]
+    assert [i["name"] for i in items][:1] == ["service-layer-writes"]
+    fts = {i["name"]: p for i in items for p in i["sources"] if p["channel"] == "fts"}
+    # the runbook shares "the" with the question, no longer the convention's words
+    assert fts["release-runbook"]["raw"] < fts["service-layer-writes"]["raw"] / 3

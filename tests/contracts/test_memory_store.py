@@ -438,6 +438,22 @@ def test_earlier_turns_are_before_in_order_in_scope_and_live(writer: Writer) -> 
     assert foreign not in str(found)
 
 
+def test_earlier_turns_are_turns_not_other_kinds_written_in_the_session(writer: Writer) -> None:
+    # An agent's gotcha or runbook written with its session id is not a turn of the
+    # conversation: it neither is read with the turns before it nor lends its text.
+    writer.project("alpha")
+    session = {"session_id": "alpha:S1"}
+    one = writer.memory("alpha", "turn-1", kind="episode", session_order=1, **session)
+    gotcha = writer.memory("alpha", "a-gotcha", kind="gotcha", session_order=2, **session)
+    three = writer.memory("alpha", "turn-3", kind="episode", session_order=3, **session)
+    runbook = writer.memory("alpha", "a-runbook", kind="runbook", session_order=4, **session)
+    alpha = Filter(projects=("alpha",), include_global=False)
+
+    found = writer.store.earlier_turns([gotcha, three, runbook], where=alpha, turns=2)
+
+    assert found == {three: (one,)}
+
+
 def test_session_neighbours_are_near_in_scope_live_and_capped(writer: Writer) -> None:
     writer.project("alpha")
     writer.project("beta")

@@ -367,11 +367,12 @@ def test_ages_come_from_the_clock(make_engine: MakeEngine):
 
 
 def test_the_session_prior_lifts_the_turns_of_the_best_hits_session(make_engine: MakeEngine):
+    turn = {"kind": "episode"}
     engine = make_engine(
         [
-            make_memory(1, description="chroma boot race", session_id="s1"),
-            make_memory(2, description="chroma again", session_id="s2"),
-            make_memory(3, description="chroma once more", session_id="s1"),
+            make_memory(1, description="chroma boot race", session_id="s1", **turn),
+            make_memory(2, description="chroma again", session_id="s2", **turn),
+            make_memory(3, description="chroma once more", session_id="s1", **turn),
         ],
         embedder=None,
     )
@@ -383,6 +384,25 @@ def test_the_session_prior_lifts_the_turns_of_the_best_hits_session(make_engine:
     assert ids(lifted.items) == [uid(1), uid(3), uid(2)]  # 3 shares the best hit's session
     best = 1 / (60 + 1)
     assert lifted.items[1].score == pytest.approx(1 / (60 + 3) + best)
+
+
+def test_the_session_prior_reads_turns_only_not_notes_written_in_a_session(
+    make_engine: MakeEngine,
+):
+    # A gotcha and a runbook an agent wrote in one session are not turns of a
+    # conversation: the runbook gains nothing from the gotcha being the best hit.
+    engine = make_engine(
+        [
+            make_memory(1, description="chroma boot race", session_id="s1", kind="gotcha"),
+            make_memory(2, description="chroma again", session_id="s2", kind="runbook"),
+            make_memory(3, description="chroma once more", session_id="s1", kind="runbook"),
+        ],
+        embedder=None,
+    )
+
+    lifted = engine.recall(ask("chroma boot race"), config=replace(RRF, session_prior=1.0))
+
+    assert ids(lifted.items) == [uid(1), uid(2), uid(3)]
 
 
 def test_ranked_makes_each_hit_when_first_read_and_only_those_a_pack_reads(monkeypatch):
