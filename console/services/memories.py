@@ -257,7 +257,9 @@ def memory_update(*, memory: Memory, **fields: Any) -> Memory:
     no revision, no index job, the same `updated`."""
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     if memory.superseded_by_id:  # its text is what was true before its replacement
-        raise StateConflict("A superseded memory cannot be edited; edit its replacement.")
+        raise StateConflict(
+            f"A superseded memory cannot be edited; edit its replacement, {_replacement(memory)}."
+        )
     if _unchanged(memory, fields, ignore=()):
         return memory
     if fields.get("name") and fields["name"] != memory.name and memory.invalid_at is None:
@@ -292,6 +294,8 @@ def memory_supersede(*, memory: Memory, **fields: Any) -> Memory:
     carried = {f: getattr(old, f) for f in MEMORY_FIELDS if f not in fields}
     for own in ("external_id", "valid_from", "invalid_at"):  # the new memory's own
         carried.pop(own, None)
+    if fields.get("session_id", old.session_id) != old.session_id:
+        carried.pop("session_order", None)  # its place in the old session: the next in the new
     if _unchanged(old, fields):
         raise StateConflict(
             "The new version would be the same as this one: change what is new first."
@@ -316,14 +320,39 @@ def memory_supersede(*, memory: Memory, **fields: Any) -> Memory:
 
 def _retired(old: Memory) -> str:
     """Why a memory no longer true cannot be superseded, naming what replaced it (an
-    agent retrying a supersede whose reply it lost learns it already landed)."""
-    new = Memory.objects.filter(pk=old.superseded_by_id).values_list("pk", "name").first()
-    if new is None:
+    agent retrying a supersede whose reply it lost learns it already landed) and,
+    down a longer chain, the version true now (the one to supersede)."""
+    chain = _successors(old)
+    if not chain:
         return "This memory is no longer active; supersede its replacement instead."
-    return (
-        f"This memory was already superseded by {new[0]} ({new[1]!r}); supersede that one "
-        "instead (if your own supersede's reply was lost, that is it)."
-    )
+    first, head = chain[0], chain[-1]
+    said = f"This memory was already superseded by {first[0]} ({first[1]!r})"
+    if len(chain) == 1:
+        lost = "if your own supersede's reply was lost, that is it"
+        return f"{said}; supersede that one instead ({lost})."
+    now = f"the current version is {head[0]} ({head[1]!r})"
+    return f"{said}, and that one since; {now}: supersede that one instead."
+
+
+def _replacement(memory: Memory) -> str:
+    """The end of a superseded memory's chain, for a refusal to edit or restore it."""
+    chain = _successors(memory)
+    return f"{chain[-1][0]} ({chain[-1][1]!r})" if chain else "its replacement"
+
+
+def _successors(memory: Memory, limit: int = 100) -> list[tuple[str, str]]:
+    """(id, name) of each version after `memory`, oldest first (`limit` bounds a cycle)."""
+    chain: list[tuple[str, str]] = []
+    seen = {memory.pk}
+    at = memory.superseded_by_id
+    while at and at not in seen and len(chain) < limit:
+        row = Memory.objects.filter(pk=at).values_list("pk", "name", "superseded_by_id").first()
+        if row is None:
+            break
+        chain.append((row[0], row[1]))
+        seen.add(at)
+        at = row[2]
+    return chain
 
 
 def _unchanged(
@@ -363,7 +392,9 @@ def memory_archive(*, memory: Memory) -> Memory:
 def memory_restore(*, memory: Memory) -> Memory:
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     if memory.superseded_by_id:
-        raise StateConflict("A superseded memory cannot be restored; edit its replacement.")
+        raise StateConflict(
+            f"A superseded memory cannot be restored; edit its replacement, {_replacement(memory)}."
+        )
     if memory.invalid_at is not None:
         name_check(project=memory.project, name=memory.name, exclude=[memory.pk])
         memory.invalid_at = None

@@ -81,6 +81,27 @@ def test_supersede_stamps_old_and_creates_new_atomically(project: Project) -> No
         services.memory_supersede(memory=old, description="again")
 
 
+def test_a_refusal_down_a_chain_names_the_version_true_now(project: Project) -> None:
+    # An agent told "supersede that one instead" was sent one step at a time
+    # through a chain of 409s; each refusal now names the end of the chain.
+    first = make_memory(project)
+    second = services.memory_supersede(memory=first, description="Chroma starts lazily")
+    third = services.memory_supersede(memory=second, description="Chroma starts eagerly")
+    first.refresh_from_db()
+
+    with pytest.raises(ValidationError) as refused:
+        services.memory_supersede(memory=first, description="again")
+    said = " ".join(refused.value.messages)
+    assert f"already superseded by {second.pk}" in said
+    assert f"the current version is {third.pk}" in said
+    for change in (
+        lambda: services.memory_update(memory=first, description="edited"),
+        lambda: services.memory_restore(memory=first),
+    ):
+        with pytest.raises(ValidationError, match=f"edit its replacement, {third.pk}"):
+            change()
+
+
 def test_a_supersede_that_changes_nothing_is_refused_and_writes_nothing(
     project: Project,
 ) -> None:
@@ -382,3 +403,20 @@ def test_session_context_makes_a_terse_turn_findable(project: Project) -> None:
     indexing.apply_pending()
 
     assert made[2].pk in fts_ids("corgi")
+
+
+def test_a_supersede_into_another_session_takes_the_next_place_there(project: Project) -> None:
+    old = services.memory_create(
+        project=project, kind="episode", name="a-turn", description="first words",
+        body="first words", session_id="S1", session_order=7,
+    )  # fmt: skip
+    services.memory_create(
+        project=project, kind="episode", name="b-turn", description="other words",
+        body="other words", session_id="S2",
+    )  # fmt: skip
+
+    moved = services.memory_supersede(memory=old, description="later words", session_id="S2")
+    kept = services.memory_supersede(memory=moved, description="last words")
+
+    assert (moved.session_id, moved.session_order) == ("S2", 1)  # b-turn holds 0
+    assert (kept.session_id, kept.session_order) == ("S2", 1)  # the same session keeps it
