@@ -468,8 +468,19 @@ def memory_restore(access: Access, *, memory_id: str) -> Memory:
 
 
 def memory_delete(access: Access, *, memory_id: str) -> str:
-    """Delete for good (its index rows follow through the outbox); the id it had."""
-    memory = _archived_too(access, memory_id)
+    """Delete for good (its index rows follow through the outbox); the id it had.
+
+    A name deletes the active memory of that name only: an archived one is deleted
+    by its id. A retried delete by name (its reply lost) would otherwise delete the
+    next memory that had the name."""
+    try:
+        memory = _memory_to_change(access, memory_id)
+    except NotVisible:
+        archived = _archived_too(access, memory_id)  # raises when there is none
+        raise NotVisible(
+            f"no active memory named {memory_id!r}; an archived one is {archived.pk}: "
+            "delete it by its id (a delete by name takes the active memory only)"
+        ) from None
     services.memory_delete(memory=memory)
     return str(memory.pk)
 

@@ -555,8 +555,12 @@ def test_an_archived_memory_is_restored_and_deleted_by_name(world: World) -> Non
     assert taken.status_code == 201  # the name is free while the old one is archived
     clash = call(client, "post", f"/memories/{memory_id}/restore")
     assert clash.status_code == 409 and clash.json()["field"] == "name"  # not two actives
-    call(client, "delete", f"/memories/{taken.json()['memory']['id']}")
-    deleted = call(client, "delete", "/memories/shelved")
+    first = call(client, "delete", "/memories/shelved")  # the active one
+    assert first.status_code == 200 and first.json()["id"] == taken.json()["memory"]["id"]
+    retry = call(client, "delete", "/memories/shelved")  # its reply lost: not the next one
+    assert retry.status_code == 404 and memory_id in retry.json()["detail"], retry.json()
+    assert Memory.objects.filter(pk=memory_id).exists()
+    deleted = call(client, "delete", f"/memories/{memory_id}")
     assert deleted.status_code == 200 and deleted.json()["id"] == memory_id
     assert not Memory.objects.filter(pk=memory_id).exists()
 
