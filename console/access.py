@@ -83,7 +83,8 @@ def project_of(access: Access, project: str | None) -> str:
     if project is None:
         if len(access.projects) == 1:
             return access.projects[0]
-        raise QueryError(f"name a project: this token covers {', '.join(access.projects)}")
+        covered = ", ".join(access.projects)
+        raise QueryError(f"name a project: this token covers {covered}", field="project")
     if project not in access.projects:
         raise AccessDenied(f"this token may not use project {project!r}")
     return project

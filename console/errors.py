@@ -102,7 +102,9 @@ def _validation_text(exc: DjangoValidationError) -> tuple[str, str | None]:
 
 def describe(exc: BaseException) -> ErrorReply | None:
     """The error reply for an exception, or None for one that is a real crash."""
-    if isinstance(exc, QueryError | BudgetError):
+    if isinstance(exc, QueryError):
+        return ErrorReply(400, str(exc), CODES.get(400, "invalid"), exc.field)
+    if isinstance(exc, BudgetError):
         return simple(400, str(exc))
     if isinstance(exc, BatchError):
         listed = tuple(

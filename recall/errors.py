@@ -8,7 +8,11 @@ class RecallError(Exception):
 
 
 class QueryError(RecallError):
-    """The caller's input is unusable (maps to 400)."""
+    """The caller's input is unusable (maps to 400); `field` names the input at fault."""
+
+    def __init__(self, message: str = "", field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class IndexUnavailable(RecallError):

@@ -681,3 +681,16 @@ def test_django_level_errors_under_the_api_are_json_too(
 
     assert r["Content-Type"].startswith("application/json")
     assert set(error(r, status, code)) == ERROR
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [("/recall", {"query": "warm"}), ("/briefing", {}), ("/prompt-recall", {"prompt": "warm it"})],
+)
+def test_a_token_of_two_projects_is_told_which_field_to_give(
+    world: World, path: str, body: dict[str, object]
+) -> None:
+    reply = call(world.client("alpha_beta"), "post", path, body)
+
+    assert reply.status_code == 400
+    assert reply.json()["field"] == "project" and "alpha, beta" in reply.json()["detail"]
