@@ -91,22 +91,26 @@ def item_view(hit: Hit, *, detail: str = FULL, debug: bool = False) -> dict[str,
     elif hit.title and hit.title != hit.name:
         view["title"] = sanitize.field(hit.title, 200)
     view["project"] = hit.project
-    if detail == INDEX and hit.covers is None:  # a digest always carries its text
+    # An index is names and descriptions to choose from (memory_read gives the rest):
+    # its items leave out the times, the attribution and the worth, about a third of
+    # an item's tokens, so a small budget lists more of them.
+    index = detail == INDEX and hit.covers is None  # a digest always carries its text
+    if index:
         view["description"] = sanitize.field(hit.description, DESCRIPTION_CHARS)
     else:
         view["text"] = hit.text or ""
         if hit.truncated:
             view["truncated"] = True
-    times = (
-        ("valid_from", hit.valid_from), ("invalid_at", hit.invalid_at),
-        ("occurred_at", hit.occurred_at),
-    )  # fmt: skip
-    for key, value in times:
-        if value is not None:
-            view[key] = iso(value)
+        times = (
+            ("valid_from", hit.valid_from), ("invalid_at", hit.invalid_at),
+            ("occurred_at", hit.occurred_at),
+        )  # fmt: skip
+        for key, value in times:
+            if value is not None:
+                view[key] = iso(value)
     if hit.superseded_by:  # a past version: which memory says what is true now
         view["superseded_by"] = hit.superseded_by
-    attribution = _attribution(hit)
+    attribution = {} if index else _attribution(hit)
     if attribution:
         view["attribution"] = attribution
     if hit.graph is not None:
@@ -115,7 +119,7 @@ def item_view(hit: Hit, *, detail: str = FULL, debug: bool = False) -> dict[str,
         view["favorite"] = True
     view["source"] = hit.source
     view["score"] = round(hit.score, 4)
-    if hit.worth is not None:
+    if hit.worth is not None and not index:
         view["worth"] = round(hit.worth, 4)
     if hit.depth is not None:  # an associated item: how it hangs off the main items
         view["depth"] = hit.depth

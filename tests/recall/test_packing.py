@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
-from recall.agent import dumps, pack_view
+from recall.agent import dumps, item_view, pack_view
 from recall.errors import BudgetError
 from recall.packing import MIN_BUDGET, NOTHING_FITS, pack
 from recall.results import ContextPack, age, to_hit
@@ -215,6 +216,27 @@ def test_index_detail_carries_descriptions_not_text():
 
     view = pack_view(ContextPack(packed.items, 0, packed.tokens, 200, (), None, "index"))
     assert view["items"][0]["description"] == "one line" and "text" not in view["items"][0]
+
+
+def test_an_index_item_leaves_out_times_attribution_and_worth():
+    # A third of an index item's tokens went to fields a list to choose from does
+    # not need (memory_read gives them): a small budget listed one item fewer.
+    record = make_memory(
+        1, description="one line", body=SENTENCES, valid_from=NOW, occurred_at=NOW,
+        source="agent", agent_id="claude", session_id="S1",
+    )  # fmt: skip
+    hits = {
+        detail: pack(ranked(record), budget=400, counter=COUNT, detail=detail).items[0]
+        for detail in ("full", "index")
+    }
+
+    full, index = (item_view(replace(hits[d], worth=0.5), detail=d) for d in ("full", "index"))
+    assert {"valid_from", "occurred_at", "attribution", "worth"} <= set(full)
+    assert not {"valid_from", "occurred_at", "attribution", "worth"} & set(index)
+    assert {"id", "kind", "name", "memory_kind", "project", "source", "score", "tokens"} <= set(
+        index
+    )
+    assert (hits["index"].tokens or 0) < (hits["full"].tokens or 0)
 
 
 def test_nothing_fitting_says_so_within_the_budget():

@@ -7,6 +7,7 @@ score, each channel's rank and raw score, tokens, then the item's text.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -39,7 +40,8 @@ class Command(BaseCommand):
         except RecallError as exc:
             raise CommandError(str(exc)) from exc
         if options["json"]:
-            self.stdout.write(dumps({k: v for k, v in pack_view(pack).items() if k != "debug"}))
+            # without debug's block and each item's `sources`, as an agent receives it
+            self.stdout.write(dumps(pack_view(replace(pack, debug=None))))
             return
         for n, hit in enumerate(pack.items, 1):
             where = hit.project or "global"
