@@ -297,8 +297,12 @@ def test_archive_restore_and_delete_with_confirmation(page: Any, user: User) -> 
     page.wait_for_selector("#actions >> text=Restore")
     assert "archived" in page.locator("#memory-head").inner_text()
     assert page.locator(".messages").count() == 0  # the last action's word replaces it
+    assert "Invalid since" in page.locator("aside #memory-facts").inner_text()
     page.click("#actions >> text=Restore")
     page.wait_for_selector("#actions >> text=Archive")
+    # the facts beside the body follow (they said "Invalid since" until a reload)
+    assert "Invalid since" not in page.locator("aside #memory-facts").inner_text()
+    assert page.locator("#memory-facts").count() == 1
 
     page.click("#actions >> text=Delete…")
     page.wait_for_selector("#confirm-slot .confirm")

@@ -498,6 +498,14 @@ def test_archive_and_restore_swap_the_header(admin_client: Client, memory: Memor
     assert memory.invalid_at is not None
     assert "Restore" in archived.content.decode()
     assert 'id="memory-head"' in archived.content.decode()
+    # The facts beside the body come along out of band: a restored page kept
+    # "Invalid since" under an "active" badge until a reload.
+    facts = archived.content.decode().split('id="memory-facts"')
+    assert len(facts) == 2 and facts[1].startswith(' hx-swap-oob="true"')
+    assert "Invalid since" in facts[1]
+    back = admin_client.post(f"/memories/{memory.pk}/restore/", **HX).content.decode()
+    assert 'id="memory-facts" hx-swap-oob="true"' in back and "Invalid since" not in back
+    admin_client.post(f"/memories/{memory.pk}/archive/", **HX)
 
     restored = admin_client.post(f"/memories/{memory.pk}/restore/")
     memory.refresh_from_db()
