@@ -556,10 +556,10 @@ class ConfigForm(forms.Form):
         field: forms.Field
         if isinstance(base_value, bool):
             field = forms.TypedChoiceField(
-                choices=[("", "(no change)"), ("true", "on"), ("false", "off")], required=False
+                choices=[("", "default"), ("true", "on"), ("false", "off")], required=False
             )
         elif name == "fusion":
-            field = forms.ChoiceField(choices=[("", "(no change)"), *((f, f) for f in FUSIONS)])
+            field = forms.ChoiceField(choices=[("", "default"), *((f, f) for f in FUSIONS)])
             field.required = False
         elif isinstance(base_value, int):
             field = forms.IntegerField(required=False)
@@ -569,7 +569,7 @@ class ConfigForm(forms.Form):
             field = forms.CharField(required=False, max_length=200)
         label, help_text = self.labels.get(name) or (name.replace("_", " ").capitalize(), "")
         field.label = label
-        field.help_text = help_text or f"The engine's `{name}` setting."
+        field.help_text = help_text or "A setting of the engine (named below)."
         help_id, error_id = f"help-{self.key}-{name}", f"err-{self.key}-{name}"
         field.widget.attrs["aria-describedby"] = f"{help_id} {error_id}"
         self.fields[name] = field

@@ -38,7 +38,15 @@ HELP: dict[str, dict[str, tuple[str, str]]] = {
         "tag": ("Wrapping tag", "The tag around the briefing, e.g. <memory-briefing>."),
     },
     "search": {
-        "limit": ("Results per search", "How many results a search returns when none is asked."),
+        "limit": (
+            "Results per search",
+            "How many results an agent's search returns when it asks for no number. "
+            "The console shows 20 a page.",
+        ),
+        "favorites_first": (
+            "Favorites first",
+            "Starred results lead the page, after exact name or id matches.",
+        ),
         "max_limit": ("Most results allowed", "The largest number of results anyone may ask for."),
         "depth": ("Candidates per channel", "How deep each channel looks before ranking."),
         "fusion": FUSION,
@@ -144,7 +152,12 @@ HELP: dict[str, dict[str, tuple[str, str]]] = {
     "dedup": {
         "threshold": (
             "Similarity for a duplicate",
-            "0 to 1. A new memory this similar to an old one gets a duplicate hint.",
+            "0 to 1. A new memory this similar to an old one gets a duplicate hint "
+            "(0: the value measured for the model).",
+        ),
+        "episodic_threshold": (
+            "Similarity for a duplicate turn",
+            "The same for episodes and working notes (0: the value measured for the model).",
         ),
         "candidates": ("Memories compared", "How many similar memories are checked."),
     },
