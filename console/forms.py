@@ -569,7 +569,7 @@ class ConfigForm(forms.Form):
             field = forms.CharField(required=False, max_length=200)
         label, help_text = self.labels.get(name) or (name.replace("_", " ").capitalize(), "")
         field.label = label
-        field.help_text = help_text or "A setting of the engine (named below)."
+        field.help_text = help_text or "A setting of the engine."
         help_id, error_id = f"help-{self.key}-{name}", f"err-{self.key}-{name}"
         field.widget.attrs["aria-describedby"] = f"{help_id} {error_id}"
         self.fields[name] = field
