@@ -376,11 +376,17 @@
   document.body.addEventListener("htmx:responseError", function (event) {
     const status = event.detail.xhr ? event.detail.xhr.status : 0;
     if (status === 403 && event.detail.xhr.getResponseHeader("HX-Redirect")) return; // to the login
-    requestFailed(
-      status === 403
-        ? "This page is out of date (you logged in again, or it was open too long), so nothing was changed. Reload it to go on."
-        : "The server could not do that (it answered " + status + "), so nothing was changed. Try again, or reload the page."
-    );
+    let message;
+    if (status === 403) {
+      message = "This page is out of date (you logged in again, or it was open too long), so nothing was changed. Reload it to go on.";
+    } else if (status === 404) {
+      message = "That is no longer here (deleted, or moved out of your projects, perhaps in another tab), so nothing was changed. Reload the page to see what is.";
+    } else if (status >= 500) {
+      message = "The server failed on that (error " + status + "), so nothing was changed. Try again in a moment, or reload the page.";
+    } else {
+      message = "The server refused that (answer " + status + "), so nothing was changed. Reload the page and try again.";
+    }
+    requestFailed(message);
   });
   document.body.addEventListener("htmx:sendError", function () {
     requestFailed("The server could not be reached, so nothing was changed. Try again when it is back.");

@@ -199,7 +199,8 @@ def test_a_page_from_before_a_new_login_still_acts_and_a_refusal_says_so(
     Memory.objects.filter(pk=memory.pk).delete()  # gone under the page: the star is refused
     page.click("#memory-head .star")
     page.wait_for_selector("#request-error:not([hidden])")
-    assert "nothing was changed" in page.locator("#request-error").inner_text()
+    said = page.locator("#request-error").inner_text()
+    assert "nothing was changed" in said and "no longer here" in said  # not "try again"
     page.click("#request-error button.quiet")
     assert page.locator("#request-error").is_hidden()
     refused = [e for e in watch.errors if "404" in e]  # the refusal this test caused
