@@ -734,6 +734,7 @@ def test_inspector_shows_channels_ranks_tokens_and_records_nothing(
     assert "omitted" in html
     assert "RRF k 10" in html
     assert "total" in html
+    assert "exactly what the agent reads" in html  # why a curator sees &lt; in the text
     assert not RetrievalEvent.objects.exists()
 
 
