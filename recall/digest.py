@@ -32,6 +32,7 @@ from typing import Protocol
 import numpy as np
 
 from recall.agent import text_of
+from recall.links import plain
 from recall.lru import LRU
 from recall.markdown import prose
 from recall.passages import sentences
@@ -74,7 +75,7 @@ def split(text: str) -> list[str]:
     dropped, those over LONG_WORDS cut there with an ellipsis: a digest line is never
     half a sentence that reads as whole."""
     out: list[str] = []
-    for sentence in sentences(_unwrapped(prose(text))):
+    for sentence in sentences(_unwrapped(prose(plain(text)))):
         words = _BULLET.sub("", sentence).split()
         if len(words) > LONG_WORDS:
             out.append(" ".join(words[:LONG_WORDS]) + " …")

@@ -34,6 +34,12 @@ def names(body: str | None) -> list[str]:
     return seen
 
 
+def plain(text: str) -> str:
+    """`text` with each `[[name]]` link written as its shown text, else its name
+    (where the text is read rather than rendered: a digest's sentences)."""
+    return WIKILINK.sub(lambda m: (m.group(2) or m.group(1)).strip(), text)
+
+
 def prefer(rows: Iterable[tuple[str, str, Key | None]], project: Key | None) -> dict[str, str]:
     """name -> id of the memory each name means, from `(name, id, project)` rows.
 

@@ -33,6 +33,9 @@ from tests.recall.conftest import make_memory, uid
          "Bumping the version is how we flush a cache: old pods\nkeep reading the old key.",
          ["It uses the smoke customer and the staging database for its checks.",
           "Bumping the version is how we flush a cache: old pods keep reading the old key."]),
+        # A link reads as its text: "Mind [[deploy-freeze-fridays]]." leaked the markup.
+        ("Before a release mind [[deploy-freeze-fridays]] and [[runbook|the runbook]] first.",
+         ["Before a release mind deploy-freeze-fridays and the runbook first."]),
     ],
 )  # fmt: skip
 def test_split_cuts_at_sentence_ends_list_items_and_long_runs(text: str, expected: list[str]):
