@@ -80,11 +80,11 @@ def _words_reason(found: set[str], head: set[str], typed: Sequence[str]) -> str:
     total = len(typed)
     if not total or not found:
         return ""
+    every = {1: "the word", 2: "both words"}.get(total, f"all {total} words")
     if len(head) == total:
-        where = "its name or description"
-        return f"has {'the word' if total == 1 else f'all {total} words'} in {where}"
+        return f"has {every} in its name or description"
     if len(found) == total:
-        return f"has {'the word' if total == 1 else f'all {total} words'} in its text"
+        return f"has {every} in its text"
     return f"has {len(found)} of {total} words ({_listed(found, typed)})"
 
 

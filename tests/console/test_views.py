@@ -287,6 +287,8 @@ def test_chinese_is_found_as_you_type_and_marked(admin_client: Client, project: 
     assert "发票<mark>任务</mark>每晚" in page
     why = admin_client.get("/", {"q": "发票任务什么时候"}, **HX).content.decode()
     assert "Has 4 of 8 words (发票任务)" in why  # as typed, not one character at a time
+    both = admin_client.get("/", {"q": "发票"}, **HX).content.decode()
+    assert "Has both words in its name or description" in both  # not "all 2 words"
 
 
 def test_palette_and_search_link_notes_to_note_pages(admin_client: Client, memory: Memory) -> None:
