@@ -6,6 +6,7 @@ from django.urls import path
 
 from console.api import api
 from console.views import (
+    base,
     digests,
     inspector,
     lists,
@@ -41,7 +42,7 @@ urlpatterns = [
     path("settings/<str:key>/", settings_pages.settings_save, name="settings_save"),
     path("inspect/", inspector.inspect, name="inspect"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("logout/", base.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
 ]

@@ -15,6 +15,8 @@ from functools import update_wrapper
 from typing import Any, Concatenate, ParamSpec, TypeVar
 from urllib.parse import urlencode, urlsplit
 
+from django.contrib import messages
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, ValidationError
 from django.forms import Form
@@ -131,3 +133,14 @@ def add_errors(form: Form, exc: ValidationError) -> None:
             form.add_error(field if field in form.fields else None, errors)
     else:
         form.add_error(None, exc.messages)
+
+
+class LogoutView(auth_views.LogoutView):
+    """Django's logout, then a word on the login page it lands on (it said nothing)."""
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        was = request.user.get_username() if request.user.is_authenticated else ""
+        response = super().post(request, *args, **kwargs)
+        if was:
+            messages.info(request, f"Logged out {was}.")
+        return response

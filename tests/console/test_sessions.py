@@ -72,10 +72,11 @@ def test_logging_out_ends_the_session_for_a_copied_cookie(client: Client, ada: U
     copy = Client()
     copy.cookies = client.cookies.__class__(client.cookies)  # the same session cookie
 
-    client.post("/logout/")
+    left = client.post("/logout/", follow=True)
 
     assert not Session.objects.exists()
     assert not logged_in(copy)
+    assert "Logged out ada." in left.content.decode()  # the login page says what happened
 
 
 def test_an_expired_session_is_no_login(client: Client, ada: User) -> None:
