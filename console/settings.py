@@ -180,7 +180,8 @@ SECURE_REFERRER_POLICY = "same-origin"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"quiet_refusals": {"()": "console.logfilters.QuietRefusals"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["quiet_refusals"]}},
     "root": {"handlers": ["console"], "level": env("RECALL_LOG_LEVEL", "WARNING")},
 }
 
