@@ -116,8 +116,9 @@ def memory_by_name(request: HtmxHttpRequest, name: str) -> HttpResponse:
 
 
 STALE = (
-    "This memory was saved by someone else after you opened it (at {at} UTC), so your "
-    "changes were not saved over theirs. Open it again to see what changed, then edit."
+    "This memory was saved again after you opened it (at {at} UTC: by someone else, or "
+    "in another tab), so your changes were not saved over it. Your text is kept below: "
+    "compare it with the saved version (links below), then save again to replace it."
 )
 
 
@@ -143,13 +144,14 @@ def _memory_form(request: HtmxHttpRequest, memory: Memory, *, supersede: bool) -
         what = "superseded" if memory.superseded_by_id else "archived"
         messages.info(request, f"{memory.name} is {what}: it cannot be changed that way.")
         return redirect("memory_detail", memory_id=memory.pk)
-    seen = _stamp(memory)
+    seen, stale = _stamp(memory), False
     if request.method == "POST":
         form = MemoryForm(request.POST)
         seen = request.POST.get("seen") or seen  # kept through a form back with errors
         if form.is_valid() and seen != _stamp(memory):  # two tabs: no lost update
             at = memory.updated.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
             form.add_error(None, STALE.format(at=at))
+            seen, stale = _stamp(memory), True  # told: a second save is deliberate
         elif form.is_valid():
             write = services.memory_supersede if supersede else services.memory_update
             try:
@@ -166,7 +168,7 @@ def _memory_form(request: HtmxHttpRequest, memory: Memory, *, supersede: bool) -
                 return done(request, reverse("memory_detail", args=[saved.pk]))
     else:
         form = MemoryForm(initial=MemoryForm.initial_from(memory))
-    context = {"form": form, "m": memory, "supersede": supersede, "seen": seen}
+    context = {"form": form, "m": memory, "supersede": supersede, "seen": seen, "stale": stale}
     return page(request, "console/memory_form.html", context, "memory-form")
 
 

@@ -428,9 +428,18 @@ def test_a_save_over_a_newer_save_is_refused_not_lost(admin_client: Client, memo
     second = form_data(memory, body=memory.body + "\nTab two's line.", seen=opened)
     refused = admin_client.post(f"/memories/{memory.pk}/edit/", second, **HX)
 
-    assert "was saved by someone else after you opened it" in refused.content.decode()
+    said = refused.content.decode()
+    assert "was saved again after you opened it" in said
+    assert f'href="/memories/{memory.pk}/revisions/"' in said  # what changed, one click away
     memory.refresh_from_db()
     assert memory.description == "Tab one's description" and "Tab two" not in memory.body
+
+    # Told, the person saves again on purpose: the refused form carries the new stamp.
+    again = re.search(r'name="seen" value="([^"]+)"', said).group(1)  # type: ignore[union-attr]
+    assert again != opened
+    admin_client.post(f"/memories/{memory.pk}/edit/", {**second, "seen": again}, **HX)
+    memory.refresh_from_db()
+    assert "Tab two's line." in memory.body
 
 
 def test_an_edit_of_one_field_leaves_the_body_byte_for_byte(
