@@ -421,6 +421,9 @@ class MemoryRevision(models.Model):
     session_id = models.CharField(max_length=120, blank=True, default="")
     created = models.DateTimeField(null=True, blank=True)
     deleted = models.BooleanField(default=False)
+    # Who made this change: a person's login, "<agent> (agent)", "" for the system
+    # (an import, a migration): `console.actor`.
+    changed_by = models.CharField(max_length=150, blank=True, default="")
 
     class Meta:
         ordering = ["memory_id", "number"]

@@ -16,6 +16,7 @@ from datetime import datetime
 from django.db.models import Max
 from django.utils import timezone
 
+from console import actor
 from console.models import Memory, MemoryRevision
 
 SNAPSHOT = (
@@ -29,7 +30,8 @@ def revision_of(memory: Memory, *, op: str, number: int, at: datetime) -> Memory
     values = {f: getattr(memory, f) for f in SNAPSHOT}
     return MemoryRevision(
         memory_id=memory.pk, number=number, op=op, recorded_at=at,
-        superseded_by_id=memory.superseded_by_id or "", deleted=op == "delete", **values,
+        superseded_by_id=memory.superseded_by_id or "", deleted=op == "delete",
+        changed_by=actor.name(), **values,
     )  # fmt: skip
 
 

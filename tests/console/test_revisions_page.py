@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from console import history, services
+from console import history, services, tokens
 from console.models import MemoryRevision, Project, ProjectMember
 
 pytestmark = pytest.mark.django_db
@@ -140,3 +140,23 @@ def test_the_inspector_recalls_as_of_and_as_recorded(
     assert "RabbitMQ" in html and "Kafka" not in html
     current = now.content.decode()
     assert "Kafka" in current and "valid as of" not in current
+
+
+def test_each_revision_names_who_changed_it(admin_client: Client, project: Project) -> None:
+    # History said "AGENT —" for every change made in the console.
+    m = services.memory_create(project=project, name="deploy-day", description="Deploys")
+    edited = {"kind": m.kind, "name": m.name, "description": "Deploys on Mondays", "body": "",
+              "tags": "", "importance": m.importance, "seen": m.updated.isoformat()}  # fmt: skip
+    admin_client.post(f"/memories/{m.pk}/edit/", edited, **HX)
+    _, secret = tokens.token_create(agent="claude", projects=["billing-api"], may_write=True)
+    agent = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    answer = agent.patch(
+        f"/api/v1/memories/{m.pk}", {"importance": 0.9}, content_type="application/json"
+    )
+    assert answer.status_code == 200, answer.content
+
+    by = list(MemoryRevision.objects.filter(memory_id=m.pk).values_list("op", "changed_by"))
+    assert by == [("create", ""), ("edit", "admin"), ("edit", "claude (agent)")]
+    html = admin_client.get(f"/memories/{m.pk}/revisions/").content.decode()
+    assert '<td data-label="Changed by">admin</td>' in html
+    assert '<td data-label="Changed by">claude (agent)</td>' in html
