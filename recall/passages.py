@@ -30,13 +30,16 @@ every sentence of a long memory, about four times its one vector's work.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from recall.markdown import closes, fence
 from recall.ports import MemoryStore, Vector, Vectors
+from recall.query import words
 from recall.types import MEMORY, Doc, Record, fingerprint
 
 MIN_WORDS = 60  # what reads well as one vector (about 80 word pieces of the 128 embedded)
@@ -178,23 +181,55 @@ def best(query: Vector, stored: Mapping[str, Vectors]) -> dict[str, float]:
     return out
 
 
-def nearest(text: str, stored: Vectors, query: Vector) -> str | None:
-    """The sentence of `text` (`source`) whose stored vector is nearest `query`;
-    None when the stored rows are not this text's sentences any more (an edit the
-    index has not applied yet) or another model's."""
+def nearest(text: str, stored: Vectors, query: Vector, terms: Sequence[str] = ()) -> str | None:
+    """The sentence of `text` (`source`) nearest the query: its stored vector's cosine
+    plus `lexical` for the query's `terms` it holds. None when the stored rows are not
+    this text's sentences any more (an edit the index has not applied yet) or another
+    model's."""
     found = passages_of(text)
     q = np.asarray(query, dtype=np.float32).reshape(-1)
     if stored.ndim != 2 or stored.shape != (len(found), q.shape[0]) or not found:
         return None
-    return found[int(np.argmax(stored @ q))]
+    scores = stored @ q + lexical(found, terms)
+    return found[int(np.argmax(scores))]
 
 
-def focus(store: MemoryStore, query: Vector | None) -> Callable[[Record], str | None] | None:
+def lexical(found: Sequence[str], terms: Sequence[str]) -> npt.NDArray[np.float32]:
+    """Per sentence, the share of the query terms' weight it holds, each term weighted by
+    how few of `found` hold it (log(n / df)): 0 to 1, added to a cosine.
+
+    The model cannot tell "step 1234" from "step 112" (one runbook, every step alike),
+    so a pack cut to the sentence nearest in meaning showed the wrong step; a term
+    only one sentence holds (an identifier, a number) now decides, while words every
+    sentence holds ("step", "log") weigh nothing.
+    """
+    out = np.zeros(len(found), dtype=np.float32)
+    if not terms or len(found) < 2:
+        return out
+    held = [set(words(sentence)) for sentence in found]
+    weights = {}
+    for term in terms:
+        df = sum(term in h for h in held)
+        if 0 < df < len(found):
+            weights[term] = math.log(len(found) / df)
+    total = sum(weights.values())
+    if total <= 0:
+        return out
+    for n, h in enumerate(held):
+        out[n] = sum(w for term, w in weights.items() if term in h) / total
+    return out
+
+
+def focus(
+    store: MemoryStore, query: Vector | None, text: str = ""
+) -> Callable[[Record], str | None] | None:
     """What a pack asks of a long memory it must cut (`recall.packing`): the sentence
-    nearest the query, read from the store when asked; None without a query vector."""
+    nearest the query (`nearest`, with the query's words from `text`), read from the
+    store when asked; None without a query vector."""
     if query is None:
         return None
     q = np.asarray(query, dtype=np.float32).reshape(-1)
+    terms = words(text)
 
     def nearest_of(record: Record) -> str | None:
         if record.item != MEMORY:
@@ -202,7 +237,7 @@ def focus(store: MemoryStore, query: Vector | None) -> Callable[[Record], str | 
         stored = store.passages([record.id]).get(record.id)
         if stored is None:
             return None
-        return nearest(source(record.body, record.description), stored, q)
+        return nearest(source(record.body, record.description), stored, q, terms)
 
     return nearest_of
 

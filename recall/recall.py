@@ -289,7 +289,9 @@ def run(
         ranked, budget=budget, counter=planes.tokens, detail=req.detail,
         item_tokens=config.item_tokens, warnings=gathered.warnings, total_found=len(scored),
         associated=req.include_associated, pack_id=req.pack_id,
-        focus=passages.focus(planes.store, gathered.query.vector if gathered.query else None),
+        focus=passages.focus(
+            planes.store, gathered.query.vector if gathered.query else None, query
+        ),
     )  # fmt: skip
     how = altitude.Packing(
         budget, planes.tokens, req.detail, config.item_tokens, tuple(gathered.warnings),

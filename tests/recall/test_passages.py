@@ -163,3 +163,22 @@ def test_a_long_text_of_wrapped_lines_is_one_sentence_read_whole() -> None:
     found = passages.sentences("The nightly job logged this.\n" + "\n".join(lines))
 
     assert found == [f"The nightly job logged this. {' '.join(lines)}"]
+
+
+def test_the_sentence_holding_a_rare_query_term_is_nearest_though_meaning_ties():
+    # A runbook of alike steps: the model cannot tell step 1234 from step 112, so the
+    # pack showed step 112 to "what log file does step 1234 write".
+    steps = [f"Step {n} writes its output to the log file out-{n}.log on disk." for n in
+             (112, 113, 1234, 1235)]  # fmt: skip
+    text = " ".join(steps)
+    found = passages.passages_of(text)
+    assert found == steps
+    stored = np.array([[1.0, 0.0], [0.9, 0.1], [0.8, 0.2], [0.8, 0.2]], dtype=np.float32)
+    query = np.array([1.0, 0.0], dtype=np.float32)
+
+    by_meaning = passages.nearest(text, stored, query)
+    asked = passages.nearest(text, stored, query, ["what", "log", "file", "step", "1234"])
+
+    assert by_meaning == steps[0]
+    assert asked == steps[2]  # "1234" is held by one sentence; "log", "step" by all
+    assert passages.lexical(found, ["log", "step"]).tolist() == [0.0] * 4
