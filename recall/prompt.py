@@ -47,7 +47,7 @@ from recall.config import PromptConfig
 from recall.errors import QueryError
 from recall.planes import Planes
 from recall.ports import TokenCounter
-from recall.query import CJK, CJK_CHAR
+from recall.query import CJK, CJK_CHAR, stem
 from recall.requests import PromptRequest
 from recall.results import PromptResult
 from recall.scope import recall_filter
@@ -73,24 +73,27 @@ _SCRIPT = re.compile(f"[{CJK}]+|[^{CJK}]+")  # a word's runs of kana and ideogra
 
 
 def terms(text: str, *, min_chars: int = 3) -> frozenset[str]:
-    """Distinct lower-cased words of `min_chars`+ letters, stopwords dropped. Kana and
-    ideographs are written without spaces: a run of them gives its overlapping pairs
-    of characters ("部件服务" -> 部件, 件服, 服务), a lone one itself."""
+    """Distinct lower-cased words of `min_chars`+ letters, stopwords dropped, as Porter
+    stems ("migrations" and "migration" are one word: a prompt about one missed the
+    memory saying the other). Kana and ideographs are written without spaces: a run of
+    them gives its overlapping pairs of characters ("部件服务" -> 部件, 件服, 服务), a
+    lone one itself."""
     out: set[str] = set()
     for found in _WORD.findall(text):
         word = found.lower()
         if not CJK_CHAR.search(word):
-            if len(word) >= min_chars:
-                out.add(word)
+            if len(word) >= min_chars and word not in STOPWORDS:
+                out.add(stem(word))
             continue
         for run in _SCRIPT.findall(word):
             if not CJK_CHAR.match(run):
-                out.update([run] if len(run) >= min_chars else [])
+                if len(run) >= min_chars and run not in STOPWORDS:
+                    out.add(stem(run))
             elif len(run) == 1:
                 out.add(run)
             else:
                 out.update(run[n : n + 2] for n in range(len(run) - 1))
-    return frozenset(out) - STOPWORDS
+    return frozenset(out)
 
 
 PAUSE_EVERY = 50  # rows between a background build's pauses (about 0.7 ms of work)

@@ -27,14 +27,12 @@ from dataclasses import replace
 from datetime import datetime
 from functools import lru_cache
 
-from whoosh.lang.porter import stem
-
 from recall import bm25
 from recall.config import RecallConfig
 from recall.errors import QueryError
 from recall.packing import pack
 from recall.planes import Planes
-from recall.query import WORD, clean, kept, words
+from recall.query import WORD, clean, kept, stem, words
 from recall.requests import RecallRequest, SearchRequest
 from recall.results import ContextPack, Hit, Provenance, SearchResult, to_hit
 from recall.scoring import admits
@@ -90,13 +88,12 @@ def as_known(records: Sequence[Record], *, where: Filter, instant: datetime | No
 _WORD = re.compile(WORD)
 # Porter stemming is pure Python: a word's stem is computed once per process
 # (a vocabulary is far smaller than the tokens a cold ranking reads).
-_stem = lru_cache(maxsize=1 << 17)(stem)
 
 
 def terms(text: str) -> list[str]:
     """A text's words (2+ characters, as `recall.query.words` keeps them) as lower-cased
     Porter stems, in order, repeats kept: a document's tokens and a query's terms."""
-    return [_stem(w) for w in _WORD.findall(text.lower()) if kept(w)]
+    return [stem(w) for w in _WORD.findall(text.lower()) if kept(w)]
 
 
 @lru_cache(maxsize=1 << 14)

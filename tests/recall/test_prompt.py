@@ -34,10 +34,11 @@ def rows(records: list[Record]) -> list[Named]:
     [
         ("Fix the chroma-boot race", {"fix", "chroma", "boot", "race"}),
         ("a an to of it", set()),
-        ("THE Deploy deploy", {"deploy"}),
-        ("v2 api_key 42", {"api", "key"}),
+        ("THE Deploy deploys deployed", {"deploi"}),  # Porter stems: one word
+        ("migrations migration", {"migrat"}),
+        ("v2 api_key 42", {"api", "kei"}),
         # Written without spaces: pairs of characters, a lone one itself.
-        ("部件服务 猫 deploy", {"部件", "件服", "服务", "猫", "deploy"}),
+        ("部件服务 猫 deploy", {"部件", "件服", "服务", "猫", "deploi"}),
         ("テスト", {"テス", "スト"}),
     ],
 )
@@ -65,6 +66,18 @@ def test_floors_need_two_shared_words_and_a_score():
     assert match(corpus, "chroma only", PromptConfig()) == []
     assert match(corpus, "chroma boot", PromptConfig(min_score=100)) == []
     assert len(match(corpus, "chroma boot", PromptConfig())) == 1
+
+
+def test_a_word_matches_its_other_forms():
+    # "…pulled migrations" surfaced the memory saying "migrations" and not its
+    # sibling saying "migration": words were compared as written.
+    plural = make_memory(1, "reset-after-pull", description="rerun migrations after a pull")
+    single = make_memory(2, "stale-schema", description="a pulled migration leaves it stale")
+    corpus = build_corpus(rows([plural, single, *FILLERS]))
+
+    found = [i for i, _ in match(corpus, "I pulled and my migrations fail", PromptConfig())]
+
+    assert set(found) == {plural.id, single.id}
 
 
 def test_a_chinese_prompt_finds_a_chinese_memory(make_engine: MakeEngine):
