@@ -143,6 +143,11 @@ class RecallConfig:
     # has walked from the best fused memories); 0 turns a channel off.
     channel_weights: Mapping[str, float] = field(default_factory=_recall_weights)
     semantic: bool = True  # run the semantic channel when an embedder is set
+    # When no memory in scope holds any of the query's words, meaning-only hits below
+    # this score are dropped (Search's calibrated floor, SearchConfig.semantic_floor):
+    # "zebra quokka" filled a pack with whatever was nearest. 0 = off. The evaluation
+    # sets never meet it (every query shares a word with something).
+    meaning_floor: float = 0.40
     # Add this x the best fused score of a hit's session to its own
     # (`recall.fusion.session_prior`); 0 = off. Dev sets: LoCoMo turns +0.016
     # R@10 / +0.008 nDCG@10 at 0.3 (0.2 to 0.5 alike); no session, no change.
@@ -207,6 +212,8 @@ class RecallConfig:
         _check_session(self)
         _check_prior(self.session_prior)
         _check_context(self)
+        if not 0 <= self.meaning_floor <= 1:
+            raise ValueError(f"meaning_floor must be within 0..1, not {self.meaning_floor}")
         if self.routing not in ROUTINGS:
             raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}, not {self.routing!r}")
         check_shares(self.routing_weights)

@@ -30,11 +30,11 @@ from recall import (
     worth,
 )
 from recall.agent import DETAILS
-from recall.channels import SEMANTIC
+from recall.channels import FTS, SEMANTIC
 from recall.config import MIN_BUDGET, RecallConfig
 from recall.errors import IndexUnavailable, QueryError
 from recall.fusion import fuse
-from recall.gather import check_names, gather, select
+from recall.gather import Gathered, check_names, gather, select
 from recall.packing import attach, pack
 from recall.planes import Planes
 from recall.ports import EXPAND, RANK, Channel
@@ -243,6 +243,7 @@ def run(
     asked = ChannelQuery(query, context=context.reading(config))
     gathered = gather(ranking, asked, where=where, depth=depth, embedder=planes.embedder)
     _strict(req, gathered.warnings)
+    _meaning_floor(gathered, config.meaning_floor)
     timings = gathered.timings
 
     start = time.perf_counter()
@@ -386,3 +387,26 @@ def browse(
         packed.items, packed.omitted, packed.tokens, budget, packed.warnings, debug, req.detail,
         len(records), linked, req.pack_id,
     )  # fmt: skip
+
+
+NOTHING_CLOSE = (
+    "nothing in scope holds the query's words, and nothing is close enough in meaning "
+    "(below {floor}): no memory answers this"
+)
+
+
+def _meaning_floor(gathered: Gathered, floor: float) -> None:
+    """With no memory holding any of the query's words (full text ran and found none),
+    drop the meaning-only candidates below `floor`: the nearest of unrelated memories
+    is no answer, and the pack says so instead of filling the budget with them."""
+    if floor <= 0 or gathered.status.get(FTS) != "on" or gathered.lists.get(FTS):
+        return
+    meant = gathered.lists.get(SEMANTIC)
+    if not meant:
+        return
+    kept = [c for c in meant if c.score >= floor]
+    if len(kept) == len(meant):
+        return
+    gathered.lists[SEMANTIC] = kept
+    if not kept:
+        gathered.warnings.append(NOTHING_CLOSE.format(floor=floor))

@@ -64,6 +64,11 @@ HELP: dict[str, dict[str, tuple[str, str]]] = {
         "session_prior": PRIOR,
     },
     "recall": {
+        "meaning_floor": (
+            "Least similarity when no word matches",
+            "0 to 1. When no memory holds any of the question's words, results by meaning "
+            "below this are left out, and the agent is told nothing answers.",
+        ),
         "budget": ("Token budget", "How much text an agent receives when it names no budget."),
         "max_budget": ("Largest budget", "The most tokens an agent may ask for."),
         "limit": ("Items per recall", "How many memories at most when the agent names none."),

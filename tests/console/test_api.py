@@ -694,3 +694,13 @@ def test_a_token_of_two_projects_is_told_which_field_to_give(
 
     assert reply.status_code == 400
     assert reply.json()["field"] == "project" and "alpha, beta" in reply.json()["detail"]
+
+
+def test_a_recall_no_memory_answers_is_empty_and_says_so(world: World) -> None:
+    # "zebra quokka" filled the pack with whatever memories were nearest in meaning.
+    reply = call(world.client("alpha"), "post", "/recall", {"query": "zebra quokka"}).json()
+
+    assert reply["items"] == []
+    assert any("no memory answers this" in w for w in reply["warnings"]), reply
+    found = call(world.client("alpha"), "post", "/recall", {"query": "warm cache"}).json()
+    assert found["items"] and found["warnings"] == []

@@ -4,10 +4,14 @@ from dataclasses import replace
 
 import pytest
 
+from recall.channels import FTS, SEMANTIC
 from recall.config import RecallConfig
 from recall.errors import ConfigError, QueryError
+from recall.gather import Gathered
+from recall.recall import _meaning_floor
 from recall.requests import RecallRequest
 from recall.testing import FakeEmbedder
+from recall.types import Candidate
 from tests.recall.conftest import (
     BAD_QUERIES,
     MakeEngine,
@@ -433,3 +437,21 @@ def test_ranked_makes_each_hit_when_first_read_and_only_those_a_pack_reads(monke
     assert ranked[0][0] == to_hit(scored[0].record, now=NOW, source="fts", score=1.0, sources=())
     assert [h.id for h, _ in ranked[98:]] == [scored[98].record.id, scored[99].record.id]
     assert packed.omitted == 100 - len(packed.items)
+
+
+def test_with_no_word_matched_only_meaning_above_the_floor_is_kept():
+    def gathered(fts: list[Candidate]) -> Gathered:
+        near = [Candidate(uid(1), 1, 0.55), Candidate(uid(2), 2, 0.31)]
+        return Gathered(lists={FTS: fts, SEMANTIC: near}, status={FTS: "on", SEMANTIC: "on"})
+
+    nothing = gathered([])
+    _meaning_floor(nothing, 0.40)
+    assert [c.id for c in nothing.lists[SEMANTIC]] == [uid(1)] and nothing.warnings == []
+
+    worded = gathered([Candidate(uid(3), 1, 2.0)])  # a word matched: meaning is left alone
+    _meaning_floor(worded, 0.40)
+    assert len(worded.lists[SEMANTIC]) == 2
+
+    far = gathered([])
+    _meaning_floor(far, 0.60)  # nothing close: an empty pack that says why
+    assert far.lists[SEMANTIC] == [] and "no memory answers this" in far.warnings[0]
