@@ -239,10 +239,13 @@ def memory_read(who: Access, p: MemoryRef) -> Answer:
 
 
 def memory_list(who: Access, p: MemoryListIn) -> Answer:
-    filters = _set(p, drop=("project", "cursor"))
+    filters = _set(p, drop=("project", "cursor", "detail"))
     page = access.memory_list(who, project=p.project, cursor=p.cursor, **filters)
-    body = {"memories": [replies.memory_view(m) for m in page.memories]}
-    return _json({**body, "next_cursor": page.next_cursor})
+    views = [replies.memory_view(m) for m in page.memories]
+    if p.detail == "index":  # a page of 50 runbooks was 200 KB of bodies in context
+        for view in views:
+            view["body_chars"] = len(view.pop("body"))
+    return _json({"memories": views, "next_cursor": page.next_cursor})
 
 
 def memory_update(who: Access, memory_id: str, p: MemoryFields) -> Answer:

@@ -198,7 +198,10 @@ class MemoryOut(Reply):
     kind: str
     name: str
     description: str
-    body: str
+    body: str = Field("", description='the body (a list with detail "index" leaves it out)')
+    body_chars: int | None = Field(
+        None, description='with detail "index": the body\'s length (memory_read gives it)'
+    )
     tags: list[str]
     importance: float
     agent_id: str

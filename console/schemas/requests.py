@@ -457,6 +457,9 @@ class MemoryListIn(Params):
     cursor: str | None = Field(
         None, pattern=CURSOR_PATTERN, description="next_cursor of the last page"
     )
+    detail: Literal["full", "index"] = Field(
+        "full", description='"index": each memory without its body (body_chars says its size)'
+    )
 
 
 class NoteFields(Body):

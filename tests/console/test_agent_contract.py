@@ -203,6 +203,26 @@ def test_a_change_names_its_memory_by_id_or_by_name_as_a_read_does(world: World)
     assert not Memory.objects.filter(pk=mine.pk).exists()
 
 
+def test_a_list_in_index_detail_leaves_the_bodies_out(world: World, monkeypatch: Any) -> None:
+    # A page of 50 long runbooks was about 200 KB (49k tokens) in the agent's context.
+    long = "Step one of many. " * 500
+    write(world, {"name": "long-runbook", "description": "how to ship", "body": long})
+    client = world.client("alpha")
+
+    full = call(client, "get", "/memories", {}).json()["memories"]
+    index = call(client, "get", "/memories", {"detail": "index"}).json()["memories"]
+    status, listed = mcp(world, "alpha", "memory_list", {"detail": "index"}, monkeypatch)
+
+    assert [m["id"] for m in index] == [m["id"] for m in full]
+    shown = next(m for m in index if m["name"] == "long-runbook")
+    assert "body" not in shown and shown["body_chars"] == len(long.strip())
+    assert shown["description"] == "how to ship"
+    assert next(m for m in full if m["name"] == "long-runbook")["body"] == long.strip()
+    assert status == 200 and listed["memories"] == index
+    bad = call(client, "get", "/memories", {"detail": "summary"})
+    assert bad.status_code == 422 and bad.json()["field"] == "detail"
+
+
 def test_list_filters_and_pages_with_a_stable_cursor(world: World) -> None:
     for i in range(7):
         write(world, {"name": f"note-{i}", "description": f"fact {i}", "tags": ["pile"]})
