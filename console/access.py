@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from console import actor, history, raw, selectors, services, withheld
+from console import history, raw, selectors, services, withheld
 from console.models import NAME_RE, AgentToken, Edge, Memory, Note, Project, new_id
 from console.store import now as store_now
 from recall import decay
@@ -102,7 +102,6 @@ def projects_of(access: Access, projects: Sequence[str] | None) -> tuple[str, ..
 def _writer(access: Access) -> None:
     if not access.may_write:
         raise AccessDenied("this token is read-only; writes need a token created with --write")
-    actor.agent(access.agent)  # the revisions of what it changes name it
 
 
 # --- retrieval ----------------------------------------------------------------

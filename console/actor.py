@@ -2,14 +2,16 @@
 
 Revisions record it (`MemoryRevision.changed_by`), so a memory's history says who
 made each change. The console's middleware (`acting_person`) names the logged-in
-person for the request; the agent surfaces name the token's agent once its access
-is checked (`console.access`). Read lazily: most requests change nothing, and
+person for the request; the REST API names the token's agent once its token is
+verified (`console.api`), and MCP for each tool call (`console.mcp`). Each is scoped:
+nothing carries over to the next request or call. Read lazily: most requests change nothing, and
 naming the person would read the session.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 
 from django.http import HttpRequest, HttpResponse
@@ -23,8 +25,23 @@ def name() -> str:
 
 
 def agent(agent_id: str) -> None:
-    """An agent's token acts for the rest of this request (or MCP session)."""
-    _ACTOR.set(lambda: f"{agent_id} (agent)")
+    """An agent's token acts for the rest of this request: the REST API, inside the
+    request's `acting_person` scope, which resets it when the response is made."""
+    _ACTOR.set(lambda: _agent(agent_id))
+
+
+@contextmanager
+def acting_agent(agent_id: str) -> Iterator[None]:
+    """An agent's token acts inside the block (one MCP tool call), then no one again."""
+    token = _ACTOR.set(lambda: _agent(agent_id))
+    try:
+        yield
+    finally:
+        _ACTOR.reset(token)
+
+
+def _agent(agent_id: str) -> str:
+    return f"{agent_id} (agent)"
 
 
 def acting_person(

@@ -32,7 +32,7 @@ from ninja.parser import Parser
 from ninja.renderers import BaseRenderer
 from ninja.security import HttpBearer
 
-from console import access, errors, operations, tokens
+from console import access, actor, errors, operations, tokens
 from console.access import Access, AccessDenied
 from console.schemas import (
     AssociationFields,
@@ -182,6 +182,7 @@ def _auth(request: HttpRequest) -> Access:
     found = getattr(request, "auth", None)
     if not isinstance(found, Access):  # ninja's auth ran first: never reached
         raise AccessDenied("no verified token on this request")
+    actor.agent(found.agent)  # revisions of what this request changes name its agent
     return found
 
 

@@ -27,7 +27,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from ninja import Field
 from pydantic import BaseModel, ConfigDict
 
-from console import access, errors, operations, tokens
+from console import access, actor, errors, operations, tokens
 from console.access import Access
 from console.schemas import (
     AssociateIn,
@@ -153,7 +153,9 @@ class Spec:
             close_old_connections()
             try:
                 payload = self.args.model_validate(raw)
-                answer = self.run(current_access(), payload)
+                who = current_access()
+                with actor.acting_agent(who.agent):  # its revisions name the agent
+                    answer = self.run(who, payload)
             except Exception as exc:
                 return _error(exc)
             text = TextContent(type="text", text=answer.text)

@@ -12,6 +12,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from console import history, services, tokens
+from console.mcp import SPECS, TOKEN_ENV
 from console.models import MemoryRevision, Project, ProjectMember
 
 pytestmark = pytest.mark.django_db
@@ -142,7 +143,9 @@ def test_the_inspector_recalls_as_of_and_as_recorded(
     assert "Kafka" in current and "valid as of" not in current
 
 
-def test_each_revision_names_who_changed_it(admin_client: Client, project: Project) -> None:
+def test_each_revision_names_who_changed_it(
+    admin_client: Client, project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # History said "AGENT —" for every change made in the console.
     m = services.memory_create(project=project, name="deploy-day", description="Deploys")
     edited = {"kind": m.kind, "name": m.name, "description": "Deploys on Mondays", "body": "",
@@ -155,8 +158,14 @@ def test_each_revision_names_who_changed_it(admin_client: Client, project: Proje
     )
     assert answer.status_code == 200, answer.content
 
+    monkeypatch.setenv(TOKEN_ENV, secret)  # one MCP tool call, as `manage.py mcp` runs it
+    tool = next(spec for spec in SPECS if spec.name == "memory_archive").build()
+    assert not tool.fn(id=m.pk).is_error
+    services.memory_restore(memory=m)  # no request, no tool call: the system
+
     by = list(MemoryRevision.objects.filter(memory_id=m.pk).values_list("op", "changed_by"))
-    assert by == [("create", ""), ("edit", "admin"), ("edit", "claude (agent)")]
+    assert by == [("create", ""), ("edit", "admin"), ("edit", "claude (agent)"),
+                  ("archive", "claude (agent)"), ("restore", "")]  # fmt: skip
     html = admin_client.get(f"/memories/{m.pk}/revisions/").content.decode()
     assert '<td data-label="Changed by">admin</td>' in html
     assert '<td data-label="Changed by">claude (agent)</td>' in html
