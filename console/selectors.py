@@ -387,6 +387,19 @@ class MemoryDetail:
     history: list[RetrievalEvent]
 
 
+def memory_successors(memory: Memory, *, limit: int = 50) -> list[Memory]:
+    """The versions after `memory` down its supersede chain, oldest first; the last is
+    the one true now (`limit` also ends a cycle a hand-edited database could hold)."""
+    chain: list[Memory] = []
+    seen = {memory.pk}
+    nxt = memory.superseded_by
+    while nxt is not None and nxt.pk not in seen and len(chain) < limit:
+        chain.append(nxt)
+        seen.add(nxt.pk)
+        nxt = nxt.superseded_by
+    return chain
+
+
 def memory_detail(*, memory_id: str, history_limit: int = 20) -> MemoryDetail:
     memory = memory_get(memory_id=memory_id)
     edges = Edge.objects.filter(src=memory).order_by("position", "id")
@@ -397,11 +410,7 @@ def memory_detail(*, memory_id: str, history_limit: int = 20) -> MemoryDetail:
     while current is not None and len(back) < 50:
         back.append(current)
         current = Memory.objects.filter(superseded_by=current).first()
-    forward: list[Memory] = []
-    nxt = memory.superseded_by
-    while nxt is not None and len(forward) < 50:
-        forward.append(nxt)
-        nxt = nxt.superseded_by
+    forward = memory_successors(memory)
     history = list(RetrievalEvent.objects.filter(ids__has_string=memory.pk)[:history_limit])
     return MemoryDetail(memory, links, backlinks, back, forward, history)
 

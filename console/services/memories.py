@@ -322,37 +322,22 @@ def _retired(old: Memory) -> str:
     """Why a memory no longer true cannot be superseded, naming what replaced it (an
     agent retrying a supersede whose reply it lost learns it already landed) and,
     down a longer chain, the version true now (the one to supersede)."""
-    chain = _successors(old)
+    chain = selectors.memory_successors(old)
     if not chain:
         return "This memory is no longer active; supersede its replacement instead."
     first, head = chain[0], chain[-1]
-    said = f"This memory was already superseded by {first[0]} ({first[1]!r})"
+    said = f"This memory was already superseded by {first.pk} ({first.name!r})"
     if len(chain) == 1:
         lost = "if your own supersede's reply was lost, that is it"
         return f"{said}; supersede that one instead ({lost})."
-    now = f"the current version is {head[0]} ({head[1]!r})"
+    now = f"the current version is {head.pk} ({head.name!r})"
     return f"{said}, and that one since; {now}: supersede that one instead."
 
 
 def _replacement(memory: Memory) -> str:
     """The end of a superseded memory's chain, for a refusal to edit or restore it."""
-    chain = _successors(memory)
-    return f"{chain[-1][0]} ({chain[-1][1]!r})" if chain else "its replacement"
-
-
-def _successors(memory: Memory, limit: int = 100) -> list[tuple[str, str]]:
-    """(id, name) of each version after `memory`, oldest first (`limit` bounds a cycle)."""
-    chain: list[tuple[str, str]] = []
-    seen = {memory.pk}
-    at = memory.superseded_by_id
-    while at and at not in seen and len(chain) < limit:
-        row = Memory.objects.filter(pk=at).values_list("pk", "name", "superseded_by_id").first()
-        if row is None:
-            break
-        chain.append((row[0], row[1]))
-        seen.add(at)
-        at = row[2]
-    return chain
+    chain = selectors.memory_successors(memory)
+    return f"{chain[-1].pk} ({chain[-1].name!r})" if chain else "its replacement"
 
 
 def _unchanged(
