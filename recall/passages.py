@@ -39,7 +39,7 @@ import numpy.typing as npt
 
 from recall.markdown import closes, fence
 from recall.ports import MemoryStore, Vector, Vectors
-from recall.query import words
+from recall.query import WORD, words
 from recall.types import MEMORY, Doc, Record, fingerprint
 
 MIN_WORDS = 60  # what reads well as one vector (about 80 word pieces of the 128 embedded)
@@ -50,6 +50,7 @@ MIN_SENTENCE_WORDS = 4  # a shorter fragment ("Yes.", "Does it?") joins the one 
 
 # Where a sentence may end: . ! ? or … and a space; a CJK stop (no space needed); a line
 # break. `sentences` then joins back what was not an end (see there).
+_TERM = re.compile(WORD)  # a sentence's words as the query's are read (`recall.query.words`)
 _END = re.compile(r"(?<=[.!?…])\s+|(?<=[。！？；])|\s*\n\s*")
 # A part ending in one of these did not end its sentence ("Dr. Okafor", "Fig. 7").
 _ABBREVIATION = re.compile(
@@ -206,7 +207,7 @@ def lexical(found: Sequence[str], terms: Sequence[str]) -> npt.NDArray[np.float3
     out = np.zeros(len(found), dtype=np.float32)
     if not terms or len(found) < 2:
         return out
-    held = [set(words(sentence)) for sentence in found]
+    held = [set(_TERM.findall(sentence.lower())) for sentence in found]  # every word, uncapped
     weights = {}
     for term in terms:
         df = sum(term in h for h in held)

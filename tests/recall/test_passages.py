@@ -182,3 +182,12 @@ def test_the_sentence_holding_a_rare_query_term_is_nearest_though_meaning_ties()
     assert by_meaning == steps[0]
     assert asked == steps[2]  # "1234" is held by one sentence; "log", "step" by all
     assert passages.lexical(found, ["log", "step"]).tolist() == [0.0] * 4
+
+
+def test_a_rare_term_late_in_a_long_run_still_counts():
+    # A text of more than 192 sentences is read in runs; a run's words past the
+    # query's 32-word cap were not looked at.
+    filler = " ".join(f"w{n}" for n in range(40))
+    found = [f"Alpha {filler} step 1234 here.", f"Alpha {filler} step 112 here."]
+
+    assert passages.lexical(found, ["1234", "alpha"]).tolist() == [1.0, 0.0]
