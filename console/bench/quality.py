@@ -26,7 +26,8 @@ report holds `routing-auto`, `routing-hybrid`, `routing-vector` and
 gave the queries (`routing_classes`, overall and per category).
 
 Ablations (unless the spec says `"ablate": false`): each component off on
-its own (`-nocontext`, `-nobm25f` for the fts channel and the default,
+its own (`-nocontext`, `-nobm25f` and, on tantivy, `-noproximity` for the
+fts channel and the default,
 `-noprior` for the default), and on every set the session neighbourhood
 (Dakera 004, `console/bench/neighbours.py`) off (`session-off`), as a fused
 channel (`session-channel`) and as associated items listed below their hit
@@ -43,7 +44,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from django.utils import timezone
@@ -53,12 +54,14 @@ from console.bench import loading, metrics, neighbours, peers, weighing
 from console.bench.queries import Query, read_queries
 from console.indexing import memory_docs
 from console.models import Edge, Memory, Passages
+from recall import bm25
 from recall.channels import FTS, SEMANTIC
 from recall.config import RecallConfig, from_mapping
 from recall.context import reading as context_reading
 from recall.context import rescore
 from recall.fusion import fuse, session_prior
 from recall.indexes.pg_text_index import PgTextIndex
+from recall.indexes.tantivy_index import TantivyIndex
 from recall.ports import TextIndex
 from recall.query import clean
 from recall.requests import RecallRequest
@@ -71,29 +74,43 @@ CHECK_QUERIES = 25
 # "session_as": "associated" uses the session neighbours as associated items
 # listed below their hit instead of as a fused channel (console/bench/neighbours.py).
 # "clock": "latest" weighs decay against each project's newest memory (console/bench/weighing.py).
-HARNESS_KEYS = ("context", "bm25f", "session_as", "clock")
-Leg = tuple[bool, bool]  # (context, bm25f): which full-text index a run reads
-MAIN: Leg = (True, True)
+HARNESS_KEYS = ("context", "bm25f", "proximity", "session_as", "clock")
+
+
+class Leg(NamedTuple):
+    """Which full-text index a run reads: session context, the BM25F re-score
+    (tantivy), and its pairs of neighbouring query words."""
+
+    context: bool = True
+    bm25f: bool = True
+    proximity: bool = True
+
+
+MAIN = Leg()
+NOCONTEXT, NOBM25F, NOPROXIMITY = Leg(context=False), Leg(bm25f=False), Leg(proximity=False)
 
 
 def variant_config(base: RecallConfig, values: Mapping[str, Any]) -> tuple[RecallConfig, Leg]:
     """A RecallConfig override (strict: unknown keys raise) and its full-text leg."""
-    leg = (bool(values.get("context", True)), bool(values.get("bm25f", True)))
+    leg = Leg(*(bool(values.get(key, True)) for key in Leg._fields))
     fields = {k: v for k, v in values.items() if k not in HARNESS_KEYS}
     return from_mapping(base, fields), leg
 
 
 def _variant_index(root: Path, leg: Leg) -> TextIndex:
     """The configured full-text backend over the same docs, with or without
-    session context and (tantivy) the BM25F re-scoring."""
-    context, bm25f = leg
+    session context and (tantivy) the BM25F re-scoring and its word pairs."""
+    context = leg.context
     cls: Any = type(wiring.text_index())
+    flags = "".join(str(int(flag)) for flag in leg)
     if issubclass(cls, PgTextIndex):  # a table of its own beside the configured one
-        index: TextIndex = cls(table=f"recall_text_{int(context)}{int(bm25f)}")
+        index: TextIndex = cls(table=f"recall_text_{flags}")
         index.clear()
     else:
-        options = {} if bm25f else {"rescore": False}
-        index = cls(root / f"text-{int(context)}{int(bm25f)}", **options)
+        options: dict[str, Any] = {} if leg.bm25f else {"rescore": False}
+        if not leg.proximity:
+            options["params"] = replace(bm25.Bm25F(), proximity=0.0)
+        index = cls(root / f"text-{flags}", **options)
     rows = Memory.objects.order_by("pk")
     ids = list(rows.values_list("pk", flat=True))
     for start in range(0, len(ids), 512):
@@ -126,9 +143,11 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
     has_sessions = Memory.objects.filter(session_order__isnull=False).exists()
     ablations: dict[str, tuple[RecallConfig, Leg]] = {}
     if ablate:
-        ablations["default-nobm25f"] = (base, (True, False))
+        ablations["default-nobm25f"] = (base, NOBM25F)
+        if isinstance(planes.text, TantivyIndex):  # the only plane that scores pairs
+            ablations["default-noproximity"] = (base, NOPROXIMITY)
         if has_sessions:
-            ablations["default-nocontext"] = (base, (False, True))
+            ablations["default-nocontext"] = (base, NOCONTEXT)
         if sessions:
             ablations["default-noprior"] = (replace(base, session_prior=0.0), MAIN)
         if has_sessions:  # the semantic channel's turns in context (recall/context.py)
@@ -176,7 +195,11 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
         "fts": [_ranked([c.id for c in lg[FTS]], ext) for lg in legs],
         "vector": [_ranked([c.id for c in lg[SEMANTIC]], ext) for lg in legs],
     }
-    for leg, suffix in (((False, True), "nocontext"), ((True, False), "nobm25f")):
+    for leg, suffix in (
+        (NOCONTEXT, "nocontext"),
+        (NOBM25F, "nobm25f"),
+        (NOPROXIMITY, "noproximity"),
+    ):
         if leg in other_fts and f"default-{suffix}" in ablations:
             runs[f"fts-{suffix}"] = [_ranked([c.id for c in f], ext) for f in other_fts[leg]]
     wheres = [recall_filter(planes.store, project=q.project) for q in queries]

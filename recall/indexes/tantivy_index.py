@@ -17,7 +17,8 @@ becomes term queries OR-ed over `text` and `context`; the scope and validity
 filter joins as zero-scored MUST clauses, so it applies before the limit. The
 best `RESCORE_POOL` (or `limit`, if larger) of tantivy's own BM25 (whose b is
 fixed at 0.75) are then scored again with `recall.bm25` (BM25F, k1 1.2,
-b 0.4, the neighbour turns at 0.5 / 0.35) from the stored tokens, the index's
+b 0.4, the neighbour turns at 0.5 / 0.35, the query's neighbouring words as
+pairs found within 4 tokens) from the stored tokens, the index's
 document frequencies and its mean length, and ranked by that score. A prefix
 is expanded to at most `PREFIX_EXPANSIONS` of the most frequent indexed words
 it starts with (words in most documents excepted), each then stemmed like a
@@ -296,8 +297,10 @@ class TantivyIndex:
         writer_heap_mb: int = 64,
         lock_timeout_s: float = 10.0,
         rescore: bool = True,
+        params: bm25.Bm25F = PARAMS,
     ) -> None:
-        """`rescore` False ranks by tantivy's own BM25 (b 0.75; for ablations)."""
+        """`rescore` False ranks by tantivy's own BM25 (b 0.75), `params` other
+        BM25F parameters (both for ablations)."""
         if writer_heap_mb < MIN_HEAP_MB:
             raise ValueError(f"writer_heap_mb must be >= {MIN_HEAP_MB}, got {writer_heap_mb}")
         if lock_timeout_s < 0:
@@ -306,6 +309,7 @@ class TantivyIndex:
         self._heap = writer_heap_mb * 1_000_000
         self._lock_timeout_s = lock_timeout_s
         self.rescore = rescore
+        self.params = params
         self._index = self._open()
         self._schema = self._index.schema
         self._expansions: dict[str, list[str]] = {}
@@ -445,7 +449,8 @@ class TantivyIndex:
                 ranked = self._top(searcher, query, limit)
             else:
                 pool = self._top(searcher, query, max(limit, RESCORE_POOL))
-                ranked = self._rescored(searcher, terms, pool, loaded)[:limit]
+                sequence = [t for word in query_words for t in stems(word)]
+                ranked = self._rescored(searcher, terms, sequence, pool, loaded)[:limit]
             marked = self._snippet_query(terms) if snippets else None
             generators: dict[str, tantivy.SnippetGenerator] = {}
             out = []
@@ -463,26 +468,33 @@ class TantivyIndex:
         self,
         searcher: tantivy.Searcher,
         terms: list[str],
+        sequence: list[str],
         ranked: list[tuple[float, str, tantivy.DocAddress]],
         loaded: dict[tuple[int, int], tantivy.Document],
     ) -> list[tuple[float, str, tantivy.DocAddress]]:
         """`ranked` scored again with BM25F (`recall.bm25`), best first, ties by id.
 
-        The documents read are kept in `loaded`, by address, for the snippets.
+        `sequence` is the query's terms in its order (with repeats), for the
+        pairs of neighbouring words. The documents read are kept in `loaded`,
+        by address, for the snippets.
         """
         if not ranked:
             return ranked
+        params = self.params
         dfs = {t: searcher.doc_freq("text", t) or searcher.doc_freq("context", t) for t in terms}
-        weights = bm25.term_weights(dfs, searcher.num_docs, PARAMS)
+        weights = bm25.term_weights(dfs, searcher.num_docs, params)
         wanted = list(weights)
+        pairs = bm25.pairs(sequence, weights) if params.proximity > 0 else []
+        weights = bm25.pair_weights(pairs, weights, params)
         avglen = self._average_length(searcher)
         out = []
         for _, doc_id, address in ranked:
             doc = searcher.doc(address)
             loaded[_key(address)] = doc
             stored: Any = doc.get_first(TERMS_FIELD)
-            counts, lengths = bm25.count_terms(bytes(stored or b"0").decode(), wanted)
-            value = bm25.score(counts, lengths, weights, avglen=avglen, params=PARAMS)
+            text = bytes(stored or b"0").decode()
+            counts, lengths = bm25.count_terms(text, wanted, pairs, params.window)
+            value = bm25.score(counts, lengths, weights, avglen=avglen, params=params)
             out.append((value, doc_id, address))
         out.sort(key=lambda r: (-r[0], r[1]))
         return out

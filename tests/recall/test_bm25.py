@@ -93,3 +93,52 @@ def test_encode_and_count_terms_round_trip(
 def test_bad_parameters_are_refused(kwargs: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         bm25.Bm25F(**kwargs)  # type: ignore[arg-type]
+
+
+def test_pairs_are_the_querys_neighbouring_terms_in_order_each_once() -> None:
+    weights = {"support": 1.0, "group": 1.0, "lgbtq": 2.0}
+    sequence = ["lgbtq", "support", "group", "support", "group", "zzz"]
+
+    assert bm25.pairs(sequence, weights) == [
+        ("lgbtq", "support"),
+        ("support", "group"),
+        ("group", "support"),
+    ]
+    assert bm25.pairs(["a", "a"], {"a": 1.0}) == []
+
+
+def test_a_pair_with_a_word_nearly_every_memory_holds_is_left_out() -> None:
+    weights = bm25.term_weights({"the": 9_000, "support": 40, "group": 60}, 10_000, PARAMS)
+
+    assert bm25.pairs(["the", "support", "group"], weights) == [("support", "group")]
+
+
+def test_a_pair_counts_where_its_second_term_follows_within_the_window() -> None:
+    stored = bm25.encode([["support", "x", "x", "x", "group", "group", "support"]])
+    pair = [("support", "group")]
+
+    near, _ = bm25.count_terms(stored, ["support", "group"], pair, window=4)
+    far, _ = bm25.count_terms(stored, ["support", "group"], pair, window=3)
+
+    assert near[0] == {"support": 2, "group": 2, "support group": 1}
+    assert far[0] == {
+        "support": 2,
+        "group": 2,
+    }  # 4 tokens on, and "group support" is the other order
+
+
+def test_words_said_together_outrank_the_same_words_apart() -> None:
+    weights = {"support": 2.0, "group": 1.5}
+    sequence = ["support", "group"]
+    found = bm25.pairs(sequence, weights)
+    weighted = bm25.pair_weights(found, weights, PARAMS)
+    apart = ["support", "is", "what", "we", "need", "said", "the", "group"]
+    together = ["what", "is", "said", "we", "need", "the", "support", "group"]
+
+    def scored_with_pairs(tokens: list[str]) -> float:
+        counts, lengths = bm25.count_terms(bm25.encode([tokens]), sequence, found, PARAMS.window)
+        return bm25.score(counts, lengths, weighted, avglen=8, params=PARAMS)
+
+    assert weighted["support group"] == pytest.approx(PARAMS.proximity * 1.5)
+    assert scored_with_pairs(together) > scored_with_pairs(apart)
+    assert scored_with_pairs(apart) == pytest.approx(scored([apart], weights, 8))  # BM25F alone
