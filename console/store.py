@@ -411,12 +411,12 @@ _REPLACED = Prepared(
 # The semantic channel's pool: each memory's place in its session (`earlier_turns`).
 _SEATS = Prepared(
     lambda n, *ids: (
-        Memory.objects.filter(pk__in=ids, session_order__isnull=False, kind__in=EPISODIC_KINDS)
+        Memory.objects.filter(pk__in=ids, session_order__isnull=False)
         .exclude(session_id="")
         .order_by()
     ),
     model=Memory,
-    columns=("pk", "session_id", "session_order"),
+    columns=("pk", "session_id", "session_order", "kind"),
 )
 
 # The turns before those (`earlier_turns`): keyed by (filter, sessions, orders), the
@@ -426,11 +426,10 @@ _BEFORE = Prepared(
     lambda key, now, *args: (
         _memories(key[0])
         .filter(live(now), session_id__in=args[: key[1]], session_order__in=args[key[1] :])
-        .filter(kind__in=EPISODIC_KINDS)
         .order_by()
     ),
     model=Memory,
-    columns=("pk", "session_id", "session_order"),
+    columns=("pk", "session_id", "session_order", "kind"),
     size=1024,
 )
 
@@ -628,11 +627,18 @@ class DjangoStore:
     ) -> dict[str, tuple[str, ...]]:
         """Two reads: the seeds' (session, order) (compiled once: the semantic channel
         asks for its whole pool on every Recall), then the live rows in scope at the
-        orders before them in those sessions (session index); `turns_before` matches."""
+        orders before them in those sessions (session index); `turns_before` matches.
+        Turns only (`EPISODIC_KINDS`), kept here, not in SQL: `kind IN` lured SQLite
+        onto the kind index, scanning every turn (1.0 -> 0.06 ms and 1.65 -> 0.19 ms
+        for the two reads at 10,000 memories)."""
         wanted = list(dict.fromkeys(ids))
         if not wanted or turns <= 0:
             return {}
-        seeds = [(pk, session, order) for pk, session, order in _SEATS.rows(len(wanted), *wanted)]
+        seeds = [
+            (pk, session, order)
+            for pk, session, order, kind in _SEATS.rows(len(wanted), *wanted)
+            if kind in EPISODIC_KINDS
+        ]
         if not seeds:
             return {}
         sessions = _padded(sorted({session for _, session, _ in seeds}))
@@ -640,8 +646,8 @@ class DjangoStore:
         key = (where, len(sessions), len(orders))
         rows = [
             (pk, session, order)
-            for pk, session, order in _BEFORE.rows(key, self.clock(), *sessions, *orders)
-            if order is not None
+            for pk, session, order, kind in _BEFORE.rows(key, self.clock(), *sessions, *orders)
+            if order is not None and kind in EPISODIC_KINDS
         ]
         return turns_before(seeds, rows, turns)
 
