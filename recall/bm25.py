@@ -35,10 +35,10 @@ above one that says "support" in one place and "group" in another. Chosen on
 the development sets at 0.3 and 4 tokens: LoCoMo observations +0.006 / +0.003
 R@10 / nDCG@10 of the fused default, turns +0.001 / +0.002 (full text alone
 +0.004 / +0.004), SciFact +0.001 / +0.001, summaries unchanged; 0.6 and
-adjacent pairs only measured no better. A pair with a word far lighter than
-the query's heaviest (`PAIR_FLOOR`) is left out. The term
-bags of the cold path (`recall.timetravel`) hold no order, so it scores
-without pairs.
+adjacent pairs only measured no better, either order worse on turns. A pair
+with a word far lighter than the query's heaviest (`PAIR_FLOOR`) is left out.
+The term bags of the cold path (`recall.timetravel`) hold no order, so it
+scores without pairs.
 """
 
 from __future__ import annotations
@@ -163,7 +163,8 @@ def count_terms(
     """Per stream, the frequency of each of `terms` that occurs, and the stream lengths.
 
     A pair (a, b) of `pairs` counts, under `pair_key`, each a followed by b
-    within `window` tokens; the stream is split into tokens only when it holds both.
+    within `window` tokens; a stream's token positions are read only when it
+    holds both terms of some pair.
     """
     head, *streams = stored.split("\n")
     lengths = [int(n) for n in head.split()]
