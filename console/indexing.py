@@ -473,12 +473,15 @@ def _session_contexts(records: list[Record]) -> dict[str, tuple[str, ...]]:
     if not wanted:
         return {}
     sessions = {r.session_id for r, _ in wanted}
+    rows = (  # turns kept in Python: `kind IN` would lure SQLite off the session index
+        Memory.objects.filter(session_id__in=sessions)
+        .order_by()
+        .values_list("session_id", "session_order", "description", "body", "kind")
+    )
     earlier: dict[tuple[str, int], str] = {
         (session, order): unless_repeated(description, body) + " " + body
-        for session, order, description, body in Memory.objects.filter(
-            session_id__in=sessions, kind__in=EPISODIC_KINDS
-        ).values_list("session_id", "session_order", "description", "body")
-        if order is not None
+        for session, order, description, body, kind in rows
+        if order is not None and kind in EPISODIC_KINDS
     }
     out = {}
     for r, order in wanted:
