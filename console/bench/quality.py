@@ -27,11 +27,11 @@ gave the queries (`routing_classes`, overall and per category).
 
 Ablations (unless the spec says `"ablate": false`): each component off on
 its own (`-nocontext`, `-nobm25f` and, on tantivy, `-noproximity` for the
-fts channel and the default,
-`-noprior` for the default), and on every set the session neighbourhood
-(Dakera 004, `console/bench/neighbours.py`) off (`session-off`), as a fused
-channel (`session-channel`) and as associated items listed below their hit
-(`session-assoc`; a variant picks that mode with `"session_as": "associated"`).
+fts channel and the default, `-noprior` for the default), and on every set
+the session neighbourhood (Dakera 004, `console/bench/neighbours.py`) off
+(`session-off`), as a fused channel (`session-channel`) and as associated
+items listed below their hit (`session-assoc`; a variant picks that mode with
+`"session_as": "associated"`).
 Every fused run expands its top hits to their session neighbours as Recall
 does when the config has them on. `ci` holds paired bootstrap 95% intervals of
 the default minus each peer (`metrics.paired_bootstrap`).
