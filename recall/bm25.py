@@ -111,11 +111,13 @@ def pair_key(pair: tuple[str, str]) -> str:
 def pair_weights(
     found: Sequence[tuple[str, str]], weights: Mapping[str, float], params: Bm25F
 ) -> dict[str, float]:
-    """`weights` plus each pair's: `proximity` x the lighter of its two terms'."""
+    """`weights` plus each pair's: `proximity` x the lighter of its two terms'.
+
+    The caller decides whether pairs are sought at all (proximity 0: none, so
+    no stream's positions are read)."""
     out = dict(weights)
-    if params.proximity > 0:
-        for a, b in found:
-            out[pair_key((a, b))] = params.proximity * min(weights[a], weights[b])
+    for a, b in found:
+        out[pair_key((a, b))] = params.proximity * min(weights[a], weights[b])
     return out
 
 

@@ -100,7 +100,6 @@ def variant_config(base: RecallConfig, values: Mapping[str, Any]) -> tuple[Recal
 def _variant_index(root: Path, leg: Leg) -> TextIndex:
     """The configured full-text backend over the same docs, with or without
     session context and (tantivy) the BM25F re-scoring and its word pairs."""
-    context = leg.context
     cls: Any = type(wiring.text_index())
     flags = "".join(str(int(flag)) for flag in leg)
     if issubclass(cls, PgTextIndex):  # a table of its own beside the configured one
@@ -115,7 +114,7 @@ def _variant_index(root: Path, leg: Leg) -> TextIndex:
     ids = list(rows.values_list("pk", flat=True))
     for start in range(0, len(ids), 512):
         docs = memory_docs(Memory.objects.filter(pk__in=ids[start : start + 512]))
-        index.upsert(docs if context else [replace(d, context=()) for d in docs])
+        index.upsert(docs if leg.context else [replace(d, context=()) for d in docs])
     return index
 
 
