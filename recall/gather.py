@@ -9,12 +9,22 @@ ConfigError) is skipped with a warning naming it, and the others carry on.
 If every channel that ran failed, the first failure propagates: there is
 nothing to degrade to. ConfigError always propagates (a local
 misconfiguration is an error, not a silent degrade).
+
+The query is embedded on a worker thread while the channels that need no
+vector (full text) run: the embedding model leaves the interpreter while it
+computes, so the two overlap on two cores (Recall at 100,000 memories spent
+about 2.5 ms embedding and 3 ms in full text, one after the other). Each
+channel's list, status and warnings are recorded in the channels' own order
+whichever ran first.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from collections.abc import Collection, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -80,6 +90,40 @@ def embed_query(
     return replace(query, vector=vector), None
 
 
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+_pool_lock = threading.Lock()
+
+
+def _embedding_pool() -> ThreadPoolExecutor:
+    """The process's embedding threads (made again in a forked child: threads do not fork)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool[0] != os.getpid():
+            _pool = (os.getpid(), ThreadPoolExecutor(max_workers=2, thread_name_prefix="embed"))
+        return _pool[1]
+
+
+def _embedding(
+    channels: Sequence[Channel], query: ChannelQuery, embedder: Embedder | None, gathered: Gathered
+) -> Future[tuple[ChannelQuery, str | None]] | None:
+    """The query's embedding, started on a worker thread when a channel can run meanwhile."""
+    if query.vector is not None or embedder is None:
+        return None
+    if not any(c.needs_vector for c in channels) or all(c.needs_vector for c in channels):
+        return None
+    embedding = _embedding_pool().submit(embed_query, query, embedder, gathered)
+    time.sleep(0)  # hand the interpreter over, so the thread reaches the model at once
+    return embedding
+
+
+@dataclass(slots=True)
+class _Outcome:
+    found: list[Candidate] | None
+    status: str
+    warning: str | None = None
+    failure: RecallError | None = None
+
+
 def gather(
     channels: Sequence[Channel],
     query: ChannelQuery,
@@ -89,40 +133,63 @@ def gather(
     embedder: Embedder | None,
     seeds: Sequence[Candidate] = (),
 ) -> Gathered:
-    """Run `channels` in order on `query` (see the module docstring)."""
+    """Run `channels` on `query` (see the module docstring)."""
     gathered = Gathered(query=query)
+    embedding = _embedding(channels, query, embedder, gathered)
     unembedded: str | None = None
-    if any(c.needs_vector for c in channels):
+    if embedding is None and any(c.needs_vector for c in channels):
         query, unembedded = embed_query(query, embedder, gathered)
         gathered.query = query
-    failures: list[RecallError] = []
-    for channel in channels:
-        name = channel.name
+    outcomes: dict[int, _Outcome] = {}
+    # The channels without a vector first: they run while the query is embedded.
+    for at in sorted(range(len(channels)), key=lambda i: channels[i].needs_vector):
+        channel = channels[at]
+        if channel.needs_vector and embedding is not None:
+            query, unembedded = embedding.result()
+            gathered.query, embedding = query, None
         if channel.needs_vector and unembedded is not None:
-            gathered.status[name] = unembedded
-            if unembedded.startswith("skipped"):
-                gathered.warnings.append(f"{name} channel {unembedded}")
+            skipped = unembedded.startswith("skipped")
+            warning = f"{channel.name} channel {unembedded}" if skipped else None
+            outcomes[at] = _Outcome(None, unembedded, warning)
             continue
-        start = time.perf_counter()
-        try:
-            found = channel.candidates(query, where, depth, seeds)
-        except ChannelOff as exc:
-            gathered.status[name] = f"off: {exc}"
-            continue
-        except ConfigError:
-            raise
-        except RecallError as exc:
-            failures.append(exc)
-            gathered.status[name] = f"skipped: {_why(exc)}"
-            gathered.warnings.append(f"{name} channel skipped: {_why(exc)}")
-            continue
-        finally:
-            gathered.timings[name] = _ms(start)
-        gathered.lists[name] = found
-        gathered.status[name] = ON
+        outcomes[at] = _ask(channel, query, where, depth, seeds, gathered)
+    failures = []
+    for at, channel in enumerate(channels):
+        outcome = outcomes[at]
+        if outcome.found is not None:
+            gathered.lists[channel.name] = outcome.found
+        gathered.status[channel.name] = outcome.status
+        if outcome.warning is not None:
+            gathered.warnings.append(outcome.warning)
+        if outcome.failure is not None:
+            failures.append(outcome.failure)
     if failures and not gathered.lists:
         raise failures[0]
     return gathered
+
+
+def _ask(
+    channel: Channel,
+    query: ChannelQuery,
+    where: Filter,
+    depth: int,
+    seeds: Sequence[Candidate],
+    gathered: Gathered,
+) -> _Outcome:
+    """One channel's candidates, or how it was off or failed (ConfigError propagates)."""
+    name = channel.name
+    start = time.perf_counter()
+    try:
+        return _Outcome(channel.candidates(query, where, depth, seeds), ON)
+    except ChannelOff as exc:
+        return _Outcome(None, f"off: {exc}")
+    except ConfigError:
+        raise
+    except RecallError as exc:
+        why = _why(exc)
+        return _Outcome(None, f"skipped: {why}", f"{name} channel skipped: {why}", exc)
+    finally:
+        gathered.timings[name] = _ms(start)
 
 
 def select(

@@ -272,9 +272,10 @@ class Channel(Protocol):
     - "expand": read from `seeds` (the best fused memories of the rank
       channels, best first, with their scores), then fused with them by
       weight (the graph: `recall.expansion`).
-    `needs_vector`: the pipeline embeds the query once, before any channel
-    runs, and hands it over in `query.vector`; when that fails the channel is
-    skipped with a warning.
+    `needs_vector`: the pipeline embeds the query once and hands it over in
+    `query.vector`; when that fails the channel is skipped with a warning. A
+    channel that needs no vector may run while the query is being embedded
+    (its `query.vector` is then None; recall/gather.py).
 
     `candidates` returns at most `depth` candidates, best first, ranks
     1-based and contiguous, no duplicate ids, with scope and validity

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import pytest
@@ -58,7 +59,55 @@ def test_the_query_is_embedded_once_for_every_channel_that_needs_it():
 
     assert embedder.calls == 1 and got.embedded and "embed" in got.timings
     assert first.asked[0][0].vector is not None and first.asked[0][0] is second.asked[0][0]
-    assert plain.asked[0][0].vector is not None  # one query value for the whole stage
+    assert got.query is first.asked[0][0]  # the embedded query, for the stages after
+    assert plain.asked[0][0].text == "chroma"
+
+
+class Waiting(FakeEmbedder):
+    """Embeds only once `asked` is set (or gives up after 10 s), and says which it was."""
+
+    def __init__(self, asked: threading.Event) -> None:
+        super().__init__()
+        self.asked, self.saw_it = asked, False
+
+    def embed(self, texts: Sequence[str]):  # type: ignore[no-untyped-def]
+        self.saw_it = self.asked.wait(timeout=10)
+        return super().embed(texts)
+
+
+class Signalling(Stub):
+    def __init__(self, name: str, ids: Sequence[str], asked: threading.Event) -> None:
+        super().__init__(name, ids)
+        self.signal = asked
+
+    def candidates(self, query, where, depth, seeds):  # type: ignore[no-untyped-def]
+        self.signal.set()
+        return super().candidates(query, where, depth, seeds)
+
+
+def test_channels_without_a_vector_run_while_the_query_is_embedded():
+    asked = threading.Event()
+    embedder = Waiting(asked)
+    semantic, fts = Stub("semantic", ["b"], vector=True), Signalling("fts", ["a"], asked)
+
+    got = run(semantic, fts, embedder=embedder)
+
+    assert embedder.saw_it  # full text was asked before the embedding finished
+    assert list(got.lists) == ["semantic", "fts"] == list(got.status)  # the channels' order
+    assert semantic.asked[0][0].vector is not None and got.embedded
+
+
+def test_an_embedder_failure_beside_full_text_keeps_the_channels_order_in_the_warnings():
+    broken = Stub("graph", error=IndexUnavailable("edges unreadable"))
+    semantic = Stub("semantic", vector=True)
+
+    got = run(semantic, broken, Stub("fts", ["a"]), embedder=FakeEmbedder(fail=True))
+
+    assert got.warnings == [
+        "semantic channel skipped: embedder unavailable (fake embedder told to fail)",
+        "graph channel skipped: index unavailable (edges unreadable)",
+    ]
+    assert list(got.lists) == ["fts"]
 
 
 def test_no_embedding_when_no_channel_needs_it():
