@@ -111,6 +111,18 @@ def missing(body: Mapping[str, Any]) -> list[str]:
                 problems.append(f"speed {backend} memory stage {stage}")
         if not _number(b.get("recall_over_raw", {}).get("mean")):
             problems.append(f"speed {backend} recall_over_raw")
+    writers = timing.get("writers", {})
+    problems += [
+        f"speed writers write_ms {q}"
+        for q in ("p50", "p95", "p99")
+        if not _number((writers.get("write_ms") or {}).get(q))
+    ]
+    if not _number((writers.get("lag_ms") or {}).get("p95")):
+        problems.append("speed writers lag_ms p95")
+    if writers.get("errors") or writers.get("findable") != writers.get("acknowledged"):
+        problems.append(f"speed writers: errors or writes not found ({writers})")
+    if writers.get("drift") != 0:
+        problems.append(f"speed writers: drift {writers.get('drift')} after the writes")
     first = timing.get("backends", {}).get("tantivy", {})
     if not _number(first.get("api_batch", {}).get("per_s")):
         problems.append("speed tantivy api_batch per_s")

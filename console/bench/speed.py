@@ -14,6 +14,9 @@ Per backend, two child processes over one throwaway data directory:
   Search; Recall at budget 1000; Briefing; PromptRecall; and the raw parts
   (query embedding, full-text query, vector query) on the adapters for the
   same queries as Recall, to give Recall end-to-end / sum of raw parts.
+- `speed-writers` (first backend): the production server and the index
+  worker on the same deployment, agents writing at once
+  (console/bench/writers.py).
 Query texts are distinct and the embedder's own LRU cache is off, so
 embedding is paid on every uncached call; "recall, cached" repeats the
 Recall queries once their embeddings sit in the engine's cache.
@@ -41,6 +44,7 @@ BACKENDS = {
     "whoosh": "recall.indexes.whoosh_index.WhooshIndex",
 }
 WARMUP = 10
+WRITES, WRITERS = 2000, 8  # the concurrent-writers row (console/bench/writers.py)
 _warmup = WARMUP  # set per serving run (small runs warm up less)
 
 
@@ -90,6 +94,11 @@ def run(
             body["backends"][name] = run_worker(
                 "speed-serve", spec_b, env=_env(name, env), data_dir=root
             )
+            if first:  # before another backend's serve writes to its own text plane only
+                writes = {"writes": WRITES if size >= 10_000 else 100, "writers": WRITERS}
+                body["writers"] = run_worker(
+                    "speed-writers", spec | writes, env=_env(name, env), data_dir=root
+                )
         if moved_to is not None:
             spec_b = spec | {"api_ingest": min(size, 2000)}
             body["backends"]["postgres"] = run_worker(
@@ -169,6 +178,10 @@ def worker(job: str, spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
         return _ingest(spec)
     if job == "speed-serve":
         return _serve(spec)
+    if job == "speed-writers":
+        from console.bench import writers
+
+        return writers.run(spec, root)
     if job == "speed-move":
         return _move(spec)
     raise ValueError(f"unknown speed job {job!r}")
@@ -616,6 +629,10 @@ def tables(body: Mapping[str, Any]) -> str:
             f"planes rebuilt in {m['rebuild_s']} s ({m['items']} items, {m['embedded']} "
             f"embedded, the other vectors copied from LanceDB); load average {m['loadavg']}"
         )
+    if body.get("writers"):
+        from console.bench.writers import summary
+
+        lines.append(summary(body["writers"]))
     names = list(body["backends"])
     ops = list(dict.fromkeys(op for b in body["backends"].values() for op in b["ops"]))
     rows = []

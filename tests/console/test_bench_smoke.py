@@ -56,6 +56,19 @@ def test_missing_names_every_absent_figure() -> None:
     assert "quality fts R@10" in problems
     assert "speed tantivy palette 1-letter p95" in problems
     assert "speed whoosh peak_rss_mb" in problems
+    assert "speed writers write_ms p99" in problems and "speed writers lag_ms p95" in problems
+
+
+def test_writes_that_were_lost_or_left_drift_are_problems() -> None:
+    good = {"write_ms": {"p50": 1.0, "p95": 2.0, "p99": 3.0}, "lag_ms": {"p95": 9.0},
+            "errors": 0, "findable": 5, "acknowledged": 5, "drift": 0}  # fmt: skip
+
+    def problems(**changed: object) -> list[str]:
+        found = smoke.missing({"speed": {"writers": good | changed}})
+        return [p for p in found if p.startswith("speed writers")]
+
+    assert problems() == []
+    assert problems(findable=4) and problems(errors=1) and problems(drift=2)
 
 
 # The full smoke run (every figure produced, at a tiny size) is `make bench-smoke`,
