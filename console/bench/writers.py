@@ -52,6 +52,7 @@ def run(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
     texts = [text for text, _ in pairs] or ["a memory the bench writes"]
     project = services.project_get_or_create(slug="bench-writers")
     _, secret = tokens.token_create(agent="bench-writers", projects=[project.slug], may_write=True)
+    drift_before = selectors.index_status().drift
     port = _free_port()
     base = Path(settings.BASE_DIR)
     env = {**os.environ, "RECALL_SYNC_ON_COMMIT": "0"}
@@ -67,7 +68,6 @@ def run(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
         cwd=base, env=env, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     client = _Client(port, secret, project.slug, run=secrets.token_hex(3), texts=texts)
-    drift_before = selectors.index_status().drift
     try:
         _wait_ready(client, server)
         client.write_all(writers * WARM_WRITES, writers)  # untimed: the workers warm up
