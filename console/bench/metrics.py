@@ -1,4 +1,4 @@
-"""Ranking metrics as the eval README defines them (binary gains)."""
+"""Ranking metrics as the eval README defines them (binary gains), and latency percentiles."""
 
 from __future__ import annotations
 
@@ -99,3 +99,13 @@ def paired_bootstrap(
                 "high": round(float(high), 4),
             }
     return out
+
+
+def percentiles(samples: Sequence[float]) -> dict[str, float]:
+    """p50 / p95 / p99 (nearest rank, ms to 3 places) and how many samples."""
+    ordered = sorted(samples)
+
+    def at(q: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
+
+    return {"p50": at(0.50), "p95": at(0.95), "p99": at(0.99), "n": len(ordered)}

@@ -37,6 +37,7 @@ from typing import Any
 from console.bench import report
 from console.bench.corpus import Corpus, generate, keystrokes
 from console.bench.corpus import queries as queries_for
+from console.bench.metrics import percentiles
 
 TIER_BUDGETS = {"hot": 5, "warm": 15, "cold": 200}  # ms, seed 003's latency budget
 BACKENDS = {
@@ -129,15 +130,6 @@ def _warmup_for(timed: int) -> int:
 
 
 # --- worker side ----------------------------------------------------------------
-
-
-def percentiles(samples: Sequence[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-
-    def at(q: float) -> float:
-        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
-
-    return {"p50": at(0.50), "p95": at(0.95), "p99": at(0.99), "n": len(ordered)}
 
 
 def timed(call: Callable[[Any], Any], args: Sequence[Any]) -> list[float]:

@@ -96,7 +96,7 @@ def _figures(
     writers: int,
 ) -> dict[str, Any]:
     from console import selectors
-    from console.bench.speed import percentiles
+    from console.bench.metrics import percentiles
 
     ms = [r[0] for r in results if r[2] is None]
     errors = [r[2] for r in results if r[2] is not None]
