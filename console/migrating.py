@@ -1,10 +1,11 @@
 """Move a deployment's rows from one database to another (`manage.py migrate_data`).
 
 Every table that holds what people and agents made is copied as it is, ids
-included: logins, projects and who may see them, memories, notes, edges,
-settings rows, agent tokens (hashed secrets, so agents keep working),
-idempotency keys and retrieval events; long memories' sentence vectors too
-(derived, but the model's work: the reindex after the copy reuses them).
+included: logins, projects and who may see them, memories, notes, edges and
+the `[[names]]` bodies hold, settings rows, agent tokens (hashed secrets, so
+agents keep working), idempotency keys and retrieval events; long memories'
+sentence vectors too (derived, but the model's work: the reindex after the
+copy reuses them).
 What is derived or passing is not: index jobs, the planes (rebuilt from the
 rows afterwards, `reindex`), sessions, log-in lock-outs, the admin's log,
 content types and permissions (the target's `migrate` makes its own).
@@ -31,6 +32,7 @@ from console.models import (
     Edge,
     Feedback,
     IdempotencyKey,
+    LinkName,
     Memory,
     MemoryRevision,
     Note,
@@ -57,6 +59,7 @@ def copied_models() -> list[type[models.Model]]:
         MemoryRevision,
         Note,
         Edge,
+        LinkName,
         Setting,
         AgentToken,
         AgentToken.projects.through,

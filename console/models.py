@@ -184,6 +184,21 @@ class Note(models.Model):
         return self.title
 
 
+class LinkName(models.Model):
+    """A `[[name]]` a memory's body holds (kept with the body by
+    `services.memory_links_rewrite`). A memory written under a name looks here for
+    the bodies that already named it (`selectors.memories_naming`), by index:
+    scanning every body of the project with LIKE took 16 ms a write (236 ms cold)
+    at 10,000 memories a project, inside the write's transaction."""
+
+    src = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=200)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["src", "name"], name="link_name_unique")]
+        indexes = [models.Index(fields=["name"], name="link_name_name")]
+
+
 class Edge(models.Model):
     ORIGINS = [("wikilink", "wikilink"), ("explicit", "explicit")]
     src = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="out_edges")

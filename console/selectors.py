@@ -19,7 +19,16 @@ from django.db import connections
 from django.db.models import Count, Max, Q, QuerySet
 
 from console import configuration, digesting, indexing, wiring
-from console.models import Digest, Edge, IndexJob, Memory, Note, Project, RetrievalEvent
+from console.models import (
+    Digest,
+    Edge,
+    IndexJob,
+    LinkName,
+    Memory,
+    Note,
+    Project,
+    RetrievalEvent,
+)
 from console.store import live
 from console.store import now as store_now
 from recall import links, tiers
@@ -319,10 +328,22 @@ def memory_name_holder(
 ) -> Memory | None:
     """The active, unexpired memory of exactly this project (None = global) that
     holds `name`, other than `exclude`: a name picks one memory (`[[name]]` links,
-    reads by name), so a second active one would take them over silently."""
-    scope = Q(project__isnull=True) if project_id is None else Q(project_id=project_id)
-    rows = Memory.objects.filter(scope, live(store_now()), name=name, invalid_at__isnull=True)
-    return rows.exclude(pk__in=list(exclude)).order_by("id").first()
+    reads by name), so a second active one would take them over silently.
+
+    Read by the name index alone, scope and expiry checked on the few rows of that
+    name: with the project in the query SQLite searched its (project, invalid_at)
+    index instead, every active memory of the project (19 ms a write at 10,000
+    memories a project)."""
+    at = store_now()
+    rows = Memory.objects.filter(name=name, invalid_at__isnull=True).order_by()
+    held = [
+        m
+        for m in rows
+        if m.project_id == project_id
+        and (m.expires_at is None or m.expires_at > at)
+        and m.pk not in exclude
+    ]
+    return min(held, key=lambda m: m.pk, default=None)
 
 
 def memory_archived_named(*, name: str, project: str) -> Memory | None:
@@ -361,11 +382,19 @@ def memory_duplicate(
     return rows.select_related("project").order_by("id").first()
 
 
-def memories_naming(*, memory: Memory) -> QuerySet[Memory]:
-    """Memories whose body may name `memory` in a `[[link]]` (the caller parses to be sure)."""
-    scope = Q(project_id=memory.project_id) if memory.project_id else Q()
-    rows = Memory.objects.filter(scope, body__contains=f"[[{memory.name}")
-    return rows.exclude(pk=memory.pk).only("id", "project_id", "body")
+def memories_naming(*, memory: Memory) -> list[Memory]:
+    """Memories whose body names `memory` in a `[[link]]`: read from `LinkName`'s
+    index, in its project (anywhere for a global memory). The project is checked on
+    the rows found: in the query, SQLite walked the project's index instead."""
+    naming = list(LinkName.objects.filter(name=memory.name).values_list("src_id", flat=True))
+    if not naming:
+        return []
+    rows = Memory.objects.filter(pk__in=naming).exclude(pk=memory.pk).order_by()
+    return [
+        m
+        for m in rows.only("id", "project_id", "body")
+        if not memory.project_id or m.project_id == memory.project_id
+    ]
 
 
 def memory_get(*, memory_id: str) -> Memory:

@@ -19,7 +19,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from console import indexing, selectors
-from console.models import Edge, IdempotencyKey, Memory, Project
+from console.models import Edge, IdempotencyKey, LinkName, Memory, Project
 from console.services.associations import associations_carry
 from console.services.revisions import revision_record
 from recall import links
@@ -158,9 +158,11 @@ def memory_links_rewrite(*, memory: Memory) -> None:
     one) and keeps its place in the body (`position`), the order links expand in.
     """
     Edge.objects.filter(src=memory, origin="wikilink").delete()
+    LinkName.objects.filter(src=memory).delete()
     names = links.names(memory.body)
     if not names:
         return
+    LinkName.objects.bulk_create([LinkName(src=memory, name=name) for name in names])
     targets = selectors.memory_ids_by_name(names, project_id=memory.project_id, exclude=memory.pk)
     Edge.objects.bulk_create(
         [

@@ -13,7 +13,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from console import indexing, services, wiring
-from console.models import Edge, IndexJob, Memory, MemoryRevision, Project
+from console.models import Edge, IndexJob, LinkName, Memory, MemoryRevision, Project
 from recall.indexes import layout
 from recall.indexes.hot_vectors import Replicable
 from recall.types import Filter
@@ -208,6 +208,48 @@ def test_link_to_a_missing_memory_waits_until_it_exists(project: Project) -> Non
     target = make_memory(project, name="rollback-plan", kind="runbook", body="Roll back.")
 
     assert list(Edge.objects.values_list("src", "dst")) == [(source.pk, target.pk)]
+
+
+def test_the_names_a_body_links_follow_it(project: Project) -> None:
+    source = make_memory(
+        project, name="release-day", body="See [[rollback-plan|the plan]], [[rollback-plan-v2]]."
+    )
+    names = LinkName.objects.filter(src=source).values_list("name", flat=True)
+    assert sorted(names) == ["rollback-plan", "rollback-plan-v2"]
+
+    services.memory_update(memory=source, body="No links now.")
+    assert not LinkName.objects.filter(src=source).exists()
+    services.memory_update(memory=source, body="Back to [[rollback-plan]].")
+    Memory.objects.filter(pk=source.pk).delete()
+    assert not LinkName.objects.exists()
+
+
+def test_a_waiting_link_resolves_by_its_exact_name_and_a_global_one_anywhere(
+    project: Project,
+) -> None:
+    source = make_memory(project, name="release-day", body="See [[rollback-plan-v2]].")
+    make_memory(project, name="rollback-plan", kind="runbook", body="Roll back.")
+    assert Edge.objects.count() == 0  # a name the link only starts with
+
+    target = make_memory(None, name="rollback-plan-v2", kind="runbook", body="Roll back, v2.")
+
+    assert list(Edge.objects.values_list("src", "dst")) == [(source.pk, target.pk)]
+
+
+def test_a_name_is_held_only_by_an_active_unexpired_memory_of_the_same_scope(
+    project: Project,
+) -> None:
+    other = services.project_create(slug="search-api", name="Search API")
+    make_memory(other, name="deploy-runbook", kind="runbook", body="theirs")
+    make_memory(None, name="deploy-runbook", kind="runbook", body="global")
+    gone = make_memory(project, name="deploy-runbook", kind="runbook", body="ours")
+    with pytest.raises(services.StateConflict, match="already the name of an active memory"):
+        make_memory(project, name="deploy-runbook", kind="runbook", body="ours again")
+
+    Memory.objects.filter(pk=gone.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
+    again = make_memory(project, name="deploy-runbook", kind="runbook", body="ours, renewed")
+
+    assert again.pk != gone.pk
 
 
 def test_link_resolves_in_project_before_global(project: Project) -> None:
