@@ -31,7 +31,7 @@ from console.models import (
 )
 from console.store import live
 from console.store import now as store_now
-from recall import links, tiers
+from recall import decay, links, tiers
 from recall.config import BriefingConfig, Problem, decode_over
 from recall.errors import QueryError
 from recall.requests import BriefingRequest, PromptRequest, RecallRequest, SearchRequest
@@ -339,9 +339,7 @@ def memory_name_holder(
     held = [
         m
         for m in rows
-        if m.project_id == project_id
-        and (m.expires_at is None or m.expires_at > at)
-        and m.pk not in exclude
+        if m.project_id == project_id and not decay.passed(m.expires_at, at) and m.pk not in exclude
     ]
     return min(held, key=lambda m: m.pk, default=None)
 

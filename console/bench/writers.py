@@ -29,7 +29,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -182,7 +182,9 @@ class _Client:
         finally:
             connection.close()
 
-    def write_all(self, total: int, writers: int, on_ack: Any = None) -> None:
+    def write_all(
+        self, total: int, writers: int, on_ack: Callable[[str], None] | None = None
+    ) -> None:
         with self._lock:
             end = self._next + total
         threads = [
@@ -200,7 +202,7 @@ class _Client:
             self._next += 1
             return self._next - 1
 
-    def _writer(self, end: int, on_ack: Any) -> None:
+    def _writer(self, end: int, on_ack: Callable[[str], None] | None) -> None:
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
         try:
             while (n := self._take(end)) is not None:
