@@ -33,7 +33,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
@@ -54,7 +54,7 @@ from recall.errors import RecallError
 from recall.indexes import layout
 from recall.indexes.hot_vectors import Replicable
 from recall.locks import FileLock
-from recall.ports import BulkWrites, TextIndex, VectorIndex, Vectors
+from recall.ports import BulkWrites, KeepsWriter, TextIndex, VectorIndex, Vectors
 from recall.types import (
     EPISODIC_KINDS,
     MEMORY,
@@ -169,7 +169,7 @@ def apply_pending(*, limit: int | None = None) -> ApplyReport:
         if not chunk:
             break
         try:
-            with plane_lock().held():
+            with plane_lock().held(before_waiting=let_go_writer):
                 _apply(chunk)
         except Exception as exc:
             report.failed += len(chunk)
@@ -186,6 +186,30 @@ def apply_pending(*, limit: int | None = None) -> ApplyReport:
     if report.applied:
         allocator.trim()  # the writer heap and merge buffers (console/allocator.py)
     return report
+
+
+@contextmanager
+def writer_kept() -> Iterator[None]:
+    """Keep the text plane's writer between this thread's batches inside the block
+    (the index worker; `recall.ports.KeepsWriter`).
+
+    A batch whose planes' lock is held elsewhere first lets the writer go
+    (`let_go_writer`): the holder may be about to write the text plane.
+    Whoever keeps it should also let go once the queue has been idle a moment.
+    """
+    text = wiring.text_index()
+    if not isinstance(text, KeepsWriter):
+        yield
+        return
+    with text.kept():
+        yield
+
+
+def let_go_writer() -> None:
+    """Give back the text plane's kept writer, if this process keeps one."""
+    text = wiring.text_index()
+    if isinstance(text, KeepsWriter):
+        text.let_go()
 
 
 def claim(

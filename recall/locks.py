@@ -3,7 +3,9 @@
 `FileLock(path).held(timeout_s)` takes a thread lock, then an exclusive
 `flock` on `path` (created when missing). The kernel drops the file lock
 when its holder dies, so a killed process never leaves a stale lock behind.
-Waiting polls with backoff and raises IndexUnavailable after `timeout_s`.
+Waiting polls with backoff and raises IndexUnavailable after `timeout_s`;
+`before_waiting` runs once when the lock is not free at the first try (the
+index worker gives back the text writer it keeps, which the holder may need).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import fcntl
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -27,13 +29,19 @@ class FileLock:
         self._fd: int | None = None
 
     @contextmanager
-    def held(self, timeout_s: float = 120.0) -> Iterator[None]:
+    def held(
+        self, timeout_s: float = 120.0, *, before_waiting: Callable[[], None] | None = None
+    ) -> Iterator[None]:
         """Hold the lock for the block (re-entrant within one thread)."""
-        if not self._thread_lock.acquire(timeout=max(timeout_s, 0.001)):
-            raise IndexUnavailable(f"{self.path} is busy in this process; gave up")
+        if not self._thread_lock.acquire(blocking=False):
+            if before_waiting is not None:
+                before_waiting()
+                before_waiting = None
+            if not self._thread_lock.acquire(timeout=max(timeout_s, 0.001)):
+                raise IndexUnavailable(f"{self.path} is busy in this process; gave up")
         try:
             if self._depth == 0:
-                self._acquire_file(timeout_s)
+                self._acquire_file(timeout_s, before_waiting)
             self._depth += 1
             try:
                 yield
@@ -44,7 +52,7 @@ class FileLock:
         finally:
             self._thread_lock.release()
 
-    def _acquire_file(self, timeout_s: float) -> None:
+    def _acquire_file(self, timeout_s: float, before_waiting: Callable[[], None] | None) -> None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -58,6 +66,9 @@ class FileLock:
                 self._fd = fd
                 return
             except BlockingIOError:
+                if before_waiting is not None:
+                    before_waiting()
+                    before_waiting = None
                 if time.monotonic() >= deadline:
                     os.close(fd)
                     raise IndexUnavailable(

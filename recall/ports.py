@@ -93,6 +93,17 @@ class BulkWrites(Protocol):
 
 
 @runtime_checkable
+class KeepsWriter(Protocol):
+    """A plane whose writer one thread can keep between writes (the index worker):
+    each write still commits, but the writer is taken once; `let_go` gives it back
+    (another process may be waiting for it) and the next write takes it again."""
+
+    def kept(self) -> AbstractContextManager[None]: ...
+
+    def let_go(self) -> None: ...
+
+
+@runtime_checkable
 class VectorIndex(Protocol):
     """Nearest-neighbour search over unit vectors (cosine similarity).
 

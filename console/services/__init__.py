@@ -59,6 +59,8 @@ from console.services.planes import (
     index_rebuild,
     index_repair,
     index_sync,
+    index_writer_kept,
+    index_writer_let_go,
 )
 from console.services.projects import (
     project_create,
@@ -103,6 +105,8 @@ __all__ = [
     "index_rebuild",
     "index_repair",
     "index_sync",
+    "index_writer_kept",
+    "index_writer_let_go",
     "memories_delete",
     "memory_admin_save",
     "note_admin_save",

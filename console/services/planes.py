@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from console import indexing, wiring
@@ -11,6 +12,16 @@ from console import indexing, wiring
 def index_sync(*, limit: int | None = None) -> indexing.ApplyReport:
     """Apply (retry) pending index jobs now."""
     return indexing.apply_pending(limit=limit)
+
+
+def index_writer_kept() -> AbstractContextManager[None]:
+    """For the index worker: keep the text plane's writer between batches inside the block."""
+    return indexing.writer_kept()
+
+
+def index_writer_let_go() -> None:
+    """Give the kept text writer back (the queue is idle: others may write)."""
+    indexing.let_go_writer()
 
 
 def digest_sync(*, limit: int | None = None) -> indexing.ApplyReport:

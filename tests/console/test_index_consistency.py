@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -24,7 +25,7 @@ from console import indexing, services, wiring
 from console.models import IndexJob, Memory, Project
 from recall.indexes.lance_index import LanceIndex
 from recall.requests import SearchRequest
-from recall.types import Filter
+from recall.types import Doc, Filter
 
 pytestmark = pytest.mark.django_db
 
@@ -165,6 +166,39 @@ def test_jobs_another_live_process_claimed_are_left_to_it(alpha: Project) -> Non
     assert indexing.apply_pending().applied == 2
     assert list(IndexJob.objects.values_list("item_id", flat=True)) == [ids[0]]
     assert set(text_ids("fact", "alpha")) == set(ids[1:])
+
+
+@pytest.mark.outbox
+def test_the_kept_text_writer_is_let_go_for_whoever_holds_the_planes_lock(
+    alpha: Project,
+) -> None:
+    # The index worker keeps the writer between batches; a reindex or an import (here a
+    # thread) takes the planes' lock and then needs the writer. The worker's next batch
+    # finds the lock taken, lets the writer go and waits its turn: nobody times out.
+    text, holding, failures = wiring.text_index(), threading.Event(), list[Exception]()
+    elsewhere = Doc(id="elsewhere", item="memory", project="alpha", active=True, kind="fact",
+                    name="elsewhere", title="", description="", body="fact, elsewhere")  # fmt: skip
+
+    def other_writer() -> None:
+        try:
+            with indexing.plane_lock().held():
+                holding.set()
+                text.upsert([elsewhere])
+        except Exception as exc:
+            failures.append(exc)
+
+    first = queued(alpha, 1)
+    with indexing.writer_kept():
+        assert indexing.apply_pending().applied == 1  # and the writer is kept
+        other = threading.Thread(target=other_writer)
+        other.start()
+        assert holding.wait(10)
+        second = [services.memory_create(project=alpha, kind="fact", name="late", body="fact").pk]
+        assert indexing.apply_pending().applied == 1
+        other.join()
+
+    assert failures == []
+    assert set(text_ids("fact", "alpha")) == {*first, *second, "elsewhere"}
 
 
 @pytest.mark.outbox

@@ -22,7 +22,7 @@ import pytest
 from recall.errors import IndexUnavailable
 from recall.indexes import layout
 from recall.indexes.pg_text_index import PgTextIndex
-from recall.indexes.tantivy_index import TantivyIndex
+from recall.indexes.tantivy_index import TantivyIndex, to_document
 from recall.indexes.whoosh_index import WhooshIndex
 from recall.ports import TextIndex
 from recall.testing import InMemoryTextIndex
@@ -910,3 +910,69 @@ def test_another_thread_waits_for_a_tantivy_bulk_instead_of_writing_into_it(
 
     assert len(failures) == 1 and "locked" in str(failures[0])
     assert search(index, "harbour") == ["bulk"]
+
+
+# -- the index worker's kept writer ----------------------------------------------
+
+
+def test_a_kept_tantivy_writer_commits_each_write_and_holds_the_lock_between_them(
+    tmp_path: Path,
+) -> None:
+    index = TantivyIndex(tmp_path / "fts")
+    reader = TantivyIndex(tmp_path / "fts")  # another process's handle
+    other = TantivyIndex(tmp_path / "fts", lock_timeout_s=0)
+
+    with index.kept():
+        index.upsert([make_doc(id="m1", body="harbour")])
+        assert search(reader, "harbour") == ["m1"]  # committed, not held back
+        index.upsert([make_doc(id="m2", body="harbour")])
+        index.delete(["m1"])
+        assert search(reader, "harbour") == ["m2"]
+        with pytest.raises(IndexUnavailable, match="locked"):  # kept between the writes
+            other.upsert([make_doc(id="x", body="harbour")])
+        index.let_go()
+        other.upsert([make_doc(id="m3", body="harbour")])  # free once let go
+        index.upsert([make_doc(id="m4", body="harbour")])  # taken again by the next write
+        with pytest.raises(IndexUnavailable, match="locked"):
+            other.upsert([make_doc(id="x", body="harbour")])
+
+    other.upsert([make_doc(id="m5", body="harbour")])  # leaving the block let it go
+    assert search(reader, "harbour", limit=10) == ["m2", "m3", "m4", "m5"]
+
+
+def test_a_kept_tantivy_writer_that_fails_is_released_and_its_write_lost(
+    tmp_path: Path,
+) -> None:
+    index = TantivyIndex(tmp_path / "fts")
+    other = TantivyIndex(tmp_path / "fts", lock_timeout_s=0)
+
+    with index.kept():
+        index.upsert([make_doc(id="m1", body="harbour")])
+        with pytest.raises(RuntimeError), index._writer(1) as writer:
+            writer.add_document(to_document(make_doc(id="lost", body="harbour")))
+            raise RuntimeError("the batch died")
+        other.upsert([make_doc(id="m2", body="harbour")])  # the failed writer was released
+        index.upsert([make_doc(id="m3", body="harbour")])  # and the next write takes one
+
+    assert search(other, "harbour", limit=10) == ["m1", "m2", "m3"]
+
+
+def test_another_thread_does_not_write_with_a_kept_writer(tmp_path: Path) -> None:
+    index = TantivyIndex(tmp_path / "fts", lock_timeout_s=0)
+    failures: list[Exception] = []
+
+    def write() -> None:
+        try:
+            index.upsert([make_doc(id="other-thread", body="harbour")])
+        except IndexUnavailable as exc:
+            failures.append(exc)
+
+    with index.kept():
+        index.upsert([make_doc(id="kept", body="harbour")])
+        other = threading.Thread(target=write)
+        other.start()
+        other.join()
+        index.upsert([make_doc(id="kept-2", body="harbour")])  # still kept
+
+    assert len(failures) == 1 and "locked" in str(failures[0])
+    assert search(index, "harbour") == ["kept", "kept-2"]

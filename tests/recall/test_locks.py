@@ -65,3 +65,26 @@ def test_an_unusable_path_is_index_unavailable(tmp_path: Path) -> None:
     lock = FileLock(tmp_path / "file" / "x.lock")
     with pytest.raises(IndexUnavailable, match="cannot open the lock file"), lock.held():
         pass
+
+
+def test_before_waiting_runs_once_when_the_lock_is_taken(tmp_path: Path) -> None:
+    proc = holder(tmp_path / "x.lock", 0.5)
+    calls: list[str] = []
+    try:
+        with FileLock(tmp_path / "x.lock").held(5, before_waiting=lambda: calls.append("go")):
+            pass  # got once the holder left
+    finally:
+        proc.kill()
+        proc.wait()
+    assert calls == ["go"]
+
+
+def test_before_waiting_does_not_run_when_the_lock_is_free(tmp_path: Path) -> None:
+    calls: list[str] = []
+    lock = FileLock(tmp_path / "x.lock")
+    with (
+        lock.held(before_waiting=lambda: calls.append("go")),
+        lock.held(before_waiting=lambda: calls.append("again")),
+    ):
+        pass
+    assert calls == []

@@ -7,12 +7,20 @@ per batch). Any number of workers and in-request appliers may run at once:
 jobs are claimed (console/indexing.py), and a killed worker's claims are
 freed by the next apply on this host. SIGTERM or Ctrl-C finishes the batch in
 hand, then exits.
+
+The worker keeps the full-text writer between batches while jobs keep coming
+(`--keep-writer`): each batch still commits, but tantivy's writer is taken
+once and its segment merges are not waited for at every batch. It lets the
+writer go once the queue has been idle that long, and at once when another
+process holds the planes' lock (a reindex, an import, a repair).
 """
 
 from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Callable
+from contextlib import nullcontext
 from types import FrameType
 from typing import Any
 
@@ -35,6 +43,12 @@ class Command(BaseCommand):
             help="seconds between vector-table compactions (0: never)",
         )
         parser.add_argument(
+            "--keep-writer",
+            type=float,
+            default=1.0,
+            help="seconds of an idle queue before the kept text writer is let go (0: never kept)",
+        )
+        parser.add_argument(
             "--expire-every",
             type=float,
             default=60.0,
@@ -50,11 +64,17 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
-        interval, every = options["interval"], options["maintain_every"]
-        last_upkeep = last_purge = time.monotonic()
-        purge_every = options["expire_every"]
+        keep = options["keep_writer"]
         self.stdout.write("index worker: applying queued jobs (Ctrl-C stops)")
-        while not stopping:
+        with services.index_writer_kept() if keep > 0 else nullcontext():
+            self._loop(lambda: stopping, keep, options)
+        self.stdout.write("index worker: stopped")
+
+    def _loop(self, stopping: Callable[[], bool], keep: float, options: dict[str, Any]) -> None:
+        interval, every = options["interval"], options["maintain_every"]
+        last_upkeep = last_purge = last_work = time.monotonic()
+        purge_every = options["expire_every"]
+        while not stopping():
             report = services.index_sync()
             if report.applied or report.failed:
                 self.stdout.write(f"applied {report.applied} jobs, {report.failed} failed")
@@ -71,6 +91,9 @@ class Command(BaseCommand):
                 if purged:
                     self.stdout.write(f"purged {len(purged)} expired memories")
                 last_purge = time.monotonic()
-            if not report.applied:
+            if report.applied:
+                last_work = time.monotonic()
+            else:
+                if keep > 0 and time.monotonic() - last_work >= keep:
+                    services.index_writer_let_go()
                 time.sleep(interval)
-        self.stdout.write("index worker: stopped")
