@@ -477,6 +477,33 @@ def test_without_auto_index_optimize_builds_the_index(tmp_path: Path) -> None:
     assert index.count() == 400
 
 
+def indexed_columns(index: LanceIndex) -> set[str]:
+    return {c for i in index._handle().list_indices() for c in i.columns}
+
+
+def test_a_large_table_finds_rows_by_id_and_seq_through_b_trees(tmp_path: Path) -> None:
+    rng = np.random.default_rng(10)
+    index = LanceIndex(tmp_path, dims=DIMS, index_threshold=300)
+    index.upsert(
+        [row(f"m{n:03d}", unit(*v)) for n, v in enumerate(rng.standard_normal((400, DIMS)))]
+    )
+    assert indexed_columns(index) >= {"vector", "project", "active", "id", "seq"}
+    table = index._handle()
+    for name in ("id_idx", "seq_idx"):  # as a table indexed before they were built
+        table.drop_index(name)
+    assert not indexed_columns(index) & {"id", "seq"}
+
+    index.optimize()
+
+    assert indexed_columns(index) >= {"id", "seq"}
+    mark = index.changes(0).high_water
+    index.upsert([row("m001", unit(1, 0)), row("fresh", unit(0, 1))])  # one updated, one new
+    assert sorted(index.changes(mark).ids) == ["fresh", "m001"]
+    assert index.count() == 401  # merge-insert still replaces by id
+    index.delete(["m002"])
+    assert index.count() == 400 and "m002" not in index.ids()
+
+
 def test_optimize_keeps_every_row_searchable(tmp_path: Path) -> None:
     index = LanceIndex(tmp_path, dims=DIMS)
     for n in range(5):
