@@ -7,10 +7,12 @@ real deployment would: the killed writer, then `index_status`, `sync_indexes`
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -189,3 +191,43 @@ def test_sigkill_mid_batch_frees_the_claim_and_the_next_apply_reconverges(tmp_pa
     after = run(tmp_path, "manage.py", "index_status")
     assert "no drift" in after.stdout and "pending jobs  0" in after.stdout, after.stdout
     assert run(tmp_path, "-c", SEARCH).stdout.split() == ["1", "1"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    os.environ.get(api_server.SUBPROCESS_DATABASES) == "1",
+    reason="the PostgreSQL profile writes its planes in the write's transaction: no job "
+    "reaches the worker, and its text plane has no writer to keep",
+)
+def test_an_index_worker_killed_while_it_keeps_the_text_writer_leaves_no_lock(
+    tmp_path: Path,
+) -> None:
+    queued = api_server.environment(tmp_path, RECALL_SYNC_ON_COMMIT="0")
+    made = subprocess.run([sys.executable, "-c", TWO_MEMORIES], cwd=ROOT, env=queued,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    worker = subprocess.Popen(
+        [sys.executable, "manage.py", "index_worker", "--keep-writer", "600", "--interval", "0.05"],
+        cwd=ROOT, env=queued, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    stuck = threading.Timer(120, worker.kill)  # a worker that never applies fails the test
+    stuck.start()
+    applied = ""
+    try:
+        assert worker.stdout is not None
+        for line in worker.stdout:  # it applies both jobs, then keeps the writer (idle < 600 s)
+            if line.startswith("applied"):
+                applied = line.strip()
+                break
+    finally:
+        stuck.cancel()
+        worker.kill()
+        worker.wait()
+    assert applied == "applied 2 jobs, 0 failed"
+    assert worker.returncode == -signal.SIGKILL
+
+    assert run(tmp_path, "-c", SEARCH).stdout.split() == ["2", "2"]  # committed before the kill
+    rebuilt = run(tmp_path, "manage.py", "reindex")  # needs the writer the worker kept
+    assert "reindexed 2 items" in rebuilt.stdout, rebuilt.stderr
+    after = run(tmp_path, "manage.py", "index_status")
+    assert "no drift" in after.stdout and "pending jobs  0" in after.stdout, after.stdout
