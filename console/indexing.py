@@ -125,7 +125,7 @@ def _written_in_transaction(jobs: list[tuple[str, str, str]]) -> bool:
         return False
     try:
         with transaction.atomic():
-            _apply([IndexJob(item=item, item_id=item_id, op=op) for item, item_id, op in jobs])
+            _forget_known(_apply([IndexJob(item=i, item_id=n, op=op) for i, n, op in jobs]))
         return True
     except Exception:
         log.exception("writing the planes in the transaction failed; the jobs wait in the outbox")
@@ -170,7 +170,7 @@ def apply_pending(*, limit: int | None = None) -> ApplyReport:
             break
         try:
             with plane_lock().held(before_waiting=let_go_writer):
-                _apply(chunk)
+                used = _apply(chunk)
         except Exception as exc:
             report.failed += len(chunk)
             failed.update(j.pk for j in chunk)
@@ -181,7 +181,9 @@ def apply_pending(*, limit: int | None = None) -> ApplyReport:
                 )
             log.warning("index jobs %s failed: %s", [j.pk for j in chunk], exc)
             continue
-        IndexJob.objects.filter(pk__in=[j.pk for j in chunk], claimed_by=_me()).delete()
+        with transaction.atomic():  # one write lock for both: writers are queueing for it
+            IndexJob.objects.filter(pk__in=[j.pk for j in chunk], claimed_by=_me()).delete()
+            _forget_known(used)
         report.applied += len(chunk)
     if report.applied:
         allocator.trim()  # the writer heap and merge buffers (console/allocator.py)
@@ -288,7 +290,10 @@ def _plane_lock(path: str) -> FileLock:
     return FileLock(path)
 
 
-def _apply(jobs: list[IndexJob]) -> None:
+def _apply(jobs: list[IndexJob]) -> list[str]:
+    """Write the jobs' items to the planes; the keys of the kept vectors used, for the
+    caller to forget (`_forget_known`) with the jobs: a batch that dies before that
+    finds them again when it is applied once more."""
     # Collapse to the latest intent per item; the row itself says what to index.
     memory_ids = {j.item_id for j in jobs if j.item == MEMORY}
     note_ids = {j.item_id for j in jobs if j.item == NOTE}
@@ -298,7 +303,6 @@ def _apply(jobs: list[IndexJob]) -> None:
     gone = sorted((memory_ids | note_ids) - present)
     known = _known(docs)
     write_docs(docs, known=known)
-    _forget_known(known)
     if gone:
         wiring.text_index().delete(gone)
         vectors = wiring.vector_index()
@@ -306,6 +310,7 @@ def _apply(jobs: list[IndexJob]) -> None:
             vectors.delete(gone)
     if memory_ids:  # their projects' digests are stale now (rebuilt by `apply_digests`)
         digesting.touched({d.project for d in docs if d.item == MEMORY}, gone=gone)
+    return list(known)
 
 
 def apply_digests(*, limit: int | None = None) -> ApplyReport:

@@ -12,10 +12,11 @@ from datetime import timedelta
 from typing import Any
 
 import numpy as np
+import pytest
 from django.utils import timezone
 
 from console import indexing, services, wiring
-from console.models import KnownVector, Memory
+from console.models import IndexJob, KnownVector, Memory
 from recall import dedup
 from tests.console.api_world import World, call, world_fixture  # noqa: F401
 from tests.console.spies import embedded_fixture  # noqa: F401
@@ -73,3 +74,21 @@ def test_kept_vectors_nobody_takes_are_swept_after_their_ttl(world: World) -> No
     indexing.apply_pending()
 
     assert list(KnownVector.objects.values_list("key", flat=True)) == ["new"]
+
+
+def test_a_batch_that_dies_after_writing_the_planes_keeps_the_vector_for_its_retry(
+    world: World, embedded: list[str]
+) -> None:
+    reply = call(world.client("alpha"), "post", "/memories", BODY)
+    assert reply.status_code == 201, reply.content
+    jobs = list(IndexJob.objects.all())
+    if not jobs:
+        pytest.skip("the PostgreSQL profile writes the planes in the write's transaction")
+    asked = len(embedded)
+
+    indexing._apply(jobs)  # the planes are written; the process dies before its bookkeeping
+
+    assert KnownVector.objects.exists()  # the vector stays with its job
+    assert indexing.apply_pending().applied == 1  # the retry
+    assert len(embedded) == asked  # embedded nothing again
+    assert not KnownVector.objects.exists() and not IndexJob.objects.exists()
