@@ -155,6 +155,36 @@ def test_the_index_worker_purges_expired_memories(
     assert gone not in wiring.text_index().ids()
 
 
+def test_the_index_worker_outlives_a_failed_pass(world: World, monkeypatch: Any) -> None:
+    import signal
+
+    from django.db import OperationalError
+
+    from console import services
+    from console.management.commands import index_worker
+
+    handlers: dict[int, Any] = {}
+    monkeypatch.setattr(signal, "signal", lambda sig, handler: handlers.setdefault(sig, handler))
+    monkeypatch.setattr(index_worker, "RETRY_PAUSE_S", 0)
+    passes: list[str] = []
+    sync = services.index_sync
+
+    def flaky(**kw: Any) -> Any:  # the first pass fails, the second is the last
+        passes.append("pass")
+        if len(passes) == 1:
+            raise OperationalError("database is locked")
+        handlers[signal.SIGTERM](signal.SIGTERM, None)
+        return sync(**kw)
+
+    monkeypatch.setattr(services, "index_sync", flaky)
+    out, err = StringIO(), StringIO()
+    call_command("index_worker", "--interval", "0", stdout=out, stderr=err)
+
+    assert passes == ["pass", "pass"]
+    assert "applying failed (OperationalError: database is locked); retrying" in err.getvalue()
+    assert "index worker: stopped" in out.getvalue()
+
+
 def test_include_history_reaches_an_expired_memory_until_it_is_purged(
     world: World, clock: list[datetime]
 ) -> None:

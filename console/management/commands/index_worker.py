@@ -17,6 +17,7 @@ process holds the planes' lock (a reindex, an import, a repair).
 
 from __future__ import annotations
 
+import logging
 import signal
 import time
 from collections.abc import Callable
@@ -27,6 +28,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from console import services
+
+log = logging.getLogger(__name__)
+RETRY_PAUSE_S = 1.0  # after a failed pass, before the next
 
 
 class Command(BaseCommand):
@@ -75,7 +79,13 @@ class Command(BaseCommand):
         last_upkeep = last_purge = last_work = time.monotonic()
         purge_every = options["expire_every"]
         while not stopping():
-            report = services.index_sync()
+            try:
+                report = services.index_sync()
+            except Exception as exc:  # the database stayed locked, say: the jobs wait
+                log.exception("applying index jobs failed; retrying")
+                self.stderr.write(f"applying failed ({type(exc).__name__}: {exc}); retrying")
+                time.sleep(max(interval, RETRY_PAUSE_S))
+                continue
             if report.applied or report.failed:
                 self.stdout.write(f"applied {report.applied} jobs, {report.failed} failed")
             if not report.applied:  # digests after the rows they summarise (console/digesting.py)
