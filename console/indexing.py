@@ -49,6 +49,7 @@ from django.utils import timezone
 
 from console import allocator, digesting, passage_store, store, wiring
 from console.models import IndexJob, KnownVector, Memory, Note
+from console.prepared import Prepared
 from recall import dedup
 from recall.errors import RecallError
 from recall.indexes import layout
@@ -74,6 +75,16 @@ BATCH = 256
 REBUILD_BATCH = 4096
 T = TypeVar("T")
 CONTEXT_TURNS = 2
+
+
+_NEWEST = Prepared(lambda key: IndexJob.objects.order_by("-id")[:1], model=IndexJob, columns=["pk"])
+
+
+def newest_job() -> int | None:
+    """The newest queued job's id, None when none waits (compiled once: the palette
+    asks on every keystroke, `selectors.text_stamp`)."""
+    rows = _NEWEST.rows(None)
+    return int(rows[0][0]) if rows else None
 
 
 def enqueue(item: str, item_id: str, op: str) -> None:

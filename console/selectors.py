@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import connections
-from django.db.models import Count, Max, Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from console import configuration, digesting, indexing, wiring
 from console.models import (
@@ -217,7 +217,7 @@ def text_stamp() -> object:
     text = tiers.stamp(wiring.engine().planes.text)
     if text is None:
         return None
-    return text, IndexJob.objects.aggregate(newest=Max("pk"))["newest"]
+    return text, indexing.newest_job()
 
 
 def palette_kept(key: tuple[Any, ...]) -> tuple[object, bytes | None]:
