@@ -38,12 +38,12 @@ writer between batches (`kept`): each batch still commits, but the writer is
 taken once and segment merges run on in the background instead of being
 waited for at each release (at 100,000 memories, batches of 10: 37-42 ms
 mean and 200-240 ms at p90 when each took and released the writer, 13 ms and
-20-24 ms kept); `let_go` gives it back when another process may want it. Readers never take the
-lock: any number of processes can search while a writer works; this
-process reloads its reader after each of its own commits, and before a read
-whenever meta.json's bytes differ from the commit it last loaded (tantivy's
-own watcher polls every 500 ms, so a search in one gunicorn worker just after
-a write in another could miss it).
+20-24 ms kept); `let_go` gives it back when another process may want it.
+Readers never take the lock: any number of processes can search while a
+writer works; this process reloads its reader after each of its own commits,
+and before a read whenever meta.json's bytes differ from the commit it last
+loaded (tantivy's own watcher polls every 500 ms, so a search in one gunicorn
+worker just after a write in another could miss it).
 """
 
 from __future__ import annotations
