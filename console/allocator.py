@@ -1,6 +1,6 @@
-"""glibc's allocator, held to what a long-lived server process needs.
+"""The process's memory managers, held to what a long-lived server process needs.
 
-Two calls, both no-ops where the C library is not glibc:
+Two calls on glibc's allocator, both no-ops where the C library is not glibc:
 
 - `tune` caps malloc arenas at 2 (`M_ARENA_MAX`). By default glibc gives
   busy threads arenas of their own, up to 8 per core; the vector copy's
@@ -15,12 +15,22 @@ Measured at 100,000 memories (the serving sequence of `bench speed`, one
 deployment): anonymous memory after the warm-up and 50 Recalls 593 MB with
 the trims alone, 555 MB with two arenas alone, 487 MB with both; 40 API
 writes then added 137 MB with neither, 10 and 49 MB with both (two runs).
+
+And one on Python's cyclic collector: `freeze`, once a server has warmed up,
+moves every object alive into the collector's permanent generation
+(`gc.freeze`), where no collection walks them again. At 100,000 memories a
+warmed process tracks about 590,000 objects, most of them the vector copy's
+bookkeeping, and a full collection (rare, but whichever request triggers it
+waits) took 296 ms; after the freeze, 0.6 ms. Frozen objects are still freed
+by their reference counts; only a reference cycle among them is never
+reclaimed.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 from functools import cache
 
 _M_ARENA_MAX = -8  # glibc's mallopt parameter number (malloc.h)
@@ -50,3 +60,11 @@ def trim() -> bool:
     """Return freed memory to the kernel; whether any was returned (False off glibc)."""
     libc = _glibc()
     return libc is not None and bool(libc.malloc_trim(0))
+
+
+def freeze() -> int:
+    """Move every object alive now out of the collector's way (see the module
+    docstring); how many are frozen."""
+    gc.collect()  # what is garbage already goes first
+    gc.freeze()
+    return gc.get_freeze_count()

@@ -18,7 +18,7 @@ from typing import Any
 from django.db import connections
 from django.db.models import Count, Q, QuerySet
 
-from console import configuration, digesting, indexing, wiring
+from console import allocator, configuration, digesting, indexing, wiring
 from console.models import (
     Digest,
     Edge,
@@ -238,10 +238,13 @@ def palette_keep(key: tuple[Any, ...], stamp: object, answer: bytes) -> None:
 def warm() -> None:
     """Everything a server's first requests would otherwise wait for: the
     planes, the model and the vector copy (`wiring.warm`), then each
-    project's PromptRecall corpus (later rebuilds happen off the request)."""
+    project's PromptRecall corpus (later rebuilds happen off the request);
+    what they loaded then stays out of the cyclic collector's way
+    (`allocator.freeze`)."""
     wiring.warm()
     for slug in [None, *Project.objects.values_list("slug", flat=True)]:
         prompt_recall(project=slug, prompt="warm up")
+    allocator.freeze()
 
 
 def warm_quietly() -> None:

@@ -12,6 +12,18 @@ import pytest
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
+@pytest.fixture(autouse=True)
+def _unfrozen() -> Iterator[None]:
+    """A test that warms a server (`selectors.warm`) freezes the heap for the
+    collector (`console.allocator.freeze`); thaw it, so later tests' garbage
+    (a dropped vector copy and its poller, say) is collected as usual."""
+    import gc
+
+    yield
+    if gc.get_freeze_count():
+        gc.unfreeze()
+
+
 @pytest.fixture
 def planes(settings: Any, tmp_path: Path) -> Iterator[Path]:
     """Point both derived planes at tmp_path (real tantivy/Whoosh + LanceDB + model).
