@@ -890,11 +890,9 @@ def test_a_tantivy_bulk_that_raises_leaves_the_index_as_it_was(tmp_path: Path) -
     assert search(index, "harbour") == ["after", "old"]
 
 
-def test_another_thread_waits_for_a_tantivy_bulk_instead_of_writing_into_it(
-    tmp_path: Path,
-) -> None:
-    index = TantivyIndex(tmp_path / "fts", lock_timeout_s=0)
-    failures: list[Exception] = []
+def write_from_another_thread(index: TantivyIndex) -> list[IndexUnavailable]:
+    """Upsert one document from a thread of its own; what it raised."""
+    failures: list[IndexUnavailable] = []
 
     def write() -> None:
         try:
@@ -902,11 +900,20 @@ def test_another_thread_waits_for_a_tantivy_bulk_instead_of_writing_into_it(
         except IndexUnavailable as exc:
             failures.append(exc)
 
+    other = threading.Thread(target=write)
+    other.start()
+    other.join()
+    return failures
+
+
+def test_another_thread_waits_for_a_tantivy_bulk_instead_of_writing_into_it(
+    tmp_path: Path,
+) -> None:
+    index = TantivyIndex(tmp_path / "fts", lock_timeout_s=0)
+
     with index.bulk():
         index.upsert([make_doc(id="bulk", body="harbour")])
-        other = threading.Thread(target=write)
-        other.start()
-        other.join()
+        failures = write_from_another_thread(index)
 
     assert len(failures) == 1 and "locked" in str(failures[0])
     assert search(index, "harbour") == ["bulk"]
@@ -959,19 +966,10 @@ def test_a_kept_tantivy_writer_that_fails_is_released_and_its_write_lost(
 
 def test_another_thread_does_not_write_with_a_kept_writer(tmp_path: Path) -> None:
     index = TantivyIndex(tmp_path / "fts", lock_timeout_s=0)
-    failures: list[Exception] = []
-
-    def write() -> None:
-        try:
-            index.upsert([make_doc(id="other-thread", body="harbour")])
-        except IndexUnavailable as exc:
-            failures.append(exc)
 
     with index.kept():
         index.upsert([make_doc(id="kept", body="harbour")])
-        other = threading.Thread(target=write)
-        other.start()
-        other.join()
+        failures = write_from_another_thread(index)
         index.upsert([make_doc(id="kept-2", body="harbour")])  # still kept
 
     assert len(failures) == 1 and "locked" in str(failures[0])
