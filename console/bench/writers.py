@@ -175,8 +175,11 @@ class _Client:
         self._next = 0
         self._lock = threading.Lock()
 
+    def _connect(self) -> http.client.HTTPConnection:
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+
     def get(self, path: str, query: Mapping[str, str]) -> tuple[int, bytes]:
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        connection = self._connect()
         try:
             connection.request("GET", f"{path}?{urlencode(query)}", headers=self.headers)
             reply = connection.getresponse()
@@ -217,7 +220,7 @@ class _Client:
                 "description": f"{text[:150]} {word}", "force": True,
             })  # fmt: skip
             started = time.perf_counter()
-            connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+            connection = self._connect()
             try:
                 connection.request("POST", "/api/v1/memories", body, self.headers)
                 reply = connection.getresponse()
