@@ -197,7 +197,8 @@ def test_sigkill_mid_batch_frees_the_claim_and_the_next_apply_reconverges(tmp_pa
 @pytest.mark.skipif(
     os.environ.get(api_server.SUBPROCESS_DATABASES) == "1",
     reason="the PostgreSQL profile writes its planes in the write's transaction: no job "
-    "reaches the worker, and its text plane has no writer to keep",
+    "reaches the worker, and its text plane has no writer to keep (the embedded pass runs "
+    "this test)",
 )
 def test_an_index_worker_killed_while_it_keeps_the_text_writer_leaves_no_lock(
     tmp_path: Path,

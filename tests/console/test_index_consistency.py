@@ -178,7 +178,10 @@ def test_the_kept_text_writer_is_let_go_for_whoever_holds_the_planes_lock(
     # finds the lock taken, lets the writer go and waits its turn: nobody times out.
     text, holding, failures = wiring.text_index(), threading.Event(), list[Exception]()
     if not isinstance(text, KeepsWriter):  # and its thread would write on a connection of its own
-        pytest.skip("the PostgreSQL text plane is written in the database: no writer to keep")
+        pytest.skip(
+            "the PostgreSQL text plane is written in the database: no writer to keep "
+            "(the embedded pass runs this test)"
+        )
     elsewhere = Doc(id="elsewhere", item="memory", project="alpha", active=True, kind="fact",
                     name="elsewhere", title="", description="", body="fact, elsewhere")  # fmt: skip
 

@@ -83,7 +83,10 @@ def test_a_batch_that_dies_after_writing_the_planes_keeps_the_vector_for_its_ret
     assert reply.status_code == 201, reply.content
     jobs = list(IndexJob.objects.all())
     if not jobs:
-        pytest.skip("the PostgreSQL profile writes the planes in the write's transaction")
+        pytest.skip(
+            "the PostgreSQL profile writes the planes in the write's transaction: no job and "
+            "no kept vector to retry (the embedded pass runs this test)"
+        )
     asked = len(embedded)
 
     indexing._apply(jobs)  # the planes are written; the process dies before its bookkeeping
