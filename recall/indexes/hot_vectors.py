@@ -4,9 +4,11 @@
 source of the vectors. On the first search of a process it loads every row
 from the plane in a background thread (searches meanwhile go to the plane),
 then answers from memory, one partition per (project, active): a matrix
-scanned exactly while the partition holds at most `exact_below` rows, a
-USearch HNSW graph (Malkov and Yashunin 2018) past that, vectors as f32 so
-scores are the exact cosine. A filter's scope and validity pick the
+scanned exactly while the partition is small, through a sketch of its
+principal directions once it holds `Sketching.above` rows (the best rows of
+the sketch are then scored in full), a USearch HNSW graph (Malkov and
+Yashunin 2018) past `exact_below`. Scores are the cosine of f32 vectors
+(bfloat16 ones in a sketched partition: within about 3e-4). A filter's scope and validity pick the
 partitions, so a scoped page is never short. The rest of the filter (`items`,
 `kinds` and Recall's attribute filters, tags ... until) is a per-row
 predicate inside the partition's search: a flat partition scans only the rows
@@ -79,24 +81,50 @@ class Replicable(Protocol):
     def changes(self, after: int) -> VectorBlock: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Sketching:
+    """When and how a flat partition scans a sketch of its rows first (`_Part`).
+
+    A partition of at least `above` rows keeps, beside its vectors, their
+    projection onto its `dims` principal directions (the top eigenvectors of
+    its rows' second-moment matrix, fitted once when it crosses `above`;
+    later rows are projected onto the same directions). A search scans the
+    sketch, a quarter of the bytes, and scores its best `pool` rows (or four
+    times the rows asked for, if more) in full; only that pool reads the
+    vectors, which such a partition then holds as bfloat16 (an f32's top
+    half: 0.03 ms to widen a pool of 264 rows where numpy took 0.17 from
+    f16), so a cosine is within about 3e-4 of the f32 rows'.
+    """
+
+    above: int = 8192
+    dims: int = 96
+    pool: int = 256
+
+
 class _Part:
     """One partition: its rows' vectors, searched exactly while few, by HNSW past `exact_below`.
 
     Flat, the vectors sit in a matrix (swap-remove on delete) beside their
     inverse norms, scanned with one BLAS matrix-vector product (`_nearest`:
     0.45 ms at 10,700 x 384 on one core where USearch's exact search took
-    2.96 ms); past `exact_below` rows they move into a USearch HNSW index,
-    built in one multi-threaded add. `items` holds each key's
+    2.96 ms), through a sketch first once the partition is large
+    (`Sketching`); past `exact_below` rows they move into a USearch HNSW
+    index, built in one multi-threaded add. `items` holds each key's
     item, kind and facets for the filters the partition itself does not encode.
     """
 
-    def __init__(self, dims: int, options: dict[str, Any], exact_below: int) -> None:
+    def __init__(
+        self, dims: int, options: dict[str, Any], exact_below: int, sketching: Sketching
+    ) -> None:
         self.dims, self.options, self.exact_below = dims, options, exact_below
+        self.sketching = sketching
         self.items: dict[int, Row] = {}
         self.index: Any = None  # the HNSW index, once the partition outgrows the flat matrix
-        self.matrix = np.empty((0, dims), dtype=np.float32)
+        self.matrix: npt.NDArray[Any] = np.empty((0, dims), dtype=np.float32)  # or bf16
         self.keys = np.empty(0, dtype=np.uint64)
         self.scale = np.empty(0, dtype=np.float32)  # each row's 1 / norm (0 for a zero row)
+        self.basis: npt.NDArray[np.float32] | None = None  # dims x sketch dims, once sketched
+        self.sketch = np.empty((0, 0), dtype=np.float32)  # each unit row on the basis
         self.row_of: dict[int, int] = {}
 
     def __len__(self) -> int:
@@ -106,24 +134,32 @@ class _Part:
         if self.index is not None:
             self.index.add(keys, vectors, threads=0)
             return
-        rows = len(self.row_of)
+        rows, new = len(self.row_of), slice(len(self.row_of), len(self.row_of) + len(keys))
         if rows + len(keys) > len(self.matrix):
             grown = max(len(self.matrix) * 3 // 2, rows + len(keys), 64)
             self.matrix = np.resize(self.matrix, (grown, self.dims))
             self.keys = np.resize(self.keys, grown)
             self.scale = np.resize(self.scale, grown)
-        self.matrix[rows : rows + len(keys)] = vectors
-        self.keys[rows : rows + len(keys)] = keys
-        self.scale[rows : rows + len(keys)] = _inverse_norms(self.matrix[rows : rows + len(keys)])
+            if self.basis is not None:
+                self.sketch = np.resize(self.sketch, (grown, self.basis.shape[1]))
+        self.matrix[new] = vectors if self.basis is None else _to_bf16(vectors)
+        self.keys[new] = keys
+        stored = self._f32(self.matrix[new])  # as held (bf16 when sketched)
+        self.scale[new] = _inverse_norms(stored)
+        if self.basis is not None:
+            self.sketch[new] = (stored * self.scale[new, None]) @ self.basis
         self.row_of.update((int(k), rows + n) for n, k in enumerate(keys))
         if len(self.row_of) > self.exact_below:
             self._to_graph()
+        elif self.basis is None and len(self.row_of) >= self.sketching.above:
+            self._fit()
 
     def held_bytes(self) -> int:
-        """Bytes of vectors, keys and norms (or the HNSW graph with its vectors) held."""
+        """Bytes of vectors, keys, norms and sketch (or the HNSW graph with its vectors)."""
         if self.index is not None:
             return int(self.index.memory_usage)
-        return int(self.matrix.nbytes + self.keys.nbytes + self.scale.nbytes)
+        flat = self.matrix.nbytes + self.keys.nbytes + self.scale.nbytes
+        return int(flat + self.sketch.nbytes)
 
     def trim(self) -> None:
         """Give back the flat matrix's spare room (after a bulk load)."""
@@ -131,15 +167,16 @@ class _Part:
         if self.index is None and len(self.matrix) > rows:
             self.matrix, self.keys = self.matrix[:rows].copy(), self.keys[:rows].copy()
             self.scale = self.scale[:rows].copy()
+            if self.basis is not None:
+                self.sketch = self.sketch[:rows].copy()
 
     def rows(self, keys: Sequence[int]) -> npt.NDArray[np.float32]:
-        """The vectors stored under `keys`, in order (as the copy holds them: f32 flat,
-        `dtype` in a graph)."""
+        """The vectors stored under `keys`, in order, as f32 (from the bf16 a sketched
+        partition holds, or the graph's `dtype`)."""
         if self.index is not None:
             wanted = np.asarray(keys, dtype=np.uint64)
             return np.stack(self.index.get(wanted, dtype=np.float32)).astype(np.float32)
-        found: npt.NDArray[np.float32] = self.matrix[[self.row_of[int(k)] for k in keys]]
-        return found
+        return self._f32(self.matrix[[self.row_of[int(k)] for k in keys]])
 
     def remove(self, key: int) -> None:
         if self.index is not None:
@@ -152,6 +189,8 @@ class _Part:
             self.matrix[row] = self.matrix[last]
             self.keys[row] = moved
             self.scale[row] = self.scale[last]
+            if self.basis is not None:
+                self.sketch[row] = self.sketch[last]
             self.row_of[moved] = row
 
     def search(
@@ -162,8 +201,16 @@ class _Part:
             found = self.index.search(query, count)
             return found.keys, found.distances
         rows = len(self.row_of)
-        at, distances = _nearest(self.matrix[:rows], self.scale[:rows], query, count)
-        return self.keys[at], distances
+        pool = max(self.sketching.pool, 4 * count)
+        if self.basis is None or pool >= rows:
+            vectors = self._f32(self.matrix[:rows])
+            at, distances = _nearest(vectors, self.scale[:rows], query, count)
+            return self.keys[at], distances
+        # The sketch's best `pool` rows (in row order, so ties keep it), then exactly.
+        rough = self.sketch[:rows] @ (self.basis.T @ query)
+        near = np.sort(np.argpartition(-rough, pool - 1)[:pool])
+        at, distances = _nearest(self._f32(self.matrix[near]), self.scale[near], query, count)
+        return self.keys[near[at]], distances
 
     def search_among(
         self, query: npt.NDArray[np.float32], keys: Sequence[int], count: int
@@ -176,16 +223,47 @@ class _Part:
         at, distances = _nearest(vectors, _inverse_norms(vectors), query, count)
         return wanted[at], distances
 
+    def _f32(self, held: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
+        """Rows of `matrix` as f32."""
+        return held if self.basis is None else _from_bf16(held)
+
+    def _fit(self) -> None:
+        """Sketch the partition: its principal directions, its rows on them, bf16 vectors."""
+        width = min(self.sketching.dims, self.dims)
+        if width >= self.dims:  # no narrower sketch to scan
+            return
+        rows = len(self.row_of)
+        unit = self.matrix[:rows] * self.scale[:rows, None]
+        _, directions = np.linalg.eigh(unit.T @ unit)  # ascending: the last are the main ones
+        self.basis = np.ascontiguousarray(directions[:, ::-1][:, :width], dtype=np.float32)
+        self.sketch = np.zeros((len(self.matrix), width), dtype=np.float32)
+        self.sketch[:rows] = unit @ self.basis
+        self.matrix = _to_bf16(self.matrix)
+        self.scale[:rows] = _inverse_norms(_from_bf16(self.matrix[:rows]))
+
     def _to_graph(self) -> None:
         from usearch.index import Index
 
         rows = len(self.row_of)
         index = Index(ndim=self.dims, metric="cos", **self.options)
-        index.add(self.keys[:rows].copy(), self.matrix[:rows], threads=0)
+        index.add(self.keys[:rows].copy(), self._f32(self.matrix[:rows]), threads=0)
         self.index, self.row_of = index, {}
         self.matrix = np.empty((0, self.dims), dtype=np.float32)
         self.keys = np.empty(0, dtype=np.uint64)
         self.scale = np.empty(0, dtype=np.float32)
+        self.basis, self.sketch = None, np.empty((0, 0), dtype=np.float32)
+
+
+def _to_bf16(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.uint16]:
+    """Each f32 rounded to its top 16 bits (bfloat16, to nearest even), as uint16."""
+    bits = np.ascontiguousarray(vectors, dtype=np.float32).view(np.uint32)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) >> 16
+    return rounded.astype(np.uint16)
+
+
+def _from_bf16(held: npt.NDArray[np.uint16]) -> npt.NDArray[np.float32]:
+    """bfloat16 (as uint16) widened back to f32."""
+    return (held.astype(np.uint32) << 16).view(np.float32)
 
 
 def _inverse_norms(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -244,6 +322,16 @@ class HotVectorIndex:
     graph at 0.99 up to about 45,000 rows, finds all of the top 10 and loads
     without a graph to build (1.3 s instead of 22 s at 100k). Hence exact up
     to 32,768 rows and expansion 256 past that.
+
+    `sketching` (`Sketching`), on the same corpus: a search over every
+    project (the console's hybrid Search) read all 115,000 rows, 176 MB, for
+    each query. Sketched past 8,192 rows with 96 directions and a pool of
+    256, per partition of about 10,700 rows the share of the exact top 10
+    found was 0.978 / 0.995 / 0.998 with 64 / 96 / 128 directions (pool 256),
+    0.990 / 0.995 / 0.998 with a pool of 128 / 256 / 512 (96 directions).
+    300 queries over every project: p50 / p95 10.2 / 12.7 -> 6.0 / 7.8 ms,
+    all of the exact top 10 found; in one project's scope 1.35 / 2.08 ->
+    1.29 / 1.71 ms, 0.997 found; the copy's bulk 178 -> 134 MB.
     `warm` loads the copy in the constructor instead of on the first search.
     """
 
@@ -255,6 +343,7 @@ class HotVectorIndex:
         connectivity: int = 16,
         expansion: int = 256,
         exact_below: int = 32768,
+        sketching: Sketching = Sketching(),
         poll_seconds: float = 0.2,
         warm: bool = False,
     ) -> None:
@@ -266,6 +355,7 @@ class HotVectorIndex:
         self.connectivity = connectivity
         self.expansion = expansion
         self.exact_below = exact_below
+        self.sketching = sketching
         self.poll_seconds = poll_seconds
         self._lock = threading.RLock()
         self._entries: dict[str, _Entry] = {}
@@ -498,7 +588,9 @@ class HotVectorIndex:
         if part is None:
             options = {"dtype": self.dtype, "connectivity": self.connectivity,
                        "expansion_search": self.expansion}  # fmt: skip
-            part = self._parts[partition] = _Part(self._dims or 0, options, self.exact_below)
+            part = self._parts[partition] = _Part(
+                self._dims or 0, options, self.exact_below, self.sketching
+            )
         return part
 
     def _search_part(

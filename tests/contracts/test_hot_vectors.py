@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from recall.indexes.hot_vectors import HotVectorIndex
+from recall.indexes.hot_vectors import HotVectorIndex, Sketching
 from recall.indexes.lance_index import LanceIndex
 from recall.types import Filter, VectorRow
 
@@ -160,6 +160,64 @@ def test_a_partition_moves_from_the_flat_scan_to_a_graph_as_it_grows(tmp_path: P
     # HNSW is approximate, and USearch builds its graph on every core (the graph, and so
     # an occasional miss, differs from run to run): most of the exact top 5, not all.
     assert found / wanted >= 0.9
+
+
+def test_a_large_partition_scans_its_sketch_then_scores_the_best_in_full(tmp_path: Path) -> None:
+    """Past `Sketching.above` rows a flat partition scans its rows' principal directions
+    and scores only the best `pool` in full (bfloat16): on vectors near a low-rank
+    subspace, as sentence embeddings are, it finds what exact search finds, each
+    score within 1e-3 of the exact cosine, and it follows writes made after the fit."""
+    rng = np.random.default_rng(11)
+    dims, count = 32, 900
+    mixing = rng.normal(size=(6, dims))
+    points = rng.normal(size=(count, 6)) @ mixing + 0.15 * rng.normal(size=(count, dims))
+    plane = LanceIndex(tmp_path / "v", dims=dims, auto_index=False)  # a flat scan: exact
+    plane.upsert(
+        [row(f"m{i:03d}", p, kind="fact" if i % 3 else "event") for i, p in enumerate(points)]
+    )
+    plane.upsert([row(f"b{i}", p, project="b") for i, p in enumerate(points[:50])])
+    sketching = Sketching(above=400, dims=8, pool=40)
+    hot = HotVectorIndex(plane, poll_seconds=0, warm=True, sketching=sketching)
+    assert hot._parts[("a", True)].basis is not None  # 900 rows: sketched
+    assert hot._parts[("b", True)].basis is None  # 50 rows: scanned in full
+
+    def cosine(q: np.ndarray, i: int) -> float:
+        v = points[i]
+        return float(q @ v / np.linalg.norm(q) / np.linalg.norm(v))
+
+    queries = points[rng.integers(0, count, 40)] + 0.3 * rng.normal(size=(40, dims))
+
+    def agreement() -> float:  # the share of the exact top 10 found, scores checked
+        found = wanted = 0
+        for q in queries:
+            exact = ids(plane.search(q, where=ACTIVE_A, limit=10))
+            got = hot.search(q, where=ACTIVE_A, limit=10)
+            assert len(got) == 10
+            for c in got:
+                if c.id.startswith("m"):
+                    assert c.score == pytest.approx(cosine(q, int(c.id[1:])), abs=1e-3)
+            found, wanted = found + len(set(ids(got)) & set(exact)), wanted + len(exact)
+        return found / wanted
+
+    assert agreement() >= 0.98
+
+    events = Filter(projects=("a",), include_global=False, kinds=("event",))
+    page = hot.search(queries[0], where=events, limit=60)  # deeper than the pool
+    assert len(page) == 60 and all(int(c.id[1:]) % 3 == 0 for c in page)
+    everything = hot.search(queries[0], where=ACTIVE_A, limit=count)
+    assert sorted(ids(everything)) == sorted(f"m{i:03d}" for i in range(count))
+
+    hot.delete([f"m{i:03d}" for i in range(0, count, 2)])  # swap-removes, sketch rows too
+    fresh = rng.normal(size=(3, 6)) @ mixing
+    hot.upsert([row(f"n{i}", p) for i, p in enumerate(fresh)])  # onto the fitted basis
+    for i, p in enumerate(fresh):
+        top = hot.search(p, where=ACTIVE_A, limit=5)
+        assert top[0].id == f"n{i}" and top[0].score == pytest.approx(1.0, abs=1e-3)
+        assert not any(c.id.startswith("m") and int(c.id[1:]) % 2 == 0 for c in top)
+    assert agreement() >= 0.98  # the rows moved into the holes kept their sketch rows
+    part = hot._parts[("a", True)]
+    assert hot.held_bytes() == part.held_bytes() + hot._parts[("b", True)].held_bytes()
+    assert len(part) == count // 2 + 3
 
 
 def test_the_stamp_is_none_until_loaded_then_moves_with_every_change(tmp_path: Path) -> None:
