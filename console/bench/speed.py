@@ -485,12 +485,13 @@ def _api_single_writes(total: int) -> list[float]:
     _, secret = tokens.token_create(agent="bench-one", projects=[project.slug], may_write=True)
     client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
     rows = generate(total, projects=1, seed=13).memories[:total]
-    run = secrets.token_hex(3)
+    run = secrets.token_hex(3)  # a deployment benched before holds the same texts
 
     def write(i: int) -> None:
         r = rows[i]
         body = {"project": project.slug, "name": f"one-{run}-{i}-{r['name']}"[:120], "kind": "fact",
-                "description": r["description"][:150], "body": r.get("body") or ""}  # fmt: skip
+                "description": f"{r['description'][:140]} {run}",
+                "body": r.get("body") or ""}  # fmt: skip
         reply = client.post("/api/v1/memories", json.dumps(body), content_type="application/json")
         if reply.status_code != 201:
             raise RuntimeError(f"write answered {reply.status_code}: {reply.content[:300]!r}")
