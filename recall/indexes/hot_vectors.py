@@ -361,6 +361,8 @@ class HotVectorIndex:
         self._entries: dict[str, _Entry] = {}
         self._changes = 0  # rows put or dropped: part of `stamp`
         self._parts: dict[Partition, _Part] = {}
+        self._partitions: dict[Partition, Partition] = {}  # each partition's one tuple
+        self._tag_sets: dict[tuple[str, ...], tuple[str, ...]] = {}  # each tag set's one tuple
         self._ids_by_key: dict[int, str] = {}
         self._next_key = 0
         self._version: int | None = None  # of the plane when the copy was last synced
@@ -449,6 +451,8 @@ class HotVectorIndex:
         with self._lock:
             self._entries.clear()
             self._parts.clear()
+            self._partitions.clear()
+            self._tag_sets.clear()
             self._ids_by_key.clear()
             self._version = None
             self._changes += 1
@@ -557,19 +561,36 @@ class HotVectorIndex:
         adds: dict[Partition, tuple[list[int], list[int]]] = {}
         for row, id_ in enumerate(block.ids):
             self._drop(id_)
-            partition = (block.projects[row], bool(block.active[row]))
+            partition = self._partition(block.projects[row], bool(block.active[row]))
             key = self._next_key
             self._next_key += 1
             self._entries[id_] = _Entry(key, partition, block.fingerprints[row])
             self._ids_by_key[key] = id_
             item, kind = sys.intern(block.items[row]), sys.intern(block.kinds[row])
-            facets = block.facets[row] if block.facets is not None else _NO_FACETS
+            facets = self._shared(block.facets[row]) if block.facets is not None else _NO_FACETS
             self._part(partition).items[key] = (item, kind, facets)
             keys, rows = adds.setdefault(partition, ([], []))
             keys.append(key)
             rows.append(row)
         for partition, (keys, rows) in adds.items():
             self._parts[partition].add(np.asarray(keys, dtype=np.uint64), vectors[rows])
+
+    def _partition(self, project: str | None, active: bool) -> Partition:
+        """The one (project, active) tuple every row of that partition refers to."""
+        partition = (project, active)
+        return self._partitions.setdefault(partition, partition)
+
+    def _shared(self, facets: Facets) -> Facets:
+        """`facets` with its strings and tag tuple shared with every row that has the
+        same (a session's turns, an agent's writes): the 100,000 bench deployment's
+        copy (116,446 rows, 52,542 tag sets) traced 258.7 -> 248.1 MB with them."""
+        tags = self._tag_sets.get(facets.tags)
+        if tags is None:
+            tags = self._tag_sets[facets.tags] = tuple(sys.intern(t) for t in facets.tags)
+        return Facets(
+            tags, sys.intern(facets.agent_id), sys.intern(facets.session_id),
+            facets.importance, facets.created,
+        )  # fmt: skip
 
     def _drop(self, id_: str) -> None:
         self._changes += 1

@@ -220,6 +220,23 @@ def test_a_large_partition_scans_its_sketch_then_scores_the_best_in_full(tmp_pat
     assert len(part) == count // 2 + 3
 
 
+def test_rows_share_their_partition_session_agent_and_tags(tmp_path: Path) -> None:
+    """The copy keeps one object per partition, session, agent and tag set, not one per
+    row (`HotVectorIndex._shared`)."""
+    plane = LanceIndex(tmp_path / "v", dims=DIMS)
+    turn = {"session_id": "s-1", "agent_id": "claude", "tags": ("ops", "db")}
+    plane.upsert([row(f"t{i}", e(i % DIMS) + 0.1, **turn) for i in range(6)])
+    hot = HotVectorIndex(plane, poll_seconds=0, warm=True)
+    hot.upsert([row("own", e(0), **turn)])  # an own write joins the same objects
+
+    rows = list(hot._parts[("a", True)].items.values())
+    partitions = {id(entry.partition) for entry in hot._entries.values()}
+    assert len(rows) == 7 and len(partitions) == 1
+    for field in ("session_id", "agent_id", "tags"):
+        assert len({id(getattr(facets, field)) for _, _, facets in rows}) == 1, field
+    assert rows[0][2].tags == ("ops", "db") and rows[0][2].session_id == "s-1"
+
+
 def test_the_stamp_is_none_until_loaded_then_moves_with_every_change(tmp_path: Path) -> None:
     """What recall.tiers keys hot packs on: unknown while loading, then every put or drop."""
     writer = LanceIndex(tmp_path / "v", dims=DIMS)
