@@ -8,13 +8,14 @@ scanned exactly while the partition is small, through a sketch of its
 principal directions once it holds `Sketching.above` rows (the best rows of
 the sketch are then scored in full), a USearch HNSW graph (Malkov and
 Yashunin 2018) past `exact_below`. Scores are the cosine of f32 vectors
-(bfloat16 ones in a sketched partition: within about 3e-4). A filter's scope and validity pick the
-partitions, so a scoped page is never short. The rest of the filter (`items`,
-`kinds` and Recall's attribute filters, tags ... until) is a per-row
-predicate inside the partition's search: a flat partition scans only the rows
-it admits (a mask); an HNSW partition fetches deeper until the page is full
-and, once that would read the whole graph, scans the rows it admits exactly,
-so a narrow filter never leaves the page short.
+(bfloat16 ones in a sketched partition: within about 3e-4). A filter's
+scope and validity pick the partitions, so a scoped page is never short.
+The rest of the filter (`items`, `kinds` and Recall's attribute filters,
+tags ... until) is a per-row predicate inside the partition's search: a
+flat partition scans only the rows it admits (a mask); a sketched or HNSW
+partition fetches deeper until the page is full and, once that would read
+the whole graph, scans the rows it admits exactly, so a narrow filter never
+leaves the page short.
 
 Writes go to the plane first, then to the copy (this process reads its own
 writes at once). Writes by other processes (the index worker, other
