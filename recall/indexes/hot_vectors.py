@@ -11,11 +11,11 @@ Yashunin 2018) past `exact_below`. Scores are the cosine of f32 vectors
 (bfloat16 ones in a sketched partition: within about 3e-4). A filter's
 scope and validity pick the partitions, so a scoped page is never short.
 The rest of the filter (`items`, `kinds` and Recall's attribute filters,
-tags ... until) is a per-row predicate inside the partition's search: a
-flat partition scans only the rows it admits (a mask); a sketched or HNSW
-partition fetches deeper until the page is full and, once that would read
-the whole graph, scans the rows it admits exactly, so a narrow filter never
-leaves the page short.
+tags ... until) is a per-row predicate inside the partition's search: under
+an attribute filter a flat partition scans only the rows it admits (a mask);
+otherwise a search fetches deeper until the page is full, and an HNSW
+partition whose whole graph was read with the page still short scans the
+rows it admits exactly, so a narrow filter never leaves the page short.
 
 Writes go to the plane first, then to the copy (this process reads its own
 writes at once). Writes by other processes (the index worker, other
