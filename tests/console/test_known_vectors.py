@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from console import indexing, services, wiring
@@ -79,14 +80,15 @@ def test_kept_vectors_nobody_takes_are_swept_after_their_ttl(world: World) -> No
 def test_a_batch_that_dies_after_writing_the_planes_keeps_the_vector_for_its_retry(
     world: World, embedded: list[str]
 ) -> None:
-    reply = call(world.client("alpha"), "post", "/memories", BODY)
-    assert reply.status_code == 201, reply.content
-    jobs = list(IndexJob.objects.all())
-    if not jobs:
+    if connection.vendor == "postgresql":
         pytest.skip(
             "the PostgreSQL profile writes the planes in the write's transaction: no job and "
             "no kept vector to retry (the embedded pass runs this test)"
         )
+    reply = call(world.client("alpha"), "post", "/memories", BODY)
+    assert reply.status_code == 201, reply.content
+    jobs = list(IndexJob.objects.all())
+    assert jobs  # the write queued its job for the worker
     asked = len(embedded)
 
     indexing._apply(jobs)  # the planes are written; the process dies before its bookkeeping
