@@ -210,19 +210,21 @@ def writer_kept() -> Iterator[None]:
     (`let_go_writer`): the holder may be about to write the text plane.
     Whoever keeps it should also let go once the queue has been idle a moment.
     """
-    text = wiring.text_index()
-    if not isinstance(text, KeepsWriter):
-        yield
-        return
-    with text.kept():
+    text = _keeps_writer()
+    with text.kept() if text is not None else nullcontext():
         yield
 
 
 def let_go_writer() -> None:
     """Give back the text plane's kept writer, if this process keeps one."""
-    text = wiring.text_index()
-    if isinstance(text, KeepsWriter):
+    if (text := _keeps_writer()) is not None:
         text.let_go()
+
+
+def _keeps_writer() -> KeepsWriter | None:
+    """The text plane, when it is one whose writer can be kept (tantivy)."""
+    text = wiring.text_index()
+    return text if isinstance(text, KeepsWriter) else None
 
 
 def claim(

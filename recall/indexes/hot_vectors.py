@@ -135,7 +135,8 @@ class _Part:
         if self.index is not None:
             self.index.add(keys, vectors, threads=0)
             return
-        rows, new = len(self.row_of), slice(len(self.row_of), len(self.row_of) + len(keys))
+        rows = len(self.row_of)
+        new = slice(rows, rows + len(keys))
         if rows + len(keys) > len(self.matrix):
             grown = max(len(self.matrix) * 3 // 2, rows + len(keys), 64)
             self.matrix = np.resize(self.matrix, (grown, self.dims))
