@@ -64,6 +64,19 @@ def test_lexical_scores_are_bm25f_of_one_stream() -> None:
     assert math.isclose(weight, math.log(1 + 1.5 / 2.5) ** 1.5)
 
 
+def test_lexical_counts_whole_terms_and_reads_a_changed_text_afresh() -> None:
+    cachet = [memory("a", text="cachet cachet"), memory("b", text="cache")]
+
+    assert [c.id for c in timetravel.lexical(cachet, "cache", limit=10)] == ["b"]
+
+    # The same memory with another text (a later revision) is tokenized again:
+    # the kept terms belong to a text, not to an id.
+    revised = [memory("a", text="the cache here"), memory("b", text="cache")]
+    found = timetravel.lexical(revised, "cache", limit=10)
+    assert [c.id for c in found] == ["b", "a"]
+    assert found[0].score > found[1].score  # the shorter text first
+
+
 def test_naive_instants_are_query_errors() -> None:
     with pytest.raises(QueryError, match="as_of must carry a time zone"):
         timetravel.validate(RecallRequest("q", "alpha", as_of=datetime(2024, 1, 1)))
