@@ -51,7 +51,7 @@ from console.schemas import (
     GraphIn,
     GraphOut,
     MemoryBatchIn,
-    MemoryFields,
+    MemoryChange,
     MemoryIn,
     MemoryListIn,
     MemoryOut,
@@ -359,7 +359,7 @@ def memory_read(
 
 
 @endpoint("patch", "/memories/{memory_id}", "memory_update", {200: MemoryUpdateOut}, ["memories"])
-def memory_update(request: HttpRequest, memory_id: str, payload: MemoryFields) -> HttpResponse:
+def memory_update(request: HttpRequest, memory_id: str, payload: MemoryChange) -> HttpResponse:
     """Edit a memory in place (a correction; use supersede when the fact changed)."""
     return _answer(operations.memory_update(_auth(request), memory_id, payload))
 
@@ -375,7 +375,7 @@ def memory_delete(request: HttpRequest, memory_id: str) -> HttpResponse:
     "post", "/memories/{memory_id}/supersede", "memory_supersede", {201: MemoryWriteOut},
     ["memories"],
 )  # fmt: skip
-def memory_supersede(request: HttpRequest, memory_id: str, payload: MemoryFields) -> HttpResponse:
+def memory_supersede(request: HttpRequest, memory_id: str, payload: MemoryChange) -> HttpResponse:
     """Replace a memory: the new one carries over every field not given.
 
     Send an `Idempotency-Key` header to make retries safe: a retry gets the first answer.

@@ -24,7 +24,7 @@ from console.schemas import (
     FeedbackIn,
     GraphIn,
     MemoryBatchIn,
-    MemoryFields,
+    MemoryChange,
     MemoryIn,
     MemoryListIn,
     MemoryRef,
@@ -164,8 +164,21 @@ def _with_index_state(answer: Answer, ids: list[str]) -> Answer:
     return _json(body, answer.status)
 
 
+def _at_detail(answer: Answer, detail: str) -> Answer:
+    """A write's reply as asked: at "index" (the default) its memory leaves out the
+    body, which the writer sent (body_chars says its size; memory_read gives it), so
+    an agent's context does not get its own text back. Idempotent retries store the
+    full reply and shape it per call."""
+    if detail != "index" or answer.status >= 400:
+        return answer
+    body = answer.body
+    if "memory" in body:  # a write or supersede: the memory beside created, the hint
+        return _json({**body, "memory": replies.without_body(body["memory"])}, answer.status)
+    return _json(replies.without_body(body), answer.status)  # an edit: the memory itself
+
+
 def memory_write(who: Access, p: MemoryIn, *, key: str | None = None) -> Answer:
-    fields = _set(p, drop=("project", "force", "idempotency_key"))
+    fields = _set(p, drop=("project", "force", "idempotency_key", "detail"))
     fields.setdefault("kind", p.kind)
     fields.setdefault("source", p.source)
 
@@ -181,9 +194,9 @@ def memory_write(who: Access, p: MemoryIn, *, key: str | None = None) -> Answer:
         )
         return _json(body, 201 if written.created else 200)
 
-    request = {"call": "memory_write", **p.dict(exclude={"idempotency_key"})}
+    request = {"call": "memory_write", **p.dict(exclude={"idempotency_key", "detail"})}
     answer = _idempotent(who, key or p.idempotency_key, request, write)
-    return _with_index_state(answer, [answer.body["memory"]["id"]])
+    return _at_detail(_with_index_state(answer, [answer.body["memory"]["id"]]), p.detail)
 
 
 def _not_as_asked(stored: Any, asked: dict[str, Any]) -> tuple[str, ...]:
@@ -243,23 +256,22 @@ def memory_list(who: Access, p: MemoryListIn) -> Answer:
     page = access.memory_list(who, project=p.project, cursor=p.cursor, **filters)
     views = [replies.memory_view(m) for m in page.memories]
     if p.detail == "index":  # a page of 50 runbooks was 200 KB of bodies in context
-        for view in views:
-            view["body_chars"] = len(view.pop("body"))
+        views = [replies.without_body(view) for view in views]
     return _json({"memories": views, "next_cursor": page.next_cursor})
 
 
-def memory_update(who: Access, memory_id: str, p: MemoryFields) -> Answer:
-    fields = _set(p, drop=("id",))
+def memory_update(who: Access, memory_id: str, p: MemoryChange) -> Answer:
+    fields = _set(p, drop=("id", "detail"))
     memory = access.memory_update(who, memory_id=memory_id, fields=fields)
     said = withheld.warnings(fields)  # as a supersede: the lines this edit sends
     body = {**replies.memory_view(memory), "warnings": said}
-    return _with_index_state(_json(body), [memory.pk])
+    return _at_detail(_with_index_state(_json(body), [memory.pk]), p.detail)
 
 
 def memory_supersede(
-    who: Access, memory_id: str, p: MemoryFields, *, key: str | None = None
+    who: Access, memory_id: str, p: MemoryChange, *, key: str | None = None
 ) -> Answer:
-    fields = _set(p, drop=("id", "idempotency_key"))
+    fields = _set(p, drop=("id", "idempotency_key", "detail"))
 
     def write() -> Answer:
         written = access.memory_supersede(who, memory_id=memory_id, fields=fields)
@@ -271,7 +283,7 @@ def memory_supersede(
 
     request = {"call": "memory_supersede", "id": memory_id, **fields}
     answer = _idempotent(who, key or getattr(p, "idempotency_key", None), request, write)
-    return _with_index_state(answer, [answer.body["memory"]["id"]])
+    return _at_detail(_with_index_state(answer, [answer.body["memory"]["id"]]), p.detail)
 
 
 def memory_archive(who: Access, memory_id: str) -> Answer:

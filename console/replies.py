@@ -57,6 +57,11 @@ def memory_view(m: Memory) -> dict[str, Any]:
     }
 
 
+def without_body(view: dict[str, Any]) -> dict[str, Any]:
+    """A memory's view at detail "index": its body gives way to body_chars, its length."""
+    return {k: v for k, v in view.items() if k != "body"} | {"body_chars": len(view["body"])}
+
+
 def note_view(n: Note) -> dict[str, Any]:
     return {
         "id": n.pk,

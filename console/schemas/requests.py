@@ -376,6 +376,20 @@ class MemoryFields(Body):
         return as_read(value)
 
 
+class WriteReply(Body):
+    """How much of the memory a write's reply repeats."""
+
+    detail: Literal["full", "index"] = Field(
+        "index",
+        description='"index" (default): the reply\'s memory leaves out its body, which you '
+        'sent (body_chars says its size; memory_read gives it); "full" repeats it',
+    )
+
+
+class MemoryChange(MemoryFields, WriteReply):
+    """Fields to change (an edit in place or a supersede), and how much the reply repeats."""
+
+
 class MemoryItem(MemoryFields):
     """One memory to write."""
 
@@ -384,7 +398,7 @@ class MemoryItem(MemoryFields):
     source: str = Field("agent_inferred", max_length=32, description="user_stated, ...")
 
 
-class MemoryIn(MemoryItem):
+class MemoryIn(MemoryItem, WriteReply):
     project: Slug | None = Field(None, description=PROJECT)
     force: bool = Field(False, description="write even when the same text is already stored")
     idempotency_key: str | None = Field(
@@ -414,7 +428,7 @@ class MemoryRef(Body):
     recorded_as_of: Instant | None = Field(None, description="the memory as recorded then")
 
 
-class SupersedeIn(MemoryFields):
+class SupersedeIn(MemoryChange):
     id: str = Field(max_length=26, description="the memory to replace")
     idempotency_key: str | None = Field(
         None, max_length=200, description="a retry with the same key gets the first answer"
@@ -431,7 +445,7 @@ class FavoriteIn(Body):
     favorite: bool | None = Field(None, description="true stars, false unstars, absent toggles")
 
 
-class MemoryUpdateIn(MemoryFields):
+class MemoryUpdateIn(MemoryChange):
     id: str = Field(max_length=26, description="the memory to change in place")
 
 

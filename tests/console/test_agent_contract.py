@@ -50,6 +50,33 @@ def test_a_retry_after_its_memory_was_deleted_creates_it_again(world: World) -> 
     )
 
 
+def test_a_write_reply_leaves_out_the_body_it_was_sent_unless_asked(
+    world: World, monkeypatch: Any
+) -> None:
+    # The agent sent the text: repeating it doubled what a write put in its context.
+    runbook = {"name": "ship-runbook", "description": "how to ship", "body": "Step. " * 300}
+    size = len(runbook["body"].strip())
+
+    first = write(world, runbook, key="ship-once")
+    full = write(world, {**runbook, "detail": "full"}, key="ship-once")  # the same request
+    other = {**runbook, "name": "ship-2", "body": "Step two. " * 300}
+    status, by_mcp = mcp(world, "alpha", "memory_write", other, monkeypatch)
+
+    assert first.status_code == full.status_code == 201
+    shown = first.json()["memory"]
+    assert "body" not in shown and shown["body_chars"] == size
+    assert shown["description"] == "how to ship" and shown["name"] == "ship-runbook"
+    assert full.json()["memory"]["body"] == runbook["body"].strip()
+    assert full.json()["memory"]["id"] == shown["id"]
+    assert status == 200 and by_mcp["created"] is True and "body" not in by_mcp["memory"]
+    changed = call(world.client("alpha"), "patch", f"/memories/{shown['id']}",
+                   {"tags": ["ship"], "detail": "full"})  # fmt: skip
+    assert changed.json()["body"] == runbook["body"].strip() and changed.json()["tags"] == ["ship"]
+    bad = write(world, {**runbook, "name": "ship-3", "detail": "summary"})
+    assert bad.status_code == 422 and bad.json()["field"] == "detail"
+    assert not Memory.objects.filter(name="ship-3").exists()
+
+
 def test_a_key_reused_for_another_request_is_a_409(world: World) -> None:
     write(world, TURN, key="k")
 

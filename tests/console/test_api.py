@@ -464,7 +464,9 @@ def test_patch_changes_only_the_fields_given(world: World) -> None:
 
     assert r.status_code == 200
     assert r.json()["description"] == "New words"
-    assert r.json()["body"] == "Warm the albatross cache first."
+    assert r.json()["body_chars"] == len("Warm the albatross cache first.")
+    read = call(world.client("alpha"), "get", f"/memories/{mid}").json()
+    assert read["body"] == "Warm the albatross cache first."
     assert call(world.client("alpha"), "patch", f"/memories/{mid}", {}).status_code == 200
     bad = call(world.client("alpha"), "patch", f"/memories/{mid}", {"name": "BAD NAME"})
     assert bad.status_code == 422
@@ -481,7 +483,8 @@ def test_supersede_replaces_and_stamps_the_old_one(world: World) -> None:
 
     assert r.status_code == 201
     new = r.json()["memory"]
-    assert new["name"] == old.name and new["body"] == "Warm it twice."
+    assert new["name"] == old.name and new["body_chars"] == len("Warm it twice.")
+    assert call(client, "get", f"/memories/{new['id']}").json()["body"] == "Warm it twice."
     old_now = call(client, "get", f"/memories/{old.pk}").json()
     assert old_now["superseded_by"] == new["id"] and old_now["active"] is False
     again = call(client, "post", f"/memories/{old.pk}/supersede", {"body": "again"})

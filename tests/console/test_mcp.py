@@ -111,6 +111,7 @@ def test_an_sdk_client_lists_writes_recalls_and_reads(prepared: tuple[Path, str]
         out["by_name"] = _json(await session.call_tool("memory_read", {"name": "flaky-quay-login"}))
         edit = {"id": "flaky-quay-login", "tags": ["vpn"], "body": "Wait for the VPN <then> retry."}
         out["updated"] = _json(await session.call_tool("memory_update", edit))
+        out["reread"] = _json(await session.call_tool("memory_read", {"id": memory_id}))
         out["starred"] = _json(await session.call_tool("memory_favorite", {"id": memory_id}))
         await session.call_tool("memory_archive", {"id": memory_id})
         out["restored"] = _json(await session.call_tool("memory_restore", {"id": memory_id}))
@@ -121,6 +122,10 @@ def test_an_sdk_client_lists_writes_recalls_and_reads(prepared: tuple[Path, str]
     assert set(out["tools"]) == TOOLS
     memory = out["written"]["memory"]
     assert memory["project"] == "alpha" and memory["agent_id"] == "mcp-test"
+    # The agent sent the body: the reply gives its size, not the text again.
+    assert "body" not in memory and memory["body_chars"] == len(
+        "Wait for the VPN, then retry `docker login quay.io`."
+    )
     assert "dedup_hint" in out["written"]
     items = out["recalled"]["items"]
     assert items and items[0]["id"] == memory["id"]
@@ -135,7 +140,8 @@ def test_an_sdk_client_lists_writes_recalls_and_reads(prepared: tuple[Path, str]
     assert out["by_name"]["id"] == memory["id"]
     updated = out["updated"]
     assert (updated["id"], updated["tags"]) == (memory["id"], ["vpn"])
-    assert updated["body"] == "Wait for the VPN &lt;then&gt; retry."
+    assert out["reread"]["body"] == "Wait for the VPN &lt;then&gt; retry."
+    assert "body" not in updated and updated["body_chars"] == len(out["reread"]["body"])
     assert out["starred"] == {"id": memory["id"], "favorite": True}
     assert out["restored"]["id"] == memory["id"] and out["restored"]["active"] is True
 
