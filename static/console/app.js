@@ -300,6 +300,37 @@
     }
   });
 
+  // --- unsaved edits ------------------------------------------------------------
+  // A form marked data-guard (a memory's new, edit and supersede forms) remembers
+  // being changed; leaving the page before saving it (Cancel, a link, closing the
+  // tab) asks first. Submitting clears the mark; a form that comes back with errors
+  // (or the notice that the memory changed meanwhile) still holds unsaved text.
+  function markUnsaved(root) {
+    if (!(root instanceof Element)) return;
+    const form = root.matches("form[data-guard]") ? root : root.querySelector("form[data-guard]");
+    if (form && form.querySelector("[aria-invalid=true], [data-stale]")) form.dataset.unsaved = "1";
+  }
+
+  document.addEventListener("input", function (event) {
+    const form = event.target instanceof Element ? event.target.closest("form[data-guard]") : null;
+    if (form) form.dataset.unsaved = "1";
+  });
+  document.addEventListener(
+    "submit",
+    function (event) {
+      if (event.target instanceof Element && event.target.matches("form[data-guard]")) {
+        delete event.target.dataset.unsaved;
+      }
+    },
+    true,
+  );
+  window.addEventListener("beforeunload", function (event) {
+    if (document.querySelector("form[data-guard][data-unsaved]")) {
+      event.preventDefault();
+      event.returnValue = ""; // Chromium before 119 asks only when this is set
+    }
+  });
+
   document.body.addEventListener("htmx:beforeSwap", function () {
     const active = document.activeElement;
     focusKey = active && active.dataset ? active.dataset.focusKey || null : null;
@@ -308,6 +339,7 @@
   document.body.addEventListener("htmx:afterSettle", function (event) {
     syncFieldErrors();
     const swapped = event.target; // the new content (or the target, for innerHTML)
+    markUnsaved(swapped);
     if (!(swapped instanceof Element) || swapped.closest("[data-no-focus]")) return;
     const lost = !document.activeElement || document.activeElement === document.body;
     const asked = swapped.matches("[data-autofocus]") ? swapped : swapped.querySelector("[data-autofocus]");
@@ -478,4 +510,5 @@
   // A full page that came back with errors (a plain POST) starts at its first one.
   const invalidForm = document.querySelector("form [aria-invalid=true]");
   if (invalidForm) focusFirstInvalid(invalidForm.form || document.body);
+  markUnsaved(document.body);
 })();

@@ -54,6 +54,9 @@ class Watch:
     dialogs: list[str] = field(default_factory=list)
     csp: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # A test that leaves forms it filled on purpose says "leave" to the page's
+    # unsaved-text prompt (tests/browser/test_console.py checks the prompt itself).
+    leave_unsaved: bool = False
 
 
 @pytest.fixture
@@ -106,6 +109,9 @@ def page(browser: Any, live_server: Any, planes: Path, watch: Watch) -> Iterator
     tab = context.new_page()
 
     def on_dialog(dialog: Any) -> None:
+        if dialog.type == "beforeunload" and watch.leave_unsaved:
+            dialog.accept()
+            return
         watch.dialogs.append(f"{dialog.type}: {dialog.message}")
         dialog.dismiss()
 

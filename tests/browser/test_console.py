@@ -284,6 +284,41 @@ def test_edit_with_inline_errors_then_supersede_and_follow_the_chain(page: Any, 
     page.wait_for_url(f"**/memories/{new_pk}/")
 
 
+def test_leaving_a_memory_form_with_unsaved_text_asks_first(
+    page: Any, user: User, watch: Watch
+) -> None:
+    memory = seed()["idempotency-keys"]
+    log_in(page, user)
+    edit = f"/memories/{memory.pk}/edit/"
+
+    page.goto(edit)
+    page.click("#memory-form >> text=Cancel")  # nothing typed: leaves without asking
+    page.wait_for_url(f"**/memories/{memory.pk}/")
+    page.goto(edit)
+    page.locator("#id_description").press_sequentially(" (draft)")
+    page.click("#memory-form >> text=Cancel")  # the page fixture says "stay"
+    page.wait_for_timeout(300)  # a navigation that were to happen would have begun
+    assert [d.split(":")[0] for d in watch.dialogs] == ["beforeunload"]
+    assert urlsplit(page.url).path == edit
+    watch.dialogs.clear()
+
+    page.fill("#id_name", "Not A Slug")  # saved with an error: the text is still unsaved
+    page.click("#memory-form button[type=submit]")
+    page.wait_for_selector(".field-error")
+    page.evaluate("window.location.href = '/'")
+    page.wait_for_timeout(300)
+    assert [d.split(":")[0] for d in watch.dialogs] == ["beforeunload"]
+    assert urlsplit(page.url).path == edit
+    watch.dialogs.clear()
+
+    page.fill("#id_name", "idempotency-keys")
+    page.click("#memory-form button[type=submit]")  # saved: leaves without asking
+    page.wait_for_url(f"**/memories/{memory.pk}/")
+    assert "(draft)" in page.locator(".lede").inner_text()
+    page.goto("/")
+    assert watch.dialogs == []
+
+
 def test_archive_restore_and_delete_with_confirmation(page: Any, user: User) -> None:
     memory = seed()["idempotency-keys"]
     log_in(page, user)

@@ -17,7 +17,7 @@ from django.contrib.auth.models import User
 
 from console import services
 from console.models import Memory, Note, Project
-from tests.browser.conftest import DESKTOP, PHONE, SCREENSHOTS, axe, log_in, overflow
+from tests.browser.conftest import DESKTOP, PHONE, SCREENSHOTS, Watch, axe, log_in, overflow
 from tests.browser.test_second_pass import CODE_BODY, world
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -135,9 +135,10 @@ def states(page: Any, urls: dict[str, str]) -> dict[str, Callable[[], None]]:
 
 
 def test_every_page_has_no_axe_violations_in_both_themes_and_sizes(
-    page: Any, user: User, browser: Any, live_server: Any
+    page: Any, user: User, browser: Any, live_server: Any, watch: Watch
 ) -> None:
     urls = data()
+    watch.leave_unsaved = True  # the form-with-errors states are left for the next page
     anonymous = browser.new_context(base_url=live_server.url, viewport=DESKTOP)
     login = anonymous.new_page()
     log_in(page, user)
