@@ -48,6 +48,9 @@ MARK_END = "\x02"
 # or `no-override` is a name, not an instruction); the words of a phrase may be
 # separated by any spacing or none. A role marker is a chat-transcript speaker
 # at the start of a line or sentence ("SYSTEM: ..."), not "the file system: ext4".
+# A speaker ("Assistant:", "Human:") opening the text is the label of a conversation
+# turn, which is how an agent writes its own turns ("assistant: I added the check"):
+# only one later in the text, where it would fake a turn, is cut.
 # Left out for what they would cut in real text (LoCoMo, SciFact): "you are now"
 # ("appreciate where you are now") and role markers inside a sentence.
 WORDS = ("ignore", "disregard", "override")
@@ -55,8 +58,14 @@ PHRASES = (
     "from now on", "from this point on", "from this point forward", "you must",
     "new instructions", "new system prompt",
 )  # fmt: skip
-ROLES = ("system", "assistant", "human")
-_ROLE = r"(?:^|(?<=[.!?;:\])]))[ \t#>*_\[(-]*(?:" + "|".join(ROLES) + r")[\])*_]*[ \t]*:"
+ROLES = ("system",)
+SPEAKERS = ("assistant", "human")
+_SENTENCE = r"(?<=[.!?;:\])])"
+_MARKER = r"[ \t#>*_\[(-]*(?:{})[\])*_]*[ \t]*:"
+_ROLE = (
+    rf"(?:^|{_SENTENCE}){_MARKER.format('|'.join(ROLES))}"
+    rf"|(?:(?<=\n)|{_SENTENCE}){_MARKER.format('|'.join(SPEAKERS))}"
+)
 
 
 # "Forget" only with what an injection tells a model to forget: people write

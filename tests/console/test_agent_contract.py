@@ -77,6 +77,21 @@ def test_a_write_reply_leaves_out_the_body_it_was_sent_unless_asked(
     assert not Memory.objects.filter(name="ship-3").exists()
 
 
+def test_an_agents_own_turn_reads_back_whole(world: World) -> None:
+    said = "assistant: The Stripe webhook fired twice, so I added the dedupe check."
+    turn = {"name": "s1-turn-2", "kind": "episode", "session_id": "s1", "body": said}
+    written = write(world, turn).json()["memory"]
+    indexing.apply_pending()
+    client = world.client("alpha")
+
+    read = call(client, "get", f"/memories/{written['id']}").json()
+    pack = call(client, "post", "/recall", {"query": "stripe webhook dedupe check"}).json()
+
+    assert read["body"] == said and written["body_chars"] == len(said)
+    item = next(i for i in pack["items"] if i["id"] == written["id"])
+    assert said in item["text"] and WITHHELD not in item["text"]
+
+
 def test_a_key_reused_for_another_request_is_a_409(world: World) -> None:
     write(world, TURN, key="k")
 
