@@ -210,7 +210,8 @@ def _not_as_asked(stored: Any, asked: dict[str, Any]) -> tuple[str, ...]:
         return ()
     return (
         f"this exact text is already stored as {stored.name!r} ({stored.kind}), so nothing "
-        f"was written and the {' and '.join(unused)} asked for were not used: supersede it "
+        f"was written and the {' and '.join(unused)} asked for "
+        f"{'was' if len(unused) == 1 else 'were'} not used: supersede it "
         "to change them, or write again with force=true to keep a second copy",
     )
 
@@ -287,11 +288,15 @@ def memory_supersede(
 
 
 def memory_archive(who: Access, memory_id: str) -> Answer:
-    return _json(replies.memory_view(access.memory_archive(who, memory_id=memory_id)))
+    """The archived memory, its body left out (as a write's reply: memory_read gives it)."""
+    archived = access.memory_archive(who, memory_id=memory_id)
+    return _json(replies.without_body(replies.memory_view(archived)))
 
 
 def memory_restore(who: Access, memory_id: str) -> Answer:
-    return _json(replies.memory_view(access.memory_restore(who, memory_id=memory_id)))
+    """The restored memory, its body left out (as a write's reply: memory_read gives it)."""
+    restored = access.memory_restore(who, memory_id=memory_id)
+    return _json(replies.without_body(replies.memory_view(restored)))
 
 
 def memory_delete(who: Access, memory_id: str) -> Answer:

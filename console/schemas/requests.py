@@ -288,7 +288,7 @@ class AssociationFields(Body):
 
 
 class AssociateIn(AssociationFields):
-    id: str = Field(max_length=26, description="the memory to link from")
+    id: str = Field(max_length=120, description="the memory to link from: its id or name")
 
 
 class DissociationFields(Body):
@@ -297,7 +297,9 @@ class DissociationFields(Body):
 
 
 class DissociateIn(DissociationFields):
-    id: str = Field(max_length=26, description="the memory the association starts from")
+    id: str = Field(
+        max_length=120, description="the memory the association starts from: its id or name"
+    )
 
 
 class BriefingIn(Body):
@@ -429,7 +431,7 @@ class MemoryRef(Body):
 
 
 class SupersedeIn(MemoryChange):
-    id: str = Field(max_length=26, description="the memory to replace")
+    id: str = Field(max_length=120, description="the memory to replace: its id or name")
     idempotency_key: str | None = Field(
         None, max_length=200, description="a retry with the same key gets the first answer"
     )
@@ -446,15 +448,17 @@ class FavoriteIn(Body):
 
 
 class MemoryUpdateIn(MemoryChange):
-    id: str = Field(max_length=26, description="the memory to change in place")
+    id: str = Field(max_length=120, description="the memory to change in place: its id or name")
 
 
 class MemoryFavoriteIn(FavoriteIn):
-    id: str = Field(max_length=26, description="the memory to star or unstar")
+    id: str = Field(max_length=120, description="the memory to star or unstar: its id or name")
 
 
 class MemoryListIn(Params):
-    project: Slug | None = Field(None, description=f"{PROJECT}; default: all the token's")
+    project: Slug | None = Field(
+        None, description="one of the token's projects (default: all of them)"
+    )
     kind: list[MemoryKind] | None = Field(None, description="any of these kinds (repeatable)")
     tags: list[Tag] | None = Field(None, description="all of these tags (repeatable)")
     any_tags: list[Tag] | None = Field(None, description="at least one of these tags")

@@ -121,7 +121,7 @@ def test_the_same_text_again_is_answered_with_the_stored_memory(world: World) ->
     assert again.json()["memory"]["id"] == first["memory"]["id"]
     assert forced.status_code == 201 and other_session.status_code == 201
     said = " ".join(again.json()["warnings"])  # the name it asked for was not used: it says so
-    assert "name 'other-name'" in said and "force=true" in said
+    assert "the name 'other-name' asked for was not used" in said and "force=true" in said
     same = write(world, TURN).json()["warnings"]  # the same name again: nothing unused
     assert not any("exact text" in w for w in same)
 
@@ -236,6 +236,7 @@ def test_a_change_names_its_memory_by_id_or_by_name_as_a_read_does(world: World)
 
     archived = call(client, "post", f"/memories/{mine.name}/archive")
     assert archived.status_code == 200 and archived.json()["id"] == mine.pk
+    assert "body" not in archived.json() and archived.json()["body_chars"] == len(mine.body)
     assert call(client, "post", f"/memories/{mine.pk.lower()}/restore").status_code == 200
     elsewhere = call(client, "delete", f"/memories/{world.memories['beta'].name}")
     assert elsewhere.status_code == 404  # another project's name resolves to nothing
@@ -243,6 +244,24 @@ def test_a_change_names_its_memory_by_id_or_by_name_as_a_read_does(world: World)
     assert shared.status_code == 403  # a global memory is curated in the console
     assert call(client, "delete", f"/memories/{mine.name}").status_code == 200
     assert not Memory.objects.filter(pk=mine.pk).exists()
+
+
+def test_every_mcp_change_takes_a_name_as_long_as_names_go(world: World, monkeypatch: Any) -> None:
+    name = "a-very-long-memory-name-for-the-release-process"  # 47 characters
+    write(world, {"name": name, "description": "Releases go out on Tuesdays"})
+    write(world, {"name": "release-calendar", "description": "The release calendar"})
+
+    changes = [
+        ("memory_update", {"id": name, "tags": ["release"]}),
+        ("memory_favorite", {"id": name, "favorite": True}),
+        ("memory_associate", {"id": name, "target": "release-calendar"}),
+        ("memory_dissociate", {"id": name, "target": "release-calendar"}),
+        ("memory_supersede", {"id": name, "description": "Releases go out on Wednesdays"}),
+    ]
+    answers = [mcp(world, "alpha", tool, args, monkeypatch) for tool, args in changes]
+
+    assert [status for status, _ in answers] == [200] * len(changes), answers
+    assert answers[-1][1]["memory"]["description"] == "Releases go out on Wednesdays"
 
 
 def test_a_list_in_index_detail_leaves_the_bodies_out(world: World, monkeypatch: Any) -> None:
