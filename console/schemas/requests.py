@@ -476,7 +476,9 @@ class MemoryListIn(Params):
         None, pattern=CURSOR_PATTERN, description="next_cursor of the last page"
     )
     detail: Literal["full", "index"] = Field(
-        "full", description='"index": each memory without its body (body_chars says its size)'
+        "index",
+        description='"index" (default): each memory without its body (body_chars says its '
+        'size; memory_read gives it); "full": with the bodies',
     )
 
 

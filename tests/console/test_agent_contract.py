@@ -264,15 +264,15 @@ def test_every_mcp_change_takes_a_name_as_long_as_names_go(world: World, monkeyp
     assert answers[-1][1]["memory"]["description"] == "Releases go out on Wednesdays"
 
 
-def test_a_list_in_index_detail_leaves_the_bodies_out(world: World, monkeypatch: Any) -> None:
+def test_a_list_leaves_the_bodies_out_unless_asked(world: World, monkeypatch: Any) -> None:
     # A page of 50 long runbooks was about 200 KB (49k tokens) in the agent's context.
     long = "Step one of many. " * 500
     write(world, {"name": "long-runbook", "description": "how to ship", "body": long})
     client = world.client("alpha")
 
-    full = call(client, "get", "/memories", {}).json()["memories"]
-    index = call(client, "get", "/memories", {"detail": "index"}).json()["memories"]
-    status, listed = mcp(world, "alpha", "memory_list", {"detail": "index"}, monkeypatch)
+    full = call(client, "get", "/memories", {"detail": "full"}).json()["memories"]
+    index = call(client, "get", "/memories", {}).json()["memories"]  # the default
+    status, listed = mcp(world, "alpha", "memory_list", {}, monkeypatch)
 
     assert [m["id"] for m in index] == [m["id"] for m in full]
     shown = next(m for m in index if m["name"] == "long-runbook")
