@@ -93,6 +93,11 @@ def looks_like_identifier(text: str) -> bool:
     return is_ulid(token) or is_id_prefix(token) or is_slug(token)
 
 
+def porter(word: str) -> str:
+    """A lower-cased word's Porter stem, not cached (`stem` is the cached one)."""
+    return str(_porter(word))
+
+
 # Porter stems of lower-cased words, cached: the read-time matchers that stem in Python
-# (time travel's BM25, PromptRecall) see each distinct word once.
-stem = lru_cache(maxsize=1 << 17)(_porter)
+# (PromptRecall, query terms) see each distinct word once.
+stem = lru_cache(maxsize=1 << 17)(porter)
