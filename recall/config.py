@@ -136,7 +136,8 @@ class RecallConfig:
     budget: int = DEFAULT_BUDGET  # default token budget
     max_budget: int = MAX_BUDGET
     # Most tokens one item may take (its text is cut at a sentence or line end
-    # beyond that; 0 = no cap), so one long memory cannot fill a whole pack.
+    # beyond that; 0 = no cap), so one long memory cannot fill a whole pack; a
+    # budget past four times it lets an item take a quarter (`item_cap`).
     item_tokens: int = DEFAULT_ITEM_TOKENS
     fusion: str = "zscore"  # see the module docstring
     # Channels by name: fusion weights (the graph's list is fused in once it
@@ -219,6 +220,12 @@ class RecallConfig:
         check_shares(self.routing_weights)
         if not 1 <= self.depth <= self.max_depth:
             raise ValueError(f"depth must be within 1..max_depth ({self.max_depth})")
+
+    def item_cap(self, budget: int) -> int:
+        """Most tokens one item of a `budget` pack may take: `item_tokens`, or a quarter
+        of a budget past four times it (0: no cap). At 500 an agent that asked for 5,000
+        tokens got a 700-token runbook cut at step 9 with the pack nearly empty."""
+        return max(self.item_tokens, budget // 4) if self.item_tokens else 0
 
 
 @dataclass(frozen=True, slots=True)

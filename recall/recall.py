@@ -288,14 +288,14 @@ def run(
     start = time.perf_counter()
     packed = pack(
         ranked, budget=budget, counter=planes.tokens, detail=req.detail,
-        item_tokens=config.item_tokens, warnings=gathered.warnings, total_found=len(scored),
+        item_tokens=config.item_cap(budget), warnings=gathered.warnings, total_found=len(scored),
         associated=req.include_associated, pack_id=req.pack_id,
         focus=passages.focus(
             planes.store, gathered.query.vector if gathered.query else None, query
         ),
     )  # fmt: skip
     how = altitude.Packing(
-        budget, planes.tokens, req.detail, config.item_tokens, tuple(gathered.warnings),
+        budget, planes.tokens, req.detail, config.item_cap(budget), tuple(gathered.warnings),
         len(scored), req.include_associated, req.pack_id,
     )  # fmt: skip
     answered = altitude.answer(
@@ -311,7 +311,7 @@ def run(
         found = [(h, r) for h, r in found if h.id not in answered.covered]
         packed, linked = attach(
             packed, found, budget=budget, counter=planes.tokens, detail=req.detail,
-            item_tokens=config.item_tokens, total_found=len(scored), pack_id=req.pack_id,
+            item_tokens=config.item_cap(budget), total_found=len(scored), pack_id=req.pack_id,
         )  # fmt: skip
     timings["pack"] = _ms(start)
     timings["total"] = _ms(started)

@@ -214,7 +214,7 @@ def recall_pack(
     )
     packed = pack(
         ranked[:limit], budget=budget, counter=planes.tokens, detail=req.detail,
-        item_tokens=config.item_tokens, warnings=(COLD_ONLY,), total_found=found,
+        item_tokens=config.item_cap(budget), warnings=(COLD_ONLY,), total_found=found,
         associated=req.include_associated, pack_id=req.pack_id,
     )  # fmt: skip
     linked: tuple[Hit, ...] | None = () if req.include_associated else None

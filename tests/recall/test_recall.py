@@ -455,3 +455,18 @@ def test_with_no_word_matched_only_meaning_above_the_floor_is_kept():
     far = gathered([])
     _meaning_floor(far, 0.60)  # nothing close: an empty pack that says why
     assert far.lists[SEMANTIC] == [] and "no memory answers this" in far.warnings[0]
+
+
+def test_a_long_memory_comes_whole_when_the_budget_has_room(make_engine: MakeEngine):
+    steps = " ".join(f"Step {n}: drain queue {n}, then restart worker {n}." for n in range(90))
+    runbook = make_memory(1, description="how to restart the workers", body=steps)
+    engine = make_engine([runbook])
+
+    small = engine.recall(ask("restart the workers", budget=1000)).items[0]
+    large = engine.recall(ask("restart the workers", budget=8000)).items[0]
+
+    # 500 tokens an item at the default budget; a quarter of a larger one.
+    assert small.truncated and small.tokens <= 500
+    assert not large.truncated and "Step 89" in (large.text or "")
+    assert RecallConfig().item_cap(1000) == 500 and RecallConfig().item_cap(8000) == 2000
+    assert RecallConfig(item_tokens=0).item_cap(8000) == 0  # no cap stays no cap
