@@ -435,8 +435,10 @@ SPECS = (
         TextOut,
         operations.prompt_recall,
         """
-        The memories a user prompt names by their words, as a short block ("" when none
-        clears the floors). Cheap; call it on each new user prompt.""",
+        The memories a user prompt names by their words, as a short block: a memory
+        whose name and description share at least two words (3+ letters, not stopwords)
+        with the prompt, at most 3; "" when none does. Cheap; call it on each new user
+        prompt, and memory_recall for a question in other words.""",
     ),
     Spec(
         "projects_list",
