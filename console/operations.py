@@ -185,7 +185,7 @@ def memory_write(who: Access, p: MemoryIn, *, key: str | None = None) -> Answer:
     def write() -> Answer:
         written = access.memory_write(who, project=p.project, fields=fields, force=p.force)
         said = (
-            withheld.warnings(fields)
+            [*withheld.warnings(fields), *_unlinked(written.memory)]
             if written.created
             else list(_not_as_asked(written.memory, fields))
         )
@@ -197,6 +197,21 @@ def memory_write(who: Access, p: MemoryIn, *, key: str | None = None) -> Answer:
     request = {"call": "memory_write", **p.dict(exclude={"idempotency_key", "detail"})}
     answer = _idempotent(who, key or p.idempotency_key, request, write)
     return _at_detail(_with_index_state(answer, [answer.body["memory"]["id"]]), p.detail)
+
+
+def _unlinked(memory: Any) -> list[str]:
+    """A warning naming the body's `[[links]]` that reach no memory yet (a typo, or a
+    memory still to write: the link is made once one of that name is written)."""
+    names = selectors.unlinked_names(memory)
+    if not names:
+        return []
+    shown = ", ".join(f"[[{name}]]" for name in names[:5])
+    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    verb = "names" if len(names) == 1 else "name"
+    return [
+        f"body: {shown}{more} {verb} no memory yet; a link is made once a memory of that "
+        "name is written"
+    ]
 
 
 def _not_as_asked(stored: Any, asked: dict[str, Any]) -> tuple[str, ...]:
@@ -265,6 +280,8 @@ def memory_update(who: Access, memory_id: str, p: MemoryChange) -> Answer:
     fields = _set(p, drop=("id", "detail"))
     memory = access.memory_update(who, memory_id=memory_id, fields=fields)
     said = withheld.warnings(fields)  # as a supersede: the lines this edit sends
+    if "body" in fields:
+        said += _unlinked(memory)
     body = {**replies.memory_view(memory), "warnings": said}
     return _at_detail(_with_index_state(_json(body), [memory.pk]), p.detail)
 
@@ -277,6 +294,8 @@ def memory_supersede(
     def write() -> Answer:
         written = access.memory_supersede(who, memory_id=memory_id, fields=fields)
         said = withheld.warnings(fields)  # what it changes: a carried text was warned before
+        if "body" in fields:
+            said += _unlinked(written.memory)
         body = replies.written_view(
             written.memory, created=True, hint=written.dedup_hint, warnings=said
         )

@@ -312,6 +312,16 @@ def item_count() -> int:
 # --- items --------------------------------------------------------------------
 
 
+def unlinked_names(memory: Memory) -> list[str]:
+    """The `[[names]]` of a memory's body that no memory it may link to has yet (a link
+    waits for its name: `services.link_waiting_sources`)."""
+    names = links.names(memory.body)
+    if not names:
+        return []
+    found = memory_ids_by_name(names, project_id=memory.project_id, exclude=memory.pk)
+    return [name for name in names if name not in found]
+
+
 def memory_ids_by_name(
     names: Sequence[str], *, project_id: int | None, exclude: str | None = None
 ) -> dict[str, str]:

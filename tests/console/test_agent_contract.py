@@ -92,6 +92,23 @@ def test_an_agents_own_turn_reads_back_whole(world: World) -> None:
     assert said in item["text"] and WITHHELD not in item["text"]
 
 
+def test_a_write_says_which_links_reach_no_memory_yet(world: World) -> None:
+    write(world, {"name": "deploy-runbook", "description": "How we deploy"})
+    body = "Before a release read [[deploy-runbook]] and [[rollbak-plan]]."
+
+    linked = write(world, {"name": "release-checklist", "description": "x", "body": body})
+    clean = write(
+        world, {"name": "release-2", "description": "y", "body": "See [[deploy-runbook]]."}
+    )
+
+    said = linked.json()["warnings"]
+    assert [w for w in said if "[[" in w] == [
+        "body: [[rollbak-plan]] names no memory yet; a link is made once a memory of that "
+        "name is written"
+    ]
+    assert not any("[[" in w for w in clean.json()["warnings"])
+
+
 def test_a_key_reused_for_another_request_is_a_409(world: World) -> None:
     write(world, TURN, key="k")
 
