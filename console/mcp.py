@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db import close_old_connections
@@ -121,11 +121,16 @@ def current_access() -> Access:
     return access.access_for(token)
 
 
-def _error(exc: Exception) -> CallToolResult:
+def _error(exc: Exception, *, takes: Sequence[str] = ()) -> CallToolResult:
+    """The tool error for `exc`; an unknown field's names what the tool takes instead
+    (an agent that sent memory_search a `query` learns it is `q`)."""
     described = errors.describe(exc)
     if described is None:
         log.exception("unexpected error in an MCP tool")
         described = errors.simple(500, "an unexpected error; it has been logged")
+    codes = {described.code, *(e.get("code") for e in described.errors)}
+    if "unknown_field" in codes and takes:
+        described = replace(described, detail=f"{described.detail}; it takes {', '.join(takes)}")
     if isinstance(exc, access.AccessDenied) and TOKEN_ENV in str(exc):
         described = errors.simple(401, str(exc))
     body = {**described.body(), "status": described.status}
@@ -148,6 +153,10 @@ class Spec:
     destructive: bool = False
     idempotent: bool = True
 
+    def fields(self) -> tuple[str, ...]:
+        """The argument names the tool takes, as its schema spells them."""
+        return tuple(f.alias or name for name, f in self.args.model_fields.items())
+
     def build(self) -> Tool:
         def call(**raw: Any) -> CallToolResult:
             close_old_connections()
@@ -157,7 +166,7 @@ class Spec:
                 with actor.acting_agent(who.agent):  # its revisions name the agent
                     answer = self.run(who, payload)
             except Exception as exc:
-                return _error(exc)
+                return _error(exc, takes=self.fields())
             text = TextContent(type="text", text=answer.text)
             return CallToolResult(content=[text], structured_content=answer.body)
 

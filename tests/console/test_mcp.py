@@ -177,6 +177,9 @@ def test_every_tool_documents_itself_and_refuses_unknown_fields(
         assert result.is_error and error["status"] == 422, (tool.name, error)
         listed = [(e["field"], e["code"]) for e in error.get("errors", [error])]
         assert ("bogus_field", "unknown_field") in listed, tool.name
+        if schema.get("properties"):  # the reply names what the tool takes instead
+            takes = error["detail"].split("; it takes ", 1)[1].split(", ")
+            assert set(takes) == set(schema["properties"]), (tool.name, error["detail"])
     recall = next(t for t in out["tools"] if t.name == "memory_recall")
     props = recall.input_schema["properties"]
     assert props["budget"]["default"] == 1000 and props["budget"]["minimum"] == 50
