@@ -481,6 +481,12 @@ class MemoryListIn(Params):
         'size; memory_read gives it); "full": with the bodies',
     )
 
+    @field_validator("kind", "tags", "any_tags", mode="before")
+    @classmethod
+    def _one_as_a_list(cls, value: Any) -> Any:
+        """One value where a list is taken (memory_recall's `kind` is one string)."""
+        return [value] if isinstance(value, str) else value
+
 
 class NoteFields(Body):
     """A note's fields; its text is unescaped once, as a memory's is (`as_read`)."""

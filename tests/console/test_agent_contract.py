@@ -299,6 +299,10 @@ def test_a_list_leaves_the_bodies_out_unless_asked(world: World, monkeypatch: An
     assert status == 200 and listed["memories"] == index
     bad = call(client, "get", "/memories", {"detail": "summary"})
     assert bad.status_code == 422 and bad.json()["field"] == "detail"
+    # One kind as a string, as memory_recall takes it, is a list of one.
+    status, facts = mcp(world, "alpha", "memory_list", {"kind": "fact"}, monkeypatch)
+    assert status == 200 and facts["memories"]
+    assert {m["kind"] for m in facts["memories"]} == {"fact"}
 
 
 def test_list_filters_and_pages_with_a_stable_cursor(world: World) -> None:
