@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
+from functools import lru_cache
 
 from recall import bm25
 from recall.config import RecallConfig
@@ -92,26 +93,14 @@ def terms(text: str, stems: Callable[[str], str] = stem) -> list[str]:
     Porter stems, in order, repeats kept: a document's tokens and a query's terms.
 
     `stems` stems one word: by default the process's cache (`recall.query.stem`);
-    a ranking passes a memo of its own for the documents (`_Stems`)."""
+    a ranking passes a cache of its own for the documents (`lexical`)."""
     return [stems(w) for w in _WORD.findall(text.lower()) if kept(w)]
-
-
-class _Stems(dict[str, str]):
-    """One ranking's word -> stem memo (Porter stemming is pure Python: each distinct
-    word once per ranking). Not the process's cache: the words of a scope read once
-    would sit there among the objects the ranking frees, and keep the memory those
-    held. At 100,000 memories, 20 cold recalls grew the process 57 MB with the
-    shared cache (and no kept terms), 17 MB with a memo per ranking."""
-
-    def __missing__(self, word: str) -> str:
-        self[word] = found = porter(word)
-        return found
 
 
 _BAGS: LRU[tuple[int, int], tuple[int, str]] = LRU(1 << 14)
 
 
-def _bag(record: Record, stems: _Stems) -> tuple[int, str]:
+def _bag(record: Record, stems: Callable[[str], str]) -> tuple[int, str]:
     """A document's length in terms and its terms as one string, each between two
     spaces (" a  b  a "), so `str.count(" a ")` is its frequency.
 
@@ -120,22 +109,28 @@ def _bag(record: Record, stems: _Stems) -> tuple[int, str]:
     one project's scope at 100,000 memories. The string is the compact form: after
     20 cold recalls at 100,000, a Counter per text keyed by the text held 52 MB
     (tracemalloc), these 17 MB; over those recalls the serving process grew 115 MB
-    before, 83 MB with these and `_Stems` (the rest is what reading the scope's rows
-    leaves behind). Ranking time is the same.
+    before, 83 MB with these and `lexical`'s own stems (the rest is what reading the
+    scope's rows leaves behind). Ranking time is the same.
     """
     text = " ".join((record.name, record.description, record.body, " ".join(record.tags)))
     key = (len(text), hash(text))
     bag = _BAGS.get(key)
     if bag is None:
-        tokens = terms(text, stems.__getitem__)
+        tokens = terms(text, stems)
         bag = (len(tokens), "".join(f" {t} " for t in tokens))
         _BAGS.put(key, bag)
     return bag
 
 
 def lexical(records: Sequence[Record], query: str, *, limit: int) -> list[Candidate]:
-    """BM25F (one stream) of `records` for `query`, best first, ties by id, score > 0."""
-    stems = _Stems()
+    """BM25F (one stream) of `records` for `query`, best first, ties by id, score > 0.
+
+    The documents' words are stemmed through a cache of this ranking's own (Porter
+    is pure Python: each distinct word once), not the process's: the words of a
+    scope read once would sit there among the objects the ranking frees and keep
+    the memory those held. At 100,000 memories, 20 cold recalls grew the process
+    57 MB through the shared cache (no kept terms), 17 MB through their own."""
+    stems = lru_cache(maxsize=None)(porter)
     bags = [(r.id, _bag(r, stems)) for r in records]
     wanted = {t: f" {t} " for t in dict.fromkeys(terms(" ".join(words(query))))}
     dfs = dict.fromkeys(wanted, 0)
