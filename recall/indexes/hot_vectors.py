@@ -25,8 +25,11 @@ since the last look (the plane's write sequence, `changes`); a deletion
 (the counts disagree) makes it compare every (id, fingerprint) pair. The lag
 this adds to the worker's is about `poll_seconds` plus that read.
 
-USearch keys are integers: each id gets the next key, and an id whose row
-moves partition is removed from the old partition and added to the new one.
+Each row has an integer key (what a USearch graph or a flat matrix holds);
+a write drops the id's row and adds it again (in its new partition if it
+moved), and a dropped row's key goes to the next new row. What the copy
+keeps per row beside its vector (id, partition, fingerprint, filters) is
+held in columns by key (`recall.indexes.copy_rows.RowBook`).
 The first load reads the plane in blocks (`blocks`), so the copy, not a
 second whole table, is what stays in memory.
 """
@@ -36,7 +39,6 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import sys
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
@@ -46,14 +48,13 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from recall.indexes.copy_rows import Partition, Row, RowBook
 from recall.ports import VectorIndex, Vectors
 from recall.types import Candidate, Facets, Filter, VectorBlock, VectorRow
 
 log = logging.getLogger(__name__)
 _TIE_PAD = 8
 _LOAD_BLOCK = 8192  # rows read from the plane at a time on the first load
-Partition = tuple[str | None, bool]  # (project, active)
-Row = tuple[str, str, Facets]  # (item, kind, facets): what a partition filters on
 _NO_FACETS = Facets()
 _STOPPING = threading.Event()
 _THREADS: list[threading.Thread] = []
@@ -110,32 +111,33 @@ class _Part:
     0.45 ms at 10,700 x 384 on one core where USearch's exact search took
     2.96 ms), through a sketch first once the partition is large
     (`Sketching`); past `exact_below` rows they move into a USearch HNSW
-    index, built in one multi-threaded add. `items` holds each key's
-    item, kind and facets for the filters the partition itself does not encode.
+    index, built in one multi-threaded add. A flat row's position in the
+    matrix is `book.position[key]` (`recall.indexes.copy_rows`).
     """
 
     def __init__(
-        self, dims: int, options: dict[str, Any], exact_below: int, sketching: Sketching
-    ) -> None:
+        self, dims: int, options: dict[str, Any], exact_below: int, sketching: Sketching,
+        book: RowBook,
+    ) -> None:  # fmt: skip
         self.dims, self.options, self.exact_below = dims, options, exact_below
         self.sketching = sketching
-        self.items: dict[int, Row] = {}
+        self.book = book
+        self.count = 0  # rows in the flat matrix
         self.index: Any = None  # the HNSW index, once the partition outgrows the flat matrix
         self.matrix: npt.NDArray[Any] = np.empty((0, dims), dtype=np.float32)  # or bf16
         self.keys = np.empty(0, dtype=np.uint64)
         self.scale = np.empty(0, dtype=np.float32)  # each row's 1 / norm (0 for a zero row)
         self.basis: npt.NDArray[np.float32] | None = None  # dims x sketch dims, once sketched
         self.sketch = np.empty((0, 0), dtype=np.float32)  # each unit row on the basis
-        self.row_of: dict[int, int] = {}
 
     def __len__(self) -> int:
-        return len(self.items)
+        return len(self.index) if self.index is not None else self.count
 
     def add(self, keys: npt.NDArray[np.uint64], vectors: npt.NDArray[np.float32]) -> None:
         if self.index is not None:
             self.index.add(keys, vectors, threads=0)
             return
-        rows = len(self.row_of)
+        rows = self.count
         new = slice(rows, rows + len(keys))
         if rows + len(keys) > len(self.matrix):
             grown = max(len(self.matrix) * 3 // 2, rows + len(keys), 64)
@@ -150,10 +152,11 @@ class _Part:
         self.scale[new] = _inverse_norms(stored)
         if self.basis is not None:
             self.sketch[new] = (stored * self.scale[new, None]) @ self.basis
-        self.row_of.update((int(k), rows + n) for n, k in enumerate(keys))
-        if len(self.row_of) > self.exact_below:
+        self.book.position[keys.astype(np.int64)] = np.arange(rows, rows + len(keys))
+        self.count = rows + len(keys)
+        if self.count > self.exact_below:
             self._to_graph()
-        elif self.basis is None and len(self.row_of) >= self.sketching.above:
+        elif self.basis is None and self.count >= self.sketching.above:
             self._fit()
 
     def held_bytes(self) -> int:
@@ -165,7 +168,7 @@ class _Part:
 
     def trim(self) -> None:
         """Give back the flat matrix's spare room (after a bulk load)."""
-        rows = len(self.row_of)
+        rows = self.count
         if self.index is None and len(self.matrix) > rows:
             self.matrix, self.keys = self.matrix[:rows].copy(), self.keys[:rows].copy()
             self.scale = self.scale[:rows].copy()
@@ -178,14 +181,14 @@ class _Part:
         if self.index is not None:
             wanted = np.asarray(keys, dtype=np.uint64)
             return np.stack(self.index.get(wanted, dtype=np.float32)).astype(np.float32)
-        return self._f32(self.matrix[[self.row_of[int(k)] for k in keys]])
+        return self._f32(self.matrix[self.book.position[np.asarray(keys, dtype=np.int64)]])
 
     def remove(self, key: int) -> None:
         if self.index is not None:
             self.index.remove(key)
             return
-        row = self.row_of.pop(key)
-        last = len(self.row_of)  # the old last row, now to fill the hole
+        row = int(self.book.position[key])
+        self.count = last = self.count - 1  # the old last row, now to fill the hole
         if row != last:
             moved = int(self.keys[last])
             self.matrix[row] = self.matrix[last]
@@ -193,7 +196,7 @@ class _Part:
             self.scale[row] = self.scale[last]
             if self.basis is not None:
                 self.sketch[row] = self.sketch[last]
-            self.row_of[moved] = row
+            self.book.position[moved] = row
 
     def search(
         self, query: npt.NDArray[np.float32], count: int
@@ -202,7 +205,7 @@ class _Part:
         if self.index is not None:
             found = self.index.search(query, count)
             return found.keys, found.distances
-        rows = len(self.row_of)
+        rows = self.count
         pool = max(self.sketching.pool, 4 * count)
         if self.basis is None or pool >= rows:
             vectors = self._f32(self.matrix[:rows])
@@ -234,7 +237,7 @@ class _Part:
         width = min(self.sketching.dims, self.dims)
         if width >= self.dims:  # no narrower sketch to scan
             return
-        rows = len(self.row_of)
+        rows = self.count
         unit = self.matrix[:rows] * self.scale[:rows, None]
         _, directions = np.linalg.eigh(unit.T @ unit)  # ascending: the last are the main ones
         self.basis = np.ascontiguousarray(directions[:, ::-1][:, :width], dtype=np.float32)
@@ -246,10 +249,10 @@ class _Part:
     def _to_graph(self) -> None:
         from usearch.index import Index
 
-        rows = len(self.row_of)
+        rows = self.count
         index = Index(ndim=self.dims, metric="cos", **self.options)
         index.add(self.keys[:rows].copy(), self._f32(self.matrix[:rows]), threads=0)
-        self.index, self.row_of = index, {}
+        self.index, self.count = index, 0
         self.matrix = np.empty((0, self.dims), dtype=np.float32)
         self.keys = np.empty(0, dtype=np.uint64)
         self.scale = np.empty(0, dtype=np.float32)
@@ -296,13 +299,6 @@ def _nearest(
     at = top[np.argsort(-similarity[top], kind="stable")]
     distances: npt.NDArray[np.float32] = (1.0 - similarity[at]).astype(np.float32)
     return at, distances
-
-
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    key: int
-    partition: Partition
-    fingerprint: str
 
 
 class HotVectorIndex:
@@ -360,13 +356,9 @@ class HotVectorIndex:
         self.sketching = sketching
         self.poll_seconds = poll_seconds
         self._lock = threading.RLock()
-        self._entries: dict[str, _Entry] = {}
+        self._book = RowBook()  # each row's id, partition, fingerprint, filters, position
         self._changes = 0  # rows put or dropped: part of `stamp`
         self._parts: dict[Partition, _Part] = {}
-        self._partitions: dict[Partition, Partition] = {}  # each partition's one tuple
-        self._tag_sets: dict[tuple[str, ...], tuple[str, ...]] = {}  # each tag set's one tuple
-        self._ids_by_key: dict[int, str] = {}
-        self._next_key = 0
         self._version: int | None = None  # of the plane when the copy was last synced
         self._mark = 0  # the highest write sequence number the copy holds
         self._dims: int | None = None
@@ -419,7 +411,7 @@ class HotVectorIndex:
         with self._lock:
             for partition, part in self._parts.items():
                 if _admits_partition(where, partition):
-                    found.extend(self._search_part(part, query, where, limit))
+                    found.extend(self._search_part(partition, part, query, where, limit))
         found.sort(key=lambda pair: (-pair[1], pair[0]))
         return [Candidate(id=i, rank=n, score=s) for n, (i, s) in enumerate(found[:limit], 1)]
 
@@ -431,8 +423,9 @@ class HotVectorIndex:
         by_part: dict[Partition, list[tuple[str, int]]] = {}
         with self._lock:
             for i in ids:
-                if (entry := self._entries.get(i)) is not None:
-                    by_part.setdefault(entry.partition, []).append((i, entry.key))
+                if (found := self._book.find(i)) is not None:
+                    key, partition = found
+                    by_part.setdefault(partition, []).append((i, key))
             out: dict[str, npt.NDArray[np.float32]] = {}
             for partition, pairs in by_part.items():  # one read per partition
                 rows = self._parts[partition].rows([key for _, key in pairs])
@@ -451,11 +444,8 @@ class HotVectorIndex:
     def clear(self) -> None:
         self.inner.clear()
         with self._lock:
-            self._entries.clear()
+            self._book = RowBook()
             self._parts.clear()
-            self._partitions.clear()
-            self._tag_sets.clear()
-            self._ids_by_key.clear()
             self._version = None
             self._changes += 1
 
@@ -494,15 +484,15 @@ class HotVectorIndex:
             self._put(delta)
             self._mark = max(self._mark, delta.high_water)
             self._version = version
-            agree = len(self._entries) == self.inner.count()
+            agree = len(self._book) == self.inner.count()
         return len(delta.ids) + (0 if agree else self._reconcile())
 
     def _reconcile(self) -> int:
         """Drop rows the plane no longer has and reload rows whose fingerprint differs."""
         stored = dict(self.inner.fingerprints())
         with self._lock:
-            gone = [i for i in self._entries if i not in stored]
-            changed = [i for i, fp in stored.items() if self._stale(i, fp)]
+            gone = [i for i in self._book.key_of if i not in stored]
+            changed = [i for i, fp in stored.items() if self._book.stale(i, fp)]
         changes = self._source.block(changed) if changed else None
         with self._lock:
             for id_ in gone:
@@ -548,10 +538,6 @@ class HotVectorIndex:
         _THREADS[:] = [t for t in _THREADS if t.is_alive()] + [thread]
         thread.start()
 
-    def _stale(self, id_: str, fingerprint: str) -> bool:
-        entry = self._entries.get(id_)
-        return entry is None or entry.fingerprint != fingerprint
-
     # -- the partitions -------------------------------------------------------------
 
     def _put(self, block: VectorBlock) -> None:
@@ -560,51 +546,34 @@ class HotVectorIndex:
             return
         vectors = np.asarray(block.vectors, dtype=np.float32)
         self._dims = vectors.shape[1]
-        adds: dict[Partition, tuple[list[int], list[int]]] = {}
-        for row, id_ in enumerate(block.ids):
+        last = {id_: row for row, id_ in enumerate(block.ids)}  # an id twice: its last row
+        for id_ in last:
             self._drop(id_)
-            partition = self._partition(block.projects[row], bool(block.active[row]))
-            key = self._next_key
-            self._next_key += 1
-            self._entries[id_] = _Entry(key, partition, block.fingerprints[row])
-            self._ids_by_key[key] = id_
-            item, kind = sys.intern(block.items[row]), sys.intern(block.kinds[row])
-            facets = self._shared(block.facets[row]) if block.facets is not None else _NO_FACETS
-            self._part(partition).items[key] = (item, kind, facets)
+        book, adds = self._book, dict[Partition, tuple[list[int], list[int]]]()
+        for id_, row in last.items():
+            partition = (block.projects[row], bool(block.active[row]))
+            facets = book.shared(block.facets[row]) if block.facets is not None else _NO_FACETS
+            key = book.add(
+                id_, partition, block.items[row], block.kinds[row], block.fingerprints[row],
+                facets,
+            )  # fmt: skip
             keys, rows = adds.setdefault(partition, ([], []))
             keys.append(key)
             rows.append(row)
         for partition, (keys, rows) in adds.items():
-            self._parts[partition].add(np.asarray(keys, dtype=np.uint64), vectors[rows])
-
-    def _partition(self, project: str | None, active: bool) -> Partition:
-        """The one (project, active) tuple every row of that partition refers to."""
-        partition = (project, active)
-        return self._partitions.setdefault(partition, partition)
-
-    def _shared(self, facets: Facets) -> Facets:
-        """`facets` with its strings and tag tuple shared with every row that has the
-        same (a session's turns, an agent's writes): the 100,000 bench deployment's
-        copy (116,446 rows, 52,542 tag sets) traced 258.7 -> 248.1 MB with them."""
-        tags = self._tag_sets.get(facets.tags)
-        if tags is None:
-            tags = self._tag_sets[facets.tags] = tuple(sys.intern(t) for t in facets.tags)
-        return Facets(
-            tags, sys.intern(facets.agent_id), sys.intern(facets.session_id),
-            facets.importance, facets.created,
-        )  # fmt: skip
+            self._part(partition).add(np.asarray(keys, dtype=np.uint64), vectors[rows])
 
     def _drop(self, id_: str) -> None:
         self._changes += 1
-        entry = self._entries.pop(id_, None)
-        if entry is None:
+        found = self._book.find(id_)
+        if found is None:
             return
-        self._ids_by_key.pop(entry.key, None)
-        part = self._parts[entry.partition]
-        part.items.pop(entry.key, None)
-        part.remove(entry.key)
-        if not part.items:
-            del self._parts[entry.partition]
+        key, partition = found
+        part = self._parts[partition]
+        part.remove(key)
+        self._book.drop(id_)
+        if not len(part):
+            del self._parts[partition]
 
     def _part(self, partition: Partition) -> _Part:
         part = self._parts.get(partition)
@@ -612,12 +581,17 @@ class HotVectorIndex:
             options = {"dtype": self.dtype, "connectivity": self.connectivity,
                        "expansion_search": self.expansion}  # fmt: skip
             part = self._parts[partition] = _Part(
-                self._dims or 0, options, self.exact_below, self.sketching
+                self._dims or 0, options, self.exact_below, self.sketching, self._book
             )
         return part
 
     def _search_part(
-        self, part: _Part, query: npt.NDArray[np.float32], where: Filter, limit: int
+        self,
+        partition: Partition,
+        part: _Part,
+        query: npt.NDArray[np.float32],
+        where: Filter,
+        limit: int,
     ) -> list[tuple[str, float]]:
         size = len(part)
         filtered = where.items is not None or where.kinds is not None or where.narrowed
@@ -625,16 +599,18 @@ class HotVectorIndex:
             # Flat, under an attribute filter (which may admit few rows): scan only the
             # rows it admits (a mask). Scope-like filters (items, kinds) admit most
             # rows, so those keep the cheaper fetch-deeper loop below.
-            admitted = [k for k, row in part.items.items() if _admits_row(where, row)]
-            keys, distances = part.search_among(query, admitted, limit + _TIE_PAD)
+            keys, distances = part.search_among(
+                query, self._admitted(partition, where), limit + _TIE_PAD
+            )
             return self._hits(keys, distances)
         fetch = min(size, limit + _TIE_PAD)
         while True:
             keys, distances = part.search(query, fetch)
+            book = self._book
             hits = [
-                (self._ids_by_key[int(k)], 1.0 - float(d))
-                for k, d in zip(keys, distances, strict=True)
-                if not filtered or _admits_row(where, part.items[int(k)])
+                (book.ids[k], 1.0 - float(d))
+                for k, d in zip(keys.tolist(), distances.tolist(), strict=True)
+                if not filtered or _admits_row(where, book.row(k))
             ]
             # Enough hits, unless a tie runs past the window (it could hide a smaller id).
             if len(hits) >= limit + _TIE_PAD and hits[-1][1] < hits[limit - 1][1]:
@@ -646,16 +622,21 @@ class HotVectorIndex:
             return hits
         # The whole graph was read and the page is still short (HNSW need not
         # reach every row): scan the rows the filter admits, exactly.
-        admitted = [k for k, row in part.items.items() if _admits_row(where, row)]
-        keys, distances = part.search_among(query, admitted, limit + _TIE_PAD)
+        keys, distances = part.search_among(
+            query, self._admitted(partition, where), limit + _TIE_PAD
+        )
         return self._hits(keys, distances)
+
+    def _admitted(self, partition: Partition, where: Filter) -> list[int]:
+        """The keys of the partition's rows `where` admits, ascending."""
+        book = self._book
+        return [k for k in book.keys_in(partition) if _admits_row(where, book.row(k))]
 
     def _hits(
         self, keys: npt.NDArray[np.uint64], distances: npt.NDArray[np.float32]
     ) -> list[tuple[str, float]]:
-        return [
-            (self._ids_by_key[int(k)], 1.0 - float(d)) for k, d in zip(keys, distances, strict=True)
-        ]
+        ids = self._book.ids
+        return [(ids[k], 1.0 - d) for k, d in zip(keys.tolist(), distances.tolist(), strict=True)]
 
 
 def _keep_current(ref: weakref.ref[HotVectorIndex]) -> None:

@@ -221,17 +221,17 @@ def test_a_large_partition_scans_its_sketch_then_scores_the_best_in_full(tmp_pat
 
 
 def test_rows_share_their_partition_session_agent_and_tags(tmp_path: Path) -> None:
-    """The copy keeps one object per partition, session, agent and tag set, not one per
-    row (`HotVectorIndex._shared`)."""
+    """The copy keeps one object per session, agent and tag set, not one per row
+    (`RowBook.shared`), and one code per partition."""
     plane = LanceIndex(tmp_path / "v", dims=DIMS)
     turn = {"session_id": "s-1", "agent_id": "claude", "tags": ("ops", "db")}
     plane.upsert([row(f"t{i}", e(i % DIMS) + 0.1, **turn) for i in range(6)])
     hot = HotVectorIndex(plane, poll_seconds=0, warm=True)
     hot.upsert([row("own", e(0), **turn)])  # an own write joins the same objects
 
-    rows = list(hot._parts[("a", True)].items.values())
-    partitions = {id(entry.partition) for entry in hot._entries.values()}
-    assert len(rows) == 7 and len(partitions) == 1
+    book = hot._book
+    rows = [book.row(k) for k in book.keys_in(("a", True))]
+    assert len(rows) == 7 and len(book.partitions) == 1
     for field in ("session_id", "agent_id", "tags"):
         assert len({id(getattr(facets, field)) for _, _, facets in rows}) == 1, field
     assert rows[0][2].tags == ("ops", "db") and rows[0][2].session_id == "s-1"
@@ -286,3 +286,64 @@ def test_held_bytes_counts_each_row_vector_key_and_norm(tmp_path: Path) -> None:
     assert hot.held_bytes() == 11 * per_row
     hot.delete(["b"])  # its partition goes with its last row
     assert hot.held_bytes() == 10 * per_row
+
+
+def test_rewritten_rows_reuse_their_keys_and_read_back_as_last_written(tmp_path: Path) -> None:
+    """Every write drops a row and adds it again: the copy's columns (`RowBook`) stay as
+    long as its largest size, and each row reads back as last written, in the
+    partition it was last written to (a flat one and a graph)."""
+    rng = np.random.default_rng(5)
+    hot = HotVectorIndex(
+        LanceIndex(tmp_path / "v", dims=DIMS), exact_below=30, poll_seconds=0, warm=True
+    )
+    graph = {f"g{i:02d}": rng.normal(size=DIMS) for i in range(40)}
+    hot.upsert([row(i, p, project="g") for i, p in graph.items()])
+    latest: dict[str, np.ndarray] = {}
+    for round_ in range(12):
+        points = rng.normal(size=(20, DIMS))
+        active = round_ % 2 == 0
+        hot.upsert([row(f"m{i}", p, active=active) for i, p in enumerate(points)])
+        latest = {f"m{i}": p for i, p in enumerate(points)}
+        moved = {f"g{i:02d}": rng.normal(size=DIMS) for i in range(round_, 40, 7)}
+        hot.upsert([row(i, p, project="g") for i, p in moved.items()])  # within the graph
+        graph |= moved
+    assert len(hot._book.ids) == 60 and len(hot._book) == 60
+    assert hot._parts[("g", True)].index is not None  # 40 rows: past exact_below
+    only_g = Filter(projects=("g",), include_global=False)
+    held = hot.vectors(list(graph))  # each id's key holds its last vector
+    for id_, p in graph.items():
+        assert held[id_] == pytest.approx(p / np.linalg.norm(p), abs=1e-6)
+
+    inactive = Filter(projects=("a",), include_global=False, active_only=False)
+    for id_, p in latest.items():
+        (top,) = hot.search(p, where=inactive, limit=1)
+        assert top.id == id_ and top.score == pytest.approx(1.0, abs=1e-6)
+        assert not hot.search(p, where=ACTIVE_A, limit=1)  # the last round wrote them inactive
+    hot.delete([f"m{i}" for i in range(20)])
+    assert not hot.search(e(0), where=inactive, limit=5)
+    assert len(hot.search(e(0), where=only_g, limit=40)) == 40
+
+
+def test_the_book_compares_fingerprints_whatever_their_form() -> None:
+    """The plane's fingerprints (16 hex digits) are kept as 64 bits, any other as text:
+    either way a changed one is stale, and a freed key forgets its row's."""
+    from recall.indexes.copy_rows import RowBook
+    from recall.types import Facets
+
+    book = RowBook()
+    hexed = book.add("a", ("p", True), "memory", "fact", "00ff00ff00ff00ff", Facets())
+    book.add("b", ("p", True), "memory", "fact", "b:odd:1", Facets())
+    assert not book.stale("a", "00ff00ff00ff00ff") and not book.stale("b", "b:odd:1")
+    assert book.stale("a", "00ff00ff00ff00fe") and book.stale("a", "00FF00FF00FF00FF")
+    assert book.stale("b", "b:odd:2") and book.stale("b", "00ff00ff00ff00ff")
+    assert book.stale("c", "00ff00ff00ff00ff")
+
+    book.drop("a")
+    assert book.stale("a", "00ff00ff00ff00ff") and book.find("a") is None
+    reused = book.add("c", ("q", False), "note", "fact", "c:odd", Facets())
+    assert reused == hexed and book.find("c") == (hexed, ("q", False))
+    assert book.row(reused)[:2] == ("note", "fact") and book.ids[reused] == "c"
+    book.drop("b")
+    again = book.add("d", ("p", True), "memory", "fact", "0123456789abcdef", Facets())
+    assert not book.stale("d", "0123456789abcdef") and book.stale("d", "b:odd:1")
+    assert len(book) == 2 and len(book.ids) == 2 and again != reused
