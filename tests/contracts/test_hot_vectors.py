@@ -347,3 +347,54 @@ def test_the_book_compares_fingerprints_whatever_their_form() -> None:
     again = book.add("d", ("p", True), "memory", "fact", "0123456789abcdef", Facets())
     assert not book.stale("d", "0123456789abcdef") and book.stale("d", "b:odd:1")
     assert len(book) == 2 and len(book.ids) == 2 and again != reused
+
+
+def test_a_partitions_admitted_rows_are_those_the_reference_predicate_admits() -> None:
+    """`RowBook.admitted` (the filters on the columns, for a whole partition) agrees
+    with `Filter.admits_facets` on each row, for every kind of attribute filter."""
+    from datetime import UTC, datetime, timedelta
+
+    from recall.indexes.copy_rows import Row, RowBook
+    from recall.types import Facets
+
+    def reference(where: Filter, row: Row) -> bool:  # the predicate, row by row
+        item, kind, facets = row
+        if where.items is not None and item not in where.items:
+            return False
+        if where.kinds is not None and kind not in where.kinds:
+            return False
+        return not where.narrowed or where.admits_facets(item, facets)
+
+    rng = np.random.default_rng(17)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    book = RowBook()
+    for i in range(600):
+        created = (
+            None if i % 13 == 0 else start + timedelta(microseconds=int(rng.integers(0, 10**9)))
+        )
+        tags = {str(t) for t in rng.choice(["ops", "db", "ui", "x"], rng.integers(0, 3))}
+        facets = Facets(
+            tuple(sorted(tags)),
+            str(rng.choice(["", "claude", "codex"])), str(rng.choice(["", "s1", "s2"])),
+            float(rng.choice([0.1, 0.5, 0.7, 0.9])), created,
+        )  # fmt: skip
+        partition = ("a", True) if i % 4 else ("b", False)
+        item, kind = str(rng.choice(["memory", "note"])), str(rng.choice(["fact", "event"]))
+        book.add(f"r{i}", partition, item, kind, f"fp{i}", facets)
+    for i in range(0, 600, 5):
+        book.drop(f"r{i}")  # free keys are in no partition
+    middle = start + timedelta(microseconds=5 * 10**8)
+    filters = [
+        Filter(), Filter(items=("note",)), Filter(kinds=("event", "nothing")),
+        Filter(tags=("ops",)), Filter(tags=("ops", "db")), Filter(any_tags=("ui", "x")),
+        Filter(tags=("db",), any_tags=("ui",)), Filter(agent_id="claude"),
+        Filter(agent_id="nobody"), Filter(session_id="s2"), Filter(min_importance=0.7),
+        Filter(since=middle), Filter(until=middle), Filter(since=middle, until=middle),
+        Filter(items=("memory",), kinds=("fact",), tags=("x",), min_importance=0.5),
+    ]  # fmt: skip
+    for where in filters:
+        for partition in (("a", True), ("b", False), ("c", True)):
+            keys = book.keys_in(partition).tolist()
+            admitted = [k for k in keys if reference(where, book.row(k))]
+            assert book.admitted(partition, where).tolist() == admitted, where
+    assert book.admitted(("a", True), Filter(tags=("ops",))).size > 0
