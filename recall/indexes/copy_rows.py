@@ -46,7 +46,8 @@ V = TypeVar("V", bound=Hashable)
 
 
 class Codes(Generic[V]):
-    """A small integer for each distinct value (partitions, items, kinds), for good."""
+    """A small integer for each distinct value (partitions, items, kinds, agents,
+    sessions, tag sets), kept for good: one object per value, whatever the rows."""
 
     def __init__(self) -> None:
         self.values: list[V] = []
@@ -63,6 +64,7 @@ class Codes(Generic[V]):
         return self.values[code]
 
     def find(self, value: V) -> int | None:
+        """The value's code, or None (without giving it one)."""
         return self._codes.get(value)
 
     def known(self, values: Collection[V]) -> list[int]:
@@ -165,7 +167,10 @@ class RowBook:
 
     def keys_in(self, partition: Partition) -> npt.NDArray[np.int64]:
         """The keys of the partition's rows, ascending."""
-        return np.flatnonzero(self.part == self.partitions.code(partition))
+        code = self.partitions.find(partition)
+        if code is None:
+            return np.empty(0, dtype=np.int64)
+        return np.flatnonzero(self.part == code)
 
     def admitted(self, partition: Partition, where: Filter) -> npt.NDArray[np.int64]:
         """The keys of the partition's rows `where` admits, ascending (`admits`)."""
