@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from console import passage_store
 from console.models import Edge, Memory, MemoryRevision, Note, Project, RetrievalEvent
-from console.prepared import Prepared
+from console.prepared import Prepared, read_rows
 from recall import timetravel
 from recall.context import turns_before
 from recall.decay import expired as is_expired
@@ -146,7 +146,7 @@ def memory_record(m: Memory) -> Record:
 
 def memory_records(rows: QuerySet[Memory]) -> list[Record]:
     """Records of a memory queryset, in its order, without model instances."""
-    return [memory_row_record(row) for row in rows.values_list(*MEMORY_COLUMNS)]
+    return [memory_row_record(row) for row in read_rows(rows, MEMORY_COLUMNS)]
 
 
 REVISION_COLUMNS = (
@@ -738,7 +738,7 @@ class DjangoStore:
                 rows = rows.filter(kind__in=list(where.kinds))
             if where.narrowed:
                 rows = rows.filter(_attributes(where))
-            known = [revision_row_record(r) for r in rows.values_list(*REVISION_COLUMNS)]
+            known = [revision_row_record(r) for r in read_rows(rows, REVISION_COLUMNS)]
         return timetravel.as_known(known, where=where, instant=valid_at)
 
     def isolation(self, project: str) -> str:

@@ -162,3 +162,17 @@ def test_an_argument_of_another_type_is_refused(memories: list[Memory]) -> None:
 
     with pytest.raises(TypeError, match="str, int or datetime"):
         prepared.rows("by-name", 1.5)
+
+
+def test_a_queryset_read_once_gives_what_values_list_gives(memories: list[Memory]) -> None:
+    """`read_rows`: any queryset's rows with the prepared conversions (time travel and
+    rebuilds read thousands of rows this way), the same tuples as the ORM's."""
+    from console.prepared import read_rows
+    from console.store import MEMORY_COLUMNS
+
+    everything = Memory.objects.order_by("pk")
+    assert read_rows(everything, MEMORY_COLUMNS) == list(everything.values_list(*MEMORY_COLUMNS))
+    archived = everything.filter(invalid_at__isnull=False, project__isnull=True)
+    assert read_rows(archived, COLUMNS) == list(archived.values_list(*COLUMNS))
+    assert len(read_rows(archived, COLUMNS)) == 1
+    assert read_rows(Memory.objects.filter(pk__in=[]), COLUMNS) == []  # no SQL at all
