@@ -32,7 +32,7 @@ from recall.errors import QueryError
 from recall.lru import LRU
 from recall.packing import pack
 from recall.planes import Planes
-from recall.query import WORD, clean, kept, porter, stem, words
+from recall.query import MIN_WORD_CHARS, WORD, clean, kept, porter, stem, words
 from recall.requests import RecallRequest, SearchRequest
 from recall.results import ContextPack, Hit, Provenance, SearchResult, to_hit
 from recall.scoring import admits
@@ -94,7 +94,8 @@ def terms(text: str, stems: Callable[[str], str] = stem) -> list[str]:
 
     `stems` stems one word: by default the process's cache (`recall.query.stem`);
     a ranking passes a cache of its own for the documents (`lexical`)."""
-    return [stems(w) for w in _WORD.findall(text.lower()) if kept(w)]
+    found = _WORD.findall(text.lower())  # `kept` asked of short words only: it is called per word
+    return [stems(w) for w in found if len(w) >= MIN_WORD_CHARS or kept(w)]
 
 
 _BAGS: LRU[tuple[int, int], tuple[int, str]] = LRU(1 << 14)
@@ -117,7 +118,7 @@ def _bag(record: Record, stems: Callable[[str], str]) -> tuple[int, str]:
     bag = _BAGS.get(key)
     if bag is None:
         tokens = terms(text, stems)
-        bag = (len(tokens), "".join(f" {t} " for t in tokens))
+        bag = (len(tokens), f" {'  '.join(tokens)} " if tokens else "")
         _BAGS.put(key, bag)
     return bag
 
