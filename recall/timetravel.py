@@ -94,7 +94,7 @@ def terms(text: str, stems: Callable[[str], str] = stem) -> list[str]:
 
     `stems` stems one word: by default the process's cache (`recall.query.stem`);
     a ranking passes a cache of its own for the documents (`lexical`)."""
-    found = _WORD.findall(text.lower())  # `kept` asked of short words only: it is called per word
+    found = _WORD.findall(text.lower())  # long words pass without a call of `kept` each
     return [stems(w) for w in found if len(w) >= MIN_WORD_CHARS or kept(w)]
 
 
