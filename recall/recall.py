@@ -37,7 +37,7 @@ from recall.fusion import fuse
 from recall.gather import Gathered, check_names, gather, select
 from recall.packing import attach, pack
 from recall.planes import Planes
-from recall.ports import EXPAND, RANK, Channel
+from recall.ports import EXPAND, RANK, Channel, MemoryStore
 from recall.query import clean, words
 from recall.requests import RecallRequest
 from recall.results import ContextPack, Hit, to_hit
@@ -243,6 +243,7 @@ def run(
     asked = ChannelQuery(query, context=context.reading(config))
     gathered = gather(ranking, asked, where=where, depth=depth, embedder=planes.embedder)
     _strict(req, gathered.warnings)
+    _filtered_out(gathered, where, planes.store)  # before the meaning floor drops any
     _meaning_floor(gathered, config.meaning_floor)
     timings = gathered.timings
 
@@ -393,6 +394,32 @@ NOTHING_CLOSE = (
     "nothing in scope holds the query's words, and nothing is close enough in meaning "
     "(below {floor}): no memory answers this"
 )
+
+
+FILTERED_OUT = "nothing in scope passes the filters ({names}): no memory answers this"
+
+
+def _filtered_out(gathered: Gathered, where: Filter, store: MemoryStore) -> None:
+    """When no channel found anything because no item in scope passes the filters,
+    say so: an agent's tag that no memory carries got a bare empty pack.
+
+    The meaning channel returns the nearest items the filters admit however far
+    they are, so when it ran and found none, none passes; without it, one count
+    says (34 ms for a tag at 100,000 memories, so not asked otherwise)."""
+    if where.kinds is None and not where.narrowed:
+        return
+    if any(gathered.lists.values()):
+        return
+    if gathered.status.get(SEMANTIC) != "on" and store.count(where=where) > 0:
+        return
+    named = (
+        ("kinds", where.kinds is not None), ("tags", where.tags), ("any_tags", where.any_tags),
+        ("agent_id", where.agent_id is not None), ("session_id", where.session_id is not None),
+        ("min_importance", where.min_importance is not None), ("since", where.since is not None),
+        ("until", where.until is not None),
+    )  # fmt: skip
+    names = ", ".join(name for name, given in named if given)
+    gathered.warnings.append(FILTERED_OUT.format(names=names))
 
 
 def _meaning_floor(gathered: Gathered, floor: float) -> None:

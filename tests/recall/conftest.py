@@ -109,9 +109,10 @@ def index(engine: Engine, records: Iterable[Record]) -> None:
     if planes.vectors is not None and planes.embedder is not None:
         docs = [to_doc(r) for r in records]
         vectors = FakeEmbedder(planes.embedder.dims).embed([d.embedding_text() for d in docs])
-        planes.vectors.upsert([
+        planes.vectors.upsert([  # with the facets the filters read, as the console's rows
             VectorRow(d.id, d.item, d.project, d.active, d.kind, tuple(float(x) for x in v),
-                      planes.embedder.model, d.updated)
+                      planes.embedder.model, d.updated, tags=d.tags, agent_id=d.agent_id,
+                      session_id=d.session_id, importance=d.importance, created=d.created)
             for d, v in zip(docs, vectors, strict=True)
         ])  # fmt: skip
 

@@ -470,3 +470,21 @@ def test_a_long_memory_comes_whole_when_the_budget_has_room(make_engine: MakeEng
     assert not large.truncated and "Step 89" in (large.text or "")
     assert RecallConfig().item_cap(1000) == 500 and RecallConfig().item_cap(8000) == 2000
     assert RecallConfig(item_tokens=0).item_cap(8000) == 0  # no cap stays no cap
+
+
+def test_filters_no_memory_passes_make_an_empty_pack_that_names_them(make_engine: MakeEngine):
+    """A tag no memory carries (or any filter nothing in scope passes) is an empty pack
+    whose warning names the filters; one that lets memories through says nothing."""
+    engine = make_engine(
+        [make_memory(1, description="chroma boot race", tags=("ops",)), make_memory(2)]
+    )
+
+    pack = engine.recall(ask("chroma boot race", tags=("deploy",), min_importance=0.2))
+
+    assert pack.items == () and pack.warnings == (
+        "nothing in scope passes the filters (tags, min_importance): no memory answers this",
+    )
+    passed = engine.recall(ask("chroma boot race", tags=("ops",)))
+    assert ids(passed.items) == [uid(1)] and not passed.warnings
+    unrelated = engine.recall(ask("quokka zebra", tags=("ops",)))
+    assert not any("passes the filters" in w for w in unrelated.warnings)
