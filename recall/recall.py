@@ -39,7 +39,7 @@ from recall.packing import attach, pack
 from recall.planes import Planes
 from recall.ports import EXPAND, RANK, Channel, MemoryStore
 from recall.query import clean, words
-from recall.requests import RecallRequest
+from recall.requests import FILTER_FIELDS, RecallRequest
 from recall.results import ContextPack, Hit, to_hit
 from recall.scope import recall_filter, scope_of
 from recall.scoring import Scored, admits, boost, current_first, guard, hydrate, rank
@@ -287,16 +287,17 @@ def run(
     if req.include_graph:  # seed 003: each hit's 1-hop neighbours, counted in its tokens
         ranked = with_graph(planes.store, ranked, where=where)
     start = time.perf_counter()
+    cap = config.item_cap(budget)
     packed = pack(
         ranked, budget=budget, counter=planes.tokens, detail=req.detail,
-        item_tokens=config.item_cap(budget), warnings=gathered.warnings, total_found=len(scored),
+        item_tokens=cap, warnings=gathered.warnings, total_found=len(scored),
         associated=req.include_associated, pack_id=req.pack_id,
         focus=passages.focus(
             planes.store, gathered.query.vector if gathered.query else None, query
         ),
     )  # fmt: skip
     how = altitude.Packing(
-        budget, planes.tokens, req.detail, config.item_cap(budget), tuple(gathered.warnings),
+        budget, planes.tokens, req.detail, cap, tuple(gathered.warnings),
         len(scored), req.include_associated, req.pack_id,
     )  # fmt: skip
     answered = altitude.answer(
@@ -312,7 +313,7 @@ def run(
         found = [(h, r) for h, r in found if h.id not in answered.covered]
         packed, linked = attach(
             packed, found, budget=budget, counter=planes.tokens, detail=req.detail,
-            item_tokens=config.item_cap(budget), total_found=len(scored), pack_id=req.pack_id,
+            item_tokens=cap, total_found=len(scored), pack_id=req.pack_id,
         )  # fmt: skip
     timings["pack"] = _ms(start)
     timings["total"] = _ms(started)
@@ -412,14 +413,8 @@ def _filtered_out(gathered: Gathered, where: Filter, store: MemoryStore) -> None
         return
     if gathered.status.get(SEMANTIC) != "on" and store.count(where=where) > 0:
         return
-    named = (
-        ("kinds", where.kinds is not None), ("tags", where.tags), ("any_tags", where.any_tags),
-        ("agent_id", where.agent_id is not None), ("session_id", where.session_id is not None),
-        ("min_importance", where.min_importance is not None), ("since", where.since is not None),
-        ("until", where.until is not None),
-    )  # fmt: skip
-    names = ", ".join(name for name, given in named if given)
-    gathered.warnings.append(FILTERED_OUT.format(names=names))
+    given = [f for f in FILTER_FIELDS if getattr(where, f, None) not in (None, ())]
+    gathered.warnings.append(FILTERED_OUT.format(names=", ".join(given)))
 
 
 def _meaning_floor(gathered: Gathered, floor: float) -> None:
