@@ -391,24 +391,26 @@ def _prompts_rebuilding(
     return percentiles(samples), {**done, "window_s": window}
 
 
+def _recall_with(filters: Mapping[str, Any]) -> Callable[[tuple[str, str | None]], Any]:
+    """Recall at budget 1000 of a (query, project) pair under `filters`."""
+    from console import selectors
+
+    return lambda p: selectors.memory_recall(
+        query=p[0], project=p[1], budget=1000, filters=dict(filters)
+    )
+
+
 def _cold_recalls(pairs: Sequence[tuple[str, str | None]]) -> dict[str, dict[str, float]]:
     """Recall's cold path (recall/timetravel.py): valid time, then transaction time, at now
     (so every memory of the scope is read from the store and ranked)."""
     from datetime import UTC, datetime
 
-    from console import selectors
-
     now = datetime.now(UTC)
-
-    def recall_as_of(field: str) -> Callable[[tuple[str, str | None]], Any]:
-        filters = {field: now}
-        return lambda p: selectors.memory_recall(
-            query=p[0], project=p[1], budget=1000, filters=filters
-        )
-
     return {
-        "recall as_of (cold)": percentiles(timed(recall_as_of("as_of"), pairs)),
-        "recall recorded_as_of (cold)": percentiles(timed(recall_as_of("recorded_as_of"), pairs)),
+        "recall as_of (cold)": percentiles(timed(_recall_with({"as_of": now}), pairs)),
+        "recall recorded_as_of (cold)": percentiles(
+            timed(_recall_with({"recorded_as_of": now}), pairs)
+        ),
     }
 
 
@@ -419,10 +421,7 @@ def _filtered_recall() -> Callable[[tuple[str, str | None]], Any]:
     The Recall queries again, so compare with "recall, cached embedding"."""
     from datetime import UTC, datetime
 
-    from console import selectors
-
-    filters = {"since": datetime(2000, 1, 1, tzinfo=UTC)}
-    return lambda p: selectors.memory_recall(query=p[0], project=p[1], budget=1000, filters=filters)
+    return _recall_with({"since": datetime(2000, 1, 1, tzinfo=UTC)})
 
 
 def _api_writes(pairs: Sequence[tuple[str, str | None]]) -> list[float]:
