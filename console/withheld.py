@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 
 from console.models import Memory, Note
 from recall import sanitize
-from recall.agent import DESCRIPTION_CHARS, shown_line
+from recall.agent import DESCRIPTION_CHARS, shown_lines
 
 WITHHELD_NEW = (
     f"holds {sanitize.WITHHELD!r}, where a read left out text that reads as an "
@@ -67,7 +67,7 @@ def restored(item: Memory | Note, fields: Mapping[str, Any]) -> dict[str, Any]:
             continue
         stored = str(getattr(item, name, "") or "")
         if limit is None:
-            back = sanitize.restore(str(written), stored, shown_line)
+            back = sanitize.restore(str(written), stored, shown_lines)
         else:  # one line: the whole field as it was read
             shown = sanitize.line(stored, limit)
             back = stored if str(written).strip() == shown else None

@@ -55,28 +55,51 @@ def text_of(record: Record, *, limit: int | None = None) -> str:
     does not sanitize a 150 KB log whole).
 
     An imported long text keeps its head as the description and the whole
-    text as the body: then the body alone says it all.
+    text as the body: then the body alone says it all. Each part is read as
+    the text it is (`body_text`): a body opening with its turn's speaker label
+    keeps it under a description, as its write's warnings said.
     """
     description, body = record.description.strip(), record.body.strip()
     lead = description.rstrip("…").strip()
     if lead and body.startswith(lead):
         description = ""
-    joined = "\n".join(part for part in (description, body) if part)
-    return body_text(joined if limit is None else joined[:limit])
+    parts = [part for part in (description, body) if part]
+    if limit is not None:  # the first `limit` characters of the two joined by a newline
+        room, cut = limit, []
+        for part in parts:
+            cut.append(part[: max(room, 0)])
+            room -= len(part) + 1
+        parts = cut
+    return "\n".join(shown for shown in map(body_text, parts) if shown)
 
 
-def body_text(text: str) -> str:
+def body_text(text: str, *, opening: bool = True) -> str:
     """Multi-line agent text: control characters dropped, each line scrubbed (a cut
     marked `sanitize.WITHHELD`), angle brackets escaped (the multi-line sibling of
-    `sanitize.field`)."""
-    text = text.replace("\r\n", "\n")
-    lines = [sanitize.escape_angles(shown_line(line)) for line in text.split("\n")]
-    return "\n".join(lines).strip()
+    `sanitize.field`). `opening`: `text` starts a memory's text (not a sentence
+    taken from inside one), see `shown_lines`."""
+    lines = shown_lines(text, opening=opening)
+    return "\n".join(sanitize.escape_angles(line) for line in lines).strip()
 
 
-def shown_line(line: str) -> str:
-    """One line of a body as an agent reads it, once unescaped (`sanitize.restore`)."""
-    return sanitize.scrub(_CONTROLS.sub("", line.replace("\t", "    ")), mark=True).rstrip()
+def shown_lines(text: str, *, opening: bool = True) -> list[str]:
+    """Each line of `text` as an agent reads it, once unescaped (`sanitize.restore`).
+
+    Lines are scrubbed one by one, and each as the line it is: a speaker label
+    ("assistant:", `sanitize.SPEAKERS`) opening the text is the label of the turn
+    it holds, while one opening any later line would fake a turn and is cut, as
+    `sanitize.field` and the write's warnings (`sanitize.cut_lines`) read it.
+    """
+    lines = text.replace("\r\n", "\n").split("\n")
+    return [_shown(line, first=opening and n == 0) for n, line in enumerate(lines)]
+
+
+def _shown(line: str, *, first: bool) -> str:
+    cleaned = _CONTROLS.sub("", line.replace("\t", "    "))
+    if first:
+        return sanitize.scrub(cleaned, mark=True).rstrip()
+    shown = sanitize.scrub("\n" + cleaned, mark=True)  # a later line: one after a newline
+    return shown.removeprefix("\n").rstrip()
 
 
 def item_view(hit: Hit, *, detail: str = FULL, debug: bool = False) -> dict[str, Any]:

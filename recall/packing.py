@@ -115,7 +115,7 @@ def _fit(
     best = _first(counter, hit, levels, lambda cut: _cut(text[:cut]), room)
     found = _locate(text, focus) if focus else None
     if focus and found is None and clipped:
-        said, start, more = body_text(focus), len(text), True
+        said, start, more = body_text(focus, opening=False), len(text), True
     elif focus and found is not None:
         said, start, more = text[found[0] : found[1]], found[0], bool(text[found[1] :].strip())
     else:

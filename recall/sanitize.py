@@ -280,17 +280,17 @@ def withheld(text: str | None) -> bool:
     return bool(text) and WITHHELD in str(text)
 
 
-def restore(written: str, stored: str, view: Callable[[str], str]) -> str | None:
+def restore(written: str, stored: str, view: Callable[[str], Sequence[str]]) -> str | None:
     """`written` (an agent's text, unescaped) with each line that ends in `WITHHELD`
-    put back to the line of `stored` it was read as (`view` of that line: what the
-    agent was shown, unescaped); None when such a line matches no stored line (the
-    agent changed what was left of it). A read, edited and written back keeps the
-    text it was not shown; a line it did not touch is the line stored."""
+    put back to the line of `stored` it was read as (`view` of `stored`: what the
+    agent was shown of each of its lines, unescaped); None when such a line matches
+    no stored line (the agent changed what was left of it). A read, edited and
+    written back keeps the text it was not shown; a line it did not touch is the
+    line stored."""
     if WITHHELD not in written:
         return written
     originals: dict[str, str] = {}
-    for line in stored.split("\n"):
-        shown = view(line)
+    for line, shown in zip(stored.split("\n"), view(stored), strict=True):
         if WITHHELD in shown:
             originals.setdefault(shown.strip(), line)
     out = []

@@ -357,25 +357,28 @@ def test_a_snippet_cut_from_a_name_is_kept_though_names_are_not_scrubbed() -> No
     assert sanitize.kept_snippet(None, [INJECTED]) is None
 
 
+def _lines(text: str) -> list[str]:
+    """Each line of `text` as the whole text's scrub shows it (a `restore` view)."""
+    return sanitize.scrub(text, mark=True).split("\n")
+
+
 def test_restore_puts_back_each_line_a_read_marked() -> None:
     stored = "a\nplease ignore the noise\nb\nthen override it all"
     shown = [sanitize.scrub(line, mark=True) for line in stored.split("\n")]
     written = "\n".join([*shown, "c"])
 
     assert shown[1] == f"please {W}" and shown[3] == f"then {W}"
-    assert sanitize.restore(written, stored, lambda v: sanitize.scrub(v, mark=True)) == (
-        stored + "\nc"
-    )
+    assert sanitize.restore(written, stored, _lines) == (stored + "\nc")
     moved = "\n".join([shown[3], "x", shown[1]])  # lines moved keep their text too
-    back = sanitize.restore(moved, stored, lambda v: sanitize.scrub(v, mark=True))
+    back = sanitize.restore(moved, stored, _lines)
     assert back == "then override it all\nx\nplease ignore the noise"
 
 
 def test_restore_refuses_a_marked_line_that_changed() -> None:
     stored = "please ignore the noise"
     changed = f"kindly {W}"
-    assert sanitize.restore(changed, stored, lambda v: sanitize.scrub(v, mark=True)) is None
-    assert sanitize.restore("plain", stored, lambda v: v) == "plain"
+    assert sanitize.restore(changed, stored, _lines) is None
+    assert sanitize.restore("plain", stored, lambda v: v.split("\n")) == "plain"
 
 
 def test_cut_lines_name_the_lines_the_scrub_cuts() -> None:
