@@ -18,10 +18,12 @@ from recall.altitude import ALTITUDES
 from recall.associated import FIELDS as GRAPH_FIELDS
 from recall.config import (
     FUSIONS,
+    MAX_BUDGET,
     MAX_K,
     MAX_RECALL_DEPTH,
     MAX_RECALL_LIMIT,
     MAX_WEIGHT,
+    MIN_BUDGET,
     decode_over,
 )
 from recall.graph import MAX_ASSOCIATED, MAX_CAP, MAX_HOPS, MAX_SEEDS
@@ -272,8 +274,10 @@ class InspectForm(ChoicesForm):
     budget = forms.IntegerField(
         label="Token budget",
         required=False,
-        min_value=1,
-        help_text="How much text the agent may receive; blank uses the setting.",
+        min_value=1,  # a briefing's least; a Recall's is checked in `clean`
+        max_value=MAX_BUDGET,
+        help_text=f"How much text the agent may receive (a Recall: at least {MIN_BUDGET}); "
+        "blank uses the setting.",
     )
     limit = forms.IntegerField(
         label="Most items",
@@ -504,6 +508,13 @@ class InspectForm(ChoicesForm):
                 max_value=MAX_WEIGHT,
                 help_text="0 turns it off; blank uses the setting.",
             )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        budget = cleaned.get("budget")
+        if cleaned.get("mode") == "recall" and budget is not None and budget < MIN_BUDGET:
+            self.add_error("budget", f"A Recall needs a budget of at least {MIN_BUDGET} tokens.")
+        return cleaned
 
     def channel_weights(self) -> dict[str, float] | None:
         weights = {

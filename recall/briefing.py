@@ -8,10 +8,11 @@ index line fits, as it then stands under constraints or pins). A subagent (non-e
 prompt by the PromptRecall matcher; a main agent that names its task
 (`prompt`) gets that RELEVANT section too, between constraints and pins. At
 the configured budget, constraints and pins may push past it, never past the
-hard cap (budget x 2); a budget the caller names is a hard bound. Lines are
-dropped from the end, and
-`truncate_block` is the final guard that keeps UTF-8 whole and the closing
-tag. Returns the text, the ids actually rendered and its token count.
+hard cap (budget x 2); a budget the caller names (1 to 100,000) is used as it
+is and is a hard bound: the configured budget and its cap do not clip it. Lines
+are dropped from the end, and `truncate_block` is the final guard that keeps
+UTF-8 whole and the closing tag. Returns the text, the ids actually rendered
+and its token count.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from datetime import datetime
 
 from recall import prompt as prompt_recall
 from recall import sanitize
-from recall.config import BriefingConfig, PromptConfig
+from recall.config import MAX_BUDGET, BriefingConfig, PromptConfig
 from recall.errors import QueryError
 from recall.planes import Planes
 from recall.ports import TokenCounter
@@ -45,12 +46,12 @@ def run(
     corpora: prompt_recall.CorpusCache,
 ) -> Briefing:
     """The briefing for `req`; a subagent's RELEVANT section runs on `prompt`'s knobs."""
-    if req.budget is not None and req.budget < 1:
-        raise QueryError(f"budget must be >= 1, not {req.budget}")
-    hard_cap = int(config.budget * config.hard_cap_factor)
-    budget = min(req.budget or config.budget, hard_cap)
-    if req.budget is not None:
-        hard_cap = budget  # what the caller asked for is what it gets, at most
+    if req.budget is not None and not 1 <= req.budget <= MAX_BUDGET:
+        raise QueryError(f"budget must be within 1..{MAX_BUDGET}, not {req.budget}")
+    if req.budget is not None:  # what the caller asked for is what it gets, at most
+        budget = hard_cap = req.budget
+    else:
+        budget, hard_cap = config.budget, int(config.budget * config.hard_cap_factor)
     where = recall_filter(planes.store, project=req.project, scope="memories")
     # Constraints are read on their own so that no number of newer memories
     # can push one out of the scan window.

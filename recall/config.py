@@ -295,7 +295,11 @@ class BriefingConfig:
     tag: str = "memory-briefing"
 
     def __post_init__(self) -> None:
-        for knob in ("budget", "scan_limit", "hard_cap_factor"):
+        # Below Recall's minimum a briefing holds its wrapper and little else: a
+        # setting of 10 emptied every agent's briefing without a word.
+        if not MIN_BUDGET <= self.budget <= MAX_BUDGET:
+            raise ValueError(f"budget must be within {MIN_BUDGET}..{MAX_BUDGET}, not {self.budget}")
+        for knob in ("scan_limit", "hard_cap_factor"):
             if getattr(self, knob) < 1:
                 raise ValueError(f"{knob} must be at least 1, not {getattr(self, knob)}")
         _check_tag(self.tag)

@@ -334,6 +334,7 @@ def test_briefing_returns_text_and_the_rendered_ids(world: World) -> None:
     assert world.memories["alpha"].pk in body["ids"] and world.memories[None].pk in body["ids"]
     assert "albatross" in body["text"] and body["tokens"] > 0
     assert call(world.client("alpha"), "post", "/briefing", {"budget": -1}).status_code == 422
+    assert call(world.client("alpha"), "post", "/briefing", {"budget": 100_001}).status_code == 422
 
 
 def test_prompt_recall_returns_text_and_ids(world: World) -> None:

@@ -830,6 +830,19 @@ def test_inspector_reports_omitted_items_under_a_tight_budget(
     assert "1 omitted" in html or "2 omitted" in html
 
 
+def test_inspector_names_a_recalls_least_budget_on_its_field(
+    admin_client: Client, memory: Memory
+) -> None:
+    # The field took 1 and the engine refused anything under 50, apart from the field.
+    ask = {"project": "billing-api", "query": "chroma", "budget": "10"}
+    recall = admin_client.get("/inspect/", {**ask, "mode": "recall"}, **HX).content.decode()
+    briefing = admin_client.get("/inspect/", {**ask, "mode": "briefing"}, **HX).content.decode()
+
+    said = '<a href="#id_budget">Token budget</a>: A Recall needs a budget of at least 50 tokens.'
+    assert said in recall
+    assert "A Recall needs" not in briefing and "data-briefing" in briefing
+
+
 def test_inspector_runs_a_briefing(admin_client: Client, memory: Memory) -> None:
     html = admin_client.get(
         "/inspect/", {"mode": "briefing", "project": "billing-api"}, **HX
@@ -1094,7 +1107,7 @@ def test_a_settings_error_names_its_field_and_quotes_the_value_as_typed(
         return html.split(f'id="err-briefing_config-{name}"', 1)[1].split("</p>", 1)[0]
 
     assert "&#x27;bad tag with spaces&#x27;" in slot("tag")
-    assert "“Size (tokens)” must be at least 1, not -3" in slot("budget")
+    assert "“Size (tokens)” must be within 50..100000, not -3" in slot("budget")
     assert "Newest memories read" not in slot("budget")
 
 

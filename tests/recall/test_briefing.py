@@ -2,7 +2,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from recall.config import BriefingConfig
+from recall.errors import QueryError
 from recall.requests import BriefingRequest
 from tests.recall.conftest import MakeEngine, invalidate, make_memory, uid
 
@@ -62,13 +65,20 @@ def test_constraints_always_show_but_never_past_the_hard_cap(make_engine: MakeEn
     assert "older: use recall)" not in result.text
 
 
-def test_request_budget_is_capped_at_twice_the_default(make_engine: MakeEngine):
+def test_a_budget_the_caller_names_is_used_past_the_default_and_its_cap(
+    make_engine: MakeEngine,
+):
+    # It was clipped to twice the configured budget (3,000) without a word.
     records = [make_memory(i, description="x" * 100) for i in range(1, 400)]
     engine = make_engine(records)
 
-    result = engine.briefing(brief(budget=1_000_000))
+    named = engine.briefing(brief(budget=5000))
+    default = engine.briefing(brief())
 
-    assert result.tokens <= 3000
+    assert 3000 < named.tokens <= 5000
+    assert default.tokens <= 3000
+    with pytest.raises(QueryError, match="1..100000"):
+        engine.briefing(brief(budget=1_000_000))
 
 
 def test_stored_text_cannot_close_the_wrapper(make_engine: MakeEngine):
