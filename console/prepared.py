@@ -33,7 +33,7 @@ from collections.abc import Callable, Hashable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.core.exceptions import EmptyResultSet
+from django.core.exceptions import EmptyResultSet, FieldDoesNotExist
 from django.db import connections
 from django.db.models import Field, Model, QuerySet
 from django.utils.dateparse import parse_datetime
@@ -61,8 +61,10 @@ def _catch(execute: Any, sql: str, params: Sequence[Any], many: bool, context: A
     raise _Caught(sql, params or ())
 
 
-def _field(model: type[Model], path: str) -> Field[Any, Any]:
-    """The field a values_list name reads: "pk", "name", "project__slug", "superseded_by_id"."""
+def _field(model: type[Model], path: str) -> Field[Any, Any] | None:
+    """The field a values_list name reads: "pk", "name", "project__slug", "superseded_by_id";
+    None for a name the model has no field of (an annotation of the queryset read,
+    which is read as the database gives it)."""
     *joins, last = path.split("__")
     for name in joins:
         related = model._meta.get_field(name).related_model
@@ -71,7 +73,10 @@ def _field(model: type[Model], path: str) -> Field[Any, Any]:
         model = related
     if last == "pk":
         return model._meta.pk
-    return model._meta.get_field(last)  # type: ignore[return-value]
+    try:
+        return model._meta.get_field(last)  # type: ignore[return-value]
+    except FieldDoesNotExist:
+        return None
 
 
 def _aware(value: Any) -> Any:
@@ -82,7 +87,9 @@ def _aware(value: Any) -> Any:
     return value
 
 
-def _converter(field: Field[Any, Any], using: str) -> Convert | None:
+def _converter(field: Field[Any, Any] | None, using: str) -> Convert | None:
+    if field is None:
+        return None
     kind = field.get_internal_type()
     if kind == "DateTimeField":
         return _aware

@@ -13,15 +13,18 @@ from typing import Any
 from django.db import connection
 from django.db.models import (
     BooleanField,
+    Case,
     Exists,
     F,
     Func,
     OuterRef,
     Q,
     QuerySet,
+    TextField,
     Value,
+    When,
 )
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, Substr
 from django.db.models.lookups import GreaterThan
 from django.utils import timezone
 
@@ -34,6 +37,7 @@ from recall.decay import expired as is_expired
 from recall.neighbourhood import near
 from recall.planes import Clock
 from recall.ports import Vectors
+from recall.results import LEAD_CHARS, lead
 from recall.types import (
     EPISODIC_KINDS,
     MEMORY,
@@ -392,9 +396,27 @@ _EDGES_IN = Prepared(
     columns=EDGE_COLUMNS,
 )
 # PromptRecall's refresh (`names` with `since`): keyed by (filter, limit).
-NAMED_COLUMNS = ("id", "name", "description", "updated")
+# A memory without a description is named in PromptRecall's corpus by its body's
+# lead (`recall.results.lead`): its head, read only for such a memory.
+NAMED_COLUMNS = ("id", "name", "description", "head", "updated")
+_HEAD = Case(
+    When(description="", then=Substr("body", 1, LEAD_CHARS)),
+    default=Value(""),
+    output_field=TextField(),
+)
+
+
+def _named(rows: QuerySet[Memory]) -> QuerySet[Memory]:
+    return rows.annotate(head=_HEAD)
+
+
+def _named_row(row: Sequence[Any]) -> Named:
+    memory_id, name, description, head, updated = row
+    return Named(memory_id, name, lead(description, head or ""), updated)
+
+
 _NAMES_SINCE = Prepared(
-    lambda key, now, since: _newest(key[0], now).filter(updated__gte=since)[: key[1]],
+    lambda key, now, since: _named(_newest(key[0], now).filter(updated__gte=since))[: key[1]],
     model=Memory,
     columns=NAMED_COLUMNS,
 )
@@ -529,9 +551,10 @@ class DjangoStore:
         if where.items and MEMORY not in where.items:
             return []
         if since is not None:  # a refresh, every few seconds per scope: compiled once
-            return [Named(*row) for row in _NAMES_SINCE.rows((where, limit), self.clock(), since)]
-        fields = _newest(where, self.clock()).values_list(*NAMED_COLUMNS)
-        return [Named(*row) for row in fields[:limit]]
+            found = _NAMES_SINCE.rows((where, limit), self.clock(), since)
+            return [_named_row(row) for row in found]
+        fields = _named(_newest(where, self.clock())).values_list(*NAMED_COLUMNS)
+        return [_named_row(row) for row in fields[:limit]]
 
     def count(self, *, where: Filter) -> int:
         items = where.items or (MEMORY, NOTE)

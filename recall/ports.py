@@ -198,7 +198,9 @@ class MemoryStore(Protocol):
     def names(self, *, where: Filter, limit: int, since: datetime | None = None) -> list[Named]:
         """(id, name, description, updated) of the first `limit` memories in
         `browse`'s order, and nothing else of them: PromptRecall's corpus (5,000
-        rows at 100,000 memories: 40 ms, against 155 as whole records). With
+        rows at 100,000 memories: 40 ms, against 155 as whole records). A memory
+        written without a description has its body's lead there instead
+        (`recall.results.lead`, read from the body's first `LEAD_CHARS`). With
         `since`, only those updated at or after it (a corpus's refresh)."""
         ...
 

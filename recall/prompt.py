@@ -1,7 +1,8 @@
 """PromptRecall: a fast lexical match of a user prompt against memory names.
 
-IDF over the active in-scope memories' name + description (seamless's
-matcher): a memory matches when it shares at least `min_shared_words`
+IDF over the active in-scope memories' name + description, or the lead of
+the body for a memory written without one (seamless's matcher): a memory
+matches when it shares at least `min_shared_words`
 distinct words (3+ letters, stopwords dropped; pairs of characters in Chinese and
 Japanese, `terms`) with the prompt and its score,
 sum of idf(w) over shared words / sqrt(number of its words), is at least
@@ -49,7 +50,7 @@ from recall.planes import Planes
 from recall.ports import TokenCounter
 from recall.query import CJK, CJK_CHAR, stem
 from recall.requests import PromptRequest
-from recall.results import PromptResult
+from recall.results import PromptResult, lead
 from recall.scope import recall_filter
 from recall.scoring import admits
 from recall.types import Named, Record
@@ -255,7 +256,7 @@ def render(
     shown: list[str] = []
     ids: list[str] = []
     for r in records:
-        desc = sanitize.field(r.description, config.description_chars)
+        desc = sanitize.field(lead(r.description, r.body), config.description_chars)
         line = listed(sanitize.name(r.name), sanitize.name(r.kind), desc)
         if counter.count("\n".join([*head, *shown, line, f"</{config.tag}>"])) > budget:
             break

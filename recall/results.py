@@ -186,6 +186,7 @@ def age(updated: datetime | None, now: datetime) -> str:
 
 
 _MARKUP = "#>*-+` \t"
+LEAD_CHARS = 300  # of a body, enough for its lead (`lead`'s default limit, twice)
 
 
 def lead(description: str, body: str, limit: int = 150) -> str:

@@ -25,6 +25,7 @@ from recall.neighbourhood import near
 from recall.planes import Clock, utc_now
 from recall.ports import Vectors
 from recall.query import WORD, words
+from recall.results import lead
 from recall.types import (
     MEMORY,
     RELATED,
@@ -332,7 +333,7 @@ class InMemoryStore:
         )
         if since is not None:
             newest = [r for r in newest if r.updated is not None and r.updated >= since]
-        return [Named(r.id, r.name, r.description, r.updated) for r in newest[:limit]]
+        return [Named(r.id, r.name, lead(r.description, r.body), r.updated) for r in newest[:limit]]
 
     def count(self, *, where: Filter) -> int:
         return sum(1 for r in self.records.values() if self._admits(where, r))

@@ -352,7 +352,8 @@ class Link:
 
 
 class Named(NamedTuple):
-    """A memory as PromptRecall's corpus reads it (`MemoryStore.names`)."""
+    """A memory as PromptRecall's corpus reads it (`MemoryStore.names`): `description`
+    is its description, else its body's lead."""
 
     id: str
     name: str

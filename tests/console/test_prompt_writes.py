@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from console import services
+from console.models import Memory
 from tests.console.api_world import build_world, call
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -42,3 +43,26 @@ def test_an_agents_write_shows_in_its_next_prompts_long_before_the_ttl(planes: A
         ids = call(agent, "post", "/prompt-recall", ask).json()["ids"]
 
     assert ids and ids[0] == new
+
+
+def test_a_memory_written_without_a_description_is_matched_by_its_body(planes: Any) -> None:
+    """Agents often leave the description out: its prompts matched the name alone, and
+    the block's line ended at the kind. The body's lead stands in, as in the briefing."""
+    world = build_world()
+    alpha = world.memories["alpha"].project
+    for i in range(40):
+        services.memory_create(
+            project=alpha, name=f"filler-{i}", description=f"Routine chore {i} on spreadsheets"
+        )
+    services.memory_create(
+        project=alpha,
+        name="db-pool",
+        body="We use a *PostgreSQL* pool of 40 connections per worker now.\nMore below.",
+    )
+    agent = world.client("alpha")
+
+    found = call(agent, "post", "/prompt-recall", {"prompt": "size the postgresql pool"}).json()
+
+    assert found["ids"] and found["ids"][0] == Memory.objects.get(name="db-pool").pk
+    said = "- db-pool [fact]: We use a *PostgreSQL* pool of 40 connections per worker now.\n"
+    assert said in found["text"]
