@@ -406,6 +406,33 @@ def _known(docs: Sequence[Doc]) -> dict[str, Vectors]:
     return {key: v for key, v in found.items() if v.shape == (embedder.dims,)}
 
 
+PENDING_HINTS = 32  # the newest unindexed memories of a project a dedup hint compares
+
+
+def unindexed_vectors(*, project: str | None) -> list[tuple[str, Vectors]]:
+    """(id, vector) of the newest memories of `project` (None: the global ones) whose
+    write is not in the vector plane yet (their upsert job waits), from the vectors
+    their writes kept: the dedup hint compares them too, so a memory written a
+    moment ago is not missed for the index's lag. Empty without an embedder."""
+    embedder = wiring.embedder()
+    if embedder is None:
+        return []
+    waiting = IndexJob.objects.filter(item=MEMORY, op="upsert").values("item_id")
+    scope = Q(project__isnull=True) if project is None else Q(project__slug=project)
+    rows = Memory.objects.filter(scope, pk__in=waiting).order_by("-created", "-id")
+    keys = {
+        dedup.probe(project, name, description, body).embedding_hash(embedder.model): pk
+        for pk, name, description, body in rows.values_list("pk", "name", "description", "body")[
+            :PENDING_HINTS
+        ]
+    }
+    if not keys:
+        return []
+    kept = KnownVector.objects.filter(key__in=keys).values_list("key", "vector")
+    found = [(keys[key], np.frombuffer(bytes(blob), dtype=np.float32)) for key, blob in kept]
+    return [(pk, v) for pk, v in found if v.shape == (embedder.dims,)]
+
+
 def _forget_known(used: Iterable[str]) -> None:
     """Drop the vectors just used and those nobody took in KNOWN_TTL."""
     stale = Q(created__lt=timezone.now() - KNOWN_TTL)

@@ -265,7 +265,8 @@ def memory_dedup_hint(
     exclude_id: str | None = None,
     kind: str = "fact",
 ) -> Hit | None:
-    """The most similar active in-scope memory (advisory; None on embedder trouble)."""
+    """The most similar active in-scope memory (advisory; None on embedder trouble),
+    the memories written but not indexed yet among them."""
     return wiring.engine().dedup_hint(
         project=project,
         name=name,
@@ -273,6 +274,7 @@ def memory_dedup_hint(
         body=body,
         exclude_id=exclude_id,
         kind=kind,
+        pending=indexing.unindexed_vectors(project=project),
     )
 
 

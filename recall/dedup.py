@@ -27,15 +27,19 @@ of the words dropped, sentences reordered, or cut to half):
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
+
+import numpy as np
 
 from recall.config import DedupConfig
 from recall.errors import RecallError
 from recall.planes import Planes
+from recall.ports import Vector
 from recall.results import Hit, Provenance, to_hit
 from recall.scope import recall_filter
 from recall.scoring import admits
-from recall.types import MEMORY, Doc
+from recall.types import MEMORY, Candidate, Doc
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +83,12 @@ def hint(
     exclude_id: str | None = None,
     kind: str = "fact",
     config: DedupConfig,
+    pending: Sequence[tuple[str, Vector]] = (),
 ) -> Hit | None:
+    """The hint for a memory about to be (or just) written. `pending`: memories
+    written but not in the vector plane yet (the index lags its writes), each with
+    the vector its write embedded: an agent writing a burst of memories is shown
+    the one it wrote a moment ago too."""
     if planes.embedder is None or planes.vectors is None:
         return None
     minimum = threshold(config, model=planes.embedder.model, kind=kind)
@@ -88,6 +97,7 @@ def hint(
         text = probe(project, name, description, body).embedding_text()
         vector = planes.embedder.embed([text])[0]
         found = planes.vectors.search(vector, where=where, limit=config.candidates + 1)
+        found = _nearest(found, vector, pending)
         found = [c for c in found if c.id != exclude_id and c.score >= minimum]
         records = planes.store.hydrate([c.id for c in found])
     except RecallError as exc:
@@ -103,3 +113,24 @@ def hint(
         )
         return replace(hit, similarity=cand.score)
     return None
+
+
+def _nearest(
+    found: Sequence[Candidate],
+    vector: Sequence[float] | Vector,
+    pending: Sequence[tuple[str, Vector]],
+) -> list[Candidate]:
+    """The plane's candidates with the pending memories' cosines to `vector`, best
+    first (ties by id); a memory the plane has already keeps the plane's score."""
+    held = {c.id for c in found}
+    extra = [(memory_id, v) for memory_id, v in pending if memory_id not in held]
+    if not extra:
+        return list(found)
+    q = np.asarray(vector, dtype=np.float32).reshape(-1)
+    block = np.stack([np.asarray(v, dtype=np.float32).reshape(-1) for _, v in extra])
+    norms = np.linalg.norm(block, axis=1) * (float(np.linalg.norm(q)) or 1.0)
+    cosines = (block @ q) / np.where(norms > 0, norms, 1.0)
+    merged = [(c.id, c.score) for c in found]
+    merged += [(memory_id, float(c)) for (memory_id, _), c in zip(extra, cosines, strict=True)]
+    merged.sort(key=lambda p: (-p[1], p[0]))
+    return [Candidate(memory_id, n, score) for n, (memory_id, score) in enumerate(merged, 1)]

@@ -31,7 +31,7 @@ from recall.config import (
     decode_over,
 )
 from recall.planes import CachedEmbedder, Planes
-from recall.ports import Channel
+from recall.ports import Channel, Vector
 from recall.requests import BriefingRequest, PromptRequest, RecallRequest, SearchRequest
 from recall.results import Briefing, ContextPack, Hit, PromptResult, SearchResult
 
@@ -147,8 +147,10 @@ class Engine:
         exclude_id: str | None = None,
         kind: str = "fact",
         config: DedupConfig | None = None,
+        pending: Sequence[tuple[str, Vector]] = (),
     ) -> Hit | None:
-        """The most similar active in-scope memory over the threshold, or None. Advisory."""
+        """The most similar active in-scope memory over the threshold, or None. Advisory.
+        `pending`: memories not in the vector plane yet, with their vectors (`dedup.hint`)."""
         return dedup.hint(
             self.planes,
             project=project,
@@ -158,4 +160,5 @@ class Engine:
             exclude_id=exclude_id,
             kind=kind,
             config=self._resolved(DedupConfig, config),
+            pending=pending,
         )

@@ -97,3 +97,24 @@ def test_a_batch_that_dies_after_writing_the_planes_keeps_the_vector_for_its_ret
     assert indexing.apply_pending().applied == 1  # the retry
     assert len(embedded) == asked  # embedded nothing again
     assert not KnownVector.objects.exists() and not IndexJob.objects.exists()
+
+
+def test_a_write_in_the_index_lag_is_hinted_at_the_memory_written_just_before(
+    world: World,
+) -> None:
+    # An agent writing a burst never got a hint: the hint asked the vector plane
+    # alone, which has a write only once the worker applies it.
+    said = "PostgreSQL runs a pool of {} connections per web worker, set via PGBOUNCER."
+    first = {"project": "alpha", "name": "db-pool", "kind": "fact", "body": said.format(20)}
+    again = {**first, "name": "db-pool-2", "body": said.format(25)}
+    other = {**first, "name": "ferry-times", "body": "The quokka ferry leaves at dawn."}
+    client = world.client("alpha")
+
+    made = call(client, "post", "/memories", first).json()["memory"]
+    waiting = IndexJob.objects.filter(item_id=made["id"]).exists()
+    hinted = call(client, "post", "/memories", again).json()
+    unrelated = call(client, "post", "/memories", other).json()
+
+    assert waiting or connection.vendor == "postgresql"  # there, the write indexed it
+    assert hinted["dedup_hint"] is not None and hinted["dedup_hint"]["id"] == made["id"]
+    assert unrelated["dedup_hint"] is None

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from recall.config import DedupConfig
+from recall.dedup import probe
 from recall.testing import FakeEmbedder
 from tests.recall.conftest import MakeEngine, invalidate, make_memory, uid
 
@@ -33,6 +34,24 @@ def test_superseded_duplicate_does_not_starve_live_one_in_dedup(make_engine: Mak
 
     assert engine.base.dedup == DedupConfig(candidates=3)
     assert hit is not None and hit.id == live.id
+
+
+def test_a_memory_not_in_the_vector_plane_yet_is_hinted_from_its_pending_vector(
+    make_engine: MakeEngine,
+):
+    outside, inside = make_memory(1, project="beta", **TEXT), make_memory(2, **TEXT)
+    engine = make_engine([outside, inside, make_memory(3, "lunch", description="menu")])
+    vectors, embedder = engine.planes.vectors, engine.planes.embedder
+    assert vectors is not None and embedder is not None
+    vectors.delete([outside.id, inside.id])  # written; the index has not applied them yet
+    vector = embedder.embed([probe("alpha", **TEXT, body="").embedding_text()])[0]
+    pending = [(outside.id, vector), (inside.id, vector)]  # a tie: beta's sorts first
+
+    hit = engine.dedup_hint(project="alpha", pending=pending, **TEXT)
+
+    assert engine.dedup_hint(project="alpha", **TEXT) is None
+    assert hit is not None and hit.id == inside.id  # in scope, as the plane's are
+    assert hit.similarity is not None and hit.similarity > 0.9
 
 
 def test_the_memory_being_edited_is_excluded(make_engine: MakeEngine):
