@@ -154,8 +154,11 @@ def _memory_form(request: HtmxHttpRequest, memory: Memory, *, supersede: bool) -
             seen, stale = _stamp(memory), True  # told: a second save is deliberate
         elif form.is_valid():
             write = services.memory_supersede if supersede else services.memory_update
+            # A new version a person wrote is theirs (as "New memory" is), not the old
+            # version's agent's; an edit keeps its memory's author.
+            by = {"source": "user_stated", "agent_id": ""} if supersede else {}
             try:
-                saved = write(memory=memory, **form.cleaned_data)
+                saved = write(memory=memory, **form.cleaned_data, **by)
             except ValidationError as exc:
                 add_errors(form, exc)
             else:

@@ -488,11 +488,15 @@ def test_supersede_is_prefilled_and_links_the_chain_both_ways(
     assert "same as this one" in unchanged.content.decode()
     assert Memory.objects.count() == before
     data = form_data(memory, description="Chroma starts lazily now")
+    Memory.objects.filter(pk=memory.pk).update(agent_id="walker", source="agent_inferred")
 
     response = admin_client.post(f"/memories/{memory.pk}/supersede/", data)
     memory.refresh_from_db()
     new = memory.superseded_by
     assert new is not None
+    # The person wrote the new version: it was credited to the old one's agent.
+    assert (new.source, new.agent_id) == ("user_stated", "")
+    assert (memory.source, memory.agent_id) == ("agent_inferred", "walker")
     old_html = admin_client.get(f"/memories/{memory.pk}/").content.decode()
     new_html = admin_client.get(f"/memories/{new.pk}/").content.decode()
 
