@@ -43,8 +43,8 @@ from recall.neighbourhood import FIELDS as SESSION_FIELDS
 from recall.requests import FILTER_FIELDS, KNOB_FIELDS, WORTH_FIELDS
 from recall.results import SearchResult
 
-NOT_INDEXED = (
-    "written but not indexed yet (the index is catching up): findable by id and name now, "
+NOT_INDEXED = (  # also on a repeat that stored nothing, when what it found waits too
+    "not indexed yet (the index is catching up): findable by id and name now, "
     "by recall and search once indexed"
 )
 

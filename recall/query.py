@@ -16,6 +16,7 @@ from whoosh.lang.porter import stem as _porter
 MAX_QUERY_CHARS = 2000
 MAX_WORDS = 32
 MIN_WORD_CHARS = 2
+NO_WORDS = "the query has no searchable words"  # what an empty answer says when so
 
 # Scripts written without spaces between words (kana, CJK ideographs, halfwidth
 # katakana): each character is a word of its own in every text plane and query, or

@@ -38,7 +38,7 @@ from recall.gather import Gathered, check_names, gather, select
 from recall.packing import attach, pack
 from recall.planes import Planes
 from recall.ports import EXPAND, RANK, Channel, MemoryStore
-from recall.query import clean, words
+from recall.query import NO_WORDS, clean, words
 from recall.requests import FILTER_FIELDS, RecallRequest
 from recall.results import ContextPack, Hit, to_hit
 from recall.scope import recall_filter, scope_of
@@ -46,7 +46,6 @@ from recall.scoring import Scored, admits, boost, current_first, guard, hydrate,
 from recall.shape import with_graph
 from recall.types import MEMORY_KINDS, ChannelQuery, Filter, Record
 
-NO_WORDS = "the query has no searchable words"
 EMPTY_QUERY = "the query is empty: give a query, or a kind to browse"
 KIND_OF_NOTES = "a kind filter selects memories, and scope 'notes' has none: nothing to recall"
 SINCE_AFTER_UNTIL = "since is after until: no item was created in that window"

@@ -36,7 +36,7 @@ from recall.fusion import Fused, fuse, session_prior
 from recall.gather import gather, select
 from recall.planes import Planes
 from recall.ports import PIN, RANK, Channel
-from recall.query import clean, words
+from recall.query import NO_WORDS, clean, words
 from recall.requests import SearchRequest
 from recall.results import Hit, Provenance, SearchResult, to_hit
 from recall.sanitize import snippet_html
@@ -51,6 +51,8 @@ from recall.types import (
     Record,
     conversation,
 )
+
+EMPTY_QUERY = "the query is empty: give a word to look for"
 
 
 def validate(req: SearchRequest, config: SearchConfig) -> int:
@@ -110,8 +112,9 @@ def run(
         include_global=req.include_global,
     )
     text = clean(req.query)
-    if not words(text, keep_short_last=req.prefix):
-        return SearchResult((), (), {"total": _ms(started)}, False)
+    if not words(text, keep_short_last=req.prefix):  # nothing to look for: say so
+        said = NO_WORDS if text else EMPTY_QUERY
+        return SearchResult((), (said,), {"total": _ms(started)}, False)
     if timetravel.asked(req):
         depth = max(config.max_depth, req.offset + limit)
         return timetravel.search(req, planes=planes, where=where, limit=limit, depth=depth,

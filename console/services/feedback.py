@@ -109,7 +109,8 @@ def feedback_record(
     counts = Memory.objects.filter(pk__in=ids).values_list(
         "pk", "feedback_helpful", "feedback_harmful"
     )
-    worths = {pk: worth(helpful, harmful) for pk, helpful, harmful in counts}
+    # Rounded as every other reply rounds its scores (to 4 places).
+    worths = {pk: round(worth(helpful, harmful), 4) for pk, helpful, harmful in counts}
     return [
         Verdict(i, bool(it.get("used")), bool(it.get("helpful")), bool(it.get("harmful")),
                 worths[i])

@@ -295,6 +295,19 @@ def test_search_covers_the_token_projects_and_global(world: World) -> None:
     assert "\x01" not in (hit["snippet"] or "") and "<mark>" not in (hit["snippet"] or "")
 
 
+def test_a_search_with_nothing_to_look_for_says_so(world: World) -> None:
+    # It answered 200 with no hits and no word, where a recall warns.
+    client = world.client("alpha")
+    empty = call(client, "get", "/search", {}).json()
+    wordless = call(client, "get", "/search", {"q": "!! ?"}).json()
+
+    assert (empty["hits"], empty["warnings"]) == (
+        [],
+        ["the query is empty: give a word to look for"],
+    )
+    assert (wordless["hits"], wordless["warnings"]) == ([], ["the query has no searchable words"])
+
+
 def test_search_takes_repeated_projects_limit_semantic_and_since(world: World) -> None:
     client = world.client("alpha_beta")
     params = {"q": "cache", "project": ["alpha", "beta"], "semantic": "false", "limit": 2}
