@@ -59,9 +59,9 @@ def memory_view(m: Memory) -> dict[str, Any]:
 
 def without_body(view: dict[str, Any]) -> dict[str, Any]:
     """A memory's view at detail "index": its body gives way to body_chars, the length
-    of the body as it reads (`&lt;` is one character, `<`, as stored)."""
-    chars = len(sanitize.read_back(view["body"]))
-    return {k: v for k, v in view.items() if k != "body"} | {"body_chars": chars}
+    of the body as memory_read gives it (escaped: `<` reads `&lt;`), what reading it
+    would put in the agent's context."""
+    return {k: v for k, v in view.items() if k != "body"} | {"body_chars": len(view["body"])}
 
 
 def note_view(n: Note) -> dict[str, Any]:
