@@ -172,6 +172,7 @@ def memory_search(
     offset: int = 0,
     as_of: datetime | None = None,
     recorded_as_of: datetime | None = None,
+    snippets: bool = True,
 ) -> SearchResult:
     """Search every project (None) or a list -> SearchResult (one page from `offset`)."""
     request = SearchRequest(
@@ -188,6 +189,7 @@ def memory_search(
         include_global=include_global,
         as_of=as_of,
         recorded_as_of=recorded_as_of,
+        snippets=snippets,
     )
     return wiring.engine().search(request)
 

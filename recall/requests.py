@@ -115,7 +115,9 @@ class SearchRequest:
     `semantic=False` is the FTS-only fast path (never embeds); `prefix=True`
     lets the last word match as a prefix (the palette's word being typed);
     `since` keeps items updated at or after that instant;
-    `include_global=False` leaves global items out (a sealed project's view).
+    `include_global=False` leaves global items out (a sealed project's view);
+    `snippets=False` leaves the full-text hits' snippets out (a caller that cuts
+    its own: the palette, when they could mark nothing more).
     """
 
     query: str
@@ -132,6 +134,7 @@ class SearchRequest:
     # Bitemporal reads (`recall.timetravel`): valid at / as recorded at that instant.
     as_of: datetime | None = None
     recorded_as_of: datetime | None = None
+    snippets: bool = True
 
 
 @dataclass(frozen=True, slots=True)

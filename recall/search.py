@@ -119,7 +119,7 @@ def run(
         depth = max(config.max_depth, req.offset + limit)
         return timetravel.search(req, planes=planes, where=where, limit=limit, depth=depth,
                                  k=config.k)  # fmt: skip
-    query = ChannelQuery(text, prefix=req.prefix, snippets=True)
+    query = ChannelQuery(text, prefix=req.prefix, snippets=req.snippets)
     weights = config.channel_weights
     pins = gather(
         select(channels, PIN, weights),

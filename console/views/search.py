@@ -189,6 +189,7 @@ def palette(request: HtmxHttpRequest) -> HttpResponse:
                 semantic=False,
                 prefix=True,
                 limit=PALETTE_HITS,
+                snippets=Matcher.marks_more(query, prefix=True),
             )
         except RecallError as exc:
             context["error"] = str(exc)
