@@ -407,6 +407,7 @@ def _known(docs: Sequence[Doc]) -> dict[str, Vectors]:
 
 
 PENDING_HINTS = 32  # the newest unindexed memories of a project a dedup hint compares
+PENDING_SCAN = 256  # of the newest queued jobs, by id: a backlog costs no more
 
 
 def unindexed_vectors(*, project: str | None) -> list[tuple[str, Vectors]]:
@@ -417,15 +418,15 @@ def unindexed_vectors(*, project: str | None) -> list[tuple[str, Vectors]]:
     embedder = wiring.embedder()
     if embedder is None:
         return []
-    waiting = IndexJob.objects.filter(item=MEMORY, op="upsert").values("item_id")
+    queued = IndexJob.objects.filter(item=MEMORY, op="upsert").order_by("-id")
+    waiting = list(queued.values_list("item_id", flat=True)[:PENDING_SCAN])
+    if not waiting:  # the index has caught up: one read of an empty queue
+        return []
     scope = Q(project__isnull=True) if project is None else Q(project__slug=project)
     rows = Memory.objects.filter(scope, pk__in=waiting).order_by("-created", "-id")
-    keys = {
-        dedup.probe(project, name, description, body).embedding_hash(embedder.model): pk
-        for pk, name, description, body in rows.values_list("pk", "name", "description", "body")[
-            :PENDING_HINTS
-        ]
-    }
+    newest = rows.values_list("pk", "name", "description", "body")[:PENDING_HINTS]
+    model = embedder.model
+    keys = {dedup.probe(project, *text).embedding_hash(model): pk for pk, *text in newest}
     if not keys:
         return []
     kept = KnownVector.objects.filter(key__in=keys).values_list("key", "vector")
