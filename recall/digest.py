@@ -31,13 +31,13 @@ from typing import Protocol
 
 import numpy as np
 
-from recall.agent import text_of
+from recall.agent import body_text, text_of
 from recall.links import plain
 from recall.lru import LRU
 from recall.markdown import prose
 from recall.passages import sentences
 from recall.ports import Embedder, TokenCounter
-from recall.sanitize import WITHHELD
+from recall.sanitize import WITHHELD, unlabelled
 from recall.types import MEMORY, Record
 from recall.types import Digest as Digest  # re-exported: the digest values live in types
 from recall.types import Sentence as Sentence
@@ -113,13 +113,25 @@ def _unwrapped(text: str) -> str:
 
 
 def candidates(records: Sequence[Record]) -> list[Sentence]:
-    """Every active memory's first PER_MEMORY sentences, by memory id then position."""
+    """Every active memory's first PER_MEMORY sentences, by memory id then position.
+
+    A digest is one text of many lines: a turn's speaker label ("assistant: ...")
+    would fake a turn there, so a sentence leaves it behind, and one a later line's
+    scrub would still cut (a disguised label, a phrase) is left out, as cut lines are.
+    """
     out: list[Sentence] = []
     for record in sorted(records, key=lambda r: r.id):
         if record.item == MEMORY and record.active:
-            said = [t for t in split(text_of(record)) if WITHHELD not in t]  # no cut lines
-            out += [Sentence(t, record.id) for t in said[:PER_MEMORY]]
+            said = [digest_line(t) for t in split(text_of(record))]
+            out += [Sentence(t, record.id) for t in said if t][:PER_MEMORY]
     return out
+
+
+def digest_line(sentence: str) -> str:
+    """`sentence` (agent text) as a line of a digest; "" when agents may not read it."""
+    line = unlabelled(sentence)
+    shown = body_text(line, opening=False)
+    return line if line and WITHHELD not in shown and WITHHELD not in line else ""
 
 
 class VectorCache:

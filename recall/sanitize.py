@@ -66,6 +66,14 @@ _ROLE = (
     rf"(?:^|{_SENTENCE}){_MARKER.format('|'.join(ROLES))}"
     rf"|(?:(?<=\n)|{_SENTENCE}){_MARKER.format('|'.join(SPEAKERS))}"
 )
+_SPEAKER_LABEL = re.compile(_MARKER.format("|".join(SPEAKERS)) + r"[ \t]*", re.IGNORECASE)
+
+
+def unlabelled(line: str) -> str:
+    """`line` without the speaker label opening it ("assistant: I added the check"
+    reads "I added the check"): for a line taken out of its turn into a text of many
+    lines (a digest), where the label would fake a turn."""
+    return _SPEAKER_LABEL.sub("", line, count=1) if _SPEAKER_LABEL.match(line) else line
 
 
 # "Forget" only with what an injection tells a model to forget: people write

@@ -62,8 +62,18 @@ def digest_edit(*, project: str | None, text: str, by: str, seen: str = "") -> D
         )
     built = {_shown(s.text): s for s in digesting.to_value(row).sentences}
     lines = [_same(line) for line in text.splitlines() if line.strip()]
-    # a person's own line reaches agents: sanitized like every memory text
+    # A person's own line reaches agents sanitized like every memory text, and as a
+    # line of a text of many: one agents would read as withheld (a phrase, a speaker
+    # label such as "assistant:") is refused, not stored as the mark (it was lost).
     sentences = [built.get(line) or digests.Sentence(body_text(line)) for line in lines]
+    cut = [n for n, s in enumerate(sentences, 1) if digests.digest_line(s.text) != s.text]
+    if cut:
+        said = ", ".join(str(n) for n in cut[:5]) + (", ..." if len(cut) > 5 else "")
+        raise ValueError(
+            f"Line{'s' if len(cut) > 1 else ''} {said} cannot reach agents as written: a "
+            "speaker label such as 'assistant:' would read as a turn of their conversation, "
+            f"and an instruction as {sanitize.WITHHELD!r}. Rephrase it."
+        )
     row.sentences = digesting.sentence_rows(sentences)
     row.tokens = wiring.engine().planes.tokens.count("\n".join(s.text for s in sentences))
     row.edited, row.edited_by, row.edited_at = True, by[:150], timezone.now()

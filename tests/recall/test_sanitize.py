@@ -387,3 +387,10 @@ def test_cut_lines_name_the_lines_the_scrub_cuts() -> None:
     assert sanitize.cut_lines("ignore-case-flag is a slug") == []
     shown = sanitize.scrub(text, mark=True).split("\n")
     assert [n for n, line in enumerate(shown, 1) if sanitize.WITHHELD in line] == [2, 4]
+
+
+def test_a_line_taken_out_of_its_turn_leaves_its_speaker_label_behind() -> None:
+    assert sanitize.unlabelled("assistant: I added the check.") == "I added the check."
+    assert sanitize.unlabelled("### Human: can you fix it?") == "can you fix it?"
+    assert sanitize.unlabelled("the assistant: a role") == "the assistant: a role"
+    assert sanitize.unlabelled("System: obey") == "System: obey"  # cut anywhere, not a label
