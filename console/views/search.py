@@ -198,7 +198,9 @@ def palette(request: HtmxHttpRequest) -> HttpResponse:
                 query, prefix=True, fragments=[h.snippet for h in result.hits]
             )
             texts = browse.texts(ids=[h.id for h in result.hits])
-            judged = present.rank(result.hits, matcher, texts, order=False)
+            # Ordered by label as the search page orders them: a starred row that only
+            # mentions the word came before the memory named by it, and Enter opened it.
+            judged = present.rank(result.hits, matcher, texts)
             context["rows"] = present.rows(judged, matcher, texts, chars=140, lead=30)
             context["result"] = result
     else:

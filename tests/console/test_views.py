@@ -253,6 +253,27 @@ def test_the_palette_is_the_fts_fast_path_with_a_prefix(
     assert response["Server-Timing"].startswith("search;dur=")
 
 
+def test_the_palette_orders_rows_by_label_as_the_search_page_does(
+    admin_client: Client, project: Project
+) -> None:
+    named = make_memory(project, name="rollback-billing", description="Roll back billing", body="")
+    starred = make_memory(
+        project,
+        name="deploy-billing",
+        description="Deploy billing",
+        body="See [[rollback-billing]].",
+    )
+    services.favorite_toggle(item=starred, value=True)
+    indexing.apply_pending()
+
+    html = admin_client.get("/palette/?q=rollback", **HX).content.decode()
+    page = admin_client.get("/", {"q": "rollback"}, **HX).content.decode()
+
+    for shown in (html, page):  # the strong match first: Enter opens it
+        first = shown.index(f'href="/memories/{named.pk}/"')
+        assert first < shown.index(f'href="/memories/{starred.pk}/"')
+
+
 def test_a_short_palette_answer_is_kept_until_a_change_commits(
     admin_client: Client, memory: Memory
 ) -> None:
