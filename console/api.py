@@ -443,8 +443,11 @@ def note_list(request: HttpRequest, params: Query[NoteListIn]) -> HttpResponse:
 
 @endpoint("post", "/notes", "note_write", {201: NoteOut}, ["notes"])
 def note_write(request: HttpRequest, payload: NoteIn) -> HttpResponse:
-    """Write a note for people (a longer write-up)."""
-    return _answer(operations.note_write(_auth(request), payload))
+    """Write a note for people (a longer write-up).
+
+    Send an `Idempotency-Key` header to make retries safe: a retry gets the first answer.
+    """
+    return _answer(operations.note_write(_auth(request), payload, key=_key(request)))
 
 
 @endpoint("get", "/notes/{note_id}", "note_read", {200: NoteOut}, ["notes"])

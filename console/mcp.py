@@ -223,7 +223,7 @@ def _notes_read(who: Access, p: NotesReadIn) -> operations.Answer:
 def _notes_write(who: Access, p: NoteWriteIn) -> operations.Answer:
     if p.id is None:
         return operations.note_write(who, p)
-    fields = p.dict(exclude_unset=True, exclude={"id", "project"})
+    fields = p.dict(exclude_unset=True, exclude={"id", "project", "idempotency_key"})
     return operations.note_update(who, p.id, NoteFields(**fields))
 
 

@@ -351,9 +351,16 @@ def note_list(who: Access, p: NoteListIn) -> Answer:
     return _json({"notes": [replies.note_view(n) for n in notes]})
 
 
-def note_write(who: Access, p: NoteIn) -> Answer:
-    note = access.note_write(who, project=p.project, fields=_set(p, drop=("project",)))
-    return _json(replies.note_view(note), 201)
+def note_write(who: Access, p: NoteIn, *, key: str | None = None) -> Answer:
+    """A new note; a retry with the same key gets the first answer (as a memory's)."""
+    fields = _set(p, drop=("project", "idempotency_key"))
+
+    def write() -> Answer:
+        note = access.note_write(who, project=p.project, fields=fields)
+        return _json(replies.note_view(note), 201)
+
+    request = {"call": "note_write", **p.dict(exclude={"idempotency_key"})}
+    return _idempotent(who, key or p.idempotency_key, request, write)
 
 
 def note_read(who: Access, note_id: str) -> Answer:

@@ -507,6 +507,12 @@ class NoteFields(Body):
 class NoteIn(NoteFields):
     project: Slug | None = Field(None, description=PROJECT)
     title: str = Field(min_length=1, max_length=200, description="the note's title")
+    idempotency_key: str | None = Field(
+        None,
+        max_length=200,
+        description="a retry with the same key gets the first answer (REST: or the "
+        "Idempotency-Key header)",
+    )
 
 
 class NoteListIn(Params):

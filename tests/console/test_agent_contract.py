@@ -150,6 +150,31 @@ def test_a_key_reused_for_another_request_is_a_409(world: World) -> None:
     assert r.status_code == 409 and r.json()["code"] == "conflict"
 
 
+def test_a_note_retried_with_its_key_is_written_once(world: World, monkeypatch: Any) -> None:
+    # The key was ignored: each retry wrote another note with the same slug.
+    note = {"project": "alpha", "title": "Retry note", "body": "same"}
+    client = world.client("alpha")
+    first = client.post("/api/v1/notes", json.dumps(note), content_type="application/json",
+                        HTTP_IDEMPOTENCY_KEY="n1")  # fmt: skip
+    again = client.post("/api/v1/notes", json.dumps(note), content_type="application/json",
+                        HTTP_IDEMPOTENCY_KEY="n1")  # fmt: skip
+    by_mcp = [
+        mcp(
+            world,
+            "alpha",
+            "notes_write",
+            {**note, "title": "MCP note", "idempotency_key": "m1"},
+            monkeypatch,
+        )  # fmt: skip
+        for _ in range(2)
+    ]
+
+    assert first.status_code == again.status_code == 201 and again.json() == first.json()
+    assert by_mcp[0] == by_mcp[1] and by_mcp[0][0] == 200  # (the helper: 200 unless an error)
+    assert Note.objects.filter(title="Retry note").count() == 1
+    assert Note.objects.filter(title="MCP note").count() == 1
+
+
 def test_an_overlong_idempotency_key_header_is_refused_like_the_body_field(
     world: World,
 ) -> None:
