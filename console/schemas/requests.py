@@ -230,12 +230,6 @@ class FeedbackItem(Body):
     helpful: bool = Field(False, description="it helped")
     harmful: bool = Field(False, description="it misled or was wrong")
 
-    @model_validator(mode="after")
-    def _one_verdict(self) -> FeedbackItem:
-        if self.helpful and self.harmful:
-            raise ValueError("helpful and harmful cannot both be true")
-        return self
-
 
 class FeedbackIn(Body):
     """Memory Worth: what the items of one recalled pack were worth to the agent."""
@@ -244,14 +238,6 @@ class FeedbackIn(Body):
     items: list[FeedbackItem] = Field(
         min_length=1, max_length=100, description="a verdict per item (ids of that pack)"
     )
-
-    @field_validator("items")
-    @classmethod
-    def _each_once(cls, items: list[FeedbackItem]) -> list[FeedbackItem]:
-        ids = [item.id.upper() for item in items]
-        if len(set(ids)) != len(ids):
-            raise ValueError("each item may appear once in one feedback call")
-        return items
 
 
 class SearchIn(Params):
