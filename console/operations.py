@@ -134,12 +134,14 @@ def briefing(who: Access, p: BriefingIn) -> Answer:
     result = access.briefing(
         who, project=p.project, agent_type=p.agent_type, prompt=p.prompt, budget=p.budget
     )
-    return Answer(200, replies.text_view(result.text, result.ids, result.tokens), result.text)
+    body = replies.text_view(result.text, result.ids, result.tokens, result.warnings)
+    return Answer(200, body, result.text)
 
 
 def prompt_recall(who: Access, p: PromptIn) -> Answer:
     result = access.prompt_recall(who, project=p.project, prompt=p.prompt, budget=p.budget)
-    return Answer(200, replies.text_view(result.text, result.ids, result.tokens), result.text)
+    body = replies.text_view(result.text, result.ids, result.tokens, result.warnings)
+    return Answer(200, body, result.text)
 
 
 # --- memories -------------------------------------------------------------------

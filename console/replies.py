@@ -172,8 +172,10 @@ def search_view(
     }
 
 
-def text_view(text: str, ids: Sequence[str], tokens: int) -> dict[str, Any]:
-    return {"text": text, "ids": list(ids), "tokens": tokens}
+def text_view(
+    text: str, ids: Sequence[str], tokens: int, warnings: Sequence[str] = ()
+) -> dict[str, Any]:
+    return {"text": text, "ids": list(ids), "tokens": tokens, "warnings": list(warnings)}
 
 
 def association_view(edge: Edge, *, created: bool) -> dict[str, Any]:

@@ -139,8 +139,9 @@ def _assemble(
     opening, closing = f'<{config.tag} project="{project}">', f"</{config.tag}>"
     lines: list[_Line] = [(opening, None)]
     used = count(opening) + count(closing)
-    if used > hard_cap:
-        return Briefing("", (), 0)  # not even the wrapper fits
+    if used > hard_cap:  # not even the wrapper fits
+        warning = f"{hard_cap} tokens hold not even the briefing's wrapper ({used} tokens)"
+        return Briefing("", (), 0, (warning + ": ask with a larger budget",))
     kept_fixed = 0
     for text, ident in fixed:
         if used + count(text) > hard_cap:

@@ -540,4 +540,8 @@ def run(
     records = matches(req, planes=planes, corpora=corpora, config=config)
     budget = req.budget if req.budget is not None else config.budget
     text, ids = render(records, config, budget=budget, counter=planes.tokens)
+    if records and not text:  # matches the budget had no room for: say so, not nothing
+        said = f"{len(records)} {'memory' if len(records) == 1 else 'memories'} matched"
+        warning = f"{said}, but no line of them fits {budget} tokens: ask with a larger budget"
+        return PromptResult("", (), 0, (warning,))
     return PromptResult(text, ids, planes.tokens.count(text) if text else 0)

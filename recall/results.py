@@ -147,20 +147,24 @@ class SearchResult:
 
 @dataclass(frozen=True, slots=True)
 class Briefing:
-    """The session-start block, the ids it actually rendered, its token cost."""
+    """The session-start block, the ids it actually rendered, its token cost, and why
+    it is empty when the budget was the reason."""
 
     text: str
     ids: tuple[str, ...]
     tokens: int
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class PromptResult:
-    """The per-prompt recall block ("" when nothing clears the floors) and its ids."""
+    """The per-prompt recall block ("" when nothing clears the floors) and its ids;
+    `warnings` says so when memories matched but the budget held none of them."""
 
     text: str
     ids: tuple[str, ...]
     tokens: int = 0
+    warnings: tuple[str, ...] = ()
 
 
 def age(updated: datetime | None, now: datetime) -> str:

@@ -190,6 +190,9 @@ class TextOut(Reply):
     text: str = Field(description='the block to place in context ("" when there is none)')
     ids: list[str] = Field(description="the memories it shows")
     tokens: int = Field(description="what the text costs")
+    warnings: list[str] = Field(
+        default_factory=list, description="why the text is empty, when the budget was why"
+    )
 
 
 class MemoryOut(Reply):

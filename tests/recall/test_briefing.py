@@ -202,7 +202,10 @@ def test_a_budget_the_caller_names_is_a_hard_bound(make_engine: MakeEngine):
         result = engine.briefing(brief(budget=budget))
         assert result.tokens <= budget
         assert result.text == "" or result.text.endswith("</memory-briefing>")
-    assert engine.briefing(brief(budget=5)).text == ""  # not even the wrapper fits
+    tiny = engine.briefing(brief(budget=5))
+    assert tiny.text == ""  # not even the wrapper fits, and it says so
+    assert tiny.warnings and "hold not even the briefing's wrapper" in tiny.warnings[0]
+    assert not engine.briefing(brief(budget=200)).warnings
 
 
 def test_a_section_header_never_stands_without_a_line_under_it(make_engine: MakeEngine):

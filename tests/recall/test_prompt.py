@@ -89,6 +89,24 @@ def test_a_chinese_prompt_finds_a_chinese_memory(make_engine: MakeEngine):
     assert engine.prompt_recall(PromptRequest("alpha", "今天午饭吃什么")).ids == ()
 
 
+def test_matches_a_budget_holds_none_of_say_so(make_engine: MakeEngine):
+    # The block came back "" with no word, as if nothing had matched.
+    deploys = [make_memory(1, "deploy-rollback", description="deploy rollback steps")]
+    engine = make_engine([*deploys, *FILLERS])
+    asked = PromptRequest("alpha", "how do I deploy a rollback", budget=30)
+
+    tight = engine.prompt_recall(asked)
+    roomy = engine.prompt_recall(replace(asked, budget=300))
+    missed = engine.prompt_recall(PromptRequest("alpha", "what is for lunch", budget=30))
+
+    assert (tight.text, tight.ids) == ("", ())
+    assert tight.warnings == (
+        "1 memory matched, but no line of them fits 30 tokens: ask with a larger budget",
+    )
+    assert roomy.ids == (uid(1),) and not roomy.warnings
+    assert missed.warnings == ()  # nothing matched: nothing to say
+
+
 def test_at_most_three_hits(make_engine: MakeEngine):
     deploys = [
         make_memory(i, f"deploy-rollback-{i}", description="deploy rollback") for i in range(1, 7)
