@@ -16,6 +16,7 @@ from typing import Any
 
 from console import access, browse, replies, selectors, services, withheld
 from console.access import Access
+from console.models import NAME_RE
 from console.schemas import (
     AssociationFields,
     BriefingIn,
@@ -204,16 +205,22 @@ def memory_write(who: Access, p: MemoryIn, *, key: str | None = None) -> Answer:
 def _unlinked(memory: Any) -> list[str]:
     """A warning naming the body's `[[links]]` that reach no memory yet (a typo, or a
     memory still to write: the link is made once one of that name is written)."""
-    names = selectors.unlinked_names(memory)
-    if not names:
-        return []
-    shown = ", ".join(f"[[{name}]]" for name in names[:5])
-    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
-    verb = "names" if len(names) == 1 else "name"
-    return [
-        f"body: {shown}{more} {verb} no memory yet; a link is made once a memory of that "
-        "name is written"
-    ]
+    found = selectors.unlinked_names(memory)
+    # A target no memory can ever be named (`[[Bad Name]]`) is told apart: no write
+    # will make that link, so "not yet" would mislead.
+    never = [name for name in found if not NAME_RE.match(name)]
+    out = []
+    for names, why in (
+        ([n for n in found if n not in never], "no memory yet; a link is made once a memory "
+         "of that name is written"),
+        (never, "no memory a name can have (lower-case letters, digits, '-', '_' or '.'): "
+         "no link is made; write the target's name as it is"),
+    ):  # fmt: skip
+        if names:
+            shown = ", ".join(f"[[{name}]]" for name in names[:5])
+            more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+            out.append(f"body: {shown}{more} {'names' if len(names) == 1 else 'name'} {why}")
+    return out
 
 
 def _not_as_asked(stored: Any, asked: dict[str, Any]) -> tuple[str, ...]:

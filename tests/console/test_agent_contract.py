@@ -127,7 +127,7 @@ def test_a_speaker_opening_a_later_line_is_withheld_as_the_write_warned(
 
 def test_a_write_says_which_links_reach_no_memory_yet(world: World) -> None:
     write(world, {"name": "deploy-runbook", "description": "How we deploy"})
-    body = "Before a release read [[deploy-runbook]] and [[rollbak-plan]]."
+    body = "Before a release read [[deploy-runbook]], [[rollbak-plan]] and [[Bad Name]]."
 
     linked = write(world, {"name": "release-checklist", "description": "x", "body": body})
     clean = write(
@@ -137,7 +137,10 @@ def test_a_write_says_which_links_reach_no_memory_yet(world: World) -> None:
     said = linked.json()["warnings"]
     assert [w for w in said if "[[" in w] == [
         "body: [[rollbak-plan]] names no memory yet; a link is made once a memory of that "
-        "name is written"
+        "name is written",
+        # no memory can ever be named so: "yet" misled
+        "body: [[Bad Name]] names no memory a name can have (lower-case letters, digits, "
+        "'-', '_' or '.'): no link is made; write the target's name as it is",
     ]
     assert not any("[[" in w for w in clean.json()["warnings"])
 
