@@ -271,7 +271,7 @@ def memory_read(who: Access, p: MemoryRef) -> Answer:
             who, memory_id=p.id, name=p.name, project=p.project, as_of=p.as_of,
             recorded_as_of=p.recorded_as_of,
         )  # fmt: skip
-        return _json(replies.memory_view(past))
+        return _json(replies.memory_view(past, at=p.as_of))
     memory = access.memory_read(who, memory_id=p.id, name=p.name, project=p.project)
     return _json(replies.memory_view(memory))
 

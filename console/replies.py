@@ -11,6 +11,7 @@ itself.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from console.models import Edge, Memory, Note, Project
@@ -30,7 +31,11 @@ def _line(text: str | None, limit: int = 300) -> str:
     return sanitize.field(text or "", limit)
 
 
-def memory_view(m: Memory) -> dict[str, Any]:
+def memory_view(m: Memory, *, at: datetime | None = None) -> dict[str, Any]:
+    """A memory as the API gives it; `at`: a past state read as of that valid time,
+    whose `active` says whether it was valid then (as a search as of then says),
+    its `invalid_at` when it stopped."""
+    active = m.invalid_at is None or (at is not None and at < m.invalid_at)
     return {
         "id": m.pk,
         "project": m.project.slug if m.project_id and m.project else None,
@@ -49,7 +54,7 @@ def memory_view(m: Memory) -> dict[str, Any]:
         "invalid_at": iso(m.invalid_at),
         "superseded_by": m.superseded_by_id,
         "favorite": m.favorite,
-        "active": m.invalid_at is None,
+        "active": active,
         "created": iso(m.created),
         "updated": iso(m.updated),
         "expires_at": iso(m.expires_at),

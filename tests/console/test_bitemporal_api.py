@@ -144,8 +144,14 @@ def test_search_and_read_as_of_valid_time(world: World, monkeypatch: Any) -> Non
         status, found = mcp(world, "alpha", "memory_search", {"q": "zebrafish", "as_of": when},
                             monkeypatch)  # fmt: skip
         assert status == 200 and [h["id"] for h in found["hits"]] == [wanted]
-    assert call(client, "get", f"/memories/{a}", {"as_of": FEB}).status_code == 200
+    then = call(client, "get", f"/memories/{a}", {"as_of": FEB})
+    assert then.status_code == 200
     assert call(client, "get", f"/memories/{a}", {"as_of": APR}).status_code == 404
+    # Active then, as the search as of then says; invalid_at says when it stopped.
+    searched = call(client, "get", "/search", {"q": "zebrafish", "as_of": FEB}).json()["hits"]
+    assert then.json()["active"] is searched[0]["active"] is True
+    assert then.json()["invalid_at"] == "2024-03-01T00:00:00Z"
+    assert call(client, "get", f"/memories/{a}").json()["active"] is False  # now
 
 
 def test_a_past_state_is_read_by_the_name_it_had_then(world: World, monkeypatch: Any) -> None:
