@@ -16,7 +16,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from console import services
-from console.models import Memory, Project
+from console.models import Memory, Project, RetrievalEvent
 from tests.browser.conftest import PHONE, axe, log_in, overflow
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -532,3 +532,21 @@ def test_a_wide_markdown_table_scrolls_instead_of_breaking_words_on_a_phone(
     )
     assert len(heights) == 7 and max(heights) < 48, heights  # one line each, not c/ol/umn
     assert overflow(page) == 0
+
+
+def test_the_retrieval_history_keeps_its_query_readable_on_a_phone(page: Any, user: User) -> None:
+    # The Query column was squeezed to about 40 px, its words broken letter by letter.
+    memory = world()["rollback-billing"]
+    RetrievalEvent.objects.create(
+        kind="recalled", ids=[memory.pk], project="billing-api", agent="deploy-bot",
+        query="how do we roll back the billing deploy after a failed migration",
+    )  # fmt: skip
+    log_in(page, user)
+    page.set_viewport_size(PHONE)
+    page.goto(f"/memories/{memory.pk}/")
+
+    width = page.evaluate(
+        "() => document.querySelector('.history td.q').getBoundingClientRect().width"
+    )
+    assert width >= 150, width
+    assert overflow(page) == 0  # the table scrolls in its wrapper, not the page
