@@ -19,6 +19,7 @@ from django.urls import get_script_prefix, reverse
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml as escape_html
 from markdown_it.rules_inline import StateInline
 
 from recall import sanitize
@@ -59,8 +60,18 @@ def _wikilink_rule(state: StateInline, silent: bool) -> bool:
     return True
 
 
+def _image(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+    """An image is never fetched (nh3 allows no <img>), but it no longer vanishes
+    with its alt text: it reads "[image: alt]", a link to where it lives."""
+    token = tokens[idx]
+    alt = self.renderInlineAsText(token.children or [], options, env).strip() or "image"
+    src = token.attrGet("src") or ""
+    return f'<a href="{escape_html(str(src))}">[image: {escape_html(alt)}]</a>'
+
+
 _md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
 _md.inline.ruler.before("link", "wikilink", _wikilink_rule)
+_md.add_render_rule("image", _image)
 
 
 # Each block of text takes its direction from its own first letter (a Hebrew or

@@ -1300,3 +1300,13 @@ def test_a_note_without_a_project_is_in_the_inbox_wherever_it_is_listed(
     assert '<span class="project">inbox</span>' in found
     assert "inbox · note" in palette and "global · note" not in palette
     assert "inbox" in page
+
+
+def test_an_image_in_a_body_shows_its_alt_text_as_a_link_and_is_never_fetched() -> None:
+    # It vanished from the page, alt text and all (nh3 allows no <img>).
+    from console.templatetags.console_tags import render_markdown
+
+    html = render_markdown("![the deploy graph](https://x.example/g.png) ![<b>x</b>](http://a/b)")
+
+    assert '<a href="https://x.example/g.png"' in html and "[image: the deploy graph]</a>" in html
+    assert "[image: &lt;b&gt;x&lt;/b&gt;]" in html and "<img" not in html and "<b>" not in html
