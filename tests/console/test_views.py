@@ -1310,3 +1310,20 @@ def test_an_image_in_a_body_shows_its_alt_text_as_a_link_and_is_never_fetched() 
 
     assert '<a href="https://x.example/g.png"' in html and "[image: the deploy graph]</a>" in html
     assert "[image: &lt;b&gt;x&lt;/b&gt;]" in html and "<img" not in html and "<b>" not in html
+
+
+def test_manage_search_marks_matches_apart_from_wiki_brackets(project: Project) -> None:
+    # Matches in [brackets] ran into the links: "[[[rollback]-billing".
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    make_memory(
+        project, name="deploy-notes", description="Deploy", body="See [[rollback-billing]]."
+    )
+    indexing.apply_pending()
+    out = StringIO()
+
+    call_command("search", "rollback", "--no-semantic", stdout=out)
+
+    assert "[[«rollback»-billing" in out.getvalue() and "[[[" not in out.getvalue()

@@ -1,7 +1,8 @@
 """Try Search by hand: `manage.py search "deploy" --project billing-api --no-semantic`.
 
 Prints one line per hit (rank, source, score, each channel's rank and raw
-score, similarity) and the snippet, matches in [brackets]. Nothing is recorded.
+score, similarity) and the snippet, matches in «guillemets» (brackets ran into
+`[[links]]`: `[[[rollback]-billing]]`). Nothing is recorded.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class Command(BaseCommand):
                 f"{archived} {hit.source} score {hit.score:.4f}{similarity}; {channels}"
             )
             if hit.snippet:
-                snippet = hit.snippet.replace(MARK_START, "[").replace(MARK_END, "]")
+                snippet = hit.snippet.replace(MARK_START, "«").replace(MARK_END, "»")
                 self.stdout.write(f"       {snippet}")
         for warning in result.warnings:
             self.stderr.write(self.style.WARNING(warning))
