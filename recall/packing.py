@@ -267,18 +267,30 @@ def attach(
     The main items stay as they are; associated items take what is left of
     the budget, in order, by the same rules (cut to fit, the first that
     cannot fit ends it), and are dropped first if the final count is over.
+    A warning says how many found no room, when it fits itself.
     """
-    omitted = packed.omitted
     left = budget - packed.tokens
     extra = _fill(linked, left, counter=counter, detail=detail, item_tokens=item_tokens)
-    while True:
-        tokens = _reply_tokens(
-            counter, packed.items, omitted=omitted, budget=budget, warnings=packed.warnings,
+
+    def reply(said: tuple[str, ...]) -> int:
+        return _reply_tokens(
+            counter, packed.items, omitted=packed.omitted, budget=budget, warnings=said,
             detail=detail, total_found=total_found, associated=extra, pack_id=pack_id,
         )  # fmt: skip
-        if tokens <= budget or not extra:
-            return replace(packed, tokens=tokens), tuple(extra)
+
+    while True:
+        dropped = len(linked) - len(extra)
+        said = (*packed.warnings, _no_room(dropped)) if dropped else packed.warnings
+        tokens = reply(said)
+        if tokens <= budget:
+            return replace(packed, tokens=tokens, warnings=said), tuple(extra)
+        if not extra:  # not even the warning fits: the pack as it was made, which fit
+            return replace(packed, tokens=reply(packed.warnings)), ()
         extra.pop()
+
+
+def _no_room(n: int) -> str:
+    return f"{n} associated {'memory' if n == 1 else 'memories'} found no room in the budget"
 
 
 def _fill(

@@ -94,6 +94,15 @@ def test_main_items_come_first_when_the_budget_is_tight(make_engine: MakeEngine)
     assert ids(roomy.items) == ids(tight.items) == [uid(1), uid(2)]
     assert ids(roomy.associated or ()) == [uid(3)]
     assert tight.associated == ()
+    # Dropped, and said so (it was silent) when the warning fits too; never over budget.
+    said = "1 associated memory found no room in the budget"
+    assert said in tight.warnings and said not in roomy.warnings
+    for budget in range(100, 200, 5):
+        pack = engine.recall(ask("chroma", hops=0, include_associated=True, budget=budget))
+        assert pack.tokens <= budget
+        assert not (said in pack.warnings and pack.associated)
+        if not pack.associated and said not in pack.warnings:  # no room for the warning
+            assert pack.tokens + engine.planes.tokens.count(f',"{said}"') > budget
 
 
 @pytest.mark.parametrize("graph_on", [True, False])
