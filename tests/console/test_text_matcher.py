@@ -4,7 +4,7 @@ every word found and marked."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from console.views.text import _TOKEN, Matcher
@@ -33,6 +33,11 @@ def _reference(matcher: Matcher, text: str) -> tuple[set[str], list[tuple[int, i
     st.lists(st.sampled_from(PIECES), max_size=30),
     st.lists(st.sampled_from(["deployment", "caching", "Partying"]), max_size=2),
 )
+# A word starts after an underscore, and right after an ideograph (a text with one
+# is searched everywhere), and a prefix inside a word starts none.
+@example("deploy", True, ["snake_case_deploy"], [])
+@example("deploy", True, ["发票", "deployed", "x", "v2deploy"], [])
+@example("dep", True, ["re_try", "DEPLOYS", "-", "deployment"], ["deployment"])
 def test_the_candidate_words_find_and_mark_what_every_word_did(
     query: str, prefix: bool, pieces: list[str], marked: list[str]
 ) -> None:
