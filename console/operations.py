@@ -188,7 +188,11 @@ def memory_write(who: Access, p: MemoryIn, *, key: str | None = None) -> Answer:
     def write() -> Answer:
         written = access.memory_write(who, project=p.project, fields=fields, force=p.force)
         said = (
-            [*withheld.warnings(fields), *_unlinked(written.memory)]
+            [
+                *withheld.warnings(fields),
+                *_unlinked(written.memory),
+                *_shared_turn(written.memory, fields),
+            ]
             if written.created
             else list(_not_as_asked(written.memory, fields))
         )
@@ -223,6 +227,21 @@ def _unlinked(memory: Any) -> list[str]:
     return out
 
 
+def _shared_turn(memory: Any, asked: dict[str, Any], where: str = "") -> list[str]:
+    """A warning when the session_order a write gave is another live turn's too: the
+    turns read before each (recall's context, the session's neighbours) go by that
+    order. One given by the server is the session's next: never asked about."""
+    if asked.get("session_order") is None:
+        return []
+    other = selectors.turn_sharing_place(memory)
+    if other is None:
+        return []
+    return [
+        f"{where}session_order: {memory.session_order} is also the place of {other} in "
+        f"session {memory.session_id!r}; leave session_order out to be given the next one"
+    ]
+
+
 def _not_as_asked(stored: Any, asked: dict[str, Any]) -> tuple[str, ...]:
     """What a write answered with an existing memory (the same text) did not use."""
     unused = [
@@ -251,7 +270,10 @@ def memory_write_batch(who: Access, p: MemoryBatchIn, *, key: str | None = None)
             warning
             for i, o in enumerate(outcomes)
             for warning in (
-                withheld.warnings(items[i], f"memories.{i}.")
+                [
+                    *withheld.warnings(items[i], f"memories.{i}."),
+                    *_shared_turn(o.memory, items[i], f"memories.{i}."),
+                ]
                 if o.created
                 else [f"memories.{i}: {w}" for w in _not_as_asked(o.memory, items[i])]
             )

@@ -326,6 +326,23 @@ def unlinked_names(memory: Memory) -> list[str]:
     return [name for name in names if name not in found]
 
 
+def turn_sharing_place(memory: Memory) -> str | None:
+    """Another live memory of the same project and session at the same session_order,
+    if one is (the turns read before each are found by this order)."""
+    if not memory.session_id or memory.session_order is None:
+        return None
+    scope = (
+        Q(project__isnull=True) if memory.project_id is None else Q(project_id=memory.project_id)
+    )
+    rows = Memory.objects.filter(
+        scope,
+        session_id=memory.session_id,
+        session_order=memory.session_order,
+        invalid_at__isnull=True,
+    ).exclude(pk=memory.pk)
+    return rows.order_by("id").values_list("pk", flat=True).first()
+
+
 def memory_ids_by_name(
     names: Sequence[str], *, project_id: int | None, exclude: str | None = None
 ) -> dict[str, str]:

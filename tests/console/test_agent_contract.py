@@ -264,6 +264,26 @@ def test_a_batch_writes_all_in_order_or_nothing(world: World) -> None:
     assert too_many.status_code == 422
 
 
+def test_a_turn_given_a_place_another_turn_holds_is_told(world: World) -> None:
+    # Two turns at session_order 1 were stored without a word; the turns read before
+    # each (recall's context, the session's neighbours) go by that order.
+    first = {"name": "s9-a", "description": "first turn", "session_id": "s9", "session_order": 1}
+    same = {**first, "name": "s9-b", "description": "second turn"}
+    made = write(world, first).json()["memory"]["id"]
+
+    told = write(world, same).json()["warnings"]
+    given = write(world, {"name": "s9-c", "description": "third", "session_id": "s9"}).json()
+    batch = call(world.client("alpha"), "post", "/memories/batch",
+                 {"memories": [{**first, "name": "s9-d", "description": "again"}]})  # fmt: skip
+
+    said = f"session_order: 1 is also the place of {made} in session 's9'"
+    assert [w for w in told if w.startswith("session_order")] == [
+        said + "; leave session_order out to be given the next one"
+    ]
+    assert not [w for w in given["warnings"] if "session_order" in w]  # the next: free
+    assert any(w.startswith("memories.0." + said) for w in batch.json()["warnings"])
+
+
 def test_a_batch_with_an_item_the_services_refuse_commits_nothing(world: World) -> None:
     items = [{"name": "fine", "description": "ok"}, {"name": "big", "body": "x" * 200_001}]
 
