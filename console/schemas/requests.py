@@ -77,12 +77,17 @@ class RecallIn(Body):
         "", max_length=4000, description="what the agent needs; may be empty with `kind`"
     )
     project: Slug | None = Field(None, description=PROJECT)
-    budget: Budget = Field(
-        DEFAULT_BUDGET,
-        description="tokens the whole reply may take, JSON envelope included (debug excluded)",
+    # None: the configured value (Settings, `recall_config`): a default here was sent as
+    # if the agent had named it, so the setting never applied.
+    budget: Budget | None = Field(
+        None,
+        description="tokens the whole reply may take, JSON envelope included (debug "
+        f"excluded); default: the configured one ({DEFAULT_BUDGET} unless changed)",
     )
-    limit: RecallLimit = Field(
-        DEFAULT_RECALL_LIMIT, description="ranked hits considered; the budget decides how many fit"
+    limit: RecallLimit | None = Field(
+        None,
+        description="ranked hits considered; the budget decides how many fit; default: the "
+        f"configured one ({DEFAULT_RECALL_LIMIT} unless changed)",
     )
     detail: Detail = Field(
         "full", description="full: each item's text; index: name and description only"

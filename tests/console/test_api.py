@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from console import indexing, services
 from console.models import AgentToken, Memory, Note, RetrievalEvent
 from console.schemas import ContextPackOut, SearchHitOut, SearchOut
 from recall.tokens import ByteEstimate
-from tests.console.api_world import World, call, world_fixture  # noqa: F401
+from tests.console.api_world import World, call, mcp, world_fixture  # noqa: F401
 
 PACK_ITEM = {"id", "kind", "name", "memory_kind", "project", "text", "valid_from", "source",
              "score", "tokens"}  # fmt: skip
@@ -89,6 +91,22 @@ def test_the_reply_as_sent_is_within_the_budget_and_tokens_counts_it(
     assert pack["budget"] == budget and sent <= budget
     assert pack["tokens"] == sent
     assert len(pack["items"]) + pack["omitted"] >= 1
+
+
+def test_recall_uses_the_configured_budget_and_limit_when_the_agent_names_none(
+    world: World, monkeypatch: Any
+) -> None:
+    # The schema's defaults were sent as if named: the Settings never applied.
+    services.setting_save(key="recall_config", value={"budget": 600, "limit": 1})
+    client = world.client("alpha")
+
+    given = call(client, "post", "/recall", {"query": "albatross cache"}).json()
+    named = call(client, "post", "/recall", {"query": "albatross cache", "budget": 900}).json()
+    status, by_mcp = mcp(world, "alpha", "memory_recall", {"query": "albatross cache"}, monkeypatch)
+
+    assert (given["budget"], len(given["items"])) == (600, 1)
+    assert by_mcp["budget"] == 600 and len(by_mcp["items"]) == 1 and status == 200
+    assert named["budget"] == 900
 
 
 def test_recall_browse_lists_a_kind_newest_first(world: World) -> None:
