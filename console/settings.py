@@ -24,8 +24,36 @@ def env(name: str, default: str) -> str:
     return os.environ.get(name, default)
 
 
+# A bad value stops start-up naming its variable (README "Configuration"): a typo
+# in a whole number was a bare int() traceback, and any unknown word read as false
+# (RECALL_SYNC_ON_COMMIT=maybe turned indexing on commit off without a word).
+TRUE_WORDS, FALSE_WORDS = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
+
+
 def env_bool(name: str, default: bool) -> bool:
-    return env(name, "1" if default else "0").lower() in {"1", "true", "yes", "on"}
+    raw = env(name, "1" if default else "0")
+    if raw.strip().lower() in TRUE_WORDS | FALSE_WORDS:
+        return raw.strip().lower() in TRUE_WORDS
+    raise ImproperlyConfigured(f"{name}={raw!r}: expected 1/0, true/false, yes/no or on/off")
+
+
+def env_int(name: str, default: str) -> int:
+    raw = env(name, default)
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"{name}={raw!r}: expected a whole number (default {default})"
+        ) from None
+
+
+def env_level(name: str, default: str) -> str:
+    raw = env(name, default).strip().upper()
+    if raw not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+        raise ImproperlyConfigured(
+            f"{name}={raw!r}: expected DEBUG, INFO, WARNING, ERROR or CRITICAL"
+        )
+    return raw
 
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -134,8 +162,8 @@ if DATABASE_URL:
     DATABASES = {
         "default": database_url.parse(
             DATABASE_URL,
-            pool_size=int(env("RECALL_DB_POOL_SIZE", "8")),
-            conn_max_age=int(env("RECALL_DB_CONN_MAX_AGE", "60")),
+            pool_size=env_int("RECALL_DB_POOL_SIZE", "8"),
+            conn_max_age=env_int("RECALL_DB_CONN_MAX_AGE", "60"),
         )
     }
 else:
@@ -183,7 +211,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "filters": {"quiet_refusals": {"()": "console.logfilters.QuietRefusals"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["quiet_refusals"]}},
-    "root": {"handlers": ["console"], "level": env("RECALL_LOG_LEVEL", "WARNING")},
+    "root": {"handlers": ["console"], "level": env_level("RECALL_LOG_LEVEL", "WARNING")},
 }
 
 # --- third-party --------------------------------------------------------------
@@ -194,8 +222,8 @@ LOGGING = {
 # cannot buy fresh attempts. Locking a login from every address would let anyone
 # lock the console's owner out. Failures live in the database (tests roll them
 # back); `manage.py axes_reset` lifts every lock.
-AXES_FAILURE_LIMIT = int(env("RECALL_LOGIN_FAILURE_LIMIT", "5"))
-AXES_COOLOFF_TIME = timedelta(minutes=int(env("RECALL_LOGIN_COOLOFF_MINUTES", "15")))
+AXES_FAILURE_LIMIT = env_int("RECALL_LOGIN_FAILURE_LIMIT", "5")
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("RECALL_LOGIN_COOLOFF_MINUTES", "15"))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "console.lockout.lockout_response"  # the login page, with why
@@ -231,7 +259,7 @@ BACKEND_OPTIONS: dict[str, dict[str, Any]] = {
         # Build the ANN (IVF_HNSW_SQ) index past this many rows: an exact scan
         # costs ~6 ms at 5k rows and ~15 ms at 10k, the index ~7 ms at either
         # (tests/bench/bench_vector_index.py), with recall@24 of 1.000 at 10k.
-        "index_threshold": int(env("RECALL_VECTOR_INDEX_THRESHOLD", "5000")),
+        "index_threshold": env_int("RECALL_VECTOR_INDEX_THRESHOLD", "5000"),
         # Never inside a request: `indexing.maintain()` builds it off the hot path.
         "auto_index": False,
         # Searches go to the in-process copy (VECTOR_CACHE): small LanceDB caches.
@@ -239,7 +267,7 @@ BACKEND_OPTIONS: dict[str, dict[str, Any]] = {
     },
     "console.pgplanes.DjangoPgVectorIndex": {
         # HNSW candidates per search (pgvector's default is 40).
-        "ef_search": int(env("RECALL_PG_EF_SEARCH", "100")),
+        "ef_search": env_int("RECALL_PG_EF_SEARCH", "100"),
     },
 }
 RECALL: dict[str, Any] = {
@@ -262,10 +290,10 @@ RECALL: dict[str, Any] = {
             "BACKEND": embedder_backend,
             "OPTIONS": {
                 # Threads per query (1 is fastest per query on small machines).
-                "threads": int(env("RECALL_EMBEDDER_THREADS", "1")),
+                "threads": env_int("RECALL_EMBEDDER_THREADS", "1"),
                 # Texts embedded at once when a batch is indexed (one per core): a
                 # write of many memories embeds on every core; a query is one text.
-                "parallel": int(env("RECALL_EMBEDDER_PARALLEL", str(os.cpu_count() or 1))),
+                "parallel": env_int("RECALL_EMBEDDER_PARALLEL", str(os.cpu_count() or 1)),
                 # The derived dynamic-int8 copy (about 2x faster; False = the packaged
                 # fp32-compute model). Switching changes the vectors: `reindex`.
                 "quantized": env("RECALL_EMBEDDER_QUANTIZED", "1") != "0",
@@ -276,7 +304,7 @@ RECALL: dict[str, Any] = {
                 # Windows of 128 word pieces averaged for a long text (1: cut at 128;
                 # 2 costs a long memory twice the embedding for +0.004 nDCG@10 fused
                 # on SciFact). Switching changes the vectors' model name: `reindex`.
-                "max_chunks": int(env("RECALL_EMBEDDER_MAX_CHUNKS", "1")),
+                "max_chunks": env_int("RECALL_EMBEDDER_MAX_CHUNKS", "1"),
             }
             if embedder_backend
             else {},
@@ -295,7 +323,7 @@ RECALL: dict[str, Any] = {
     "TEXT_INDEX_DIR": DATA_DIR / "text",
     "VECTOR_INDEX_DIR": DATA_DIR / "vectors",
     # Threads for bulk embedding in batch commands (import, reindex, bench ingest).
-    "EMBEDDER_BATCH_THREADS": int(env("RECALL_EMBEDDER_BATCH_THREADS", str(os.cpu_count() or 1))),
+    "EMBEDDER_BATCH_THREADS": env_int("RECALL_EMBEDDER_BATCH_THREADS", str(os.cpu_count() or 1)),
     # Where the planes share the database's connection (the postgres profile), write
     # them in the row's own transaction (off = through the outbox, as embedded planes).
     "INDEX_IN_TRANSACTION": env_bool("RECALL_INDEX_IN_TRANSACTION", True),
@@ -310,10 +338,10 @@ RECALL: dict[str, Any] = {
     # current from the plane (recall/indexes/hot_vectors.py); off: ask LanceDB.
     "VECTOR_CACHE": env_bool("RECALL_VECTOR_CACHE", True),
     # Give up retrying an index job after this many attempts (it stays visible).
-    "MAX_JOB_ATTEMPTS": int(env("RECALL_MAX_JOB_ATTEMPTS", "20")),
+    "MAX_JOB_ATTEMPTS": env_int("RECALL_MAX_JOB_ATTEMPTS", "20"),
     # A process's claim on a batch of index jobs lapses after this long (sooner
     # when the process is gone); the lock file serialises plane writes machine-wide.
-    "JOB_CLAIM_SECONDS": int(env("RECALL_JOB_CLAIM_SECONDS", "120")),
+    "JOB_CLAIM_SECONDS": env_int("RECALL_JOB_CLAIM_SECONDS", "120"),
     "INDEX_LOCK_FILE": DATA_DIR / "index.lock",
     # Retrieval knobs per section (recall/config.py has every knob and its default);
     # RECALL_<SECTION>_<KNOB> environment variables and the console's override

@@ -1,0 +1,51 @@
+"""A bad environment value stops start-up naming its variable and value.
+
+A typo in a whole number was a bare `int()` traceback naming nothing, and any
+unknown word in a switch read as false: `RECALL_SYNC_ON_COMMIT=maybe` turned
+indexing on commit off without a word.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        ("RECALL_JOB_CLAIM_SECONDS", "abc", "expected a whole number (default 120)"),
+        ("RECALL_SYNC_ON_COMMIT", "maybe", "expected 1/0, true/false, yes/no or on/off"),
+        ("RECALL_LOG_LEVEL", "LOUD", "expected DEBUG, INFO, WARNING, ERROR or CRITICAL"),
+    ],
+)
+def test_a_bad_value_stops_start_up_naming_it(
+    tmp_path: Path, variable: str, value: str, said: str
+) -> None:
+    env = {**os.environ, "RECALL_DATA_DIR": str(tmp_path), variable: value}
+
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+    assert done.returncode != 0
+    assert f"{variable}={value!r}: {said}" in done.stderr
+
+
+def test_words_for_a_switch_read_in_any_case(tmp_path: Path) -> None:
+    env = {**os.environ, "RECALL_DATA_DIR": str(tmp_path), "RECALL_SYNC_ON_COMMIT": " Yes "}
+    env["RECALL_LOG_LEVEL"] = "info"
+
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stderr
