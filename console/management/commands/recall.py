@@ -13,9 +13,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from console import selectors
+from console.management.projects import unknown
 from recall import RecallError
 from recall.agent import dumps, pack_view
-from recall.config import DEFAULT_BUDGET
 
 
 class Command(BaseCommand):
@@ -24,13 +24,14 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("query", help="what the agent asks for")
         parser.add_argument("--project", help="the project it is bound to (default: global only)")
-        parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="tokens")
+        parser.add_argument("--budget", type=int, help="tokens (default: the configured one)")
         parser.add_argument("--limit", type=int, help="ranked hits considered")
         parser.add_argument("--kind", help="only this memory kind")
         parser.add_argument("--detail", choices=("full", "index"), default="full")
         parser.add_argument("--json", action="store_true", help="the agent's exact reply")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        unknown(options["project"] and [options["project"]])
         try:
             pack = selectors.memory_recall(
                 query=options["query"], project=options["project"], budget=options["budget"],

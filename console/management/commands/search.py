@@ -12,6 +12,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from console import selectors
+from console.management.projects import unknown
 from recall import RecallError
 from recall.sanitize import MARK_END, MARK_START
 
@@ -30,6 +31,7 @@ class Command(BaseCommand):
         parser.add_argument("--archived", action="store_true", help="include archived ones")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        unknown(options["project"])
         try:
             result = selectors.memory_search(
                 query=options["query"], projects=options["project"], limit=options["limit"],
