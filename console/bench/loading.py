@@ -6,7 +6,7 @@ import io
 import time
 from pathlib import Path
 
-from django.core.management import call_command, get_commands
+from django.core.management import CommandError, call_command, get_commands
 
 from console import indexing
 from console.models import IndexJob, Memory
@@ -33,11 +33,16 @@ def import_path(path: Path) -> dict[str, float]:
     if "import_memories" not in get_commands():
         raise RuntimeError("manage.py import_memories is not available in this tree")
     started = time.perf_counter()
-    call_command("import_memories", str(path), stdout=io.StringIO(), stderr=io.StringIO())
+    refused = ""
+    try:
+        call_command("import_memories", str(path), stdout=io.StringIO(), stderr=io.StringIO())
+    except CommandError as exc:  # records it refused: the rest is imported, and measured
+        refused = str(exc)
     drain()
     seconds = time.perf_counter() - started
     count = Memory.objects.count()
-    return {"memories": count, "seconds": round(seconds, 2), "per_s": round(count / seconds, 1)}
+    load = {"memories": count, "seconds": round(seconds, 2), "per_s": round(count / seconds, 1)}
+    return load | ({"refused": refused} if refused else {})
 
 
 def external_ids() -> dict[str, str]:

@@ -117,9 +117,13 @@ class _Importer:
         slug = str(slug)
         if slug not in self.projects:
             found = Project.objects.filter(slug=slug).first()
-            if found is None:
+            if found is None:  # said, as a typo in a slug would make a project too
                 found = services.project_create(slug=slug)
                 self.report.projects += 1
+                self.report.warnings.append(
+                    f"project {slug!r} did not exist: created it, open (records named it); "
+                    "`manage.py project` changes its isolation"
+                )
             self.projects[slug] = found
         return self.projects[slug]
 

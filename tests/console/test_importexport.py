@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
@@ -44,9 +44,16 @@ def write_jsonl(path: Path, lines: list[Any]) -> Path:
     return path
 
 
-def run_import(*args: Any) -> tuple[str, str]:
+def run_import(*args: Any, refused: int = 0) -> tuple[str, str]:
+    """The command's output and errors; `refused` records make it fail (exit 1) after
+    importing the rest."""
     out, err = StringIO(), StringIO()
-    call_command("import_memories", *[str(a) for a in args], stdout=out, stderr=err)
+    if refused:
+        said = f"{refused} records? refused"
+        with pytest.raises(CommandError, match=said):
+            call_command("import_memories", *[str(a) for a in args], stdout=out, stderr=err)
+    else:
+        call_command("import_memories", *[str(a) for a in args], stdout=out, stderr=err)
     return out.getvalue(), err.getvalue()
 
 
@@ -64,7 +71,12 @@ def test_eval_format_lines_map_to_memories(planes: Path) -> None:
 
     out, err = run_import(path)
 
-    assert "imported 3 (3 memories" in out and "errors 0" in out and err == ""
+    assert "imported 3 (3 memories" in out and "errors 0" in out
+    assert err.splitlines() == [  # the projects the records named: said (a typo would be)
+        f"project {slug!r} did not exist: created it, open (records named it); "
+        "`manage.py project` changes its isolation"
+        for slug in ("chat-7", "papers")
+    ]
     first = Memory.objects.get(external_id="chat-7:D1:1")
     assert first.project is not None and first.project.slug == "chat-7"
     assert first.name == "ada-session-1-turn-1"
@@ -118,7 +130,7 @@ def test_a_bad_line_is_reported_with_its_number_and_the_rest_imports(
 def test_the_command_prints_errors_and_a_summary(planes: Path) -> None:
     path = write_jsonl(planes / "m.jsonl", [turn(1, "hi"), "oops", turn(2, "yo")])
 
-    out, err = run_import(path, "--batch", "1")
+    out, err = run_import(path, "--batch", "1", refused=1)
 
     assert "m.jsonl:2: not JSON" in err
     assert "imported 2 (2 memories" in out and "errors 1" in out and "memories/s" in out
@@ -341,7 +353,7 @@ def test_a_digest_record_that_is_not_agent_text_is_refused(planes: Path) -> None
     ]
     path = write_jsonl(planes / "digests.jsonl", bad)
 
-    out, err = run_import(path)
+    out, err = run_import(path, refused=5)
 
     assert "errors 5" in out and "0 edited digests" in out, out
     assert err.count("is not agent text") == 3 and not Digest.objects.exists()

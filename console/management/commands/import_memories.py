@@ -68,3 +68,6 @@ class Command(BaseCommand):
             f"errors {len(report.errors)} in {report.seconds:.1f} s "
             f"({report.rate:.0f} memories/s, {indexed})"
         )
+        if report.errors:  # the rest is imported; a script must still see the failure
+            count = len(report.errors)
+            raise CommandError(f"{count} record{'s' if count > 1 else ''} refused (listed above)")
