@@ -28,7 +28,7 @@ def drain() -> int:
     return applied
 
 
-def import_path(path: Path) -> dict[str, float]:
+def import_path(path: Path) -> dict[str, float | str]:
     """`manage.py import_memories PATH`, then drain the outbox; timed together."""
     if "import_memories" not in get_commands():
         raise RuntimeError("manage.py import_memories is not available in this tree")
