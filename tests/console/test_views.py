@@ -4,7 +4,6 @@ CSRF, and the curation round trips through the real planes."""
 from __future__ import annotations
 
 import re
-from io import StringIO
 from pathlib import Path
 from typing import Any
 
@@ -1311,30 +1310,3 @@ def test_an_image_in_a_body_shows_its_alt_text_as_a_link_and_is_never_fetched() 
 
     assert '<a href="https://x.example/g.png"' in html and "[image: the deploy graph]</a>" in html
     assert "[image: &lt;b&gt;x&lt;/b&gt;]" in html and "<img" not in html and "<b>" not in html
-
-
-def test_manage_search_marks_matches_apart_from_wiki_brackets(project: Project) -> None:
-    # Matches in [brackets] ran into the links: "[[[rollback]-billing".
-    from django.core.management import call_command
-
-    make_memory(
-        project, name="deploy-notes", description="Deploy", body="See [[rollback-billing]]."
-    )
-    indexing.apply_pending()
-    out = StringIO()
-
-    call_command("search", "rollback", "--no-semantic", stdout=out)
-
-    assert "[[«rollback»-billing" in out.getvalue() and "[[[" not in out.getvalue()
-
-
-@pytest.mark.parametrize("command", ["recall", "search"])
-def test_manage_recall_and_search_refuse_a_project_no_one_has(
-    command: str, project: Project
-) -> None:
-    # They answered with the global memories and exit code 0.
-    from django.core.management import CommandError, call_command
-
-    with pytest.raises(CommandError, match="no project with slug 'nosuch'"):
-        call_command(command, "deploy", "--project", "nosuch")
-    call_command(command, "deploy", "--project", project.slug, stdout=StringIO())

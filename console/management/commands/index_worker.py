@@ -17,6 +17,7 @@ process holds the planes' lock (a reindex, an import, a repair).
 
 from __future__ import annotations
 
+import argparse
 import logging
 import signal
 import time
@@ -33,28 +34,48 @@ log = logging.getLogger(__name__)
 RETRY_PAUSE_S = 1.0  # after a failed pass, before the next
 
 
+def _seconds(least: float) -> Callable[[str], float]:
+    """An argparse type: seconds, at least `least` (a negative interval crashed the
+    loop's sleep; a negative period ran maintenance at every poll; 0 polled in a
+    busy loop)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        if not value >= least:  # NaN too
+            raise argparse.ArgumentTypeError(f"{text!r}: give at least {least:g} seconds")
+        return value
+
+    return parse
+
+
 class Command(BaseCommand):
     help = "Apply queued index jobs continuously (the index worker)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "--interval", type=float, default=0.1, help="seconds to wait when the queue is empty"
+            "--interval",
+            type=_seconds(0.01),
+            default=0.1,
+            help="seconds to wait when the queue is empty (at least 0.01)",
         )
         parser.add_argument(
             "--maintain-every",
-            type=float,
+            type=_seconds(0),
             default=600.0,
             help="seconds between vector-table compactions (0: never)",
         )
         parser.add_argument(
             "--keep-writer",
-            type=float,
+            type=_seconds(0),
             default=1.0,
             help="seconds of an idle queue before the kept text writer is let go (0: never kept)",
         )
         parser.add_argument(
             "--expire-every",
-            type=float,
+            type=_seconds(0),
             default=60.0,
             help="seconds between purges of expired memories (0: never; see `expire`)",
         )

@@ -1,0 +1,57 @@
+"""Management commands at their edges: what an operator types wrong is refused clearly."""
+
+from __future__ import annotations
+
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from console import indexing, services
+from console.models import Project
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def project(planes: Path) -> Project:
+    return services.project_create(slug="billing-api", name="Billing API")
+
+
+def test_manage_search_marks_matches_apart_from_wiki_brackets(project: Project) -> None:
+    # Matches in [brackets] ran into the links: "[[[rollback]-billing".
+    services.memory_create(
+        project=project, name="deploy-notes", description="Deploy", body="See [[rollback-billing]]."
+    )
+    indexing.apply_pending()
+    out = StringIO()
+
+    call_command("search", "rollback", "--no-semantic", stdout=out)
+
+    assert "[[«rollback»-billing" in out.getvalue() and "[[[" not in out.getvalue()
+
+
+@pytest.mark.parametrize("command", ["recall", "search"])
+def test_manage_recall_and_search_refuse_a_project_no_one_has(
+    command: str, project: Project
+) -> None:
+    # They answered with the global memories and exit code 0.
+
+    with pytest.raises(CommandError, match="no project with slug 'nosuch'"):
+        call_command(command, "deploy", "--project", "nosuch")
+    call_command(command, "deploy", "--project", project.slug, stdout=StringIO())
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "said"),
+    [
+        ("--interval", "-1", "give at least 0.01 seconds"),  # crashed the loop's sleep
+        ("--interval", "0", "give at least 0.01 seconds"),  # a busy loop
+        ("--maintain-every", "-5", "give at least 0 seconds"),  # maintenance at every poll
+        ("--expire-every", "x", "is not a number of seconds"),
+    ],
+)
+def test_the_index_worker_refuses_a_period_it_cannot_keep(flag: str, value: str, said: str) -> None:
+    with pytest.raises(CommandError, match=said):
+        call_command("index_worker", flag, value)
