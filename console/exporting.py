@@ -125,12 +125,22 @@ def export_records(
 
 
 def export_jsonl(out: Path, *, project: str | None = None) -> dict[str, int]:
-    """One JSON object per line; returns the count per record type."""
+    """One JSON object per line; returns the count per record type.
+
+    Written beside `out` and moved into place when whole: a refused export (an
+    unknown project) left an empty file, and a folder that does not exist is
+    made, as the markdown export makes its own."""
     counts = dict.fromkeys(TYPES, 0)
-    with out.open("w", encoding="utf-8", newline="\n") as fh:
-        for record in export_records(project=project):
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-            counts[record["type"]] += 1
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(out.name + ".partial")
+    try:
+        with partial.open("w", encoding="utf-8", newline="\n") as fh:
+            for record in export_records(project=project):
+                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+                counts[record["type"]] += 1
+        partial.replace(out)
+    finally:
+        partial.unlink(missing_ok=True)
     return counts
 
 

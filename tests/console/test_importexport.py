@@ -395,6 +395,20 @@ def test_export_of_one_project(planes: Path) -> None:
     assert [r["type"] for r in records] == ["project", "memory", "note", "revision", "revision"]
 
 
+def test_an_export_makes_its_folder_and_a_refused_one_leaves_no_file(planes: Path) -> None:
+    # A missing folder was a FileNotFoundError traceback; an unknown project left an
+    # empty file behind its clear error.
+    build_tricky_data()
+    out, refused = planes / "new" / "deeper" / "all.jsonl", planes / "x.jsonl"
+
+    call_command("export_memories", "--out", str(out), stdout=StringIO())
+    with pytest.raises(CommandError, match="no project with slug 'nosuch'"):
+        call_command("export_memories", "--out", str(refused), "--project", "nosuch")
+
+    assert out.read_text().count("\n") > 3
+    assert not refused.exists() and not list(planes.glob("*.partial"))
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
