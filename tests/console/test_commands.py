@@ -55,3 +55,9 @@ def test_manage_recall_and_search_refuse_a_project_no_one_has(
 def test_the_index_worker_refuses_a_period_it_cannot_keep(flag: str, value: str, said: str) -> None:
     with pytest.raises(CommandError, match=said):
         call_command("index_worker", flag, value)
+
+
+def test_reindex_refuses_vectors_from_a_folder_that_is_not_there(tmp_path: Path) -> None:
+    # It was ignored: every text embedded again, exit code 0.
+    with pytest.raises(CommandError, match="--vectors-from .*: no such folder"):
+        call_command("reindex", "--vectors-from", str(tmp_path / "nonexistent"))

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from console import selectors, services
@@ -28,6 +28,11 @@ class Command(BaseCommand):
         total = selectors.item_count()
         started = time.perf_counter()
         source = options.get("vectors_from")
+        if source is not None and not source.is_dir():  # it was ignored: all embedded again
+            raise CommandError(
+                f"--vectors-from {source}: no such folder (give RECALL_DATA_DIR/vectors of the "
+                "deployment whose vectors to copy)"
+            )
         with tqdm(total=total, unit="item", desc="reindex", disable=total < 50) as bar:
             done = services.index_rebuild(progress=bar.update, vectors_from=source)
         seconds = time.perf_counter() - started
