@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
 
 from console import indexing, services
 from console.models import Project
@@ -61,3 +62,23 @@ def test_reindex_refuses_vectors_from_a_folder_that_is_not_there(tmp_path: Path)
     # It was ignored: every text embedded again, exit code 0.
     with pytest.raises(CommandError, match="--vectors-from .*: no such folder"):
         call_command("reindex", "--vectors-from", str(tmp_path / "nonexistent"))
+
+
+def test_index_status_tells_queued_writes_from_damage(project: Project) -> None:
+    # Jobs only waiting for the worker were reported as drift to repair.
+    if connection.vendor == "postgresql":
+        pytest.skip(
+            "the PostgreSQL profile writes the planes in the write's transaction: no job "
+            "waits, so there is no queued drift to tell apart (the embedded pass runs this)"
+        )
+    services.memory_create(project=project, name="queued", description="waits for the worker")
+    out = StringIO()
+
+    with pytest.raises(SystemExit):
+        call_command("index_status", "--fail-on-drift", stdout=out)
+    indexing.apply_pending()
+    after = StringIO()
+    call_command("index_status", "--fail-on-drift", stdout=after)
+
+    assert "drift found while 1 jobs wait" in out.getvalue() and "--repair`" in out.getvalue()
+    assert "no drift" in after.getvalue()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db.utils import OperationalError, ProgrammingError
 
 from console import selectors
 from console.selectors import PlaneDrift
@@ -27,7 +28,14 @@ class Command(BaseCommand):
         parser.add_argument("--fail-on-drift", action="store_true", help="exit 1 on any drift")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        s = selectors.index_status()
+        try:
+            s = selectors.index_status()
+        except (OperationalError, ProgrammingError) as exc:
+            if "console_" not in str(exc):  # not a table missing: not ours to explain
+                raise
+            raise CommandError(
+                f"the database has no tables yet ({exc}): run `manage.py migrate` first"
+            ) from None
         self.stdout.write(f"database      {s.rows} items (memories + notes)")
         self.stdout.write(f"full text     {s.text.rows} rows  [{s.text_backend}]")
         vectors = "off" if s.vectors is None else f"{s.vectors.rows} rows"
@@ -43,9 +51,19 @@ class Command(BaseCommand):
             self.stdout.write(f"  vectors     {describe(s.vectors)}{every}")
         if s.drift == 0:
             self.stdout.write(self.style.SUCCESS("no drift"))
+            return
+        if s.pending:  # queued writes the index has not applied read as drift until it does
+            self.stdout.write(
+                self.style.WARNING(
+                    f"drift found while {s.pending} jobs wait: the index has not applied them "
+                    "yet. Start `manage.py index_worker` (make run and make serve start it) or "
+                    "run `manage.py sync_indexes`; drift left once the queue is empty needs "
+                    "`manage.py sync_indexes --repair`"
+                )
+            )
         else:
             self.stdout.write(
                 self.style.WARNING("drift found: run `manage.py sync_indexes --repair`")
             )
-            if options["fail_on_drift"]:
-                raise SystemExit(1)
+        if options["fail_on_drift"]:
+            raise SystemExit(1)
