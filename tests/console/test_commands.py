@@ -82,3 +82,16 @@ def test_index_status_tells_queued_writes_from_damage(project: Project) -> None:
 
     assert "drift found while 1 jobs wait" in out.getvalue() and "--repair`" in out.getvalue()
     assert "no drift" in after.getvalue()
+
+
+def test_migrate_data_names_a_bad_source_and_makes_no_file(tmp_path: Path) -> None:
+    # A bad URL's error named DATABASE_URL; a SQLite source that was not there was
+    # created empty, then the copy failed on a missing table.
+    missing = tmp_path / "nonexistent.sqlite3"
+
+    with pytest.raises(CommandError, match=r"^--from must be postgres://\.\.\. or sqlite"):
+        call_command("migrate_data", "--from", "foo://bar")
+    with pytest.raises(CommandError, match="--from: no SQLite database at"):
+        call_command("migrate_data", "--from", f"sqlite:///{missing}")
+
+    assert not missing.exists()

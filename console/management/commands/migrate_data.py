@@ -10,7 +10,21 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DEFAULT_DB_ALIAS, connections
 
-from console import migrating
+from console import database_url, migrating
+
+
+def _connect(alias: str, url: str, flag: str) -> str:
+    """`url` registered as `alias`; a CommandError naming `flag` for a URL that is not a
+    database's (it said DATABASE_URL) or a SQLite source that is not there (connecting
+    made an empty file there, then the copy failed on a missing table)."""
+    try:
+        parsed = database_url.parse(url, pool_size=0, conn_max_age=0)
+    except ValueError as exc:
+        raise CommandError(str(exc).replace("DATABASE_URL", flag)) from None
+    name = str(parsed.get("NAME") or "")
+    if flag == "--from" and parsed["ENGINE"].endswith("sqlite3") and not Path(name).is_file():
+        raise CommandError(f"--from: no SQLite database at {name}")
+    return migrating.connect(alias, url)
 
 
 class Command(BaseCommand):
@@ -36,10 +50,10 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        source = migrating.connect(migrating.SOURCE, options["source"])
+        source = _connect(migrating.SOURCE, options["source"], "--from")
         target = DEFAULT_DB_ALIAS
         if options["target"]:
-            target = migrating.connect(migrating.TARGET, options["target"])
+            target = _connect(migrating.TARGET, options["target"], "--to")
         try:
             skipped = migrating.skipped_rows(source)
             counts = migrating.copy(source, target)
