@@ -95,3 +95,13 @@ def test_migrate_data_names_a_bad_source_and_makes_no_file(tmp_path: Path) -> No
         call_command("migrate_data", "--from", f"sqlite:///{missing}")
 
     assert not missing.exists()
+
+
+def test_project_create_names_the_field_each_error_is_about() -> None:
+    # "This field cannot be blank. This field cannot be blank." named no field.
+    with pytest.raises(CommandError) as caught:
+        call_command("project", "create", "")
+
+    said = str(caught.value)
+    assert said.startswith("slug: This field cannot be blank.")
+    assert "name (default: the slug): This field cannot be blank." in said

@@ -19,6 +19,18 @@ from console.models import Project, ProjectMember
 from recall.types import ISOLATIONS
 
 
+def _said(exc: ValidationError) -> str:
+    """Each field's messages after its name, each message once ('This field cannot be
+    blank.' came twice with no field named: the slug's and the name's)."""
+    if not hasattr(exc, "error_dict"):
+        return " ".join(dict.fromkeys(exc.messages))
+    parts = []
+    for field, errors in exc.message_dict.items():
+        shown = "name (default: the slug)" if field == "name" else field
+        parts.append(f"{shown}: {' '.join(dict.fromkeys(errors))}")
+    return "; ".join(parts)
+
+
 class Command(BaseCommand):
     help = "Create or list projects, and grant or revoke a console login's access to one."
 
@@ -52,7 +64,7 @@ class Command(BaseCommand):
                 description=options["description"], isolation=options["isolation"],
             )  # fmt: skip
         except ValidationError as exc:
-            raise CommandError(" ".join(exc.messages)) from exc
+            raise CommandError(_said(exc)) from exc
         self.stdout.write(f"created project {project.slug} ({project.isolation})")
 
     def _member(self, action: str, *, slug: str, username: str) -> None:
