@@ -147,7 +147,7 @@ def test_the_index_worker_purges_expired_memories(
 
     monkeypatch.setattr(services, "index_sync", once)
     out = StringIO()
-    call_command("index_worker", "--expire-every", "1e-9", "--interval", "0", stdout=out)
+    call_command("index_worker", "--expire-every", "1e-9", "--interval", "0.01", stdout=out)
 
     assert "purged 1 expired memories" in out.getvalue()
     assert not Memory.objects.filter(pk=gone).exists()
@@ -178,7 +178,7 @@ def test_the_index_worker_outlives_a_failed_pass(world: World, monkeypatch: Any)
 
     monkeypatch.setattr(services, "index_sync", flaky)
     out, err = StringIO(), StringIO()
-    call_command("index_worker", "--interval", "0", stdout=out, stderr=err)
+    call_command("index_worker", "--interval", "0.01", stdout=out, stderr=err)
 
     assert passes == ["pass", "pass"]
     assert "applying failed (OperationalError: database is locked); retrying" in err.getvalue()
