@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.console.migration_steps import back_to_latest, migrated_to
 
 BEFORE = [("console", "0018_link_names")]
 AFTER = [("console", "0019_digest_lines")]
@@ -12,9 +12,7 @@ AFTER = [("console", "0019_digest_lines")]
 
 @pytest.mark.django_db(transaction=True)
 def test_stored_digest_lines_lose_their_speaker_labels_and_cut_lines() -> None:
-    executor = MigrationExecutor(connection)
-    executor.migrate(BEFORE)
-    old = executor.loader.project_state(BEFORE).apps
+    old = migrated_to(BEFORE)
     project = old.get_model("console", "Project").objects.create(slug="p", name="P")
     made = [
         {"text": "Deploys run nightly.", "source": "a", "covers": ["a"], "score": 1.0},
@@ -25,11 +23,8 @@ def test_stored_digest_lines_lose_their_speaker_labels_and_cut_lines() -> None:
         key="p", project=project, sentences=made, tokens=20, edited=True
     )
 
-    executor = MigrationExecutor(connection)
-    executor.migrate(AFTER)
-    new = executor.loader.project_state(AFTER).apps
+    new = migrated_to(AFTER)
     kept = new.get_model("console", "Digest").objects.get(key="p").sentences
 
     assert kept == [made[0], {**made[1], "text": "I approved the refund."}]
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
+    back_to_latest()

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.console.migration_steps import back_to_latest, migrated_to
 
 BEFORE = [("console", "0017_revision_changed_by")]
 AFTER = [("console", "0018_link_names")]
@@ -12,9 +12,7 @@ AFTER = [("console", "0018_link_names")]
 
 @pytest.mark.django_db(transaction=True)
 def test_the_names_stored_bodies_link_are_filled_in() -> None:
-    executor = MigrationExecutor(connection)
-    executor.migrate(BEFORE)
-    old = executor.loader.project_state(BEFORE).apps
+    old = migrated_to(BEFORE)
     project = old.get_model("console", "Project").objects.create(slug="p", name="P")
     memory = old.get_model("console", "Memory")
     linking = memory.objects.create(
@@ -25,11 +23,8 @@ def test_the_names_stored_bodies_link_are_filled_in() -> None:
         id="01PLAIN00000000000000000AA", project=project, kind="fact", name="plain", body="x"
     )
 
-    executor = MigrationExecutor(connection)
-    executor.migrate(AFTER)
-    new = executor.loader.project_state(AFTER).apps
+    new = migrated_to(AFTER)
     rows = new.get_model("console", "LinkName").objects.values_list("src_id", "name")
 
     assert sorted(rows) == [(linking.pk, "deploy-runbook"), (linking.pk, "rollback")]
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
+    back_to_latest()
