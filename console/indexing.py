@@ -400,8 +400,15 @@ def _known(docs: Sequence[Doc]) -> dict[str, Vectors]:
     embedder = wiring.embedder()
     if embedder is None or not docs:
         return {}
-    keys = [d.embedding_hash(embedder.model) for d in docs if d.item == MEMORY]
-    rows = KnownVector.objects.filter(key__in=keys).values_list("key", "vector")
+    return _kept([d.embedding_hash(embedder.model) for d in docs if d.item == MEMORY])
+
+
+def _kept(keys: Iterable[str]) -> dict[str, Vectors]:
+    """The KnownVector rows of these keys, by key (of the embedder's length only)."""
+    embedder = wiring.embedder()
+    if embedder is None:
+        return {}
+    rows = KnownVector.objects.filter(key__in=list(keys)).values_list("key", "vector")
     found = {key: np.frombuffer(bytes(blob), dtype=np.float32) for key, blob in rows}
     return {key: v for key, v in found.items() if v.shape == (embedder.dims,)}
 
@@ -427,11 +434,7 @@ def unindexed_vectors(*, project: str | None) -> list[tuple[str, Vectors]]:
     newest = rows.values_list("pk", "name", "description", "body")[:PENDING_HINTS]
     model = embedder.model
     keys = {dedup.probe(project, *text).embedding_hash(model): pk for pk, *text in newest}
-    if not keys:
-        return []
-    kept = KnownVector.objects.filter(key__in=keys).values_list("key", "vector")
-    found = [(keys[key], np.frombuffer(bytes(blob), dtype=np.float32)) for key, blob in kept]
-    return [(pk, v) for pk, v in found if v.shape == (embedder.dims,)]
+    return [(keys[key], v) for key, v in _kept(keys).items()] if keys else []
 
 
 def _forget_known(used: Iterable[str]) -> None:
