@@ -21,15 +21,13 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
-from functools import lru_cache
 
 from recall import bm25
 from recall.config import RecallConfig
 from recall.errors import QueryError
-from recall.lru import LRU
 from recall.packing import pack
 from recall.planes import Planes
 from recall.query import MIN_WORD_CHARS, WORD, clean, kept, porter, stem, words
@@ -88,65 +86,74 @@ def as_known(records: Sequence[Record], *, where: Filter, instant: datetime | No
 _WORD = re.compile(WORD)
 
 
-def terms(text: str, stems: Callable[[str], str] = stem) -> list[str]:
+def terms(text: str) -> list[str]:
     """A text's words (2+ characters, as `recall.query.words` keeps them) as lower-cased
-    Porter stems, in order, repeats kept: a document's tokens and a query's terms.
-
-    `stems` stems one word: by default the process's cache (`recall.query.stem`);
-    a ranking passes a cache of its own for the documents (`lexical`)."""
+    Porter stems, in order, repeats kept: a query's terms. A ranking reads its
+    documents through `_Vocabulary`, which counts the same."""
     found = _WORD.findall(text.lower())  # long words pass without a call of `kept` each
-    return [stems(w) for w in found if len(w) >= MIN_WORD_CHARS or kept(w)]
+    return [stem(w) for w in found if len(w) >= MIN_WORD_CHARS or kept(w)]
 
 
-_BAGS: LRU[tuple[int, int], tuple[int, str]] = LRU(1 << 14)
+class _Vocabulary:
+    """What one ranking has learnt of the words its documents use: which are no
+    terms (`dropped`: one character, not an ideograph) and which stem to a query
+    term (`hits`: word -> term). Each distinct word is stemmed once per ranking
+    (Porter is pure Python), not through the process's cache (`recall.query.stem`):
+    a scope's words read once would sit there and keep the memory the ranking
+    frees. A document is read with C-level set operations on its words, not a
+    call per word."""
 
+    def __init__(self, wanted: Collection[str]) -> None:
+        self.wanted = wanted
+        self.seen: set[str] = set()
+        self.dropped: set[str] = set()
+        self.hits: dict[str, str] = {}
 
-def _bag(record: Record, stems: Callable[[str], str]) -> tuple[int, str]:
-    """A document's length in terms and its terms as one string, each between two
-    spaces (" a  b  a "), so `str.count(" a ")` is its frequency.
+    def learn(self, new: Iterable[str]) -> None:
+        for word in new:
+            self.seen.add(word)
+            if not kept(word):
+                self.dropped.add(word)
+            elif (term := porter(word)) in self.wanted:
+                self.hits[word] = term
 
-    Kept per text (by its length and hash), so a text ranked once (unchanged
-    since, or the same revision) is not tokenized again. 16,384 texts hold about
-    one project's scope at 100,000 memories. The string is the compact form: after
-    20 cold recalls at 100,000, a Counter per text keyed by the text held 52 MB
-    (tracemalloc), these 17 MB; over those recalls the serving process grew 115 MB
-    before, 83 MB with these and `lexical`'s own stems (the rest is what reading the
-    scope's rows leaves behind). Ranking time is the same.
-    """
-    text = " ".join((record.name, record.description, record.body, " ".join(record.tags)))
-    key = (len(text), hash(text))
-    bag = _BAGS.get(key)
-    if bag is None:
-        tokens = terms(text, stems)
-        bag = (len(tokens), f" {'  '.join(tokens)} " if tokens else "")
-        _BAGS.put(key, bag)
-    return bag
+    def read(self, record: Record) -> tuple[int, dict[str, int]]:
+        """The record's length in terms and how often it says each query term: what
+        `terms` of its text would give, counted."""
+        text = " ".join((record.name, record.description, record.body, " ".join(record.tags)))
+        found = _WORD.findall(text.lower())
+        distinct = set(found)
+        if new := distinct - self.seen:
+            self.learn(new)
+        length = len(found) - sum(found.count(w) for w in distinct & self.dropped)
+        counts: dict[str, int] = {}
+        for word in distinct & self.hits.keys():
+            term = self.hits[word]
+            counts[term] = counts.get(term, 0) + found.count(word)
+        return length, counts
 
 
 def lexical(records: Sequence[Record], query: str, *, limit: int) -> list[Candidate]:
     """BM25F (one stream) of `records` for `query`, best first, ties by id, score > 0.
 
-    The documents' words are stemmed through a cache of this ranking's own (Porter
-    is pure Python: each distinct word once), not the process's: the words of a
-    scope read once would sit there among the objects the ranking frees and keep
-    the memory those held. At 100,000 memories, 20 cold recalls grew the process
-    57 MB through the shared cache (no kept terms), 17 MB through their own."""
-    stems = lru_cache(maxsize=None)(porter)
-    bags = [(r.id, _bag(r, stems)) for r in records]
-    wanted = {t: f" {t} " for t in dict.fromkeys(terms(" ".join(words(query))))}
+    Nothing is kept between rankings: at 100,000 memories a cache of each text's
+    terms (16,384 texts, about one project's scope) made a cold recall no faster
+    across projects (p50 874 ms with it, 847 on first sight) and left the serving
+    process 60 MB larger after 20 of them; read through `_Vocabulary`, a scope's
+    15,000 memories are ranked in about half the time their tokenizing took."""
+    wanted = dict.fromkeys(terms(" ".join(words(query))))
+    vocabulary = _Vocabulary(wanted)
+    read = [(r.id, *vocabulary.read(r)) for r in records]
     dfs = dict.fromkeys(wanted, 0)
-    matched = []
-    for doc_id, (length, text) in bags:
-        found = {t: n for t, key in wanted.items() if (n := text.count(key))}
-        if found:
-            for t in found:
-                dfs[t] += 1
-            matched.append((doc_id, length, found))
-    weights = bm25.term_weights(dfs, len(bags), PARAMS)
-    avglen = sum(length for _, (length, _) in bags) / len(bags) if bags else 0.0
+    for _, _, counts in read:
+        for t in counts:
+            dfs[t] += 1
+    weights = bm25.term_weights(dfs, len(read), PARAMS)
+    avglen = sum(length for _, length, _ in read) / len(read) if read else 0.0
     scored = [
-        (bm25.score([found], [length], weights, avglen=avglen, params=PARAMS), doc_id)
-        for doc_id, length, found in matched
+        (bm25.score([counts], [length], weights, avglen=avglen, params=PARAMS), doc_id)
+        for doc_id, length, counts in read
+        if counts
     ]
     scored.sort(key=lambda s: (-s[0], s[1]))
     return [Candidate(i, n, v) for n, (v, i) in enumerate(scored[:limit], 1)]

@@ -6,11 +6,14 @@ import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from recall import bm25, timetravel
 from recall.engine import Engine
 from recall.errors import QueryError
 from recall.planes import Planes
+from recall.query import words
 from recall.requests import RecallRequest, SearchRequest
 from recall.testing import InMemoryStore, InMemoryTextIndex
 from recall.types import Filter, Record
@@ -118,3 +121,40 @@ def test_as_known_applies_the_filter_after_the_rule() -> None:
 
     assert [(r.id, r.active) for r in live] == [("a", True)]
     assert closed == []
+
+
+def reference_lexical(records: list[Record], query: str) -> list[tuple[str, float]]:
+    """BM25F of one stream over each text's `terms`, as the ranking defines it."""
+    wanted = dict.fromkeys(timetravel.terms(query))
+    bags = []
+    for r in records:
+        tokens = timetravel.terms(" ".join((r.name, r.description, r.body, " ".join(r.tags))))
+        bags.append((r.id, len(tokens), {t: n for t in wanted if (n := tokens.count(t))}))
+    dfs = {t: sum(1 for _, _, c in bags if t in c) for t in wanted}
+    weights = bm25.term_weights(dfs, len(bags), timetravel.PARAMS)
+    avg = sum(n for _, n, _ in bags) / len(bags)
+    scored = [(bm25.score([c], [n], weights, avglen=avg, params=timetravel.PARAMS), i)
+              for i, n, c in bags if c]  # fmt: skip
+    return [(i, v) for v, i in sorted(scored, key=lambda s: (-s[0], s[1]))]
+
+
+WORDS = st.sampled_from(["queue", "queues", "queued", "a", "I", "7", "x1", "發", "票", "the",
+                         "Cache", "cachet", "caching", "généralement", "état", "_"])  # fmt: skip
+
+
+@given(
+    texts=st.lists(st.lists(WORDS, max_size=12).map(" ".join), min_size=1, max_size=8),
+    query=st.lists(WORDS, min_size=1, max_size=4).map(" ".join),
+)
+def test_the_lexical_ranking_counts_what_each_texts_terms_would(
+    texts: list[str], query: str
+) -> None:
+    records = [
+        memory(f"m{n}", text=text, tags=("queue",) * (n % 2)) for n, text in enumerate(texts)
+    ]
+
+    found = timetravel.lexical(records, query, limit=100)
+
+    expected = reference_lexical(records, " ".join(words(query)))
+    assert [c.id for c in found] == [i for i, _ in expected]
+    assert [c.score for c in found] == pytest.approx([v for _, v in expected])
