@@ -429,9 +429,16 @@ def unindexed_vectors(*, project: str | None) -> list[tuple[str, Vectors]]:
     waiting = list(queued.values_list("item_id", flat=True)[:PENDING_SCAN])
     if not waiting:  # the index has caught up: one read of an empty queue
         return []
-    scope = Q(project__isnull=True) if project is None else Q(project__slug=project)
-    rows = Memory.objects.filter(scope, pk__in=waiting).order_by("-created", "-id")
-    newest = rows.values_list("pk", "name", "description", "body")[:PENDING_HINTS]
+    # The rows are picked by primary key alone and the scope kept here: with the
+    # project in the same query SQLite walked the project's whole index (16 ms a
+    # write at 100,000 memories). Newest job first.
+    rank: dict[str, int] = {}
+    for n, pk in enumerate(waiting):
+        rank.setdefault(pk, n)
+    placed = Memory.objects.filter(pk__in=list(rank)).values_list("pk", "project__slug")
+    mine = sorted((pk for pk, slug in placed if slug == project), key=rank.__getitem__)
+    rows = Memory.objects.filter(pk__in=mine[:PENDING_HINTS])
+    newest = rows.values_list("pk", "name", "description", "body")
     model = embedder.model
     keys = {dedup.probe(project, *text).embedding_hash(model): pk for pk, *text in newest}
     return [(keys[key], v) for key, v in _kept(keys).items()] if keys else []

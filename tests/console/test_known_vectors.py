@@ -118,3 +118,23 @@ def test_a_write_in_the_index_lag_is_hinted_at_the_memory_written_just_before(
     assert waiting or connection.vendor == "postgresql"  # there, the write indexed it
     assert hinted["dedup_hint"] is not None and hinted["dedup_hint"]["id"] == made["id"]
     assert unrelated["dedup_hint"] is None
+
+
+def test_the_lag_hint_compares_the_projects_newest_waiting_memories_only(
+    world: World, monkeypatch: Any
+) -> None:
+    if connection.vendor == "postgresql":
+        pytest.skip("the PostgreSQL profile indexes in the write: nothing waits")
+    monkeypatch.setattr(indexing, "PENDING_HINTS", 2)
+    written = {}
+    for project, name in (("alpha", "a1"), ("beta", "b1"), ("alpha", "a2"), ("alpha", "a3")):
+        body = {"project": project, "name": name, "kind": "fact", "body": f"Ferry note {name}."}
+        reply = call(world.client(project), "post", "/memories", body)
+        written[name] = reply.json()["memory"]["id"]
+
+    alpha = {pk for pk, _ in indexing.unindexed_vectors(project="alpha")}
+    beta = {pk for pk, _ in indexing.unindexed_vectors(project="beta")}
+
+    assert alpha == {written["a2"], written["a3"]}  # the newest two, alpha's only
+    assert beta == {written["b1"]}
+    assert indexing.unindexed_vectors(project=None) == []
