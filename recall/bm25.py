@@ -37,7 +37,7 @@ R@10 / nDCG@10 of the fused default, turns +0.001 / +0.002 (full text alone
 +0.004 / +0.004), SciFact +0.001 / +0.001, summaries unchanged; 0.6 and
 adjacent pairs only measured no better, either order worse on turns. A pair
 with a word far lighter than the query's heaviest (`PAIR_FLOOR`) is left out.
-The term bags of the cold path (`recall.timetravel`) hold no order, so it
+The cold path (`recall.timetravel`) counts terms without their order, so it
 scores without pairs.
 """
 
