@@ -4,7 +4,9 @@ Ids. An `id` that is a ULID is ours: the row keeps it, and a record whose id
 already exists is skipped (never overwritten: the database is the source of
 truth). Any other `id` (`conv-26:D1:3`) is an external id: it goes to
 `Memory.external_id` and a record whose external id already exists in its
-project is skipped. Re-importing a file therefore never duplicates.
+project is skipped. A record with neither is skipped when its project held a
+memory of the same text in the same session before the run (the API's
+duplicate rule). Re-importing a file therefore never duplicates.
 
 Projects, notes and edges come as typed records (`type: project | note |
 edge`, see console/records.py); edges and parent projects are resolved after

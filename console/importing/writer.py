@@ -66,6 +66,7 @@ class _Importer:
         self.imported: set[str] = set()  # memories saved in this run
         self.seen: set[str] = set()  # our ids taken in this run
         self.external: dict[int | None, set[str]] = {}  # external ids per project id
+        self.texts: dict[int | None, set[tuple[str, str]]] = {}  # see `known_texts`
         self.mentions: links.Mentions | None = None  # read at the first batch
 
     def fail(self, record: Record, reason: str) -> None:
@@ -163,6 +164,18 @@ class _Importer:
             self.external[key] = set(rows.values_list("external_id", flat=True))
         return self.external[key]
 
+    def known_texts(self, project: Project | None) -> set[tuple[str, str]]:
+        """(content hash, session) of each memory the project held when this run first
+        looked, loaded once: a record with no id is skipped when its exact text is
+        there already (the API's duplicate rule), so a file imported twice is not
+        imported twice. Rows of this run are not added: two equal records of one
+        file (two turns saying "Yes!") both stay, as on the first run."""
+        key = project.pk if project else None
+        if key not in self.texts:
+            rows = Memory.objects.filter(project=project)
+            self.texts[key] = set(rows.values_list("content_hash", "session_id"))
+        return self.texts[key]
+
     def memory(self, data: dict[str, Any], where: str) -> Memory | None:
         """An unsaved, validated memory, or None when it was imported before."""
         own, external = parsing.memory_ids(data)
@@ -174,6 +187,9 @@ class _Importer:
         if external in known:
             return None
         memory = parsing.memory_build(data, name=name, project=project, own=own, external=external)
+        said = (memory.content_hash, memory.session_id)
+        if not (own or external) and said in self.known_texts(project):
+            return None
         if own:
             self.seen.add(own)
         if external:

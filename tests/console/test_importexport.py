@@ -166,6 +166,26 @@ def test_reimporting_skips_what_is_already_there(planes: Path) -> None:
     assert Memory.objects.count() == 2
 
 
+def test_records_without_ids_imported_twice_are_there_once(planes: Path) -> None:
+    lines = [
+        {"project": "p", "name": "pool", "description": "Pool of 20 connections"},
+        {"project": "p", "name": "yes", "body": "Yes!", "session_id": "s1"},
+        {"project": "p", "name": "yes", "body": "Yes!", "session_id": "s1"},  # said twice
+        {"project": "p", "name": "yes", "body": "Yes!", "session_id": "s2"},
+    ]
+    path = write_jsonl(planes / "loose.jsonl", lines)
+
+    first = importing.import_records(reading.read_records([path]))
+    again = importing.import_records(reading.read_records([path]))
+    archived = Memory.objects.filter(session_id="s2").update(invalid_at=datetime.now(UTC))
+    third = importing.import_records(reading.read_records([path]))
+
+    assert (first.memories, first.skipped) == (4, 0)  # a file's own repeats all stay
+    assert (again.memories, again.skipped) == (0, 4)
+    assert archived == 1 and (third.memories, third.skipped) == (0, 4)
+    assert Memory.objects.count() == 4
+
+
 def test_project_option_puts_everything_in_one_project(planes: Path) -> None:
     path = write_jsonl(planes / "a.jsonl", [turn(1, "hi"), {"name": "loose-fact"}])
 
