@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
+from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig, SuspiciousOperation
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError
 from django.http import HttpRequest, HttpResponse
@@ -129,6 +129,8 @@ def describe(exc: BaseException) -> ErrorReply | None:
         return simple(409, str(exc))
     if isinstance(exc, RequestDataTooBig):
         return simple(413, "the request body is larger than the 2 MB limit")
+    if isinstance(exc, SuspiciousOperation):  # e.g. over 1,000 query parameters
+        return simple(400, f"the request was refused: {exc}")
     if isinstance(exc, IndexUnavailable | ConfigError):
         return simple(503, str(exc))
     if isinstance(exc, DataError):  # e.g. a NUL, which PostgreSQL text cannot hold

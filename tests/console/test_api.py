@@ -238,6 +238,15 @@ def test_schema_errors_are_422_with_the_fields(
     assert error(r, 422, "invalid")["field"]
 
 
+def test_over_a_thousand_query_parameters_is_a_clean_400(world: World) -> None:
+    # Django refuses them (TooManyFieldsSent); the API answered 500 and logged a traceback.
+    params = {"q": "x", **{f"a{n}": "1" for n in range(1001)}}
+
+    r = world.client("alpha").get("/api/v1/search", params)
+
+    assert "DATA_UPLOAD_MAX_NUMBER_FIELDS" in error(r, 400, "invalid")["detail"]
+
+
 def test_a_body_over_the_upload_limit_is_a_clean_413(world: World) -> None:
     body = {"name": "big", "description": "d", "body": "x" * (3 * 1024 * 1024)}
 
