@@ -29,7 +29,15 @@ from django.db.models.lookups import GreaterThan
 from django.utils import timezone
 
 from console import passage_store
-from console.models import Edge, Memory, MemoryRevision, Note, Project, RetrievalEvent
+from console.models import (
+    Edge,
+    IndexJob,
+    Memory,
+    MemoryRevision,
+    Note,
+    Project,
+    RetrievalEvent,
+)
 from console.prepared import Prepared, read_rows
 from recall import timetravel
 from recall.context import turns_before
@@ -499,6 +507,9 @@ def _lane(pk: str, name: str, upper: str, lower: str) -> int:
     return 0 if pk == upper else 1 if name == lower else 2
 
 
+_NEWEST_JOB = f"SELECT MAX(id) FROM {IndexJob._meta.db_table}"  # `DjangoStore.stamp`
+
+
 class DjangoStore:
     """Hydration, scoped listings, link resolution and usage from the ORM.
 
@@ -512,6 +523,15 @@ class DjangoStore:
         self._usage: dict[str, float] = {}
         self._usage_cut: datetime | None = None
         self._usage_lock = threading.Lock()
+
+    def stamp(self) -> object:
+        """The newest outbox job's id (`recall.tiers.Stamped`): every write, by any
+        process, commits one in its transaction, so the hot tier sees a write by
+        another process at once even while the index worker is down and the planes
+        hold still (a deleted memory was recalled hot for up to 30 s)."""
+        with connection.cursor() as cursor:
+            cursor.execute(_NEWEST_JOB)
+            return cursor.fetchone()[0] or 0  # None would say "no stamp": no hot tier
 
     def hydrate(self, ids: Iterable[str], *, expired: bool = False) -> dict[str, Record]:
         """Rows as plain tuples (no model instances): this runs on every query; an

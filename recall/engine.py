@@ -99,7 +99,8 @@ class Engine:
             pack = recall.run(req, planes=self.planes, channels=self.registered, config=resolved)
             return tiers.answered(pack, tier, started)
         key = tiers.key(req, resolved)
-        stamp = tiers.stamp(self.planes.text, self.planes.vectors)
+        store = self.planes.store if isinstance(self.planes.store, tiers.Stamped) else None
+        stamp = tiers.stamp(self.planes.text, self.planes.vectors, store)
         hot = self.hot.get(key, stamp, self.planes.clock())
         if hot is not None:
             hot = packing.relabel(hot, req.pack_id, self.planes.tokens)

@@ -6,6 +6,9 @@
     - the planes' stamps are the ones it was computed under (`stamp`): every
       write, by any process, reaches the planes (a text index commit, a
       vector copy refresh), so every process's hot entries give way then;
+      a store that can say a stamp of its own (the console's: its outbox's
+      newest job) adds it, so they give way at the write's commit, before
+      any index worker has applied it;
     - no write committed in this process since (the console calls
       `Engine.forget` when a write commits, before its index job is applied);
     - it is younger than `ttl_seconds` (ages, usage, stars and other

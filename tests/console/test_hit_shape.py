@@ -16,7 +16,7 @@ import pytest
 from ulid import ULID
 
 from console import indexing, services, wiring
-from console.models import Edge
+from console.models import Edge, IndexJob, Memory
 from console.schemas import ContextPackOut
 from recall import recall as pipeline
 from recall.indexes.hot_vectors import HotVectorIndex
@@ -226,6 +226,25 @@ def test_a_commit_by_another_process_ends_the_hot_answer(world: World) -> None:
     )
 
     assert rest(world, {"debug": True})["debug"]["tier"] == "warm"
+
+
+def test_a_delete_by_another_process_ends_the_hot_answer_without_the_worker(
+    world: World,
+) -> None:
+    """Another process's commit (here: its rows, as its transaction leaves them, with
+    no index worker to move the planes) reaches this one through the outbox."""
+    copy_loaded()
+    first = rest(world, {"debug": True})
+    gone = world.memories["alpha"].pk
+    assert gone in [i["id"] for i in first["items"]]
+    assert rest(world, {"debug": True})["debug"]["tier"] == "hot"
+
+    Memory.objects.filter(pk=gone).delete()
+    IndexJob.objects.create(item="memory", item_id=gone, op="delete")
+    after = rest(world, {"debug": True})
+
+    assert after["debug"]["tier"] == "warm"
+    assert gone not in [i["id"] for i in after["items"]]
 
 
 def test_a_hot_answer_carries_its_own_pack_id_and_counts_it(
