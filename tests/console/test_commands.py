@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from io import StringIO
 from pathlib import Path
 
@@ -12,6 +15,7 @@ from django.db import connection
 from console import indexing, services
 from console.models import Project
 
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.django_db
 
 
@@ -95,6 +99,33 @@ def test_migrate_data_names_a_bad_source_and_makes_no_file(tmp_path: Path) -> No
         call_command("migrate_data", "--from", f"sqlite:///{missing}")
 
     assert not missing.exists()
+
+
+def test_migrate_data_names_a_source_that_is_no_database(tmp_path: Path) -> None:
+    # "file is not a database" ended in a traceback.
+    text = tmp_path / "notes.sqlite3"
+    text.write_text("not a database\n" * 100)
+
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "RECALL_PROFILE"}}
+    env["RECALL_DATA_DIR"] = str(tmp_path / "data")
+    done = subprocess.run(
+        [sys.executable, "manage.py", "migrate_data", "--from", f"sqlite:///{text}"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"cannot copy sqlite:///{text}: file is not a database" in done.stderr
+
+
+def test_export_names_a_place_it_cannot_write(tmp_path: Path) -> None:
+    # A folder given for the JSON lines file, a file for the markdown folder: tracebacks.
+    afile = tmp_path / "a.md"
+    afile.write_text("x")
+
+    with pytest.raises(CommandError, match=f"^cannot export to {tmp_path}: "):
+        call_command("export_memories", "--out", str(tmp_path))
+    with pytest.raises(CommandError, match="^cannot export to .*a.md: "):
+        call_command("export_memories", "--out", str(afile), "--format", "markdown")
 
 
 def test_project_create_names_the_field_each_error_is_about() -> None:

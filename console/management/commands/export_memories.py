@@ -41,5 +41,7 @@ class Command(BaseCommand):
             counts = export(out, project=options["project"])
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
+        except OSError as exc:  # a folder where a file goes, a file where a folder goes, ...
+            raise CommandError(f"cannot export to {out}: {exc.strerror or exc}") from exc
         summary = ", ".join(f"{n} {PLURALS[kind]}" for kind, n in counts.items())
         self.stdout.write(f"exported {summary} to {out}")

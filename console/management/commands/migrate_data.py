@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 
 from console import database_url, migrating
 
@@ -59,6 +59,12 @@ class Command(BaseCommand):
             counts = migrating.copy(source, target)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
+        except DatabaseError as exc:  # unreachable, no such database, not a database
+            said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            where = migrating.describe(options["source"])
+            if options["target"]:
+                where += f" to {migrating.describe(options['target'])}"
+            raise CommandError(f"cannot copy {where}: {said}") from exc
         finally:
             migrating.close(source)
         copied = ", ".join(f"{n} {label}" for label, n in counts.items())
