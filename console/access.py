@@ -296,11 +296,37 @@ def memory_find(
             name = name or memory_id
     if not name:
         raise QueryError("give a memory's id or its name")
+    if project is None and len(access.projects) > 1:
+        return _named_in_one(access, name)
     bound = project_of(access, project)
     found = selectors.memory_named(name=name, project=bound)
     if found is None or not access.sees(found.project.slug if found.project else None):
         raise NotVisible(f"no active memory named {name!r} in {bound} or global")
     return found
+
+
+def _named_in_one(access: Access, name: str) -> Memory:
+    """The memory `name` means for a token of several projects when no project is
+    named: the one project holding it, else the global one. Changes (archive, edit,
+    supersede ...) take no project, so asking for one left such a token no way to
+    change a memory by name."""
+    found = {
+        m.pk: m
+        for slug in access.projects
+        if (m := selectors.memory_named(name=name, project=slug)) is not None
+    }
+    own = [m for m in found.values() if m.project is not None]
+    if len(own) > 1:
+        holders = ", ".join(sorted(m.project.slug for m in own if m.project))
+        raise QueryError(
+            f"{name!r} names a memory in each of {holders}: give its id or a project",
+            field="project",
+        )
+    chosen = own or [m for m in found.values() if access.sees(None)]
+    if not chosen:
+        covered = ", ".join(access.projects)
+        raise NotVisible(f"no active memory named {name!r} in {covered} or global")
+    return chosen[0]
 
 
 def memory_read(
@@ -452,16 +478,21 @@ def memory_archive(access: Access, *, memory_id: str) -> Memory:
 
 def _archived_too(access: Access, memory_id: str) -> Memory:
     """The memory an archive, restore or delete names: by id, by its active name, else
-    (a name no active memory holds) the token's project's most recently archived one."""
+    (a name no active memory holds) the most recently archived one of that name in
+    the one project of the token's that has one."""
     try:
         return _memory_to_change(access, memory_id)
     except NotVisible:
-        if not NAME_RE.match(memory_id) or len(access.projects) != 1:
+        if not NAME_RE.match(memory_id):
             raise
-        found = selectors.memory_archived_named(name=memory_id, project=access.projects[0])
-        if found is None:
+        found = [
+            m
+            for slug in access.projects
+            if (m := selectors.memory_archived_named(name=memory_id, project=slug)) is not None
+        ]
+        if len(found) != 1:
             raise
-        return found
+        return found[0]
 
 
 def memory_restore(access: Access, *, memory_id: str) -> Memory:

@@ -748,3 +748,28 @@ def test_a_recall_no_memory_answers_is_empty_and_says_so(world: World) -> None:
     assert any("no memory answers this" in w for w in reply["warnings"]), reply
     found = call(world.client("alpha"), "post", "/recall", {"query": "warm cache"}).json()
     assert found["items"] and found["warnings"] == []
+
+
+def test_a_token_of_two_projects_changes_a_memory_by_its_name(world: World) -> None:
+    # Changes take no project: asking for one left such a token no way to change a
+    # memory by name ("name a project", and a project field was a 422).
+    from django.test import Client
+
+    from console import tokens
+
+    _, secret = tokens.token_create(agent="both", projects=["alpha", "beta"], may_write=True)
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    alpha = world.memories["alpha"]
+    twin = {"project": "beta", "name": "twin", "kind": "fact", "body": "In beta."}
+    assert call(client, "post", "/memories", twin).status_code == 201
+    assert call(client, "post", "/memories", {**twin, "project": "alpha"}).status_code == 201
+
+    archived = call(client, "post", f"/memories/{alpha.name}/archive")
+    restored = call(client, "post", f"/memories/{alpha.name}/restore")
+    read = call(client, "get", f"/memories/{alpha.name}")
+    both = call(client, "post", "/memories/twin/archive")
+
+    assert archived.status_code == 200 and archived.json()["id"] == alpha.pk
+    assert restored.status_code == 200 and restored.json()["active"] is True
+    assert read.status_code == 200 and read.json()["id"] == alpha.pk
+    assert "alpha, beta" in error(both, 400, "invalid", "project")["detail"]
