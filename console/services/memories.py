@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from console import indexing, selectors
 from console.models import Edge, IdempotencyKey, LinkName, Memory, Project
+from console.services import locks
 from console.services.associations import associations_carry
 from console.services.revisions import revision_record
 from recall import links
@@ -199,7 +200,9 @@ def memory_new(
 
 def name_check(*, project: Project | None, name: str, exclude: Sequence[str] = ()) -> None:
     """StateConflict (409, naming `name`) when another active memory of the project
-    already holds `name`: the caller supersedes that one or picks another name."""
+    already holds `name`: the caller supersedes that one or picks another name.
+    On PostgreSQL the name's lock is held first (`console.services.locks`)."""
+    locks.hold([locks.name_key(project, name)])
     held = selectors.memory_name_holder(
         name=name, project_id=project.pk if project else None, exclude=exclude
     )

@@ -25,6 +25,7 @@ from django.db import IntegrityError, transaction
 
 from console import indexing, selectors
 from console.models import AgentToken, IdempotencyKey, Memory, Project
+from console.services import locks
 from console.services.memories import (
     StateConflict,
     ValidTimeError,
@@ -110,6 +111,7 @@ def memory_write_batch(
             errors[i] = message
     if errors:
         raise BatchError(errors)
+    locks.hold(k for m in made for k in (locks.name_key(m.project, m.name), locks.text_key(m)))
     saved: list[Outcome] = []
     named: dict[str, int] = {}  # the names this batch gave, to the item that took each
     for i, memory in enumerate(made):

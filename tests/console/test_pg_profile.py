@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -225,3 +226,47 @@ def test_background_rebuild_threads_give_their_pooled_connections_back(planes: P
     threading.Event().wait(0.2)  # the last threads' `finished` hooks
     stats = pool.get_stats()
     assert stats.get("pool_size", 0) - stats.get("pool_available", 0) <= 1  # only this thread's
+
+
+def race(count: int, write: Any) -> list[Any]:
+    """`write(i)` from `count` threads let go at once; each result or exception."""
+    gate = threading.Barrier(count)
+    results: list[Any] = [None] * count
+
+    def run(i: int) -> None:
+        gate.wait()
+        try:
+            results[i] = write(i)
+        except Exception as exc:  # what the caller asserts on
+            results[i] = exc
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def test_concurrent_writes_of_one_name_leave_one_active_memory(project: Project) -> None:
+    # At READ COMMITTED every writer passed the name check before any inserted:
+    # eight writes of one name left up to seven active memories of it.
+    results = race(8, lambda i: services.memory_write(
+        project=project, kind="fact", name="race", body=f"Variant {i} of the pool size",
+    ))  # fmt: skip
+
+    made = [r for r in results if isinstance(r, services.Outcome) and r.created]
+    refused = [r for r in results if isinstance(r, services.StateConflict)]
+    assert (len(made), len(refused)) == (1, 7), results
+    assert Memory.objects.filter(name="race", invalid_at__isnull=True).count() == 1
+
+
+def test_concurrent_batches_of_one_text_store_it_once(project: Project) -> None:
+    item = {"kind": "fact", "name": "same", "body": "The pool holds 20 connections."}
+    results = race(8, lambda i: services.memory_write_batch(project=project, items=[item]))
+
+    created = [o.created for r in results for o in r]
+    assert sorted(created) == [False] * 7 + [True], results
+    assert Memory.objects.filter(name="same").count() == 1
