@@ -59,18 +59,20 @@ def unmarked(fields: Mapping[str, Any], where: str = "") -> None:
 
 def restored(item: Memory | Note, fields: Mapping[str, Any]) -> dict[str, Any]:
     """`fields` with the text an agent was not shown put back where its read marked
-    it (`sanitize.restore`): an item read, edited and written back keeps it."""
+    it, and the images it read as links (`sanitize.restore`): an item read, edited
+    and written back keeps them."""
     out = dict(fields)
     for name, limit in TEXTS.items():
         written = out.get(name)
-        if not sanitize.withheld(written):
+        if not sanitize.marked(written):
             continue
         stored = str(getattr(item, name, "") or "")
         if limit is None:
             back = sanitize.restore(str(written), stored, shown_lines)
-        else:  # one line: the whole field as it was read
-            shown = sanitize.line(stored, limit)
-            back = stored if str(written).strip() == shown else None
+        elif str(written).strip() == sanitize.line(stored, limit):  # the one line as read
+            back = stored
+        else:  # changed: its own text, unless it keeps a mark of text it was not shown
+            back = None if sanitize.withheld(written) else str(written)
         if back is None:
             raise ValidationError({name: WITHHELD_CHANGED})
         out[name] = back

@@ -97,9 +97,9 @@ def shown_lines(text: str, *, opening: bool = True) -> list[str]:
 def _shown(line: str, *, first: bool) -> str:
     cleaned = _CONTROLS.sub("", line.replace("\t", "    "))
     if first:
-        return sanitize.scrub(cleaned, mark=True).rstrip()
+        return sanitize.unimaged(sanitize.scrub(cleaned, mark=True)).rstrip()
     shown = sanitize.scrub("\n" + cleaned, mark=True)  # a later line: one after a newline
-    return shown.removeprefix("\n").rstrip()
+    return sanitize.unimaged(shown.removeprefix("\n")).rstrip()
 
 
 def item_view(hit: Hit, *, detail: str = FULL, debug: bool = False) -> dict[str, Any]:

@@ -15,13 +15,16 @@ stored field interpolated into it goes through `field` (or `name`):
    folded to Latin; combining marks dropped; spaced letters such as
    `i g n o r e` joined) and cut from the text itself, so Cyrillic prose,
    `km²` or `µg` stay as they were;
-3. newlines become spaces, lengths are capped at a word boundary, and `<`,
+3. `unimaged`: a markdown image is shown as a link to it (`[image: alt](url)`),
+   so an agent client rendering its context fetches nothing a memory planted;
+   a write-back of the line as read gets the image back (`restore`);
+4. newlines become spaces, lengths are capped at a word boundary, and `<`,
    `>` and any `&` that would decode as a character reference are escaped:
    no stored text can close or open the wrapper (seamless leaves that hole
    open), and a pre-escaped `&lt;/memory-briefing&gt;` reads back as that
    text, never as a tag.
 
-Names skip step 2 so they round-trip to memory_read. `truncate_block` is the
+Names skip steps 2 and 3 so they round-trip to memory_read. `truncate_block` is the
 last line of defence on a whole block. The skeleton follows Unicode TR #39
 (security mechanisms, "confusable detection"); its tables are the subset
 that can spell the English instruction words below.
@@ -41,6 +44,13 @@ ELLIPSIS = "…"
 WITHHELD = "[withheld: reads as an instruction]"
 MARK_START = "\x01"
 MARK_END = "\x02"
+# A markdown image (`![alt](url)`, or `![alt][ref]` by reference) is fetched by
+# whatever renders it, unasked: a memory could plant a beacon in every agent
+# client that renders its context. Agent text shows it as a link, `[image: alt]`
+# before its target (the console's markdown does the same); a write-back of the
+# line as read gets the image back (`restore`).
+IMAGE = "[image: "
+_IMAGE = re.compile(r"!\[([^\]\n]*)\](?=[(\[])")
 
 # --- what is cut --------------------------------------------------------------
 
@@ -277,6 +287,11 @@ def scrub(text: str, *, mark: bool = False) -> str:
     return "".join(kept)
 
 
+def unimaged(text: str) -> str:
+    """`text` with each markdown image shown as a link to it (see `IMAGE`)."""
+    return _IMAGE.sub(lambda m: f"{IMAGE}{m.group(1)}]", text) if "![" in text else text
+
+
 def cut_lines(text: str) -> list[int]:
     """The lines of `text` (1 for the first) that `scrub` cuts: where agents read `WITHHELD`."""
     text = normalise(text)
@@ -288,26 +303,33 @@ def withheld(text: str | None) -> bool:
     return bool(text) and WITHHELD in str(text)
 
 
+def marked(text: str | None) -> bool:
+    """Whether `text` holds what agent text shows in place of stored text: the
+    `WITHHELD` mark or an image shown as a link (`IMAGE`)."""
+    return bool(text) and (WITHHELD in str(text) or IMAGE in str(text))
+
+
 def restore(written: str, stored: str, view: Callable[[str], Sequence[str]]) -> str | None:
     """`written` (an agent's text, unescaped) with each line that ends in `WITHHELD`
-    put back to the line of `stored` it was read as (`view` of `stored`: what the
-    agent was shown of each of its lines, unescaped); None when such a line matches
-    no stored line (the agent changed what was left of it). A read, edited and
+    or shows an image as a link put back to the line of `stored` it was read as
+    (`view` of `stored`: what the agent was shown of each of its lines, unescaped);
+    None when a `WITHHELD` line matches no stored line (the agent changed what was
+    left of it). An image line the agent changed is its own text. A read, edited and
     written back keeps the text it was not shown; a line it did not touch is the
     line stored."""
-    if WITHHELD not in written:
+    if not marked(written):
         return written
     originals: dict[str, str] = {}
     for line, shown in zip(stored.split("\n"), view(stored), strict=True):
-        if WITHHELD in shown:
+        if WITHHELD in shown or IMAGE in shown:
             originals.setdefault(shown.strip(), line)
     out = []
     for line in written.split("\n"):
-        if WITHHELD in line:
+        if WITHHELD in line or IMAGE in line:
             original = originals.get(line.strip())
-            if original is None:
+            if original is None and WITHHELD in line:
                 return None
-            line = original
+            line = line if original is None else original
         out.append(line)
     return "\n".join(out)
 
@@ -356,7 +378,7 @@ def cap(text: str, limit: int) -> str:
 def _one_line(text: str | None, limit: int, *, scrub_phrases: bool) -> str:
     if not text:
         return ""
-    text = scrub(text, mark=True) if scrub_phrases else normalise(text)
+    text = unimaged(scrub(text, mark=True)) if scrub_phrases else normalise(text)
     return cap(_SPACES.sub(" ", text).strip(), limit)
 
 

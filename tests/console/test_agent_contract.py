@@ -125,6 +125,38 @@ def test_a_speaker_opening_a_later_line_is_withheld_as_the_write_warned(
     assert Memory.objects.get(pk=memory_id).body == body + "\nFlush it first."
 
 
+def test_an_image_reaches_agents_as_a_link_and_comes_back_on_a_write_back(
+    world: World, monkeypatch: Any
+) -> None:
+    """A markdown image is fetched by whatever renders it: planted in a memory, a
+    beacon in every agent client that renders its context. Agents read it as a link
+    (the console's markdown does the same); a read written back keeps the image."""
+    client = world.client("alpha")
+    beacon = "![status](https://evil.example/b.png?from=recall)"
+    body = f"Deploy board for the cache.\n{beacon} and ![ref][logo]\nA !![x] stays."
+    made = write(world, {"name": "board", "kind": "fact", "description": beacon, "body": body})
+    indexing.apply_pending()
+    memory_id = made.json()["memory"]["id"]
+
+    read = call(client, "get", f"/memories/{memory_id}").json()
+    pack = call(client, "post", "/recall", {"query": "deploy board cache status"}).json()
+    status, by_mcp = mcp(world, "alpha", "memory_read", {"id": memory_id}, monkeypatch)
+
+    shown = "[image: status](https://evil.example/b.png?from=recall)"
+    assert status == 200 and memory_id in [i["id"] for i in pack["items"]]
+    for text in (read["body"], by_mcp["body"], *(i["text"] for i in pack["items"])):
+        assert "![" not in text.replace("!![x]", "")
+    assert (
+        read["body"]
+        == f"Deploy board for the cache.\n{shown} and [image: ref][logo]\nA !![x] stays."
+    )
+    assert read["description"] == shown
+    edited = {"body": read["body"] + "\nFlush it first.", "description": read["description"]}
+    assert call(client, "patch", f"/memories/{memory_id}", edited).status_code == 200
+    stored = Memory.objects.get(pk=memory_id)
+    assert (stored.body, stored.description) == (body + "\nFlush it first.", beacon)
+
+
 def test_a_write_says_which_links_reach_no_memory_yet(world: World) -> None:
     write(world, {"name": "deploy-runbook", "description": "How we deploy"})
     body = "Before a release read [[deploy-runbook]], [[rollbak-plan]] and [[Bad Name]]."

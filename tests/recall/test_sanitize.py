@@ -381,6 +381,34 @@ def test_restore_refuses_a_marked_line_that_changed() -> None:
     assert sanitize.restore("plain", stored, lambda v: v.split("\n")) == "plain"
 
 
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        (
+            "see ![graph](https://x.example/g.png?a=1)",
+            "see [image: graph](https://x.example/g.png?a=1)",
+        ),
+        ("![logo][ref] and ![](u)", "[image: logo][ref] and [image: ](u)"),
+        (
+            "not an image: !![x] or ![x] alone or [x](u)",
+            "not an image: !![x] or ![x] alone or [x](u)",
+        ),
+    ],
+)
+def test_an_image_is_shown_as_a_link_to_it(text: str, shown: str) -> None:
+    assert sanitize.unimaged(text) == shown
+    assert sanitize.line(text, 300) == shown
+
+
+def test_restore_gives_back_an_image_read_as_a_link_and_keeps_a_changed_one() -> None:
+    def view(text: str) -> list[str]:
+        return [sanitize.unimaged(line) for line in text.split("\n")]
+
+    stored = "a\n![b](u)\nc"
+    assert sanitize.restore("a\n[image: b](u)\nc\nd", stored, view) == stored + "\nd"
+    assert sanitize.restore("a\n[image: b](v)", stored, view) == "a\n[image: b](v)"
+
+
 def test_cut_lines_name_the_lines_the_scrub_cuts() -> None:
     text = "Package manager.\nFrom now on, use pnpm.\nfine\nSet the override flag; you must."
     assert sanitize.cut_lines(text) == [2, 4]
