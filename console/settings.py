@@ -296,7 +296,7 @@ RECALL: dict[str, Any] = {
                 "parallel": env_int("RECALL_EMBEDDER_PARALLEL", str(os.cpu_count() or 1)),
                 # The derived dynamic-int8 copy (about 2x faster; False = the packaged
                 # fp32-compute model). Switching changes the vectors: `reindex`.
-                "quantized": env("RECALL_EMBEDDER_QUANTIZED", "1") != "0",
+                "quantized": env_bool("RECALL_EMBEDDER_QUANTIZED", True),
                 # Where that derived copy is cached (built once per machine, about 2 s).
                 "cache_dir": Path(
                     env("RECALL_MODEL_CACHE_DIR", str(Path.home() / ".cache" / "recall" / "models"))

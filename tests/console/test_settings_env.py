@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
     [
         ("RECALL_JOB_CLAIM_SECONDS", "abc", "expected a whole number (default 120)"),
         ("RECALL_SYNC_ON_COMMIT", "maybe", "expected 1/0, true/false, yes/no or on/off"),
+        ("RECALL_EMBEDDER_QUANTIZED", "false-ish", "expected 1/0, true/false, yes/no or on/off"),
         ("RECALL_LOG_LEVEL", "LOUD", "expected DEBUG, INFO, WARNING, ERROR or CRITICAL"),
         ("DATABASE_URL", "postgress://x", "must be postgres://... or sqlite:///..."),
     ],
