@@ -1,9 +1,17 @@
-"""Running the database to a migration and back, for the tests of a data migration."""
+"""Running the database to a migration and back, for the tests of a data migration.
+
+A test takes the `migrations` fixture (imported as `migrations_fixture`): a call
+migrates to a target and gives the historical models there, and every migration
+is applied again afterwards, whether the test passed or not, as the other tests
+expect.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
@@ -18,6 +26,13 @@ def migrated_to(target: Target) -> Any:
 
 
 def back_to_latest() -> None:
-    """Every migration applied again, as the other tests expect."""
+    """Every migration applied again."""
     executor = MigrationExecutor(connection)
     executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+@pytest.fixture(name="migrations")
+def migrations_fixture() -> Iterator[Callable[[Target], Any]]:
+    """`migrated_to`, with every migration applied again after the test."""
+    yield migrated_to
+    back_to_latest()

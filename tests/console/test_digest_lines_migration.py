@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
-from tests.console.migration_steps import back_to_latest, migrated_to
+from tests.console.migration_steps import Target, migrations_fixture  # noqa: F401
 
 BEFORE = [("console", "0018_link_names")]
 AFTER = [("console", "0019_digest_lines")]
 
 
 @pytest.mark.django_db(transaction=True)
-def test_stored_digest_lines_lose_their_speaker_labels_and_cut_lines() -> None:
-    old = migrated_to(BEFORE)
+def test_stored_digest_lines_lose_their_speaker_labels_and_cut_lines(
+    migrations: Callable[[Target], Any],
+) -> None:
+    old = migrations(BEFORE)
     project = old.get_model("console", "Project").objects.create(slug="p", name="P")
     made = [
         {"text": "Deploys run nightly.", "source": "a", "covers": ["a"], "score": 1.0},
@@ -23,8 +28,7 @@ def test_stored_digest_lines_lose_their_speaker_labels_and_cut_lines() -> None:
         key="p", project=project, sentences=made, tokens=20, edited=True
     )
 
-    new = migrated_to(AFTER)
+    new = migrations(AFTER)
     kept = new.get_model("console", "Digest").objects.get(key="p").sentences
 
     assert kept == [made[0], {**made[1], "text": "I approved the refund."}]
-    back_to_latest()
