@@ -53,9 +53,15 @@ from console.prepared import Prepared
 from recall import dedup
 from recall.errors import RecallError
 from recall.indexes import layout
-from recall.indexes.hot_vectors import Replicable
 from recall.locks import FileLock
-from recall.ports import BulkWrites, KeepsWriter, TextIndex, VectorIndex, Vectors
+from recall.ports import (
+    BulkWrites,
+    KeepsTextHashes,
+    KeepsWriter,
+    TextIndex,
+    VectorIndex,
+    Vectors,
+)
 from recall.types import (
     EPISODIC_KINDS,
     MEMORY,
@@ -500,12 +506,7 @@ def write_docs(docs: list[Doc], *, known: Mapping[str, Vectors] | None = None) -
 def stored_vectors() -> dict[str, Vectors]:
     """The vector plane's vectors by text hash (empty when it cannot say)."""
     plane = wiring.vector_plane()
-    if not isinstance(plane, Replicable):
-        return {}
-    block = plane.block()
-    if block.text_hashes is None:
-        return {}
-    return {h: block.vectors[i] for i, h in enumerate(block.text_hashes) if h}
+    return plane.hashed_vectors() if isinstance(plane, KeepsTextHashes) else {}
 
 
 def vectors_in(path: Path) -> dict[str, Vectors]:

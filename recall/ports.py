@@ -104,6 +104,15 @@ class KeepsWriter(Protocol):
 
 
 @runtime_checkable
+class KeepsTextHashes(Protocol):
+    """A vector plane that can hand back its vectors by the hash of the text each
+    embeds (`VectorRow.text_hash`, which names the model too): a rebuild copies
+    them instead of embedding every text again."""
+
+    def hashed_vectors(self) -> dict[str, Vectors]: ...
+
+
+@runtime_checkable
 class VectorIndex(Protocol):
     """Nearest-neighbour search over unit vectors (cosine similarity).
 

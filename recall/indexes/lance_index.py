@@ -397,6 +397,13 @@ class LanceIndex:
         found = self.block(list(dict.fromkeys(ids)))
         return {i: found.vectors[n] for n, i in enumerate(found.ids)}
 
+    def hashed_vectors(self) -> dict[str, Vectors]:
+        """Every stored vector by the hash of the text it embeds (rows without one left out)."""
+        block = self.block()
+        if block.text_hashes is None:
+            return {}
+        return {h: block.vectors[i] for i, h in enumerate(block.text_hashes) if h}
+
     def blocks(self, size: int) -> Iterator[VectorBlock]:
         """Every row, `size` rows at a time."""
         table = self._handle()

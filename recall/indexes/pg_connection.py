@@ -87,19 +87,22 @@ class Connections:
         return conn
 
     @contextmanager
-    def cursor(self) -> Iterator[psycopg.Cursor[Any]]:
+    def cursor(self, *, binary: bool = False) -> Iterator[psycopg.Cursor[Any]]:
         """A cursor whose statements form one unit: the caller's transaction, or their own.
 
-        Database errors become IndexUnavailable (naming the plane); an owned
-        connection that broke is dropped so the next call reconnects.
+        `binary` asks for a cursor that can return binary results (a borrowed
+        Django connection makes client-side cursors, which cannot). Database
+        errors become IndexUnavailable (naming the plane); an owned connection
+        that broke is dropped so the next call reconnects.
         """
         try:
             conn = self.borrow() if self.borrow is not None else self._owned()
+            opened = psycopg.Cursor(conn) if binary else conn.cursor()
             if conn.autocommit:
-                with conn.transaction(), conn.cursor() as cur:
+                with conn.transaction(), opened as cur:
                     yield cur
             else:
-                with conn.cursor() as cur:
+                with opened as cur:
                     yield cur
         except psycopg.Error as exc:
             self._drop_broken()

@@ -1,7 +1,8 @@
 """The vector plane on PostgreSQL with pgvector: cosine search, filters in the same query.
 
 One table (default `recall_vectors`): id, item, project (NULL = global),
-active, kind, model, updated, fingerprint and `embedding vector(dims)`, with
+active, kind, model, updated, fingerprint, `text_hash` (what was embedded,
+with the model: `Doc.embedding_hash`) and `embedding vector(dims)`, with
 an HNSW index on cosine distance (Malkov and Yashunin 2018, "Efficient and
 robust approximate nearest neighbor search using Hierarchical Navigable
 Small World graphs", IEEE TPAMI; pgvector's `vector_cosine_ops`).
@@ -19,7 +20,9 @@ exact scan when the filter is selective enough to make it cheaper.
 Connections: owned or borrowed (`recall.indexes.pg_connection`); with a
 borrowed connection an upsert joins the caller's transaction. One table holds
 one embedding model's vectors, as with LanceDB: rows of another model raise
-ConfigError until the table is cleared.
+ConfigError until the table is cleared. `hashed_vectors` hands the vectors
+back by text hash, so a reindex copies what the model already computed
+instead of embedding every text again (as the LanceDB plane's does).
 """
 
 from __future__ import annotations
@@ -123,11 +126,17 @@ class PgVectorIndex(PgTable):
                 i=sql.Identifier(f"{self.table}_scope"), t=t
             ),
             *attribute_ddl(self.table),
+            sql.SQL(
+                "ALTER TABLE {t} ADD COLUMN IF NOT EXISTS text_hash text NOT NULL DEFAULT ''"
+            ).format(t=t),
+            sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} (text_hash)").format(
+                i=sql.Identifier(f"{self.table}_text_hash"), t=t
+            ),
         ]
 
     def _ready(self) -> sql.Identifier:
         """The table, made on first use; ConfigError when it holds another dimension."""
-        made = [self.table, f"{self.table}_hnsw", f"{self.table}_scope", f"{self.table}_tags"]
+        made = [self.table, *(f"{self.table}_{i}" for i in ("hnsw", "scope", "tags", "text_hash"))]
         self._db.ensure(self.table, self._ddl, relations=made, verify=self._check_dims)
         return sql.Identifier(self.table)
 
@@ -170,18 +179,19 @@ class PgVectorIndex(PgTable):
             )
         statement = sql.SQL(
             "INSERT INTO {t} (id, item, project, active, kind, model, updated, fingerprint,"
-            " embedding, tags, agent_id, session_id, importance, created)"
-            " SELECT id, item, project, active, kind, model, updated, fingerprint, embedding,"
-            " ARRAY(SELECT jsonb_array_elements_text(tags)), agent_id, session_id,"
+            " text_hash, embedding, tags, agent_id, session_id, importance, created)"
+            " SELECT id, item, project, active, kind, model, updated, fingerprint, text_hash,"
+            " embedding, ARRAY(SELECT jsonb_array_elements_text(tags)), agent_id, session_id,"
             " importance, created FROM unnest(%s::text[], %s::text[], %s::text[],"
-            " %s::boolean[], %s::text[], %s::text[], %s::timestamptz[], %s::text[],"
+            " %s::boolean[], %s::text[], %s::text[], %s::timestamptz[], %s::text[], %s::text[],"
             " %s::vector[], %s::jsonb[], %s::text[], %s::text[], %s::float8[],"
             " %s::timestamptz[]) AS u(id, item, project, active, kind, model, updated,"
-            " fingerprint, embedding, tags, agent_id, session_id, importance, created)"
+            " fingerprint, text_hash, embedding, tags, agent_id, session_id, importance,"
+            " created)"
             " ON CONFLICT (id) DO UPDATE SET item = excluded.item, project = excluded.project,"
             " active = excluded.active, kind = excluded.kind, model = excluded.model,"
             " updated = excluded.updated, fingerprint = excluded.fingerprint,"
-            " embedding = excluded.embedding, tags = excluded.tags,"
+            " text_hash = excluded.text_hash, embedding = excluded.embedding, tags = excluded.tags,"
             " agent_id = excluded.agent_id, session_id = excluded.session_id,"
             " importance = excluded.importance, created = excluded.created"
         ).format(t=t)
@@ -195,6 +205,7 @@ class PgVectorIndex(PgTable):
             [r.model for r in ordered],
             [r.updated for r in ordered],
             [r.fingerprint for r in ordered],
+            [r.text_hash for r in ordered],
             [vector_literal(r.vector) for r in ordered],
             *attribute_values(ordered),
         ]
@@ -252,6 +263,25 @@ class PgVectorIndex(PgTable):
                 (list(ids),),
             )
             return {r[0]: parse_vector(r[1]) for r in cur.fetchall()}
+
+    def hashed_vectors(self) -> dict[str, npt.NDArray[np.float32]]:
+        """Every stored vector by the hash of the text it embeds (`VectorRow.text_hash`;
+        rows written before the column existed have none and are left out).
+
+        Read in pgvector's binary form (a 4-byte header, then big-endian
+        float4s): 100,000 vectors of 384 dims in about a second, where parsing
+        the text form takes half a minute.
+        """
+        t = self._ready()
+        query = sql.SQL(
+            "SELECT DISTINCT ON (text_hash) text_hash, embedding FROM {t} WHERE text_hash <> ''"
+        ).format(t=t)
+        with self._db.cursor(binary=True) as cur:
+            cur.execute(query, binary=True)
+            return {
+                h: np.frombuffer(raw, dtype=">f4", offset=4).astype(np.float32)
+                for h, raw in cur.fetchall()
+            }
 
     def stored_model(self) -> str | None:
         t = self._ready()

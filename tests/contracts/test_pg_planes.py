@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -311,3 +312,21 @@ def test_a_table_made_before_the_filter_columns_gains_them_and_its_rows_drift(
         assert index.fingerprints() == [("m1", old.fingerprint())]
     finally:
         index.drop()
+
+
+def test_a_vector_table_from_before_text_hashes_gains_the_column_on_first_use(table: str) -> None:
+    """An older release's table had no `text_hash`: the next process adds it, its old
+    rows have none to offer a reindex, and rows written from then on do."""
+    PgVectorIndex(dsn=pg.database_url(), dims=DIMS, table=table).upsert([row("old", 1)])
+    with psycopg.connect(pg.database_url(), autocommit=True) as conn:
+        conn.execute(  # as the release before text hashes made it (the index goes with it)
+            psycopg.sql.SQL("ALTER TABLE {} DROP COLUMN text_hash").format(
+                psycopg.sql.Identifier(table)
+            )
+        )
+    index = PgVectorIndex(dsn=pg.database_url(), dims=DIMS, table=table)  # a new process
+
+    index.upsert([replace(row("new", 0, 1), text_hash="h-new")])
+
+    assert index.ids() == {"old", "new"}
+    assert list(index.hashed_vectors()) == ["h-new"]

@@ -23,7 +23,7 @@ from recall.indexes import layout
 from recall.indexes.hot_vectors import HotVectorIndex
 from recall.indexes.lance_index import LanceIndex, sql_string, where_sql
 from recall.indexes.pg_vector_index import PgVectorIndex
-from recall.ports import VectorIndex
+from recall.ports import KeepsTextHashes, VectorIndex
 from recall.testing import InMemoryVectorIndex
 from recall.types import Filter, VectorRow
 from tests import pg
@@ -185,6 +185,30 @@ def test_delete_removes_rows_and_ignores_unknown_ids(index: VectorIndex) -> None
     assert index.ids() == {"m", "o"}
     assert index.count() == 2
     assert ids(index.search(X, where=EVERYTHING, limit=5)) == ["m", "o"]
+
+
+@pytest.mark.parametrize("adapter", ["lance", "postgres"])
+def test_the_durable_planes_hand_back_their_vectors_by_text_hash(
+    adapter: str, tmp_path: Path
+) -> None:
+    """What a reindex copies instead of embedding again: one vector per text hash,
+    the latest written for an id, rows without a hash left out."""
+    plane: VectorIndex = (
+        LanceIndex(tmp_path / "vectors", dims=DIMS)
+        if adapter == "lance"
+        else PgVectorIndex(dsn=pg.database_url(), dims=DIMS, table=pg.table_for(tmp_path))
+    )
+    assert isinstance(plane, KeepsTextHashes)
+    y = unit(0, 1)
+    plane.upsert([row("x", X, text_hash="hx"), row("y", unit(1, 1), text_hash="old")])
+    plane.upsert([row("y", y, text_hash="hy"), row("z", unit(0, 0, 1))])  # z: no hash
+
+    found = plane.hashed_vectors()
+
+    assert sorted(found) == ["hx", "hy"]
+    np.testing.assert_allclose(found["hx"], X, atol=1e-6)
+    np.testing.assert_allclose(found["hy"], y, atol=1e-6)
+    assert all(v.dtype == np.float32 for v in found.values())
 
 
 def test_vectors_returns_the_stored_vectors_of_known_ids(index: VectorIndex) -> None:
