@@ -17,7 +17,12 @@ def main() -> None:
         settings.INSTALLED_APPS  # noqa: B018 (reads console/settings.py)
     except (ImproperlyConfigured, ValueError) as exc:
         sys.exit(f"manage.py: {exc}")
-    execute_from_command_line(sys.argv)
+    from console.pgbackend import DatabaseUnreachable
+
+    try:
+        execute_from_command_line(sys.argv)
+    except DatabaseUnreachable as exc:  # a wrong DATABASE_URL or a server that is down
+        sys.exit(f"manage.py: {exc}")
 
 
 if __name__ == "__main__":

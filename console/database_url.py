@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-POSTGRES_ENGINE = "django.db.backends.postgresql"
+POSTGRES_ENGINE = "console.pgbackend"  # Django's, saying why a first connection failed
 SQLITE_ENGINE = "django.db.backends.sqlite3"
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -9,12 +12,15 @@ import pytest
 
 from console import database_url
 from console.pgplanes import conninfo
+from tests import pg
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_postgres_url_becomes_a_pooled_psycopg_entry() -> None:
     entry = database_url.parse("postgres://app:s%40cret@db.internal:6432/recall?sslmode=require")
 
-    assert entry["ENGINE"] == "django.db.backends.postgresql"
+    assert entry["ENGINE"] == "console.pgbackend"
     assert (entry["NAME"], entry["USER"], entry["PASSWORD"]) == ("recall", "app", "s@cret")
     assert (entry["HOST"], entry["PORT"]) == ("db.internal", "6432")
     assert entry["OPTIONS"]["sslmode"] == "require"
@@ -73,3 +79,29 @@ def test_the_postgresql_planes_need_a_postgresql_database(settings: Any) -> None
     found = [e.id for e in recall_settings()]
 
     assert ("recall.E008" in found) == (connection.vendor != "postgresql")
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (("/postgres?", "/no_such_db?"), 'database "no_such_db" does not exist'),
+        (("postgres:@", "nobody:@"), 'role "nobody" does not exist'),
+    ],
+)
+def test_a_database_that_cannot_be_reached_is_one_line_naming_why(
+    change: tuple[str, str], said: str, tmp_path: Path
+) -> None:
+    """Not the pool's "couldn't get a connection after 20.00 sec" after waiting for it,
+    with a traceback: the server's own reason, at the first connection."""
+    url = pg.database_url()
+    assert change[0] in url
+    env = {**os.environ, "DATABASE_URL": url.replace(*change), "RECALL_DATA_DIR": str(tmp_path)}
+
+    run = subprocess.run(
+        [sys.executable, "manage.py", "migrate"], cwd=ROOT, env=env, capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+
+    assert run.returncode == 1
+    assert run.stderr.startswith("manage.py: cannot connect to the database")
+    assert said in run.stderr and "Traceback" not in run.stderr
