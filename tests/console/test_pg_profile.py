@@ -270,3 +270,42 @@ def test_concurrent_batches_of_one_text_store_it_once(project: Project) -> None:
     created = [o.created for r in results for o in r]
     assert sorted(created) == [False] * 7 + [True], results
     assert Memory.objects.filter(name="same").count() == 1
+
+
+def test_an_edit_during_a_reindex_commits_without_waiting_for_it_and_stays(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reindex was one transaction that deleted every plane row first: an edit made
+    meanwhile waited for the whole rebuild. Now each batch commits on its own; an
+    edit waits for one batch at most, and the rebuild does not write over it."""
+    memories = [remember(project, name=f"fact-{i}") for i in range(5)]
+    monkeypatch.setattr(indexing, "BATCH", 2)
+    edited: list[str] = []
+
+    def edit_from_another_connection() -> None:
+        try:
+            with transaction.atomic():
+                with connection.cursor() as cursor:
+                    cursor.execute("SET LOCAL lock_timeout = '5s'")
+                memory = Memory.objects.get(pk=memories[0].pk)
+                services.memory_update(memory=memory, description="Edited during the reindex")
+            edited.append("done")
+        except Exception as exc:  # the lock timeout, when the edit had to wait for the rebuild
+            edited.append(repr(exc))
+        finally:
+            connection.close()
+
+    def between_batches(count: int) -> None:
+        if not edited:  # after the first batch, which held memories[0]
+            worker = threading.Thread(target=edit_from_another_connection)
+            worker.start()
+            worker.join()
+
+    rebuilt = indexing.rebuild(progress=between_batches)
+
+    assert edited == ["done"]
+    assert rebuilt.items == 5
+    hits = wiring.text_index().search("during", where=Filter(projects=("ops",)), limit=5)
+    assert [h.id for h in hits] == [memories[0].pk]
+    assert IndexJob.objects.count() == 0  # its plane rows were written with it, not queued
+    assert indexing.status().drift == 0
