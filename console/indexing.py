@@ -606,7 +606,7 @@ def rebuild(
     (`_rebuild_beside_writes`).
     """
     text, vectors = wiring.text_index(), wiring.vector_index()
-    if getattr(text, "joins_caller", False):
+    if all(getattr(p, "joins_caller", False) for p in (text, vectors) if p is not None):
         return _rebuild_beside_writes(progress=progress, known=known)
     last_job = IndexJob.objects.order_by("-id").values_list("id", flat=True).first() or 0
     done = embedded = 0
