@@ -9,9 +9,11 @@ and never cuts off the only match (a long sentence is windowed around its
 first match instead). The same matcher marks titles and counts which words
 a result holds, so what is highlighted is what the relevance label counted.
 
-Stopwords and two-letter words are left out (unless nothing else was
-typed). A query word matches a text word when both reduce to the same stem
-(a light English suffix strip: "retries" ~ "retry", "webhooks" ~ "webhook"),
+Stopwords (two-letter ones too: "of", "to", "is") and single letters are
+left out (unless nothing else was typed); other two-letter words count, as
+the index finds them ("kv", "db", "ci", "s3"). A query word matches a text
+word when both reduce to the same stem (a light English suffix strip:
+"retries" ~ "retry", "webhooks" ~ "webhook"),
 when the text word is one the index marked in its own fragment, or, for the
 last word typed, when the text word starts with it (a prefix, as in the
 palette). Every piece of text is HTML-escaped before `<mark>` is added.
@@ -32,6 +34,11 @@ from recall.prompt import STOPWORDS
 from recall.query import CJK, CJK_CHAR, WORD, spaceless
 from recall.query import words as query_words
 
+# Two-letter function words: never a reason to call a result a match.
+SHORT_STOPWORDS = frozenset({
+    "am", "an", "as", "at", "be", "by", "do", "he", "if", "in", "is", "it",
+    "me", "my", "no", "of", "on", "or", "so", "to", "up", "us", "we",
+})  # fmt: skip
 SENTINELS = str.maketrans({"\x01": "", "\x02": ""})
 _MARKED = re.compile(r"\x01([^\x01\x02]*)\x02")
 _TOKEN = re.compile(WORD)  # a kana or ideograph is a word of its own, as the planes read it
@@ -160,13 +167,14 @@ class Matcher:
         cls, query: str, *, prefix: bool = False, fragments: Iterable[str | None] = ()
     ) -> Matcher:
         typed = query_words(query, keep_short_last=prefix)
-        # Stopwords and two-letter words neither count nor light up, unless
-        # nothing else was typed; the word being typed always does, and so does a
-        # kana or ideograph (a word of its own).
+        # Stopwords and single letters neither count nor light up, unless nothing
+        # else was typed; the word being typed always does, and so does a kana or
+        # ideograph (a word of its own).
         found = [
             w
             for i, w in enumerate(typed)
             if (len(w) >= 3 and w not in STOPWORDS)
+            or (len(w) == 2 and w not in SHORT_STOPWORDS)
             or spaceless(w)
             or (prefix and i == len(typed) - 1)
         ] or typed

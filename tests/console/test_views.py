@@ -274,6 +274,31 @@ def test_the_palette_orders_rows_by_label_as_the_search_page_does(
         assert first < shown.index(f'href="/memories/{starred.pk}/"')
 
 
+def test_a_two_letter_word_counts_toward_a_results_label(
+    admin_client: Client, project: Project
+) -> None:
+    """ "kv team": the one memory holding both words is the first row. Two-letter
+    words did not count, so rows holding only "team" were labelled strong matches
+    and put above it, whatever the engine's ranking."""
+    both = make_memory(
+        project, name="secrets-in-vault", description="Where secrets live",
+        body="Secrets live in kv/<team>, never in the repository.",
+    )  # fmt: skip
+    others = [
+        make_memory(project, name=f"team-habit-{n}", description=f"The team prefers habit {n}")
+        for n in range(2)
+    ]
+    indexing.apply_pending()
+
+    page = admin_client.get("/", {"q": "kv team"}, **HX).content.decode()
+    palette = admin_client.get("/palette/", {"q": "kv team"}, **HX).content.decode()
+
+    for shown in (page, palette):
+        first = shown.index(f'href="/memories/{both.pk}/"')
+        assert all(first < shown.index(f'href="/memories/{m.pk}/"') for m in others)
+    assert "<mark>kv</mark>" in page and "Has both words in its text" in page
+
+
 def test_a_short_palette_answer_is_kept_until_a_change_commits(
     admin_client: Client, memory: Memory
 ) -> None:
