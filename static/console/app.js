@@ -405,6 +405,24 @@
     box.querySelector("p").textContent = message;
     box.hidden = false;
   }
+  // --- a session that ended under unsaved text ------------------------------------
+  // An htmx request once the session ended (a log-out in another tab, an expiry) is
+  // answered 403 with HX-Redirect to the login. With unsaved text on the page (a
+  // guarded form: a memory's, the settings) following it would throw the text away:
+  // stay, keep the text marked unsaved, and say what to do.
+  document.body.addEventListener("htmx:beforeOnLoad", function (event) {
+    const xhr = event.detail.xhr;
+    if (!xhr || xhr.status !== 403 || !xhr.getResponseHeader("HX-Redirect")) return;
+    const elt = event.detail.elt;
+    const form = elt instanceof Element ? elt.closest("form[data-guard]") : null;
+    if (form) form.dataset.unsaved = "1"; // its submit had cleared the mark
+    if (!document.querySelector("form[data-guard][data-unsaved]")) return; // nothing to lose
+    event.preventDefault();
+    requestFailed(
+      "You are logged out (in another tab, or the session ended), so nothing was saved. " +
+        "Your text is still here: log in again in another tab, then come back and save.",
+    );
+  });
   document.body.addEventListener("htmx:responseError", function (event) {
     const status = event.detail.xhr ? event.detail.xhr.status : 0;
     if (status === 403 && event.detail.xhr.getResponseHeader("HX-Redirect")) return; // to the login

@@ -319,6 +319,50 @@ def test_leaving_a_memory_form_with_unsaved_text_asks_first(
     assert watch.dialogs == []
 
 
+def log_out_in_another_tab(page: Any) -> None:
+    other = page.context.new_page()
+    other.goto("/")
+    other.click("form.logout button")
+    other.close()
+
+
+def test_text_typed_when_the_session_ended_stays_and_the_page_says_so(
+    page: Any, user: User, watch: Watch
+) -> None:
+    """Save on a memory form, or one keystroke on Settings (its live preview), once the
+    session had ended sent the window to the login page: the text typed was gone."""
+    seed()
+    log_in(page, user)
+    page.goto("/memories/new/")
+    page.fill("#id_name", "draft-after-logout")
+    page.fill("#id_description", "A long thought typed while the session ended elsewhere")
+    log_out_in_another_tab(page)
+
+    page.click("#memory-form button[type=submit]")
+    page.wait_for_selector("#request-error:not([hidden])")
+
+    assert "logged out" in page.locator("#request-error").inner_text()
+    assert urlsplit(page.url).path == "/memories/new/"
+    assert page.input_value("#id_description").startswith("A long thought")
+    page.evaluate("window.location.href = '/'")  # leaving still asks: the text is unsaved
+    page.wait_for_timeout(300)
+    assert [d.split(":")[0] for d in watch.dialogs] == ["beforeunload"]
+    assert not Memory.objects.filter(name="draft-after-logout").exists()
+    watch.dialogs.clear()
+    watch.leave_unsaved = True  # from here on, leaving a page with unsaved text leaves
+
+    log_in(page, user)
+    page.goto("/settings/")
+    page.fill("#id_briefing_config-tag", "team-brief")
+    log_out_in_another_tab(page)
+    page.locator("#id_briefing_config-budget").press_sequentially("7")  # the preview asks
+
+    page.wait_for_selector("#request-error:not([hidden])")
+    assert urlsplit(page.url).path == "/settings/"
+    assert page.input_value("#id_briefing_config-tag") == "team-brief"
+    watch.errors.clear()  # the refused requests this test caused
+
+
 def test_archive_restore_and_delete_with_confirmation(page: Any, user: User) -> None:
     memory = seed()["idempotency-keys"]
     log_in(page, user)
