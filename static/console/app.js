@@ -63,6 +63,7 @@
   const closeButton = document.getElementById("palette-close");
   let seq = 0;
   let controller = null;
+  let enterWhenAnswered = false; // Enter came before the answer to what is typed
 
   function options() {
     return results ? Array.from(results.querySelectorAll("[role=option]")) : [];
@@ -110,15 +111,40 @@
         return response.ok ? response.text() : null;
       })
       .then(function (html) {
-        if (html === null || mine !== seq) return; // stale: a newer request owns the list
+        if (mine !== seq) return; // stale: a newer request owns the list
+        if (html === null) return enterFailed();
         results.innerHTML = html; // server-rendered, escaped; scripts never run from innerHTML
         results.dataset.q = q;
         results.removeAttribute("aria-busy");
         select(options().length ? 0 : -1);
+        if (enterWhenAnswered) {
+          enterWhenAnswered = false;
+          enter();
+        }
       })
       .catch(function (err) {
-        if (err && err.name !== "AbortError") results.dataset.error = String(err);
+        if (err && err.name !== "AbortError") {
+          results.dataset.error = String(err);
+          if (mine === seq) enterFailed();
+        }
       });
+  }
+
+  // Enter opens the selected row, or the first; with no row, the search page for the
+  // text. Pressed before the list answers what is typed now (a fast paste and Enter),
+  // it waits for that answer instead of opening a row of the list for older text.
+  function enter() {
+    const items = options();
+    const current = selectedIndex();
+    const chosen = items[current >= 0 ? current : 0];
+    if (chosen) choose(chosen);
+    else if (input.value.trim()) input.form.submit();
+  }
+
+  function enterFailed() {
+    if (!enterWhenAnswered) return;
+    enterWhenAnswered = false; // no answer came: the search page answers instead
+    if (input.value.trim()) input.form.submit();
   }
 
   function choose(option) {
@@ -140,6 +166,7 @@
   }
 
   function closePalette() {
+    enterWhenAnswered = false;
     if (dialog && dialog.open) dialog.close();
   }
 
@@ -165,9 +192,8 @@
         select(0);
       } else if (event.key === "Enter") {
         event.preventDefault();
-        const chosen = items[current >= 0 ? current : 0];
-        if (chosen) choose(chosen);
-        else if (input.value.trim()) input.form.submit();
+        if (results.dataset.q === input.value) enter();
+        else enterWhenAnswered = true;
       } else if (event.key === "Escape") {
         event.preventDefault();
         closePalette();

@@ -179,6 +179,28 @@ def test_a_slow_stale_palette_response_never_overwrites_a_newer_one(page: Any, u
     assert "stream-backpressure" not in titles
 
 
+def test_enter_before_the_palette_answers_opens_a_row_of_that_answer(
+    page: Any, user: User
+) -> None:
+    """A paste and Enter at once opened the first row of the list shown before (recent
+    items), not a match for what was pasted: Enter now waits for that answer."""
+    memories = seed()
+    log_in(page, user)
+    page.keyboard.press("Control+k")
+    page.wait_for_selector("#palette-results [role=option]")  # the list for no text
+    page.evaluate(  # every answer from now on takes 500 ms
+        """() => {
+          const original = window.fetch;
+          window.fetch = (url, options) =>
+            new Promise(r => setTimeout(r, 500)).then(() => original(url, options));
+        }"""
+    )
+    page.keyboard.insert_text("idempotency")
+    page.keyboard.press("Enter")
+
+    page.wait_for_url(f"**/memories/{memories['idempotency-keys'].pk}/")
+
+
 def test_a_page_from_before_a_new_login_still_acts_and_a_refusal_says_so(
     page: Any, user: User, watch: Watch
 ) -> None:
