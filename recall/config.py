@@ -281,6 +281,11 @@ def _check_tag(tag: str) -> None:
         )
 
 
+MAX_BRIEFING_SCAN = 10_000  # newest memories a briefing reads
+MAX_HARD_CAP = 10.0
+MIN_LINE_CHARS, MAX_LINE_CHARS = 20, 2000
+
+
 @dataclass(frozen=True, slots=True)
 class BriefingConfig:
     """Session-start briefing."""
@@ -299,9 +304,15 @@ class BriefingConfig:
         # setting of 10 emptied every agent's briefing without a word.
         if not MIN_BUDGET <= self.budget <= MAX_BUDGET:
             raise ValueError(f"budget must be within {MIN_BUDGET}..{MAX_BUDGET}, not {self.budget}")
-        for knob in ("scan_limit", "hard_cap_factor"):
-            if getattr(self, knob) < 1:
-                raise ValueError(f"{knob} must be at least 1, not {getattr(self, knob)}")
+        # Upper bounds too: a scan of a billion "newest" memories read every memory of
+        # a large deployment on every briefing, and a 3-character line says nothing.
+        for knob, low, high in (
+            ("scan_limit", 1, MAX_BRIEFING_SCAN),
+            ("hard_cap_factor", 1, MAX_HARD_CAP),
+            ("description_chars", MIN_LINE_CHARS, MAX_LINE_CHARS),
+        ):
+            if not low <= getattr(self, knob) <= high:
+                raise ValueError(f"{knob} must be within {low}..{high}, not {getattr(self, knob)}")
         _check_tag(self.tag)
 
 

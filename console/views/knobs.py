@@ -29,8 +29,14 @@ HELP: dict[str, dict[str, tuple[str, str]]] = {
             "Hard cap (x size)",
             "Rules and starred memories may pass the size up to this multiple, never beyond.",
         ),
-        "scan_limit": ("Newest memories read", "How many recent memories the index is built from."),
-        "description_chars": ("Line length (characters)", "Each memory's line is cut to this."),
+        "scan_limit": (
+            "Newest memories read",
+            "How many recent memories the index is built from (at most 10,000).",
+        ),
+        "description_chars": (
+            "Line length (characters)",
+            "Each memory's line is cut to this (20 to 2,000); a rule's line to four times it.",
+        ),
         "relevant_hits": (
             "Matches for a subagent",
             "How many memories matching a subagent's task it gets.",

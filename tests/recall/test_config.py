@@ -183,3 +183,18 @@ def test_the_session_prior_defaults_to_0_3_and_refuses_a_negative_weight(section
         section(session_prior=-0.1)
     with pytest.raises(ValueError, match="session_prior"):
         section(session_prior=math.inf)
+
+
+@pytest.mark.parametrize(
+    ("knob", "value"),
+    [
+        ("scan_limit", 0), ("scan_limit", 1_000_000_000), ("hard_cap_factor", 0.5),
+        ("hard_cap_factor", 1e300), ("description_chars", 3), ("description_chars", 100_000),
+    ],
+)  # fmt: skip
+def test_briefing_knobs_are_bounded_on_both_sides(knob: str, value: float) -> None:
+    """Settings saved 1,000,000,000 newest memories to read (every memory of a large
+    deployment on every briefing) and 3-character lines without a word."""
+    with pytest.raises(ValueError, match=knob):
+        BriefingConfig(**{knob: value})
+    BriefingConfig(scan_limit=10_000, hard_cap_factor=10, description_chars=20)  # the edges
