@@ -179,9 +179,7 @@ def test_a_slow_stale_palette_response_never_overwrites_a_newer_one(page: Any, u
     assert "stream-backpressure" not in titles
 
 
-def test_enter_before_the_palette_answers_opens_a_row_of_that_answer(
-    page: Any, user: User
-) -> None:
+def test_enter_before_the_palette_answers_opens_a_row_of_that_answer(page: Any, user: User) -> None:
     """A paste and Enter at once opened the first row of the list shown before (recent
     items), not a match for what was pasted: Enter now waits for that answer."""
     memories = seed()
