@@ -122,7 +122,10 @@ def test_the_quantized_copy_stays_close_to_the_packaged_model(onnx: OnnxEmbedder
 
     cosines = (onnx.embed(texts) * exact).sum(axis=1)
 
-    assert cosines.min() > 0.97, cosines
+    # int8 kernels differ by CPU: on an AVX2 machine without VNNI (AMD EPYC,
+    # 2026-12-05) "ok" came to 0.968 (over 404 LoCoMo texts: mean 0.991, min 0.969),
+    # where VNNI machines gave above 0.97 for each. A broken copy is far below both.
+    assert cosines.mean() > 0.985 and cosines.min() > 0.96, cosines
 
 
 @pytest.mark.slow
