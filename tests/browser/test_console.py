@@ -339,6 +339,27 @@ def test_leaving_a_memory_form_with_unsaved_text_asks_first(
     assert watch.dialogs == []
 
 
+def test_a_number_the_browser_cannot_read_is_not_saved_as_blank(page: Any, user: User) -> None:
+    """ "1e400" in a number field reads as no value at all: Save sent a blank, which
+    means "use the base value", and said "Saved." over a wiped override."""
+    seed()
+    log_in(page, user)
+    page.goto("/settings/")
+    page.fill("#id_briefing_config-hard_cap_factor", "3")
+    page.click("#section-briefing_config .actions button[value=save]")
+    page.wait_for_selector("#section-briefing_config .notice")
+    assert Setting.objects.get(key="briefing_config").value == {"hard_cap_factor": 3.0}
+
+    page.fill("#id_briefing_config-hard_cap_factor", "1e400")
+    page.click("#section-briefing_config .actions button[value=save]")
+    page.wait_for_timeout(500)  # a request that were to go would have gone
+
+    assert Setting.objects.get(key="briefing_config").value == {"hard_cap_factor": 3.0}
+    assert page.evaluate(
+        "() => !document.getElementById('id_briefing_config-hard_cap_factor').validity.valid"
+    )
+
+
 def log_out_in_another_tab(page: Any) -> None:
     other = page.context.new_page()
     other.goto("/")
