@@ -101,22 +101,27 @@ def zscore(
     Each channel's raw scores are z-normalised over the list it returned; a
     document the channel did not return gets that list's minimum z (it
     ranked below everything the channel kept). A list without spread (one
-    hit, or hits that tie) has no z to give: its members get 1 and what it
-    did not return 0, so a lone full-text match (a rare word only one memory
-    holds) still counts for what it found instead of nothing. A channel
-    without a weight weighs 1; an empty channel contributes nothing. Ties
-    break on id.
+    hit, or hits that tie) has no z of its own: its members are all its top
+    and what it did not return its bottom, so its members get the gap the
+    other lists put between their top and their bottom (their mean), and
+    what it did not return 0. A lone full-text match (the one memory holding
+    a rare word) thus weighs what a full-text list's best weighs, and is not
+    buried under meaning-only neighbours. With no list that has a spread the
+    gap is 1. A channel without a weight weighs 1; an empty channel
+    contributes nothing. Ties break on id.
     """
     seen, snippets = _provenance(channels)
+    z_of = {channel: _z([c.score for c in cands]) for channel, cands in channels.items() if cands}
+    flat = {channel for channel, z in z_of.items() if max(z) == min(z)}
+    gaps = [max(z) - min(z) for channel, z in z_of.items() if channel not in flat]
+    gap = sum(gaps) / len(gaps) if gaps else 1.0
     z_by_channel: dict[str, dict[str, float]] = {}
     floor: dict[str, float] = {}
-    for channel, cands in channels.items():
-        if not cands:
-            continue
-        z = _z([c.score for c in cands])
-        flat = max(z) == min(z)
-        z_by_channel[channel] = {c.id: 1.0 if flat else zc for c, zc in zip(cands, z, strict=True)}
-        floor[channel] = 0.0 if flat else min(z)
+    for channel, z in z_of.items():
+        cands = channels[channel]
+        lifted = [gap] * len(z) if channel in flat else z
+        z_by_channel[channel] = {c.id: zc for c, zc in zip(cands, lifted, strict=True)}
+        floor[channel] = 0.0 if channel in flat else min(z)
     scores = {
         doc: sum(
             weights.get(channel, 1.0) * z_by_channel[channel].get(doc, floor[channel])

@@ -100,6 +100,20 @@ def test_a_lone_full_text_match_counts_beside_the_meaning_channel():
     assert scores["runbook"] - scores["other"] > 0.6  # full text's 0.6 x 1, on top
 
 
+def test_a_lone_full_text_match_outranks_meaning_only_neighbours_it_is_not_among():
+    """The one memory holding a rare word (a marker, an error code), absent from the
+    meaning channel's list of near-duplicates, is the first hit: a list without spread
+    gives its member the gap the meaning list has between its top and its floor, not 1
+    (with 1, 40 of 300 such markers missed a Search's first page)."""
+    meaning = [c(f"near{n:02}", n, 0.80 - 0.004 * n) for n in range(1, 51)]
+    fused = zscore(
+        {"fts": [c("marker", 1, 11.2)], "semantic": meaning}, weights={"fts": 0.6, "semantic": 0.4}
+    )
+
+    assert fused[0].id == "marker"
+    assert [f.id for f in fused[1:4]] == ["near01", "near02", "near03"]
+
+
 def test_zscore_ignores_an_empty_channel():
     fused = zscore({"fts": [c("a", 1, 2.0), c("b", 2, 1.0)], "semantic": []}, weights={})
 
