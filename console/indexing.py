@@ -608,7 +608,7 @@ def rebuild(
     text, vectors = wiring.text_index(), wiring.vector_index()
     if all(getattr(p, "joins_caller", False) for p in (text, vectors) if p is not None):
         return _rebuild_beside_writes(progress=progress, known=known)
-    last_job = IndexJob.objects.order_by("-id").values_list("id", flat=True).first() or 0
+    last_job = newest_job() or 0
     done = embedded = 0
     started = time.perf_counter()
     aside = layout.previous(Path(settings.RECALL["VECTOR_INDEX_DIR"]))
@@ -626,9 +626,7 @@ def rebuild(
             done += len(docs)
             if progress:
                 progress(len(docs))
-    # Jobs queued before the rebuild began are covered by it; later ones stay, and so
-    # do digest jobs (a rebuild of the planes does not rebuild digests).
-    IndexJob.objects.filter(id__lte=last_job).exclude(item=digesting.DIGEST).delete()
+    _drop_covered_jobs(last_job)
     shutil.rmtree(aside, ignore_errors=True)
     written = time.perf_counter()
     maintain()
@@ -652,6 +650,7 @@ def _rebuild_beside_writes(
     end; vectors of another model are cleared first (a table holds one).
     """
     text, vectors, embedder = wiring.text_index(), wiring.vector_index(), wiring.embedder()
+    last_job = newest_job() or 0
     started = time.perf_counter()
     done = embedded = 0
     with plane_lock().held(timeout_s=3600):
@@ -680,7 +679,14 @@ def _rebuild_beside_writes(
         live |= set(Note.objects.values_list("pk", flat=True))
         for plane, had in zip(planes, present, strict=True):
             plane.delete(sorted(had - live))
+    _drop_covered_jobs(last_job)
     return Rebuilt(done, embedded, time.perf_counter() - started, 0.0)
+
+
+def _drop_covered_jobs(last_job: int) -> None:
+    """Jobs queued before a rebuild began are covered by it; later ones stay, and so
+    do digest jobs (a rebuild of the planes does not rebuild digests)."""
+    IndexJob.objects.filter(id__lte=last_job).exclude(item=digesting.DIGEST).delete()
 
 
 def in_bulk(plane: object) -> AbstractContextManager[None]:
