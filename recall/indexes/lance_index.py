@@ -398,11 +398,9 @@ class LanceIndex:
         return {i: found.vectors[n] for n, i in enumerate(found.ids)}
 
     def hashed_vectors(self) -> dict[str, Vectors]:
-        """Every stored vector by the hash of the text it embeds (rows without one left out)."""
-        block = self.block()
-        if block.text_hashes is None:
-            return {}
-        return {h: block.vectors[i] for i, h in enumerate(block.text_hashes) if h}
+        """Every stored vector by the hash of the text it embeds (rows without one left
+        out): the module's `hashed_vectors` over this table, two columns a batch."""
+        return hashed_vectors(self.path, table=self.table_name)
 
     def blocks(self, size: int) -> Iterator[VectorBlock]:
         """Every row, `size` rows at a time."""

@@ -269,8 +269,8 @@ class PgVectorIndex(PgTable):
         rows written before the column existed have none and are left out).
 
         Read in pgvector's binary form (a 4-byte header, then big-endian
-        float4s): 100,000 vectors of 384 dims in about a second, where parsing
-        the text form takes half a minute.
+        float4s): 20,000 vectors of 384 dims in 0.37 s, where parsing the text
+        form took 5.4 s (and `real[]` 3.7 s).
         """
         t = self._ready()
         query = sql.SQL(
