@@ -49,7 +49,6 @@ from django.utils import timezone
 
 from console import allocator, digesting, passage_store, store, wiring
 from console.models import IndexJob, KnownVector, Memory, Note
-from console.prepared import Prepared
 from recall import dedup
 from recall.errors import RecallError
 from recall.indexes import layout
@@ -81,16 +80,6 @@ BATCH = 256
 REBUILD_BATCH = 4096
 T = TypeVar("T")
 CONTEXT_TURNS = 2
-
-
-_NEWEST = Prepared(lambda key: IndexJob.objects.order_by("-id")[:1], model=IndexJob, columns=["pk"])
-
-
-def newest_job() -> int | None:
-    """The newest queued job's id, None when none waits (compiled once: the palette
-    asks on every keystroke, `selectors.text_stamp`)."""
-    rows = _NEWEST.rows(None)
-    return int(rows[0][0]) if rows else None
 
 
 def enqueue(item: str, item_id: str, op: str) -> None:
@@ -608,7 +597,7 @@ def rebuild(
     text, vectors = wiring.text_index(), wiring.vector_index()
     if all(getattr(p, "joins_caller", False) for p in (text, vectors) if p is not None):
         return _rebuild_beside_writes(progress=progress, known=known)
-    last_job = newest_job() or 0
+    last_job = store.newest_job() or 0
     done = embedded = 0
     started = time.perf_counter()
     aside = layout.previous(Path(settings.RECALL["VECTOR_INDEX_DIR"]))
@@ -650,7 +639,7 @@ def _rebuild_beside_writes(
     end; vectors of another model are cleared first (a table holds one).
     """
     text, vectors, embedder = wiring.text_index(), wiring.vector_index(), wiring.embedder()
-    last_job = newest_job() or 0
+    last_job = store.newest_job() or 0
     started = time.perf_counter()
     done = embedded = 0
     with plane_lock().held(timeout_s=3600):

@@ -30,6 +30,7 @@ from console.models import (
     RetrievalEvent,
 )
 from console.store import live
+from console.store import newest_job as store_newest_job
 from console.store import now as store_now
 from recall import decay, links, tiers
 from recall.config import BriefingConfig, Problem, decode_over
@@ -219,7 +220,7 @@ def text_stamp() -> object:
     text = tiers.stamp(wiring.engine().planes.text)
     if text is None:
         return None
-    return text, indexing.newest_job()
+    return text, store_newest_job()
 
 
 def palette_kept(key: tuple[Any, ...]) -> tuple[object, bytes | None]:

@@ -507,7 +507,15 @@ def _lane(pk: str, name: str, upper: str, lower: str) -> int:
     return 0 if pk == upper else 1 if name == lower else 2
 
 
-_NEWEST_JOB = f"SELECT MAX(id) FROM {IndexJob._meta.db_table}"  # `DjangoStore.stamp`
+_NEWEST = Prepared(lambda key: IndexJob.objects.order_by("-id")[:1], model=IndexJob, columns=["pk"])
+
+
+def newest_job() -> int | None:
+    """The newest queued index job's id, None when none waits (compiled once: the
+    palette asks on every keystroke, `selectors.text_stamp`; so does every Recall,
+    `DjangoStore.stamp`; a rebuild drops the jobs up to it)."""
+    rows = _NEWEST.rows(None)
+    return int(rows[0][0]) if rows else None
 
 
 class DjangoStore:
@@ -529,9 +537,7 @@ class DjangoStore:
         process, commits one in its transaction, so the hot tier sees a write by
         another process at once even while the index worker is down and the planes
         hold still (a deleted memory was recalled hot for up to 30 s)."""
-        with connection.cursor() as cursor:
-            cursor.execute(_NEWEST_JOB)
-            return cursor.fetchone()[0] or 0  # None would say "no stamp": no hot tier
+        return newest_job() or 0  # None would say "no stamp": no hot tier
 
     def hydrate(self, ids: Iterable[str], *, expired: bool = False) -> dict[str, Record]:
         """Rows as plain tuples (no model instances): this runs on every query; an
