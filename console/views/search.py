@@ -30,6 +30,7 @@ from console.views import present
 from console.views.base import HtmxHttpRequest, login_required, page, partial
 from console.views.text import Matcher
 from recall import RecallError
+from recall.query import NO_WORDS
 
 WINDOW = 100  # hits read per search; the pages walk through them
 PER_PAGE = 20
@@ -88,6 +89,8 @@ def _results(form: SearchForm, data: QueryDict, scope: list[str] | None) -> dict
         result = selectors.memory_search(**scoped, prefix=True, limit=WINDOW)
     except RecallError as exc:
         return {"error": str(exc)}
+    if not result.hits and NO_WORDS in result.warnings:
+        return {"no_words": True}  # one message, not "no results" beside the warning
     hits = list(result.hits)  # the engine's semantic floor already applied
     fragments = [h.snippet for h in hits]
     matcher = Matcher.for_query(params["query"], prefix=True, fragments=fragments)

@@ -224,6 +224,16 @@ def test_search_says_so_when_nothing_matches(admin_client: Client, memory: Memor
     assert "Also match by meaning" in html  # a way out: turn meaning back on
 
 
+def test_search_without_a_word_to_look_for_says_so_once(
+    admin_client: Client, memory: Memory
+) -> None:
+    html = admin_client.get("/?q=%ff%fe", **HX).content.decode()  # two replacement chars
+
+    assert "Nothing to search for in “\ufffd\ufffd”" in html
+    assert "No results for" not in html
+    assert "searchable words" not in html  # the engine's warning, said above in words
+
+
 def test_search_filters_by_project(admin_client: Client, memory: Memory) -> None:
     services.project_create(slug="other")
     in_other = admin_client.get("/?q=chroma&project=other&semantic=false", **HX).content.decode()
