@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import nh3
 from django import template
@@ -69,7 +69,18 @@ def _image(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
     return f'<a href="{escape_html(str(src))}">[image: {escape_html(alt)}]</a>'
 
 
-_md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+class _Markdown(MarkdownIt):
+    _HIDDEN = re.compile(r"[\x00-\x20\x7f]+")
+
+    def validateLink(self, url: str) -> bool:  # noqa: N802 - markdown-it's name
+        """markdown-it's check, and again on the link as a browser reads its scheme:
+        escapes decoded, tabs, newlines and spaces gone. `[x](java&#x09;script:...)`
+        then stays text like `[x](javascript:...)`, not a broken relative link."""
+        seen = self._HIDDEN.sub("", unquote(url))
+        return super().validateLink(url) and super().validateLink(seen)
+
+
+_md = _Markdown("commonmark", {"html": False}).enable(["table", "strikethrough"])
 _md.inline.ruler.before("link", "wikilink", _wikilink_rule)
 _md.add_render_rule("image", _image)
 

@@ -1345,3 +1345,17 @@ def test_an_image_in_a_body_shows_its_alt_text_as_a_link_and_is_never_fetched() 
 
     assert '<a href="https://x.example/g.png"' in html and "[image: the deploy graph]</a>" in html
     assert "[image: &lt;b&gt;x&lt;/b&gt;]" in html and "<img" not in html and "<b>" not in html
+
+
+@pytest.mark.parametrize(
+    "link",
+    ["[x](java&#x09;script:alert(1))", "[x](JaVa%0Ascript:alert(1))", "[x](%20data:text/html,x)"],
+)
+def test_a_hidden_script_scheme_stays_text_like_a_plain_one(link: str) -> None:
+    # markdown-it encoded the tab and passed it: a broken relative link to "java%09script:".
+    from console.templatetags.console_tags import render_markdown
+
+    html = render_markdown(f"{link} [ok](docs/a%20b.md)")
+
+    assert html.count("<a ") == 1 and '<a href="docs/a%20b.md"' in html
+    assert "[x](" in html  # shown as written, as `[x](javascript:...)` is
