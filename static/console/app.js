@@ -377,7 +377,12 @@
       // The same control again; paging past the last page, the other pager link.
       const same = document.querySelector('[data-focus-key="' + CSS.escape(focusKey) + '"]');
       const pager = focusKey.startsWith("pager-") ? document.querySelector('[data-focus-key^="pager-"]') : null;
-      if (same || pager) (same || pager).focus();
+      const next = same || pager;
+      if (next) next.focus();
+      // A control inside a closed <details> (Reset all, after its reset) cannot
+      // take focus: its summary, the step before it, does.
+      const folded = next && document.activeElement !== next && next.closest("details");
+      if (folded) folded.querySelector("summary").focus();
     }
   });
 

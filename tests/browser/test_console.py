@@ -502,6 +502,9 @@ def test_a_briefing_setting_changes_the_preview_then_the_next_briefing(
         "() => document.querySelector('#id_briefing_config-budget').value !== '70'"
     )
     assert not Setting.objects.filter(key="briefing_config").exists()
+    # Focus stays in the section, on the step before the button now folded away.
+    focused = "document.activeElement.dataset.focusKey"
+    page.wait_for_function(f"() => {focused} === 'reset-ask-briefing_config'")
 
 
 def next_briefing(project: str) -> str:
