@@ -206,6 +206,9 @@ def palette(request: HtmxHttpRequest) -> HttpResponse:
             judged = present.rank(result.hits, matcher, texts)
             context["rows"] = present.rows(judged, matcher, texts, chars=140, lead=30)
             context["result"] = result
+            if not result.hits:  # as the search page offers them: say so, link there
+                asked = {"query": query, "projects": scope, "since": None}
+                context["hidden"] = _hidden({**asked, "include_inactive": False})
     else:
         ids = [i for i in request.GET.get("recent", "").split(",") if _ID.match(i)][:RECENT_MAX]
         context["recent"] = browse.items_by_id(ids=ids, projects=visible)
@@ -213,7 +216,8 @@ def palette(request: HtmxHttpRequest) -> HttpResponse:
         if not context["recent"]:
             context["recent"] = browse.recently_updated(limit=5, projects=visible)
     context["commands"] = _commands(query, staff=staff)
-    context["all_url"] = f"{reverse('search')}?{urlencode({'q': query})}"
+    wider = {"q": query, "archived": "on"} if context.get("hidden") else {"q": query}
+    context["all_url"] = f"{reverse('search')}?{urlencode(wider)}"
     response = page(request, "console/palette.html", context, "palette-results")
     result = context["result"]
     if result is not None and result.timings:

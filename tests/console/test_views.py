@@ -1029,6 +1029,21 @@ def test_search_says_how_many_archived_matches_it_hides(
     assert "boot-race" in shown and ">archived<" in shown
 
 
+def test_the_palette_says_when_only_archived_memories_match(
+    admin_client: Client, memory: Memory
+) -> None:
+    # It said only "No memory or note matches", where the search page offers them.
+    services.memory_archive(memory=memory)
+    indexing.apply_pending()
+
+    hidden = admin_client.get("/palette/?q=chroma", **HX).content.decode()
+    nothing = admin_client.get("/palette/?q=zzqxv", **HX).content.decode()
+
+    assert "No active memory or note matches “chroma”; 1 archived or superseded does." in hidden
+    assert 'href="/?q=chroma&amp;archived=on"' in hidden
+    assert "No memory or note matches “zzqxv”." in nothing and "archived=on" not in nothing
+
+
 def test_snippets_are_plain_text_cut_at_a_sentence(admin_client: Client, project: Project) -> None:
     make_memory(
         project,
