@@ -39,7 +39,7 @@ import numpy.typing as npt
 
 from recall.markdown import closes, fence
 from recall.ports import MemoryStore, Vector, Vectors
-from recall.query import WORD, words
+from recall.query import WORD, fold, words
 from recall.types import MEMORY, Doc, Record, fingerprint
 
 MIN_WORDS = 60  # what reads well as one vector (about 80 word pieces of the 128 embedded)
@@ -207,7 +207,7 @@ def lexical(found: Sequence[str], terms: Sequence[str]) -> npt.NDArray[np.float3
     out = np.zeros(len(found), dtype=np.float32)
     if not terms or len(found) < 2:
         return out
-    held = [set(_TERM.findall(sentence.lower())) for sentence in found]  # every word, uncapped
+    held = [set(_TERM.findall(fold(s.lower()))) for s in found]  # every word, uncapped
     weights = {}
     for term in terms:
         df = sum(term in h for h in held)

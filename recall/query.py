@@ -31,6 +31,39 @@ _ID_PREFIX = re.compile(r"^[0-9A-HJKMNP-TV-Z]{8,25}$", re.IGNORECASE)
 _SLUG = re.compile(r"^[a-z0-9]+(?:[-_.][a-z0-9]+)+$")
 
 
+# Latin letters without their accents, as tantivy's `ascii_fold` (Lucene's
+# ASCIIFoldingFilter) reads the common ones: what decomposes to ASCII letters and
+# marks ("é" = "e" + U+0301, "ǆ" = "dž") loses the marks, and the letters that do not decompose get
+# their usual spelling ("ø" o, "ß" ss, "æ" ae). Other scripts keep theirs.
+_UNDECOMPOSED = dict(zip("øØłŁđĐħĦıŧŦƀƚŀĿŋŊſ", "oOlLdDhHitTbllLnNs", strict=True)) | {
+    "ß": "ss", "ẞ": "SS", "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "þ": "th",
+    "Þ": "TH", "ð": "d", "Ð": "D", "ĳ": "ij", "Ĳ": "IJ",
+}  # fmt: skip
+
+
+def _latin_folds() -> dict[int, str]:
+    out = {ord(ch): base for ch, base in _UNDECOMPOSED.items()}
+    for code in (*range(0xC0, 0x250), *range(0x1E00, 0x1F00)):
+        bare = "".join(
+            c for c in unicodedata.normalize("NFKD", chr(code)) if not unicodedata.combining(c)
+        )
+        if bare != chr(code) and bare.isascii() and bare.isalpha():
+            out[code] = bare
+    return out
+
+
+FOLDS = _latin_folds()  # a `str.translate` table
+# The folds that keep one character for one: a text translated with it keeps its offsets.
+SAME_LENGTH_FOLDS = {code: base for code, base in FOLDS.items() if len(base) == 1}
+
+
+def fold(text: str) -> str:
+    """`text` with its Latin letters' accents off: "Hermès" reads "Hermes" (`FOLDS`).
+    Every text plane indexes words folded and `words` folds the query's, so either
+    spelling finds the other."""
+    return text.translate(FOLDS)
+
+
 def clean(text: str) -> str:
     """NFC-normalise, drop control characters and cap the length."""
     text = unicodedata.normalize("NFC", text[: MAX_QUERY_CHARS * 2])
@@ -39,14 +72,14 @@ def clean(text: str) -> str:
 
 
 def words(text: str, *, keep_short_last: bool = False) -> list[str]:
-    """The query's words, lower-cased, in order, duplicates removed.
+    """The query's words, lower-cased and `fold`ed, in order, duplicates removed.
 
     Words shorter than two characters are dropped (they match everything),
     except the last one when `keep_short_last` (a palette prefix being typed) and
     a kana or ideograph, each a word of its own (`CJK`). At most MAX_WORDS words
     are kept.
     """
-    found = [w.lower() for w in _WORD.findall(clean(text))]
+    found = [fold(w.lower()) for w in _WORD.findall(clean(text))]
     out: list[str] = []
     for i, word in enumerate(found):
         is_last = i == len(found) - 1

@@ -24,7 +24,7 @@ from recall.errors import EmbedderUnavailable
 from recall.neighbourhood import near
 from recall.planes import Clock, utc_now
 from recall.ports import Vectors
-from recall.query import WORD, words
+from recall.query import WORD, fold, words
 from recall.results import lead
 from recall.types import (
     MEMORY,
@@ -55,7 +55,7 @@ def stem(word: str) -> str:
 
 
 def _tokens(text: str) -> list[str]:
-    return [t.lower() for t in _TOKEN.findall(text)]
+    return [fold(t.lower()) for t in _TOKEN.findall(text)]
 
 
 def _ranked(scored: Iterable[tuple[str, float, str | None]], limit: int) -> list[Candidate]:

@@ -30,7 +30,7 @@ from recall.config import RecallConfig
 from recall.errors import QueryError
 from recall.packing import pack
 from recall.planes import Planes
-from recall.query import MIN_WORD_CHARS, WORD, clean, kept, porter, stem, words
+from recall.query import MIN_WORD_CHARS, WORD, clean, fold, kept, porter, stem, words
 from recall.requests import RecallRequest, SearchRequest
 from recall.results import ContextPack, Hit, Provenance, SearchResult, to_hit
 from recall.scoring import admits
@@ -87,10 +87,10 @@ _WORD = re.compile(WORD)
 
 
 def terms(text: str) -> list[str]:
-    """A text's words (2+ characters, as `recall.query.words` keeps them) as lower-cased
-    Porter stems, in order, repeats kept: a query's terms. A ranking reads its
+    """A text's words (2+ characters, as `recall.query.words` keeps them) as lower-cased,
+    folded Porter stems, in order, repeats kept: a query's terms. A ranking reads its
     documents through `_Vocabulary`, which counts the same."""
-    found = _WORD.findall(text.lower())  # long words pass without a call of `kept` each
+    found = _WORD.findall(fold(text.lower()))  # long words pass without a call of `kept` each
     return [stem(w) for w in found if len(w) >= MIN_WORD_CHARS or kept(w)]
 
 
@@ -121,7 +121,7 @@ class _Vocabulary:
         """The record's length in terms and how often it says each query term: what
         `terms` of its text would give, counted."""
         text = " ".join((record.name, record.description, record.body, " ".join(record.tags)))
-        found = _WORD.findall(text.lower())
+        found = _WORD.findall(fold(text.lower()))
         distinct = set(found)
         if new := distinct - self.seen:
             self.learn(new)

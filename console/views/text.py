@@ -13,7 +13,8 @@ Stopwords (two-letter ones too: "of", "to", "is") and single letters are
 left out (unless nothing else was typed); other two-letter words count, as
 the index finds them ("kv", "db", "ci", "s3"). A query word matches a text
 word when both reduce to the same stem (a light English suffix strip:
-"retries" ~ "retry", "webhooks" ~ "webhook"),
+"retries" ~ "retry", "webhooks" ~ "webhook"; accents off, as the planes
+fold words: "Hermès" ~ "hermes"),
 when the text word is one the index marked in its own fragment, or, for the
 last word typed, when the text word starts with it (a prefix, as in the
 palette). Every piece of text is HTML-escaped before `<mark>` is added.
@@ -31,7 +32,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from recall.markdown import closes, fence, rule
 from recall.prompt import STOPWORDS
-from recall.query import CJK, CJK_CHAR, WORD, spaceless
+from recall.query import CJK, CJK_CHAR, SAME_LENGTH_FOLDS, WORD, fold, spaceless
 from recall.query import words as query_words
 
 # Two-letter function words: never a reason to call a result a match.
@@ -183,7 +184,7 @@ class Matcher:
             for fragment in fragments
             if fragment
             for term in _MARKED.findall(fragment)
-            for token in _TOKEN.findall(term)
+            for token in _TOKEN.findall(fold(term))
         }
         return cls(tuple(found), prefix and bool(found), frozenset(marked))
 
@@ -199,11 +200,14 @@ class Matcher:
 
     def tokens(self, text: str) -> Iterator[re.Match[str]]:
         """The words of `text` (as `_TOKEN` cuts them) that may match: a superset of
-        those `word_of` names, found where one of the query's starts opens a word."""
+        those `word_of` names, found where one of the query's starts opens a word.
+        The starts are looked for in the text folded letter for letter (`é` as `e`,
+        offsets kept); a letter that folds to two (`æ`, `ß`) is looked for as is."""
+        seen = text if text.isascii() else text.translate(SAME_LENGTH_FOLDS)
         find, at = self._starts.search, 0
-        while (start := find(text, at)) is not None:
+        while (start := find(seen, at)) is not None:
             begin = start.start()
-            if begin and _TOKEN_CHAR.match(text, begin - 1) and _TOKEN_CHAR.match(text, begin):
+            if begin and _TOKEN_CHAR.match(seen, begin - 1) and _TOKEN_CHAR.match(seen, begin):
                 at = begin + 1  # inside a word, not at its start
                 continue
             token = _TOKEN.match(text, begin)
@@ -215,7 +219,7 @@ class Matcher:
 
     def word_of(self, token: str) -> str | None:
         """The query word this text word matches, or None."""
-        low = token.lower()
+        low = fold(token.lower())
         if low in self._seen:
             return self._seen[low]
         word = self._seen[low] = self._word_of(low)

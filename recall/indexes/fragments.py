@@ -6,7 +6,8 @@ tag (`<b>` vanishes from "the cache <b>flushes</b>"), and the snippet
 contract is raw text: the document's own characters, only the matched words
 wrapped in \\x01 ... \\x02. So the PostgreSQL text plane finds its hits in
 SQL and cuts their fragments here, given a predicate that says whether a
-word matched (the plane decides it with the same stemmer as its index).
+word (lower-cased and folded, `tokens`) matched (the plane decides it with the
+same stemmer as its index).
 
 A fragment is a window of `WINDOW` words starting `LEAD` words before a
 matched word: of those, the one holding the most matched words (the earliest
@@ -28,8 +29,8 @@ LEAD = 6  # words of context before the first match in the window
 
 
 def tokens(text: str) -> list[str]:
-    """The words of a text, lower-cased, as the text planes split them."""
-    return [w.lower() for w in WORD.findall(text)]
+    """The words of a text, lower-cased and folded, as the text planes split them."""
+    return [query.fold(w.lower()) for w in WORD.findall(text)]
 
 
 def _plain(text: str) -> str:
@@ -40,7 +41,7 @@ def _plain(text: str) -> str:
 def fragment(text: str, matched: Callable[[str], bool]) -> str | None:
     """The best window of `text` with matched words wrapped; None when nothing matches."""
     spans = [(m.start(), m.end()) for m in WORD.finditer(text)]
-    hits = [matched(text[s:e].lower()) for s, e in spans]
+    hits = [matched(query.fold(text[s:e].lower())) for s, e in spans]
     if not any(hits):
         return None
     n = len(spans)

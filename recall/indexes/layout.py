@@ -8,10 +8,10 @@ logs why; `manage.py index_status` then reports every row missing and
 
 Versions: 1 had no per-row fingerprint; 2 stores one (`Doc.fingerprint`),
 so `index_status` can see content drift, not only missing ids. A plane may
-count its own versions past that (the tantivy text plane is at 5: the fields
+count its own versions past that (the tantivy text plane is at 6: the fields
 its BM25F scoring and its filters read, kana and ideographs as words of their
-own; Whoosh at 4; the LanceDB vector plane is at 3: a write sequence and a
-text hash per row).
+own, words folded; Whoosh at 5; the LanceDB vector plane is at 3: a write
+sequence and a text hash per row).
 """
 
 from __future__ import annotations

@@ -111,8 +111,9 @@ def config_ddl() -> list[Statement]:
 # The rows' lengths (`doclen`) are counted at `pg_bm25.WEIGHTS`; the stored fingerprint
 # carries which weights, and a row written under others reads as drift (`fingerprints`),
 # so `index_status` reports it and `sync_indexes --repair` or `reindex` rewrites it.
-# w3: a kana or ideograph counts as a word of its own (`recall.query.CJK`).
-LENGTHS = "w3"
+# w3: a kana or ideograph counts as a word of its own (`recall.query.CJK`); w4: the
+# words are folded (`recall.query.fold`), so a row written before is rewritten.
+LENGTHS = "w4"
 
 
 class PgTextIndex(PgTable):

@@ -74,9 +74,10 @@ TERMS_FIELD = "terms"
 LENGTH_FIELD = "length"
 # Layout 3 added `text`, `context` as the joined previous turns, `terms` and
 # `length`; 4 the filter fields `tag`, `agent_id`, `session_id`, `importance`
-# and `created`; 5 kana and ideographs as words of their own (`STEMMED`, `PLAIN`):
-# an older directory is cleared on open and rebuilt by reindex.
-LAYOUT = 5
+# and `created`; 5 kana and ideographs as words of their own (`STEMMED`, `PLAIN`);
+# 6 words folded (`recall.query.fold`): an older directory is cleared on open and
+# rebuilt by reindex.
+LAYOUT = 6
 # What Recall's attribute filters read (`Filter.tags` ... `until`): `tag` holds
 # each tag as one exact term, `created` microseconds since the epoch (an item
 # with no creation time has none, so any bound excludes it).
@@ -107,18 +108,21 @@ _ID_PACK = struct.Struct(f">{ID_WORDS}Q")
 # tantivy's `simple` tokenizer (runs of alphanumeric characters), but each kana or
 # ideograph a word of its own (`recall.query.CJK`), as the other text planes split them.
 _WORDS = rf"[{CJK}]|[[\p{{Alphabetic}}\p{{N}}]--[{CJK}]]+"
-STEMMED = "recall_stem"  # the visible text and the context: words, lower case, English stems
-PLAIN = "recall_words"  # the palette's prefixes: words in lower case
+STEMMED = "recall_stem"  # the visible text and the context: words, lower case, folded
+# (`recall.query.fold`: "Hermès" is "hermes"), English stems
+PLAIN = "recall_words"  # the palette's prefixes: words in lower case, folded
 _PLAIN = (
     tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(_WORDS))
     .filter(tantivy.Filter.remove_long(40))
     .filter(tantivy.Filter.lowercase())
+    .filter(tantivy.Filter.ascii_fold())
     .build()
 )
 _ANALYZER = (
     tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(_WORDS))
     .filter(tantivy.Filter.remove_long(40))
     .filter(tantivy.Filter.lowercase())
+    .filter(tantivy.Filter.ascii_fold())
     .filter(tantivy.Filter.stemmer("english"))
     .build()
 )

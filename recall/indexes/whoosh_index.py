@@ -31,7 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from whoosh import highlight, index
-from whoosh.analysis import LowercaseFilter, RegexTokenizer, StemmingAnalyzer
+from whoosh.analysis import (
+    CharsetFilter,
+    LowercaseFilter,
+    RegexTokenizer,
+    StemFilter,
+    StopFilter,
+)
 from whoosh.fields import DATETIME, ID, KEYWORD, NUMERIC, STORED, TEXT, Schema
 from whoosh.lang import stemmer_for_language
 from whoosh.query import And, NumericRange, Or, Query, Term
@@ -40,7 +46,7 @@ from whoosh.writing import CLEAR, IndexWriter
 
 from recall.errors import IndexUnavailable
 from recall.indexes import layout
-from recall.query import WORD, words
+from recall.query import FOLDS, WORD, words
 from recall.types import MEMORY, Candidate, Doc, Filter, micros
 
 GLOBAL = "_global_"
@@ -57,7 +63,7 @@ MAX_WORD_CHARS = 39  # tantivy's en_stem drops tokens of 40 bytes or more
 _TOKEN = WORD  # a kana or ideograph is a word of its own (`recall.query.CJK`)
 # Layout 3 added the filter fields `tag` (each tag one exact term), `agent_id`,
 # `session_id`, `importance` and `created` (microseconds since the epoch).
-LAYOUT = 4  # 4: kana and ideographs indexed one by one
+LAYOUT = 5  # 4: kana and ideographs indexed one by one; 5: words folded
 
 
 def build_schema() -> Schema:
@@ -67,14 +73,13 @@ def build_schema() -> Schema:
     # words of 40 characters or more dropped, like its `RemoveLongFilter(40)`
     # (kept, a pasted hash or blob would lengthen the field and shift BM25).
     # The size limits only act through the stop filter, hence the empty list.
-    stem = StemmingAnalyzer(
-        expression=_TOKEN,
-        stoplist=frozenset(),
-        minsize=1,
-        maxsize=MAX_WORD_CHARS,
-        stemfn=stemmer_for_language("en"),
+    # Words are folded as every text plane folds them (`recall.query.fold`).
+    plain = RegexTokenizer(_TOKEN) | LowercaseFilter() | CharsetFilter(FOLDS)
+    stem = (
+        plain
+        | StopFilter(stoplist=frozenset(), minsize=1, maxsize=MAX_WORD_CHARS)
+        | StemFilter(stemfn=stemmer_for_language("en"))
     )
-    plain = RegexTokenizer(_TOKEN) | LowercaseFilter()
     text = {
         name: TEXT(analyzer=stem, stored=name in SNIPPET_FIELDS or name == "name", phrase=False)
         for name in TEXT_FIELDS

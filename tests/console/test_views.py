@@ -216,6 +216,20 @@ def test_search_shows_relevance_in_words_with_the_numbers_behind_a_disclosure(
     assert "style=" not in html
 
 
+def test_search_and_the_palette_find_and_mark_either_spelling_of_an_accented_word(
+    admin_client: Client, project: Project
+) -> None:
+    make_memory(project, name="courier", description="Hermès collects the café parcels")
+
+    for typed in ("hermes cafe", "HERMÈS", "hermè"):
+        html = admin_client.get("/", {"q": typed, "semantic": "false"}, **HX).content.decode()
+        assert "<mark>Hermès</mark>" in html, typed
+    html = admin_client.get("/", {"q": "hermes cafe", "semantic": "false"}, **HX).content.decode()
+    assert "<mark>café</mark>" in html and "Strong match" in html  # both words counted
+    palette = admin_client.get("/palette/", {"q": "herme"}, **HX).content.decode()
+    assert "courier" in palette and "<mark>Hermès</mark>" in palette
+
+
 def test_search_says_so_when_nothing_matches(admin_client: Client, memory: Memory) -> None:
     html = admin_client.get("/?q=zzqxv&semantic=false", **HX).content.decode()
 

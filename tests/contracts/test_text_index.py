@@ -126,6 +126,25 @@ def test_chinese_and_japanese_are_found_by_part_of_a_run(index: Any) -> None:
     assert "发" in shown and "票" in shown
 
 
+def test_accented_and_plain_spellings_find_each_other(index: Any) -> None:
+    """Hermès and Hermes were different words: a search for one missed the other."""
+    index.upsert(
+        [
+            make_doc(id="fr", name="hermès-notes", body="Hermès ships the café order via Łódź"),
+            make_doc(id="en", body="Hermes Bay holds the cafe ledger"),
+            make_doc(id="de", body="Die Straße bleibt gesperrt"),
+        ]
+    )
+
+    assert sorted(search(index, "hermes")) == sorted(search(index, "Hermès")) == ["en", "fr"]
+    assert sorted(search(index, "CAFÉ")) == ["en", "fr"]
+    assert search(index, "lodz") == ["fr"] and search(index, "strasse") == ["de"]
+    assert sorted(search(index, "herm", prefix=True)) == ["en", "fr"]
+    assert search(index, "łód", prefix=True) == ["fr"]  # an accented prefix, as typed
+    (hit,) = index.search("lodz", where=EVERYTHING, limit=10, snippets=True)
+    assert "\x01Łódź\x02" in (hit.snippet or "")  # the text as written, marked
+
+
 def test_upsert_replaces_a_doc_by_id(index: Any) -> None:
     index.upsert([make_doc(body="original wording")])
     index.upsert([make_doc(body="replacement wording")])
