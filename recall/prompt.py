@@ -48,7 +48,7 @@ from recall.config import PromptConfig
 from recall.errors import QueryError
 from recall.planes import Planes
 from recall.ports import TokenCounter
-from recall.query import CJK, CJK_CHAR, stem
+from recall.query import CJK, CJK_CHAR, fold, stem
 from recall.requests import PromptRequest
 from recall.results import PromptResult, lead
 from recall.scope import recall_filter
@@ -74,14 +74,15 @@ _SCRIPT = re.compile(f"[{CJK}]+|[^{CJK}]+")  # a word's runs of kana and ideogra
 
 
 def terms(text: str, *, min_chars: int = 3) -> frozenset[str]:
-    """Distinct lower-cased words of `min_chars`+ letters, stopwords dropped, as Porter
+    """Distinct lower-cased, folded words (`recall.query.fold`) of `min_chars`+ letters,
+    stopwords dropped, as Porter
     stems ("migrations" and "migration" are one word: a prompt about one missed the
     memory saying the other). Kana and ideographs are written without spaces: a run of
     them gives its overlapping pairs of characters ("部件服务" -> 部件, 件服, 服务), a
     lone one itself."""
     out: set[str] = set()
     for found in _WORD.findall(text):
-        word = found.lower()
+        word = fold(found.lower())
         if not CJK_CHAR.search(word):
             if len(word) >= min_chars and word not in STOPWORDS:
                 out.add(stem(word))
