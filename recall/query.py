@@ -33,8 +33,9 @@ _SLUG = re.compile(r"^[a-z0-9]+(?:[-_.][a-z0-9]+)+$")
 
 # Latin letters without their accents, as tantivy's `ascii_fold` (Lucene's
 # ASCIIFoldingFilter) reads the common ones: what decomposes to ASCII letters and
-# marks ("é" = "e" + U+0301, "ǆ" = "dž") loses the marks, and the letters that do not decompose get
-# their usual spelling ("ø" o, "ß" ss, "æ" ae). Other scripts keep theirs.
+# marks ("é" = "e" + U+0301, "ǆ" = "dž") loses the marks, and the letters that do
+# not decompose get their usual spelling ("ø" o, "ß" ss, "æ" ae). Other scripts
+# keep theirs.
 _UNDECOMPOSED = dict(zip("øØłŁđĐħĦıŧŦƀƚŀĿŋŊſ", "oOlLdDhHitTbllLnNs", strict=True)) | {
     "ß": "ss", "ẞ": "SS", "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "þ": "th",
     "Þ": "TH", "ð": "d", "Ð": "D", "ĳ": "ij", "Ĳ": "IJ",
@@ -60,8 +61,9 @@ SAME_LENGTH_FOLDS = {code: base for code, base in FOLDS.items() if len(base) == 
 def fold(text: str) -> str:
     """`text` with its Latin letters' accents off: "Hermès" reads "Hermes" (`FOLDS`).
     Every text plane indexes words folded and `words` folds the query's, so either
-    spelling finds the other."""
-    return text.translate(FOLDS)
+    spelling finds the other. ASCII text is returned as it is (translating 580
+    characters of it took 7 us, the check 0.1)."""
+    return text if text.isascii() else text.translate(FOLDS)
 
 
 def clean(text: str) -> str:

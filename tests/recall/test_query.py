@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from recall.query import clean, is_id_prefix, looks_like_identifier, words
+from recall.query import FOLDS, clean, fold, is_id_prefix, looks_like_identifier, words
 
 
 @pytest.mark.parametrize(
@@ -48,3 +48,28 @@ def test_looks_like_identifier(text: str, expected: bool):
 
 def test_an_id_prefix_needs_eight_characters():
     assert not is_id_prefix("01HZX00")
+
+
+def test_words_fold_accents_and_ascii_text_is_kept_as_is() -> None:
+    assert words("Hermès CAFÉ Łódź Straße Æther naïve") == [
+        "hermes", "cafe", "lodz", "strasse", "aether", "naive",
+    ]  # fmt: skip
+    text = "plain ascii"
+    assert fold(text) is text
+    assert fold("日本語 Ελληνικά русский") == "日本語 Ελληνικά русский"  # other scripts keep theirs
+
+
+def test_the_fold_is_the_one_tantivy_indexes_with() -> None:
+    # The tantivy plane folds with its own ascii_fold; a query word folded otherwise
+    # would miss as a prefix. Two letters tantivy itself folds oddly are left out.
+    import tantivy
+
+    plane = (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.raw())
+        .filter(tantivy.Filter.ascii_fold())
+        .build()
+    )
+    odd = {"ǧ", "ẛ"}  # tantivy: "G" and "f"
+    differ = {chr(c): base for c, base in FOLDS.items() if plane.analyze(chr(c)) != [base]}
+
+    assert set(differ) == odd
