@@ -36,6 +36,7 @@ import html
 import re
 import unicodedata
 from bisect import bisect_right
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 ELLIPSIS = "…"
@@ -316,17 +317,21 @@ def restore(written: str, stored: str, view: Callable[[str], Sequence[str]]) -> 
     None when a `WITHHELD` line matches no stored line (the agent changed what was
     left of it). An image line the agent changed is its own text. A read, edited and
     written back keeps the text it was not shown; a line it did not touch is the
-    line stored."""
+    line stored. Stored lines read the same (two lines withheld whole both read
+    `WITHHELD`) are given back in their order, each once: the second such line
+    written gets the second stored one, not the first again (that lost it), and
+    one more than were read matches none."""
     if not marked(written):
         return written
-    originals: dict[str, str] = {}
+    originals: dict[str, deque[str]] = {}
     for line, shown in zip(stored.split("\n"), view(stored), strict=True):
         if WITHHELD in shown or IMAGE in shown:
-            originals.setdefault(shown.strip(), line)
+            originals.setdefault(shown.strip(), deque()).append(line)
     out = []
     for line in written.split("\n"):
         if WITHHELD in line or IMAGE in line:
-            original = originals.get(line.strip())
+            same = originals.get(line.strip())
+            original = same.popleft() if same else None
             if original is None and WITHHELD in line:
                 return None
             line = line if original is None else original
