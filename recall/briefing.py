@@ -10,7 +10,8 @@ prompt by the PromptRecall matcher; a main agent that names its task
 the configured budget, constraints and pins may push past it, never past the
 hard cap (budget x 2); a budget the caller names (1 to 100,000) is used as it
 is and is a hard bound: the configured budget and its cap do not clip it. Lines
-are dropped from the end, and `truncate_block` is the final guard that keeps
+are dropped from the end (a constraint, relevant or pinned line dropped, or no
+line shown at all, is said in `warnings`), and `truncate_block` is the final guard that keeps
 UTF-8 whole and the closing tag. Returns the text, the ids actually rendered
 and its token count.
 """
@@ -152,6 +153,13 @@ def _assemble(
     while len(lines) > 1 and lines[-1][1] is None:  # a section header with no line under it
         used -= count(lines.pop()[0])
     dropped = sum(1 for _, i in fixed[kept_fixed:] if i is not None)
+    warnings = []
+    if dropped:  # the lines that always show did not: the caller should know
+        always = sum(1 for _, i in fixed if i is not None)
+        warnings.append(
+            f"{dropped} of the {always} constraint, relevant and pinned lines did not fit "
+            f"{hard_cap} tokens: ask with a larger budget"
+        )
     shown: list[_Line] = []
     if index and kept_fixed == len(fixed):
         header = "INDEX (newest first; recall or memory_read by name):"
@@ -175,4 +183,6 @@ def _assemble(
     text = "\n".join(t for t, _ in lines)
     text = sanitize.truncate_block(text, max_bytes=hard_cap * 4, closing=closing)
     ids = tuple(i for t, i in lines if i is not None and f"\n{t}\n" in text)
-    return Briefing(text, ids, tokens.count(text))
+    if dropped and not ids and not warnings:
+        warnings.append(f"{budget} tokens held no line of the briefing: ask with a larger budget")
+    return Briefing(text, ids, tokens.count(text), tuple(warnings))

@@ -208,6 +208,26 @@ def test_a_budget_the_caller_names_is_a_hard_bound(make_engine: MakeEngine):
     assert not engine.briefing(brief(budget=200)).warnings
 
 
+def test_a_briefing_says_when_a_constraint_or_every_line_did_not_fit(make_engine: MakeEngine):
+    # It dropped constraints, or showed only "(+25 more not shown)", with no warning.
+    rules = [
+        make_memory(i, f"rule-{i}", kind="constraint", description="must hold " * 10)
+        for i in range(1, 6)
+    ]
+    facts = [make_memory(i, f"fact-{i}", description="a fact " * 10) for i in range(10, 30)]
+
+    some = make_engine([*rules, *facts]).briefing(brief(budget=60))
+    none = make_engine(facts).briefing(brief(budget=30))
+
+    assert 0 < len(some.ids) < 5
+    assert some.warnings == (
+        f"{5 - len(some.ids)} of the 5 constraint, relevant and pinned lines did not fit "
+        "60 tokens: ask with a larger budget",
+    )
+    assert none.ids == () and "more not shown" in none.text
+    assert none.warnings == ("30 tokens held no line of the briefing: ask with a larger budget",)
+
+
 def test_a_section_header_never_stands_without_a_line_under_it(make_engine: MakeEngine):
     rules = [
         make_memory(i, f"rule-{i}", kind="constraint", description="must hold " * 10)
