@@ -47,6 +47,8 @@ CODES = {
     503: "unavailable",
 }
 PYDANTIC_CODES = {"extra_forbidden": "unknown_field", "missing": "missing"}
+# What pydantic puts before a validator's own message ("Value error, give a JSON number").
+PYDANTIC_PREFIXES = ("Value error, ", "Assertion failed, ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +81,8 @@ def from_pydantic(errors: Sequence[Mapping[str, Any]], *, skip: int = 0) -> Erro
         field = ".".join(loc) or None
         code = PYDANTIC_CODES.get(str(error.get("type", "")), "invalid")
         message = str(error.get("msg", "invalid value"))
+        if message.startswith(PYDANTIC_PREFIXES):  # a validator's own words are the reason
+            message = message.split(", ", 1)[1]
         if code == "unknown_field":
             message = f"unknown field {field!r}"
         elif code == "missing" and field is None:  # the whole body: none was sent

@@ -235,6 +235,13 @@ class FeedbackItem(Body):
     helpful: bool = Field(False, description="it helped")
     harmful: bool = Field(False, description="it misled or was wrong")
 
+    @model_validator(mode="after")
+    def _one_verdict(self) -> FeedbackItem:
+        """Bad input (422 naming the item), not a conflict with stored state (409)."""
+        if self.helpful and self.harmful:
+            raise ValueError("helpful and harmful cannot both be true")
+        return self
+
 
 class FeedbackIn(Body):
     """Memory Worth: what the items of one recalled pack were worth to the agent."""

@@ -284,6 +284,13 @@ def test_body_types_are_strict(world: World, body: dict) -> None:
     assert call(world.client("alpha"), "post", "/recall", body).status_code == 422
 
 
+def test_a_validator_speaks_in_its_own_words(world: World) -> None:
+    # pydantic put "Value error, " before them: "budget: Value error, give a JSON number".
+    r = call(world.client("alpha"), "post", "/recall", {"query": "x", "budget": "120"})
+
+    assert r.json()["detail"] == "budget: give a JSON number"
+
+
 def test_an_integral_float_is_an_integer(world: World) -> None:
     r = call(world.client("alpha"), "post", "/recall", {"query": "albatross", "budget": 500.0})
 

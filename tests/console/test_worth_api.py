@@ -100,7 +100,8 @@ def test_feedback_is_refused_outside_its_pack_and_its_projects(world: World, pai
                   {"pack_id": pack, "items": [{"id": a.pk, "harmful": True}]})  # fmt: skip
     assert theirs.status_code == 403 and "another agent" in theirs.json()["detail"]
     both = send("alpha", [{"id": a.pk, "helpful": True, "harmful": True}])
-    assert both.status_code == 409
+    assert both.status_code == 422 and both.json()["field"] == "items.0"
+    assert both.json()["detail"] == "items.0: helpful and harmful cannot both be true"
     unrecorded = _recall(world, record=False)
     assert "pack_id" not in unrecorded
     assert call(client, "get", f"/memories/{a.pk}").json()["worth"] == 0.5
