@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import Any
 
 from console import access, browse, replies, selectors, services, withheld
@@ -242,21 +243,37 @@ def _shared_turn(memory: Any, asked: dict[str, Any], where: str = "") -> list[st
     ]
 
 
+# What a write may ask for beside its text (the text is what makes it the same memory).
+AS_ASKED = ("name", "kind", "tags", "importance", "session_id", "session_order",
+            "occurred_at", "valid_from", "invalid_at")  # fmt: skip
+
+
 def _not_as_asked(stored: Any, asked: dict[str, Any]) -> tuple[str, ...]:
     """What a write answered with an existing memory (the same text) did not use."""
     unused = [
-        f"{field} {asked[field]!r}"
-        for field in ("name", "kind")
-        if asked.get(field) is not None and asked[field] != getattr(stored, field)
+        f"{field} {_shown(asked[field])}"
+        for field in AS_ASKED
+        if asked.get(field) is not None and not _same(asked[field], getattr(stored, field))
     ]
     if not unused:
         return ()
+    listed = ", ".join(unused[:-1]) + (" and " if len(unused) > 1 else "") + unused[-1]
     return (
         f"this exact text is already stored as {stored.name!r} ({stored.kind}), so nothing "
-        f"was written and the {' and '.join(unused)} asked for "
+        f"was written and the {listed} asked for "
         f"{'was' if len(unused) == 1 else 'were'} not used: supersede it "
         "to change them, or write again with force=true to keep a second copy",
     )
+
+
+def _same(asked: Any, stored: Any) -> bool:
+    if isinstance(asked, list) and isinstance(stored, list):  # tags: a set of labels
+        return sorted(asked) == sorted(stored)
+    return bool(asked == stored)
+
+
+def _shown(value: Any) -> str:
+    return value.isoformat() if isinstance(value, datetime) else repr(value)
 
 
 def memory_write_batch(who: Access, p: MemoryBatchIn, *, key: str | None = None) -> Answer:

@@ -234,6 +234,9 @@ def test_the_same_text_again_is_answered_with_the_stored_memory(world: World) ->
     assert "the name 'other-name' asked for was not used" in said and "force=true" in said
     same = write(world, TURN).json()["warnings"]  # the same name again: nothing unused
     assert not any("exact text" in w for w in same)
+    # Every field it asked for and did not get is named, not only the name and kind.
+    tagged = write(world, {**TURN, "tags": ["new-tag"], "importance": 0.1}).json()["warnings"]
+    assert "the tags ['new-tag'] and importance 0.1 asked for were not used" in tagged[0]
 
 
 def test_a_write_that_fails_inside_its_transaction_commits_nothing(
