@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from ninja import Field
-from pydantic import StringConstraints, field_validator, model_validator
+from pydantic import ConfigDict, StringConstraints, field_validator, model_validator
 
 from console.models import SOURCE_URL_RE
 from console.schemas.common import (
@@ -230,6 +230,16 @@ class RecallIn(Body):
 
 
 class FeedbackItem(Body):
+    # One verdict per item, said in the schema as the validator below enforces it.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "not": {
+                "required": ["helpful", "harmful"],
+                "properties": {"helpful": {"const": True}, "harmful": {"const": True}},
+            }
+        }
+    )
+
     id: str = Field(max_length=26, description="an item of the pack")
     used: bool = Field(False, description="the agent used it")
     helpful: bool = Field(False, description="it helped")
