@@ -10,10 +10,10 @@ prompt by the PromptRecall matcher; a main agent that names its task
 the configured budget, constraints and pins may push past it, never past the
 hard cap (budget x 2); a budget the caller names (1 to 100,000) is used as it
 is and is a hard bound: the configured budget and its cap do not clip it. Lines
-are dropped from the end (a constraint, relevant or pinned line dropped, or no
-line shown at all, is said in `warnings`), and `truncate_block` is the final guard that keeps
-UTF-8 whole and the closing tag. Returns the text, the ids actually rendered
-and its token count.
+are dropped from the end, and `truncate_block` is the final guard that keeps
+UTF-8 whole and the closing tag. Returns the text, the ids actually rendered,
+its token count and warnings: a constraint, relevant or pinned line dropped, or
+no line shown at all, is said there.
 """
 
 from __future__ import annotations
