@@ -364,6 +364,9 @@ def log_out_in_another_tab(page: Any) -> None:
     other = page.context.new_page()
     other.goto("/")
     other.click("form.logout button")
+    # Closed while the log-out's navigation was still under way, the tab once never
+    # closed (Playwright's close has no timeout: make test hung on it).
+    other.wait_for_url("**/login/**")
     other.close()
 
 
