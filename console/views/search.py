@@ -207,8 +207,9 @@ def palette(request: HtmxHttpRequest) -> HttpResponse:
             context["rows"] = present.rows(judged, matcher, texts, chars=140, lead=30)
             context["result"] = result
             if not result.hits:  # as the search page offers them: say so, link there
-                asked = {"query": query, "projects": scope, "since": None}
-                context["hidden"] = _hidden({**asked, "include_inactive": False})
+                context["hidden"] = _hidden(
+                    {"query": query, "projects": scope, "since": None, "include_inactive": False}
+                )
     else:
         ids = [i for i in request.GET.get("recent", "").split(",") if _ID.match(i)][:RECENT_MAX]
         context["recent"] = browse.items_by_id(ids=ids, projects=visible)
