@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 POSTGRES_ENGINE = "console.pgbackend"  # Django's, saying why a first connection failed
-SQLITE_ENGINE = "django.db.backends.sqlite3"
+SQLITE_ENGINE = "console.sqlitebackend"  # Django's, reading moments aware in one parse
 
 
 def parse(url: str, *, pool_size: int = 8, conn_max_age: int = 60) -> dict[str, Any]:

@@ -179,6 +179,9 @@ if DATABASES["default"]["ENGINE"] == database_url.SQLITE_ENGINE:
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+    # Tests run on an in-memory database, as Django's own backend's do (pytest-django
+    # knows that only by that backend's name: it would make a file name up for ours).
+    DATABASES["default"]["TEST"] = {"NAME": ":memory:"}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -48,7 +48,7 @@ def test_a_unix_socket_directory_comes_from_the_query() -> None:
      ("sqlite:////srv/recall.sqlite3", Path("/srv/recall.sqlite3"))],
 )  # fmt: skip
 def test_sqlite_urls(url: str, name: Path) -> None:
-    assert database_url.parse(url) == {"ENGINE": "django.db.backends.sqlite3", "NAME": name}
+    assert database_url.parse(url) == {"ENGINE": "console.sqlitebackend", "NAME": name}
 
 
 @pytest.mark.parametrize("url", ["mysql://u@h/d", "postgres://u:pw@h", "sqlite://", "nonsense"])

@@ -22,7 +22,11 @@ def _connect(alias: str, url: str, flag: str) -> str:
     except ValueError as exc:
         raise CommandError(str(exc).replace("DATABASE_URL", flag)) from None
     name = str(parsed.get("NAME") or "")
-    if flag == "--from" and parsed["ENGINE"].endswith("sqlite3") and not Path(name).is_file():
+    if (
+        flag == "--from"
+        and parsed["ENGINE"] == database_url.SQLITE_ENGINE
+        and not Path(name).is_file()
+    ):
         raise CommandError(f"--from: no SQLite database at {name}")
     return migrating.connect(alias, url)
 
