@@ -20,12 +20,14 @@ import functools
 import inspect
 import json
 import logging
-from collections.abc import Callable
+import re
+import typing
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
-from ninja import NinjaAPI, Query
+from ninja import NinjaAPI, Query, Schema
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.parser import Parser
@@ -148,6 +150,36 @@ def _any(request: HttpRequest, exc: Exception) -> HttpResponse:
     return error_response(described)
 
 
+class UnknownFields(NinjaValidationError):
+    """Fields a call does not know, with the names it takes (`_known`)."""
+
+    def __init__(self, unknown: list[tuple[str, str]], takes: Iterable[str]) -> None:
+        super().__init__([{"loc": loc, "type": "extra_forbidden"} for loc in unknown])
+        self.takes = tuple(sorted(takes))
+
+
+# Each endpoint's fields (its body's, or its query string's), by method and URL
+# route ("/api/v1/memories/<memory_id>"): ninja refuses an unknown body field before
+# the view runs, so the reply is told them here.
+TAKES: dict[tuple[str, str], tuple[str, ...]] = {}
+
+
+def _route(path: str) -> str:
+    """An endpoint's path as Django's resolver spells its route."""
+    return errors.API_PREFIX.rstrip("/") + re.sub(r"\{(\w+)\}", r"<\1>", path)
+
+
+def _fields(view: Callable[..., HttpResponse]) -> tuple[str, ...]:
+    hints = typing.get_type_hints(view, include_extras=True)
+    for name in ("payload", "params"):
+        model = hints.get(name)
+        if typing.get_origin(model) is typing.Annotated:  # Query[X]
+            model = typing.get_args(model)[0]
+        if isinstance(model, type) and issubclass(model, Schema):
+            return tuple(f.alias or n for n, f in model.model_fields.items())
+    return ()
+
+
 @api.exception_handler(NinjaValidationError)
 def _schema(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
     found = list(exc.errors)
@@ -158,7 +190,13 @@ def _schema(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
             for key in request.GET
             if ("query", key) not in listed
         ]
-    return error_response(errors.from_pydantic(found, skip=1))
+    route = "/" + request.resolver_match.route if request.resolver_match else ""
+    takes = (
+        exc.takes
+        if isinstance(exc, UnknownFields)
+        else TAKES.get((request.method or "", route), ())
+    )
+    return error_response(errors.naming_what_it_takes(errors.from_pydantic(found, skip=1), takes))
 
 
 UNREADABLE = "the body must be one JSON object ({...}): it is not valid JSON, or not an object"
@@ -200,7 +238,7 @@ def _known(request: HttpRequest, schema: type[Params] = Params, *extra: str) -> 
             raise HttpError(400, "this call takes no body")
         unknown += [("body", key) for key in body]
     if unknown:
-        raise NinjaValidationError([{"loc": loc, "type": "extra_forbidden"} for loc in unknown])
+        raise UnknownFields(unknown, names)
 
 
 IDEMPOTENCY_KEY_CHARS = 200  # as the body's `idempotency_key`
@@ -224,6 +262,7 @@ def endpoint(
 
     def register(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         summary = (view.__doc__ or op).strip().splitlines()[0]
+        TAKES[method.upper(), _route(path)] = _fields(view)
         served = view
         if "payload" in inspect.signature(view).parameters:  # a body call takes no query
 

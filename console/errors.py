@@ -9,7 +9,7 @@ breaks the same way whichever door an agent came in by.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig, SuspiciousOperation
@@ -94,6 +94,15 @@ def from_pydantic(errors: Sequence[Mapping[str, Any]], *, skip: int = 0) -> Erro
         return ErrorReply(422, "invalid request", "invalid")
     first = listed[0]
     return ErrorReply(422, str(first["detail"]), str(first["code"]), first["field"], tuple(listed))
+
+
+def naming_what_it_takes(reply: ErrorReply, takes: Sequence[str]) -> ErrorReply:
+    """`reply` with its detail naming the fields the call takes, when it refuses an
+    unknown one: an agent that sent Search a `query` learns it is `q`."""
+    codes = {reply.code, *(e.get("code") for e in reply.errors)}
+    if "unknown_field" not in codes or not takes:
+        return reply
+    return replace(reply, detail=f"{reply.detail}; it takes {', '.join(takes)}")
 
 
 def _validation_text(exc: DjangoValidationError) -> tuple[str, str | None]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import close_old_connections
@@ -128,9 +128,7 @@ def _error(exc: Exception, *, takes: Sequence[str] = ()) -> CallToolResult:
     if described is None:
         log.exception("unexpected error in an MCP tool")
         described = errors.simple(500, "an unexpected error; it has been logged")
-    codes = {described.code, *(e.get("code") for e in described.errors)}
-    if "unknown_field" in codes and takes:
-        described = replace(described, detail=f"{described.detail}; it takes {', '.join(takes)}")
+    described = errors.naming_what_it_takes(described, takes)
     if isinstance(exc, access.AccessDenied) and TOKEN_ENV in str(exc):
         described = errors.simple(401, str(exc))
     body = {**described.body(), "status": described.status}

@@ -681,10 +681,14 @@ def test_openapi_schema_and_docs_are_served(world: World) -> None:
 # --- every operation, generated from the OpenAPI schema ---------------------------
 
 
-def _operations() -> list[tuple[str, str, dict]]:
+def _openapi() -> dict:
     from django.test import Client
 
-    paths = Client().get("/api/v1/openapi.json").json()["paths"]
+    return Client().get("/api/v1/openapi.json").json()
+
+
+def _operations() -> list[tuple[str, str, dict]]:
+    paths = _openapi()["paths"]
     return [
         (method, path.removeprefix("/api/v1"), op)
         for path, ops in sorted(paths.items())
@@ -692,11 +696,22 @@ def _operations() -> list[tuple[str, str, dict]]:
     ]
 
 
+def _published_fields(op: dict, components: dict) -> set[str]:
+    """The fields an operation's schema says it takes: its body's, else its query's."""
+    if "requestBody" in op:
+        schema = op["requestBody"]["content"]["application/json"]["schema"]
+        ref = (schema["allOf"][0] if "allOf" in schema else schema)["$ref"]  # a default: allOf
+        return set(components[ref.rsplit("/", 1)[1]].get("properties", {}))
+    return {p["name"] for p in op.get("parameters", []) if p["in"] == "query"}
+
+
 def test_every_operation_refuses_an_unknown_field(world: World) -> None:
-    """A misspelt field is a 422 naming it, on every operation (body or query string)."""
+    """A misspelt field is a 422 naming it, on every operation (body or query string),
+    and naming the fields the operation takes, as its published schema lists them."""
     ids = {"memory_id": world.memories["alpha"].pk, "note_id": world.notes["alpha"].pk}
     client = world.client("alpha")
     operations = _operations()
+    components = _openapi()["components"]["schemas"]
     assert len(operations) >= 20
     for method, path, op in operations:
         url = path.format(**ids)
@@ -707,6 +722,9 @@ def test_every_operation_refuses_an_unknown_field(world: World) -> None:
         body = error(r, 422, r.json().get("code", "?"))
         listed = [(e["field"], e["code"]) for e in body.get("errors", [body])]
         assert ("bogus_field", "unknown_field") in listed, (method, path, body)
+        if published := _published_fields(op, components):
+            takes = body["detail"].split("; it takes ", 1)[1].split(", ")
+            assert set(takes) == published, (method, path, body["detail"])
         if "requestBody" in op:  # and a query parameter on a body call, too
             r = client.generic(
                 method.upper(), f"/api/v1{url}?bogus_param=1", "{}", "application/json"
