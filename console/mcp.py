@@ -304,7 +304,8 @@ SPECS = (
         operations.memory_list,
         """
         List memories newest first with filters (kind, tags, session, agent, dates,
-        archived), a page at a time: pass next_cursor back as cursor.""",
+        archived), a page at a time: pass next_cursor back as cursor. A page of 50 is
+        about 4,000 tokens: `limit` or `budget` keeps it smaller.""",
     ),
     Spec(
         "memory_write",

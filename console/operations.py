@@ -10,14 +10,14 @@ call behaves the same whichever door an agent came in by.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
 from console import access, browse, replies, selectors, services, withheld
 from console.access import Access
-from console.models import NAME_RE
+from console.models import NAME_RE, Memory
 from console.schemas import (
     AssociationFields,
     BriefingIn,
@@ -41,6 +41,7 @@ from console.schemas import (
 )
 from recall.agent import dumps, pack_view
 from recall.associated import FIELDS as GRAPH_FIELDS
+from recall.errors import BudgetError
 from recall.neighbourhood import FIELDS as SESSION_FIELDS
 from recall.requests import FILTER_FIELDS, KNOB_FIELDS, WORTH_FIELDS
 from recall.results import SearchResult
@@ -316,12 +317,43 @@ def memory_read(who: Access, p: MemoryRef) -> Answer:
 
 
 def memory_list(who: Access, p: MemoryListIn) -> Answer:
-    filters = _set(p, drop=("project", "cursor", "detail"))
+    filters = _set(p, drop=("project", "cursor", "detail", "budget"))
     page = access.memory_list(who, project=p.project, cursor=p.cursor, **filters)
     views = [replies.memory_view(m) for m in page.memories]
     if p.detail == "index":  # a page of 50 runbooks was 200 KB of bodies in context
         views = [replies.without_body(view) for view in views]
-    return _json({"memories": views, "next_cursor": page.next_cursor})
+    body = {"memories": views, "next_cursor": page.next_cursor}
+    if p.budget is None:
+        return _json(body)
+    return _page_within(body, page.memories, p.budget)
+
+
+def _page_within(body: dict[str, Any], memories: Sequence[Memory], budget: int) -> Answer:
+    """A listing's page cut to the longest first part whose whole reply fits `budget`
+    tokens, its next_cursor going on after the last memory kept; a BudgetError when
+    not even the first fits (an empty page would read as the end of the listing)."""
+    views = body["memories"]
+
+    def reply(n: int) -> Answer:
+        cursor = body["next_cursor"] if n == len(views) else selectors.cursor_after(memories[n - 1])
+        return _json({"memories": views[:n], "next_cursor": cursor})
+
+    def fits(n: int) -> bool:
+        return selectors.tokens(reply(n).text) <= budget
+
+    if fits(len(views)):
+        return reply(len(views))
+    low, high = 0, len(views) - 1  # fits(low) once low > 0; the reply grows with n
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid - 1)
+    if low == 0:
+        needs = selectors.tokens(reply(1).text)
+        raise BudgetError(
+            f"budget {budget} is too small for the first memory of this page: "
+            f"its reply takes {needs} tokens"
+        )
+    return reply(low)
 
 
 def memory_update(who: Access, memory_id: str, p: MemoryChange) -> Answer:

@@ -525,7 +525,13 @@ def _cursor_decode(cursor: str) -> tuple[datetime, str]:
     return _EPOCH + timedelta(microseconds=int(micros)), pk
 
 
-def _cursor_encode(memory: Memory) -> str:
+def tokens(text: str) -> int:
+    """`text`'s size in tokens, counted as the engine counts what an agent receives."""
+    return wiring.engine().planes.tokens.count(text)
+
+
+def cursor_after(memory: Memory) -> str:
+    """The cursor of the page that follows `memory` (newest first)."""
     return f"{(memory.updated - _EPOCH) // timedelta(microseconds=1)}-{memory.pk}"
 
 
@@ -592,7 +598,7 @@ def memory_list(
             Q(updated__lt=last.updated) | Q(updated=last.updated, pk__lt=last.pk)
         ).exists()
     )
-    return MemoryPage(page, _cursor_encode(last) if more and last is not None else None)
+    return MemoryPage(page, cursor_after(last) if more and last is not None else None)
 
 
 def project_get(*, slug: str) -> Project:

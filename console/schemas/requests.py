@@ -53,8 +53,10 @@ from recall.config import (
     DEFAULT_BUDGET,
     DEFAULT_RECALL_LIMIT,
     DEFAULT_SEARCH_LIMIT,
+    MAX_BUDGET,
     MAX_SEARCH_DEPTH,
     MAX_SEARCH_LIMIT,
+    MIN_BUDGET,
 )
 from recall.graph import REL_RE
 from recall.types import RELATED
@@ -501,6 +503,13 @@ class MemoryListIn(Params):
         "index",
         description='"index" (default): each memory without its body (body_chars says its '
         'size; memory_read gives it); "full": with the bodies',
+    )
+    budget: int | None = Field(
+        None,
+        ge=MIN_BUDGET,
+        le=MAX_BUDGET,
+        description="tokens the whole reply may take: the page ends at the last memory that "
+        "fits and next_cursor goes on from there (default: no limit; `limit` decides)",
     )
 
     @field_validator("kind", "tags", "any_tags", mode="before")

@@ -9,8 +9,10 @@ import pytest
 
 from console import indexing, operations, services
 from console.models import IdempotencyKey, IndexJob, Memory, Note, Project
+from recall.agent import dumps
 from recall.errors import IndexUnavailable
 from recall.sanitize import WITHHELD
+from recall.tokens import estimate_tokens
 from tests.console.api_world import World, call, mcp, world_fixture  # noqa: F401
 
 TURN = {"name": "turn-1", "description": "Caroline: I went to a support group yesterday"}
@@ -443,6 +445,41 @@ def test_list_filters_and_pages_with_a_stable_cursor(world: World) -> None:
     # Any cursor of the published pattern is a position: the page after it.
     far_past = call(client, "get", "/memories", {"cursor": "1-" + "0" * 26}).json()
     assert far_past["memories"] == [] and far_past["next_cursor"] is None
+
+
+def test_a_budgeted_list_fits_its_whole_reply_and_pages_on_from_the_cut(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With `budget`, the reply (the text the agent gets) is at most that many tokens;
+    the memories cut from the page come on the next one, none lost or repeated."""
+    for i in range(9):
+        write(world, {"name": f"pile-{i}", "description": f"fact {i} " + "word " * 25})
+    client = world.client("alpha")
+    whole = call(client, "get", "/memories", {"limit": 200}).json()["memories"]
+
+    seen: list[str] = []
+    cursor = None
+    pages = 0
+    while True:
+        params = {"budget": 600, "limit": 200, **({"cursor": cursor} if cursor else {})}
+        r = call(client, "get", "/memories", params)
+        assert r.status_code == 200, r.json()
+        assert estimate_tokens(r.content.decode()) <= 600
+        page = r.json()
+        assert page["memories"]
+        seen += [m["id"] for m in page["memories"]]
+        pages += 1
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+
+    assert seen == [m["id"] for m in whole] and pages > 2
+    status, listed = mcp(world, "alpha", "memory_list", {"budget": 600}, monkeypatch)
+    assert status == 200 and listed["memories"] and listed["next_cursor"]
+    assert estimate_tokens(dumps(listed)) <= 600
+    # Too small for one memory: said, not an empty page that reads as the end.
+    small = call(client, "get", "/memories", {"budget": 50})
+    assert small.status_code == 400 and "too small for the first memory" in small.json()["detail"]
 
 
 def test_delete_removes_the_memory_and_its_index_rows(world: World) -> None:
