@@ -41,7 +41,6 @@ from console.schemas import (
 )
 from recall.agent import dumps, pack_view
 from recall.associated import FIELDS as GRAPH_FIELDS
-from recall.errors import BudgetError
 from recall.neighbourhood import FIELDS as SESSION_FIELDS
 from recall.requests import FILTER_FIELDS, KNOB_FIELDS, WORTH_FIELDS
 from recall.results import SearchResult
@@ -322,21 +321,24 @@ def memory_list(who: Access, p: MemoryListIn) -> Answer:
     views = [replies.memory_view(m) for m in page.memories]
     if p.detail == "index":  # a page of 50 runbooks was 200 KB of bodies in context
         views = [replies.without_body(view) for view in views]
-    body = {"memories": views, "next_cursor": page.next_cursor}
+    body = {"memories": views, "next_cursor": page.next_cursor, "warnings": []}
     if p.budget is None:
         return _json(body)
-    return _page_within(body, page.memories, p.budget)
+    return _page_within(body, page.memories, p.budget, p.cursor)
 
 
-def _page_within(body: dict[str, Any], memories: Sequence[Memory], budget: int) -> Answer:
+def _page_within(
+    body: dict[str, Any], memories: Sequence[Memory], budget: int, cursor: str | None
+) -> Answer:
     """A listing's page cut to the longest first part whose whole reply fits `budget`
-    tokens, its next_cursor going on after the last memory kept; a BudgetError when
-    not even the first fits (an empty page would read as the end of the listing)."""
+    tokens, its next_cursor going on after the last memory kept. When not even the
+    first fits, no memory and a warning saying so, next_cursor where this page began
+    (null would read as the end of the listing)."""
     views = body["memories"]
 
     def reply(n: int) -> Answer:
-        cursor = body["next_cursor"] if n == len(views) else selectors.cursor_after(memories[n - 1])
-        return _json({"memories": views[:n], "next_cursor": cursor})
+        after = body["next_cursor"] if n == len(views) else selectors.cursor_after(memories[n - 1])
+        return _json({**body, "memories": views[:n], "next_cursor": after})
 
     def fits(n: int) -> bool:
         return selectors.tokens(reply(n).text) <= budget
@@ -347,13 +349,12 @@ def _page_within(body: dict[str, Any], memories: Sequence[Memory], budget: int) 
     while low < high:
         mid = (low + high + 1) // 2
         low, high = (mid, high) if fits(mid) else (low, mid - 1)
-    if low == 0:
-        needs = selectors.tokens(reply(1).text)
-        raise BudgetError(
-            f"budget {budget} is too small for the first memory of this page: "
-            f"its reply takes {needs} tokens"
-        )
-    return reply(low)
+    if low > 0:
+        return reply(low)
+    needs = selectors.tokens(reply(1).text)
+    said = f"budget {budget} fits no memory of this page (the first takes {needs}); ask with more"
+    again = cursor or selectors.cursor_before(memories[0])
+    return _json({**body, "memories": [], "next_cursor": again, "warnings": [said]})
 
 
 def memory_update(who: Access, memory_id: str, p: MemoryChange) -> Answer:

@@ -535,6 +535,12 @@ def cursor_after(memory: Memory) -> str:
     return f"{(memory.updated - _EPOCH) // timedelta(microseconds=1)}-{memory.pk}"
 
 
+def cursor_before(memory: Memory) -> str:
+    """A cursor whose page starts at `memory`, for the first page: past every id
+    updated at the same instant ("Z" sorts after every id's characters)."""
+    return f"{(memory.updated - _EPOCH) // timedelta(microseconds=1)}-{'Z' * 26}"
+
+
 def memory_list(
     *,
     projects: Sequence[str],

@@ -266,6 +266,7 @@ class BatchOut(Reply):
 class MemoryPage(Reply):
     memories: list[MemoryOut]
     next_cursor: str | None = Field(description="pass as cursor for the next page")
+    warnings: list[str] = Field(description="a budget that fits no memory of the page says so")
 
 
 class DeletedOut(Reply):

@@ -477,9 +477,17 @@ def test_a_budgeted_list_fits_its_whole_reply_and_pages_on_from_the_cut(
     status, listed = mcp(world, "alpha", "memory_list", {"budget": 600}, monkeypatch)
     assert status == 200 and listed["memories"] and listed["next_cursor"]
     assert estimate_tokens(dumps(listed)) <= 600
-    # Too small for one memory: said, not an empty page that reads as the end.
-    small = call(client, "get", "/memories", {"budget": 50})
-    assert small.status_code == 400 and "too small for the first memory" in small.json()["detail"]
+    # Too small for one memory: said, and next_cursor starts where this page began
+    # (null would read as the end of the listing).
+    small = call(client, "get", "/memories", {"budget": 50, "limit": 200})
+    assert small.status_code == 200 and estimate_tokens(small.content.decode()) <= 50
+    said = small.json()
+    assert said["memories"] == [] and "fits no memory" in said["warnings"][0]
+    again = call(client, "get", "/memories", {"limit": 200, "cursor": said["next_cursor"]})
+    assert [m["id"] for m in again.json()["memories"]] == [m["id"] for m in whole]
+    on = call(client, "get", "/memories", {"budget": 600, "limit": 200}).json()["next_cursor"]
+    tiny = call(client, "get", "/memories", {"budget": 50, "limit": 200, "cursor": on}).json()
+    assert tiny["memories"] == [] and tiny["next_cursor"] == on
 
 
 def test_delete_removes_the_memory_and_its_index_rows(world: World) -> None:
