@@ -12,6 +12,7 @@ from django import forms
 from django.utils import timezone
 
 from console.models import validate_name
+from console.services.memories import MAX_TAG_CHARS
 from console.services.writes import request_hash
 from recall import decay
 from recall.altitude import ALTITUDES
@@ -174,6 +175,17 @@ class TagsField(forms.CharField):
     def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
         text = super().to_python(value) or ""
         return [t.strip() for t in text.split(",") if t.strip()]
+
+    def validate(self, value: Any) -> None:
+        """A tag over MAX_TAG_CHARS is refused, as the API refuses it (the service
+        would cut it, and the rest of what the person typed would be lost unseen)."""
+        super().validate(value)
+        for tag in value or ():
+            if len(tag) > MAX_TAG_CHARS:
+                raise forms.ValidationError(
+                    f"A tag is at most {MAX_TAG_CHARS} characters; "
+                    f"“{tag[:24]}…” has {len(tag)}."
+                )
 
 
 class MemoryForm(forms.Form):

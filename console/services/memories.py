@@ -38,6 +38,7 @@ class ValidTimeError(StateConflict):
 
 MAX_BODY_CHARS = 200_000
 MAX_TAGS = 32
+MAX_TAG_CHARS = 64  # as the API's schema: a longer tag is refused there, cut on import
 
 MEMORY_FIELDS = (
     "kind",
@@ -73,7 +74,7 @@ def tags_clean(*, tags: Iterable[str] | None) -> list[str]:
     for tag in tags or []:
         tag = str(tag).strip().lower()
         if tag and tag not in out:
-            out.append(tag[:64])
+            out.append(tag[:MAX_TAG_CHARS])
     if len(out) > MAX_TAGS:
         raise ValidationError({"tags": f"At most {MAX_TAGS} tags, got {len(out)}."})
     return out

@@ -455,6 +455,21 @@ def test_edit_shows_validation_errors_inline_and_changes_nothing(
     assert memory.name == "chroma-boot-race"
 
 
+def test_a_tag_too_long_is_refused_in_the_form_not_cut(
+    admin_client: Client, memory: Memory
+) -> None:
+    """The API refuses a tag over 64 characters; the form cut it and said "Saved"."""
+    long = "t" * 80
+    data = form_data(memory, tags=f"stripe, {long}")
+
+    response = admin_client.post(f"/memories/{memory.pk}/edit/", data, **HX)
+
+    assert response.status_code == 200
+    assert "A tag is at most 64 characters" in response.content.decode()
+    memory.refresh_from_db()
+    assert memory.tags == []
+
+
 def test_a_fresh_form_starts_where_typing_starts(admin_client: Client, memory: Memory) -> None:
     edit = admin_client.get(f"/memories/{memory.pk}/edit/").content.decode()
     new = admin_client.get("/memories/new/").content.decode()
