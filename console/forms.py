@@ -183,8 +183,7 @@ class TagsField(forms.CharField):
         for tag in value or ():
             if len(tag) > MAX_TAG_CHARS:
                 raise forms.ValidationError(
-                    f"A tag is at most {MAX_TAG_CHARS} characters; "
-                    f"“{tag[:24]}…” has {len(tag)}."
+                    f"A tag is at most {MAX_TAG_CHARS} characters; “{tag[:24]}…” has {len(tag)}."
                 )
 
 
