@@ -388,6 +388,13 @@ def memory_archived_named(*, name: str, project: str) -> Memory | None:
     return rows.select_related("project").order_by("-invalid_at", "-id").first()
 
 
+def note_links(*, note: Note) -> dict[str, str]:
+    """The memory ids a note's `[[name]]` links mean, as a memory's links mean them
+    (the note's project first, then global); a name no active memory has is absent."""
+    names = links.names(note.body)
+    return memory_ids_by_name(names, project_id=note.project_id) if names else {}
+
+
 def memory_named(*, name: str, project: str | None) -> Memory | None:
     """The active memory a `[[name]]` means seen from `project` (slug; None = global)."""
     project_id = None

@@ -298,4 +298,7 @@ def note_star(request: HtmxHttpRequest, note_id: str) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def note_detail(request: HtmxHttpRequest, note_id: str) -> HttpResponse:
     note = _note(request, note_id)
-    return page(request, "console/note.html", {"n": note}, "note-main")
+    found = selectors.note_links(note=note)
+    links = {name: reverse("memory_detail", args=[pk]) for name, pk in found.items()}
+    context = {"n": note, "links": links, "by_name": _by_name(note.project)}
+    return page(request, "console/note.html", context, "note-main")

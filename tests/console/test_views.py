@@ -435,6 +435,21 @@ def test_note_page_renders_and_stars(admin_client: Client, project: Project) -> 
     assert 'aria-pressed="true"' in starred.content.decode()
 
 
+def test_a_notes_links_resolve_as_a_memorys_do(admin_client: Client, project: Project) -> None:
+    """[[name]] in a note led to a search and read "missing" even for a memory it named."""
+    mine = services.memory_create(project=project, kind="fact", name="idem-keys", description="d")
+    shared = services.memory_create(project=None, kind="fact", name="no-push", description="d")
+    note = services.note_create(
+        project=project, title="Links", body="See [[idem-keys]], [[no-push]], [[nowhere]]."
+    )
+
+    html = admin_client.get(f"/notes/{note.pk}/").content.decode()
+
+    assert f'<a href="/memories/{mine.pk}/" class="wikilink"' in html
+    assert f'<a href="/memories/{shared.pk}/" class="wikilink"' in html
+    assert f'href="/m/nowhere/?project={project.slug}" class="wikilink missing"' in html
+
+
 # --- curation ---------------------------------------------------------------------
 
 
