@@ -44,11 +44,14 @@ SENTINELS = str.maketrans({"\x01": "", "\x02": ""})
 _MARKED = re.compile(r"\x01([^\x01\x02]*)\x02")
 _TOKEN = re.compile(WORD)  # a kana or ideograph is a word of its own, as the planes read it
 _LINE_MARK = re.compile(r"^\s*(#{1,6}\s+|>\s?|[-*+]\s+(\[[ xX]\]\s+)?|\d{1,3}[.)]\s+)")
+# A link's destination: CommonMark lets it hold balanced parentheses
+# ("https://en.wikipedia.org/wiki/Idempotence_(computing)"), one level deep here.
+_DESTINATION = r"\((?:[^()]|\([^()]*\))*\)"
 _INLINE = [
-    (re.compile(r"!\[([^\]]*)\]\([^)]*\)"), r"\1"),  # images: their alt text
+    (re.compile(r"!\[([^\]]*)\]" + _DESTINATION), r"\1"),  # images: their alt text
     (re.compile(r"\[\[([^\]|]+)\|([^\]]+)\]\]"), r"\2"),  # [[name|label]]
     (re.compile(r"\[\[([^\]]+)\]\]"), r"\1"),  # [[name]]
-    (re.compile(r"\[([^\]]+)\]\([^)]*\)"), r"\1"),  # [text](url)
+    (re.compile(r"\[([^\]]+)\]" + _DESTINATION), r"\1"),  # [text](url)
     (re.compile(r"<(https?://[^>\s]+)>"), r"\1"),  # autolinks
     (re.compile(r"(\*\*|__|~~)(?=\S)(.+?)(?<=\S)\1"), r"\2"),  # strong, strike
     (re.compile(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])"), r"\1"),  # *em*

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from console.views.text import _TOKEN, Matcher
+from console.views.text import _TOKEN, Matcher, plain
 
 # Words that stem, inflect and share prefixes with the queries below, in any case,
 # joined by spaces, underscores, punctuation and ideographs (each a word of its own).
@@ -85,3 +85,13 @@ def test_fragments_can_mark_more_for_a_longer_or_a_second_word() -> None:
     told = Matcher.for_query("deploys", prefix=True, fragments=["\x01deployment\x02"])
     assert told.mark("a deployment") == "a <mark>deployment</mark>"
     assert Matcher.for_query("deploys", prefix=True).mark("a deployment") == "a deployment"
+
+
+def test_a_link_whose_address_holds_parentheses_reads_as_its_text() -> None:
+    """A snippet read "see the article) for background": the address ended at its first ")"."""
+    wiki = "See [the article](https://en.wikipedia.org/wiki/Idempotence_(computing)) for more."
+    assert plain(wiki) == "See the article for more."
+    assert plain("[bad](javascript:alert(1)) and ![a chart](c_(1).png) here") == (
+        "bad and a chart here"
+    )
+    assert plain("[plain](https://example.com) (aside)") == "plain (aside)"
