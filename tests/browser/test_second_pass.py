@@ -219,6 +219,10 @@ def test_4_no_page_scrolls_sideways_on_a_phone(page: Any, user: User) -> None:
     log_in(page, user)
     page.set_viewport_size(PHONE)
     code = memories["rollback-billing"]
+    # A 60-letter tag: the Tag filter's select and the tag in a row were that wide.
+    services.memory_create(
+        project=code.project, kind="fact", name="long-tagged", description="d", tags=["y" * 60]
+    )
     urls = [
         f"/memories/{code.pk}/",
         "/projects/",
