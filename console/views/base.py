@@ -59,6 +59,10 @@ def login_required(view: View[P]) -> View[P]:
             current = urlsplit(request.htmx.current_url or "/")
             response = HttpResponse("Log in to continue.", status=403)
             next_url = current.path + (f"?{current.query}" if current.query else "")
+            if request.method == "GET" and request.path == current.path:
+                # The page itself with what was just typed (a search as you type, a
+                # filter): back to it, not to the query the page was loaded with.
+                next_url = request.get_full_path()
             response["HX-Redirect"] = f"{reverse('login')}?{urlencode({'next': next_url})}"
             return response
         return redirect_to_login(request.get_full_path())

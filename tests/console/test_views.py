@@ -138,6 +138,19 @@ def test_an_anonymous_partial_request_is_blocked_and_sent_to_login(
         assert "chroma-boot-race" not in response.content.decode(), url
 
 
+def test_a_search_typed_after_the_session_ended_is_kept_for_after_the_login(
+    client: Client,
+) -> None:
+    """Typing in a page loaded before a log-out (in another tab) sent the person to
+    the login with the page's old query: what they had just typed was lost."""
+    typed = {"HTTP_HX_REQUEST": "true", "HTTP_HX_CURRENT_URL": "http://testserver/?q=old"}
+
+    response = client.get("/", {"q": "new words"}, **typed)
+
+    assert response.status_code == 403
+    assert response["HX-Redirect"] == "/login/?next=%2F%3Fq%3Dnew%2Bwords"
+
+
 def test_anonymous_writes_change_nothing(client: Client, memory: Memory) -> None:
     for action in ("star", "archive", "delete"):
         response = client.post(f"/memories/{memory.pk}/{action}/", **HX)
