@@ -76,6 +76,7 @@ from console.schemas import (
     SearchIn,
     SearchOut,
     TextOut,
+    field_names,
 )
 from console.schemas.requests import AS_OF, RECORDED_AS_OF
 from recall.agent import dumps
@@ -176,7 +177,7 @@ def _fields(view: Callable[..., HttpResponse]) -> tuple[str, ...]:
         if typing.get_origin(model) is typing.Annotated:  # Query[X]
             model = typing.get_args(model)[0]
         if isinstance(model, type) and issubclass(model, Schema):
-            return tuple(f.alias or n for n, f in model.model_fields.items())
+            return field_names(model)
     return ()
 
 
@@ -227,7 +228,7 @@ def _auth(request: HttpRequest) -> Access:
 def _known(request: HttpRequest, schema: type[Params] = Params, *extra: str) -> None:
     """Query parameters (and, on a call that takes no body, body fields) the call does
     not know are refused, as unknown fields of a body schema are."""
-    names = {f.alias or name for name, f in schema.model_fields.items()} | set(extra)
+    names = {*field_names(schema), *extra}
     unknown = [("query", key) for key in request.GET if key not in names]
     if request.method in ("POST", "DELETE") and request.body.strip():
         try:

@@ -70,6 +70,7 @@ from console.schemas import (
     SearchOut,
     SupersedeIn,
     TextOut,
+    field_names,
 )
 from recall.agent import dumps
 
@@ -153,7 +154,7 @@ class Spec:
 
     def fields(self) -> tuple[str, ...]:
         """The argument names the tool takes, as its schema spells them."""
-        return tuple(f.alias or name for name, f in self.args.model_fields.items())
+        return field_names(self.args)
 
     def build(self) -> Tool:
         def call(**raw: Any) -> CallToolResult:

@@ -537,15 +537,20 @@ def tokens(text: str) -> int:
     return wiring.engine().planes.tokens.count(text)
 
 
+def _cursor(updated: datetime, pk: str) -> str:
+    """The keyset position `_cursor_decode` reads: the page after (updated, pk)."""
+    return f"{(updated - _EPOCH) // timedelta(microseconds=1)}-{pk}"
+
+
 def cursor_after(memory: Memory) -> str:
     """The cursor of the page that follows `memory` (newest first)."""
-    return f"{(memory.updated - _EPOCH) // timedelta(microseconds=1)}-{memory.pk}"
+    return _cursor(memory.updated, memory.pk)
 
 
 def cursor_before(memory: Memory) -> str:
     """A cursor whose page starts at `memory`, for the first page: past every id
     updated at the same instant ("Z" sorts after every id's characters)."""
-    return f"{(memory.updated - _EPOCH) // timedelta(microseconds=1)}-{'Z' * 26}"
+    return _cursor(memory.updated, "Z" * 26)
 
 
 def memory_list(

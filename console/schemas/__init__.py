@@ -8,6 +8,7 @@ from console.schemas.common import (
     Params,
     Scope,
     Source,
+    field_names,
 )
 from console.schemas.replies import (
     AssociationOut,
@@ -107,6 +108,7 @@ __all__ = [
     "NotesOut",
     "PackItem",
     "Params",
+    "field_names",
     "ProjectIn",
     "ProjectOut",
     "ProjectsOut",

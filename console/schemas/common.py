@@ -15,7 +15,14 @@ from typing import Annotated, Any, Literal
 from django.conf import settings
 from django.utils.module_loading import import_string
 from ninja import Field, Schema
-from pydantic import AfterValidator, BeforeValidator, ConfigDict, Strict, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Strict,
+    field_validator,
+)
 
 from console.models import NAME_RE
 from recall.agent import DETAILS
@@ -55,6 +62,11 @@ CHANNEL_NAMES = tuple(import_string(path).name for path in settings.RECALL["CHAN
 ChannelName = Literal[CHANNEL_NAMES]  # type: ignore[valid-type]
 NAME_PATTERN = NAME_RE.pattern
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
+
+
+def field_names(model: type[BaseModel]) -> tuple[str, ...]:
+    """The fields a request schema takes, as callers spell them (aliases included)."""
+    return tuple(f.alias or name for name, f in model.model_fields.items())
 
 
 def _without_nul(value: Any) -> Any:
