@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -132,6 +132,8 @@ def _written_in_transaction(jobs: list[tuple[str, str, str]]) -> bool:
     try:
         with transaction.atomic():
             _forget_known(_apply([IndexJob(item=i, item_id=n, op=op) for i, n, op in jobs]))
+        if settings.RECALL["SYNC_ON_COMMIT"] and _sentences_wait():
+            transaction.on_commit(apply_pending_quietly)  # the sentences it queued
         return True
     except Exception:
         log.exception("writing the planes in the transaction failed; the jobs wait in the outbox")
@@ -145,6 +147,10 @@ def _written_in_transaction(jobs: list[tuple[str, str, str]]) -> bool:
     except Exception:
         log.exception("the full-text plane failed too; the jobs wait in the outbox")
     return False
+
+
+def _sentences_wait() -> bool:
+    return IndexJob.objects.filter(item=passage_store.PASSAGES, claimed_until__isnull=True).exists()
 
 
 def apply_pending_quietly() -> None:
@@ -163,37 +169,85 @@ class ApplyReport:
 def apply_pending(*, limit: int | None = None) -> ApplyReport:
     """Apply queued jobs, a claimed batch at a time; failures stay queued with their error.
 
+    The memory and note jobs first, then the long memories' sentences
+    (console/passage_store.py), one memory at a time, with the memory and note
+    jobs queued meanwhile applied between two slices of its sentences.
     Returns when no unclaimed job is left (jobs other processes hold are
     theirs to apply) or after `limit` jobs.
     """
     report = ApplyReport()
     release_dead_claims()
     failed: set[int] = set()  # tried once per call, like every other job
+
+    def rows() -> None:
+        _apply_rows(report, failed, limit)
+
+    rows()
+    while limit is None or report.applied + report.failed < limit:
+        chunk = claim(1, skip=failed, items=(passage_store.PASSAGES,))
+        if not chunk:
+            break
+        _settled(chunk, report, failed, partial(_apply_passages, chunk[0], between=rows))
+    if report.applied:
+        allocator.trim()  # the writer heap and merge buffers (console/allocator.py)
+    return report
+
+
+def _apply_rows(report: ApplyReport, failed: set[int], limit: int | None) -> None:
+    """Apply the queued memory and note jobs, a claimed batch at a time."""
     while limit is None or report.applied + report.failed < limit:
         size = BATCH if limit is None else min(BATCH, limit - report.applied - report.failed)
         chunk = claim(size, skip=failed, items=(MEMORY, NOTE))
         if not chunk:
             break
-        try:
+
+        def apply(jobs: list[IndexJob] = chunk) -> list[str]:
             with plane_lock().held(before_waiting=let_go_writer):
-                used = _apply(chunk)
-        except Exception as exc:
-            report.failed += len(chunk)
-            failed.update(j.pk for j in chunk)
-            error = f"{type(exc).__name__}: {exc}"[:2000]
-            for job in chunk:
-                IndexJob.objects.filter(pk=job.pk, claimed_by=job.claimed_by).update(
-                    attempts=job.attempts + 1, last_error=error, claimed_by="", claimed_until=None
-                )
-            log.warning("index jobs %s failed: %s", [j.pk for j in chunk], exc)
-            continue
-        with transaction.atomic():  # one write lock for both: writers are queueing for it
-            IndexJob.objects.filter(pk__in=[j.pk for j in chunk], claimed_by=_me()).delete()
-            _forget_known(used)
-        report.applied += len(chunk)
-    if report.applied:
-        allocator.trim()  # the writer heap and merge buffers (console/allocator.py)
-    return report
+                return _apply(jobs)
+
+        _settled(chunk, report, failed, apply)
+
+
+def _settled(
+    chunk: list[IndexJob], report: ApplyReport, failed: set[int], apply: Callable[[], list[str]]
+) -> None:
+    """Run `apply` for the claimed `chunk`: its jobs leave the outbox (with the kept
+    vectors it used) or stay with their error."""
+    try:
+        used = apply()
+    except Exception as exc:
+        report.failed += len(chunk)
+        failed.update(j.pk for j in chunk)
+        error = f"{type(exc).__name__}: {exc}"[:2000]
+        for job in chunk:
+            IndexJob.objects.filter(pk=job.pk, claimed_by=job.claimed_by).update(
+                attempts=job.attempts + 1, last_error=error, claimed_by="", claimed_until=None
+            )
+        log.warning("index jobs %s failed: %s", [j.pk for j in chunk], exc)
+        return
+    with transaction.atomic():  # one write lock for both: writers are queueing for it
+        IndexJob.objects.filter(pk__in=[j.pk for j in chunk], claimed_by=_me()).delete()
+        _forget_known(used)
+    report.applied += len(chunk)
+
+
+def _apply_passages(job: IndexJob, *, between: Callable[[], None]) -> list[str]:
+    """Embed and store one long memory's sentences (`between` runs between two slices);
+    stored only if the memory still holds those sentences (an edit applied meanwhile
+    queued a job of its own)."""
+    embedder = wiring.embedder()
+    if embedder is None or not settings.RECALL["PASSAGES"]:
+        return []
+
+    def stale() -> passage_store.Stale:
+        return passage_store.stale(memory_docs(Memory.objects.filter(pk=job.item_id)), model)
+
+    model = embedder.model
+    rows = passage_store.embedded(stale(), embedder, between=between)
+    with plane_lock().held(before_waiting=let_go_writer):
+        now = stale().keys
+        passage_store.store([r for r in rows if now.get(r.memory_id) == r.key])
+    return []
 
 
 @contextmanager
@@ -310,7 +364,10 @@ def _apply(jobs: list[IndexJob]) -> list[str]:
     present = {d.id for d in docs}
     gone = sorted((memory_ids | note_ids) - present)
     known = _known(docs)
-    write_docs(docs, known=known)
+    write_docs(docs, known=known, sentences=False)
+    embedder = wiring.embedder()
+    if embedder is not None and settings.RECALL["PASSAGES"]:
+        passage_store.queue(docs, embedder.model)  # after these jobs (`apply_pending`)
     if gone:
         wiring.text_index().delete(gone)
         vectors = wiring.vector_index()
@@ -448,11 +505,15 @@ def _forget_known(used: Iterable[str]) -> None:
 # --- end one embedding per write ---
 
 
-def write_docs(docs: list[Doc], *, known: Mapping[str, Vectors] | None = None) -> int:
+def write_docs(
+    docs: list[Doc], *, known: Mapping[str, Vectors] | None = None, sentences: bool = True
+) -> int:
     """Upsert docs into both planes; returns how many texts were embedded.
 
     Vectors are embedded in one batch, except those `known` already holds by
     `Doc.embedding_hash` (a reindex passes the vectors stored before it).
+    `sentences`: the long memories' sentence vectors too (console/passage_store.py);
+    the outbox queues them instead.
     """
     if not docs:
         return 0
@@ -487,7 +548,7 @@ def write_docs(docs: list[Doc], *, known: Mapping[str, Vectors] | None = None) -
         for i, d in enumerate(docs)
     ]
     vectors.upsert(rows)
-    if settings.RECALL["PASSAGES"]:
+    if sentences and settings.RECALL["PASSAGES"]:
         passage_store.write(docs, embedder)
     return len(missing)
 

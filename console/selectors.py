@@ -18,7 +18,7 @@ from typing import Any
 from django.db import connections
 from django.db.models import Count, Q, QuerySet
 
-from console import allocator, configuration, digesting, indexing, wiring
+from console import allocator, configuration, digesting, indexing, passage_store, wiring
 from console.models import (
     Digest,
     Edge,
@@ -305,8 +305,10 @@ def embedder_model() -> str | None:
 
 
 def index_pending(*, ids: Sequence[str]) -> bool:
-    """Whether any of these items still waits for its index job."""
-    return IndexJob.objects.filter(item_id__in=list(ids)).exists()
+    """Whether any of these items still waits for its index job (not for its sentence
+    vectors: it is findable by its words and its own vector without them)."""
+    jobs = IndexJob.objects.filter(item_id__in=list(ids)).exclude(item=passage_store.PASSAGES)
+    return jobs.exists()
 
 
 def item_count() -> int:

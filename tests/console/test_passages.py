@@ -1,7 +1,8 @@
 """Long memories' sentence vectors through the real index, store and model
 (console/passage_store.py, recall/passages.py).
 
-The index writes them with the memory's vector, reuses them while the text
+The index queues them after the memory's vector (embedded a slice at a time,
+with writes queued meanwhile indexed in between), reuses them while the text
 stands (an edit elsewhere, a reindex), drops them when the memory is short or
 gone, and the semantic channel reads them: a fact in a long memory's last
 sentence, past the 128 word pieces its one vector reads, lifts that memory.
@@ -14,8 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from console import indexing, services, wiring
-from console.models import Memory, Passages
+from console import indexing, passage_store, selectors, services, wiring
+from console.models import IndexJob, Memory, Passages
 from recall import passages
 from recall.channels.semantic import Semantic
 from recall.config import RecallConfig
@@ -39,6 +40,7 @@ FACT = "The quokka ferry timetable is pinned to the harbour office wall."
 RUNBOOK = {"project": "alpha", "name": "deploy-runbook", "kind": "runbook",
            "description": "How a release reaches production",
            "body": " ".join([*FILLER, FACT])}  # fmt: skip
+SENTENCES = {f"deploy-runbook\n{s}" for s in [*FILLER, FACT]}  # as the index embeds them
 SHORT = {"project": "alpha", "name": "ferry-note", "kind": "fact",
          "description": "Ferries run on the hour", "body": "Except on Sundays."}  # fmt: skip
 
@@ -64,6 +66,18 @@ def test_a_long_memory_gets_one_unit_vector_per_sentence_a_short_one_none(
     assert list(stored) == [long_id]
     assert stored[long_id].shape == (row.rows, 384)
     np.testing.assert_allclose(np.linalg.norm(stored[long_id], axis=1), 1.0, atol=2e-3)
+
+
+def test_with_indexing_on_commit_the_sentences_are_there_when_the_write_answers(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    # They are a job of their own now; in the PostgreSQL profile the memory's planes
+    # are written in the write's transaction and the sentences follow its commit.
+    with django_capture_on_commit_callbacks(execute=True):
+        reply = call(world.client("alpha"), "post", "/memories", RUNBOOK)
+
+    assert Passages.objects.get(memory_id=reply.json()["memory"]["id"]).rows == len(FILLER) + 1
+    assert not IndexJob.objects.exists()
 
 
 def test_the_text_unchanged_embeds_nothing_again_short_or_gone_drops_them(
@@ -157,3 +171,75 @@ def test_a_long_text_without_spaces_is_cut_not_dropped(world: World) -> None:
 
     item = next(i for i in pack["items"] if i["id"] == long_id)
     assert item["truncated"] is True and "。" in item["text"] and pack["tokens"] <= 300
+
+
+def test_a_write_queued_while_sentences_embed_is_indexed_between_two_slices(
+    world: World, settings: Any, monkeypatch: Any
+) -> None:
+    # A long memory's sentences used to be embedded with its own vector, in the
+    # batch: a write queued behind a 100 KB body waited about 10 s to be findable.
+    # The index worker's way: writes queued (PostgreSQL too), applied by apply_pending.
+    settings.RECALL = {**settings.RECALL, "SYNC_ON_COMMIT": False, "INDEX_IN_TRANSACTION": False}
+    monkeypatch.setattr(passage_store, "SLICE", 2)
+    embedder = wiring.embedder()
+    assert embedder is not None
+    real, slices, seen = embedder.embed, [], []
+
+    def embed(texts: Any) -> Any:
+        if texts and all(t in SENTENCES for t in texts):
+            slices.append(len(texts))
+            if len(slices) == 1:
+                seen.append(write_queued(SHORT))
+            elif len(slices) == 2:
+                seen.append((selectors.index_pending(ids=[seen[0]]), Passages.objects.count()))
+        return real(texts)
+
+    def write_queued(body: dict[str, Any]) -> str:
+        reply = call(world.client("alpha"), "post", "/memories", body)
+        assert reply.status_code == 201, reply.content
+        return str(reply.json()["memory"]["id"])
+
+    monkeypatch.setattr(embedder, "embed", embed)
+    long_id = write_queued(RUNBOOK)
+    assert selectors.index_pending(ids=[long_id])
+
+    report = indexing.apply_pending()
+
+    assert slices == [2, 2, 2, 2, 2]  # ten sentences, two at a time
+    short_id, (short_waits, stored) = seen
+    assert (short_waits, stored) == (False, 0)  # indexed before the sentences were stored
+    assert report.applied == 3  # the two memories and the runbook's sentences
+    assert Passages.objects.get(memory_id=long_id).rows == len(FILLER) + 1
+    assert not IndexJob.objects.exists()
+    hits = call(world.client("alpha"), "get", "/search", {"q": "ferries", "semantic": "false"})
+    assert short_id in [h["id"] for h in hits.json()["hits"]]
+
+
+def test_an_edit_applied_while_sentences_embed_keeps_the_new_sentences(
+    world: World, settings: Any, monkeypatch: Any
+) -> None:
+    settings.RECALL = {**settings.RECALL, "SYNC_ON_COMMIT": False, "INDEX_IN_TRANSACTION": False}
+    monkeypatch.setattr(passage_store, "SLICE", 4)
+    embedder = wiring.embedder()
+    assert embedder is not None
+    real, edited = embedder.embed, []
+    longer = " ".join([*FILLER, "The harbour office closes at noon on Saturdays.", FACT])
+
+    def embed(texts: Any) -> Any:
+        if texts and all(t in SENTENCES for t in texts) and not edited:
+            memory = Memory.objects.get(name="deploy-runbook")
+            edited.append(services.memory_update(memory=memory, body=longer).pk)
+        return real(texts)
+
+    reply = call(world.client("alpha"), "post", "/memories", RUNBOOK)
+    long_id = reply.json()["memory"]["id"]
+    monkeypatch.setattr(embedder, "embed", embed)
+
+    indexing.apply_pending()
+
+    assert edited == [long_id]
+    doc = indexing.memory_docs(Memory.objects.filter(pk=long_id))[0]
+    row = Passages.objects.get(memory_id=long_id)
+    assert row.rows == len(FILLER) + 2  # the edit's sentences, not the first ones
+    assert row.key == passages.texts_hash(embedder.model, passages.texts(doc))
+    assert not IndexJob.objects.exists()
