@@ -45,7 +45,10 @@ View = Callable[Concatenate[HtmxHttpRequest, P], HttpResponse]
 
 def login_required(view: View[P]) -> View[P]:
     """Anonymous pages redirect to the login; anonymous htmx requests get a 403
-    whose HX-Redirect sends the whole window to the login page. Every answer
+    whose HX-Redirect sends the whole window to the login page (which says so
+    when the request was a change, `unsaved=1`: a star clicked after the session
+    ended went to the login without a word, and the star was not there after it;
+    a guarded form's text stays on its page, static/console/app.js). Every answer
     to a logged-in person is `Cache-Control: no-store`."""
 
     def wrapped(request: HtmxHttpRequest, /, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
@@ -63,7 +66,10 @@ def login_required(view: View[P]) -> View[P]:
                 # The page itself with what was just typed (a search as you type, a
                 # filter): back to it, not to the query the page was loaded with.
                 next_url = request.get_full_path()
-            response["HX-Redirect"] = f"{reverse('login')}?{urlencode({'next': next_url})}"
+            asked = {"next": next_url}
+            if request.method != "GET":  # a star, an archive: the login says it was not done
+                asked["unsaved"] = "1"
+            response["HX-Redirect"] = f"{reverse('login')}?{urlencode(asked)}"
             return response
         return redirect_to_login(request.get_full_path())
 

@@ -151,6 +151,25 @@ def test_a_search_typed_after_the_session_ended_is_kept_for_after_the_login(
     assert response["HX-Redirect"] == "/login/?next=%2F%3Fq%3Dnew%2Bwords"
 
 
+def test_a_star_clicked_after_the_session_ended_is_said_not_saved_at_the_login(
+    client: Client, memory: Memory
+) -> None:
+    """The login came up without a word, and after it the memory had no star."""
+    page = {
+        "HTTP_HX_REQUEST": "true",
+        "HTTP_HX_CURRENT_URL": f"http://testserver/memories/{memory.pk}/",
+    }
+
+    response = client.post(f"/memories/{memory.pk}/star/", **page)
+
+    assert response.status_code == 403
+    login = response["HX-Redirect"]
+    assert login == f"/login/?next=%2Fmemories%2F{memory.pk}%2F&unsaved=1"
+    said = client.get(login).content.decode()
+    assert "so your last change was not saved" in said
+    assert "so your last change was not saved" not in client.get("/login/").content.decode()
+
+
 def test_anonymous_writes_change_nothing(client: Client, memory: Memory) -> None:
     for action in ("star", "archive", "delete"):
         response = client.post(f"/memories/{memory.pk}/{action}/", **HX)
