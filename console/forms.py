@@ -254,6 +254,56 @@ class NewMemoryForm(ChoicesForm, MemoryForm):
         self.order_fields(self.field_order)
 
 
+class NoteForm(forms.Form):
+    """A note as a person edits it (its slug stays what it was made with: links use it)."""
+
+    title = forms.CharField(max_length=200)
+    description = forms.CharField(
+        max_length=150, required=False, help_text="One line, at most 150 characters."
+    )
+    body = forms.CharField(
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 14}),
+        help_text="Markdown; [[a-memory-name]] links to that memory.",
+    )
+    tags = TagsField(required=False, help_text="Comma-separated.")
+    source_url = forms.CharField(
+        label="Source",
+        max_length=200,
+        required=False,
+        help_text="Where it came from: an http(s) address, or blank.",
+    )
+
+    FIRST = "body"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not self.is_bound:
+            self.fields[self.FIRST].widget.attrs["autofocus"] = True
+
+    @classmethod
+    def initial_from(cls, note: Any) -> dict[str, Any]:
+        return {name: getattr(note, name) for name in cls.base_fields}
+
+    def clean_body(self) -> str:
+        """As `MemoryForm.clean_body`: the browser's CRLF back to LF."""
+        return str(self.cleaned_data.get("body") or "").replace("\r\n", "\n")
+
+
+class NewNoteForm(ChoicesForm, NoteForm):
+    """A note written in the console: the note's fields and where it lives."""
+
+    project = forms.ChoiceField(label="Project", required=False)
+    FIRST = "title"
+    field_order = ["project", "title", "description", "body", "tags", "source_url"]
+
+    def __init__(self, *args: Any, projects: Sequence[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._choices("project", project_choices(projects, blank="Inbox (no project)"))
+        self.order_fields(self.field_order)
+
+
 def _tag_list(text: str | None) -> tuple[str, ...]:
     """Comma-separated tags as a tuple (blank parts dropped)."""
     return tuple(t.strip() for t in (text or "").split(",") if t.strip())

@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from console import browse, roles, selectors, services, withheld
-from console.forms import MemoryForm, NewMemoryForm
+from console.forms import MemoryForm, NewMemoryForm, NewNoteForm, NoteForm
 from console.models import Memory, Note
 from console.views.base import (
     HtmxHttpRequest,
@@ -302,3 +302,60 @@ def note_detail(request: HtmxHttpRequest, note_id: str) -> HttpResponse:
     links = {name: reverse("memory_detail", args=[pk]) for name, pk in found.items()}
     context = {"n": note, "links": links, "by_name": _by_name(note.project)}
     return page(request, "console/note.html", context, "note-main")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@vary_on_headers("HX-Request")
+def note_edit(request: HtmxHttpRequest, note_id: str) -> HttpResponse:
+    """Edit a note's text, tags and source (its slug stays: links name it)."""
+    note = _note(request, note_id)
+    seen, stale = note.updated.isoformat(), False
+    if request.method == "POST":
+        form = NoteForm(request.POST)
+        seen = request.POST.get("seen") or seen  # kept through a form back with errors
+        if form.is_valid() and seen != note.updated.isoformat():  # two tabs: no lost update
+            at = note.updated.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+            form.add_error(None, STALE.replace("memory", "note").format(at=at))
+            seen, stale = note.updated.isoformat(), True  # told: a second save is deliberate
+        elif form.is_valid():
+            if all(getattr(note, k) == v for k, v in form.cleaned_data.items()):
+                messages.info(request, f"Nothing changed in {note.title}: nothing saved.")
+                return done(request, reverse("note_detail", args=[note.pk]))
+            try:
+                saved = services.note_update(note=note, **form.cleaned_data)
+            except ValidationError as exc:
+                add_errors(form, exc)
+            else:
+                messages.success(request, f"Saved {saved.title}.")
+                return done(request, reverse("note_detail", args=[saved.pk]))
+    else:
+        form = NoteForm(initial=NoteForm.initial_from(note))
+    context = {"form": form, "n": note, "seen": seen, "stale": stale}
+    return page(request, "console/note_form.html", context, "note-form")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@vary_on_headers("HX-Request")
+def note_new(request: HtmxHttpRequest) -> HttpResponse:
+    """Write a note by hand (a project page's "New note")."""
+    projects = roles.project_slugs(request.user)  # a hidden project is an invalid choice
+    if request.method == "POST":
+        form = NewNoteForm(request.POST, projects=projects)
+        if form.is_valid():
+            data = dict(form.cleaned_data)
+            project = browse.project_for(key=data.pop("project") or browse.GLOBAL)
+            try:
+                saved = services.note_create(project=project, **data)
+            except ValidationError as exc:
+                add_errors(form, exc)
+            else:
+                messages.success(request, f"Created {saved.title}.")
+                return done(request, reverse("note_detail", args=[saved.pk]))
+    else:
+        wanted = request.GET.get("project", "")
+        form = NewNoteForm(
+            projects=projects, initial={"project": wanted if wanted in projects else ""}
+        )
+    return page(request, "console/note_form.html", {"form": form}, "note-form")

@@ -75,6 +75,8 @@ def data() -> dict[str, str]:
         "delete": f"/memories/{memory.pk}/delete/",
         "new-memory": "/memories/new/?project=billing-api",
         "note": f"/notes/{note.pk}/",
+        "note-edit": f"/notes/{note.pk}/edit/",
+        "new-note": "/notes/new/?project=billing-api",
         "favorites": "/favorites/",
         "projects": "/projects/",
         "project": "/projects/billing-api/",
