@@ -105,17 +105,19 @@ def _fit(
     focus: str | None = None,
     *,
     clipped: bool = False,
+    last: bool = False,
 ) -> Hit | None:
     """`hit` with the longest cut of `text` whose item costs at most `room` tokens
     (at a sentence end if one fits, else a word end, else anywhere); with `focus`
     beyond that cut, the longest head that fits with it after it, else the focus
     alone, cut the same way. `clipped`: `text` is only the head of the memory's
-    text (`text_of`'s limit), so a focus not in it comes from beyond it."""
+    text (`text_of`'s limit), so a focus not in it comes from beyond it; `last`:
+    nothing follows that focus in the memory (no "…" after it)."""
     levels = _cuts(text[: _reach(room)])
     best = _first(counter, hit, levels, lambda cut: _cut(text[:cut]), room)
     found = _locate(text, focus) if focus else None
     if focus and found is None and clipped:
-        said, start, more = body_text(focus, opening=False), len(text), True
+        said, start, more = body_text(focus, opening=False), len(text), not last
     elif focus and found is not None:
         said, start, more = text[found[0] : found[1]], found[0], bool(text[found[1] :].strip())
     else:
@@ -175,12 +177,15 @@ def _locate(text: str, sentence: str) -> tuple[int, int] | None:
     return (found.start(), found.end()) if found else None
 
 
-def _as_written(record: Record, sentence: str) -> str:
+def _as_written(record: Record, sentence: str) -> tuple[str, bool]:
     """`sentence` (a passage: its words, spaces collapsed) as the memory's text holds
-    it, line breaks and all (a code block's lines); itself when not found."""
+    it, line breaks and all (a code block's lines), itself when not found; and
+    whether it ends the text."""
     raw = f"{record.description}\n{record.body}"
     found = _locate(raw, sentence)
-    return raw[found[0] : found[1]] if found else sentence
+    if found is None:
+        return sentence, False
+    return raw[found[0] : found[1]], not raw[found[1] :].strip()
 
 
 def _reply_tokens(
@@ -244,11 +249,33 @@ def pack(
     items = _fill(
         ranked, left, counter=counter, detail=detail, item_tokens=item_tokens, focus=focus
     )
-    said = (*warnings, NOTHING_FITS) if ranked and not items else tuple(warnings)
+    said = tuple(warnings)
+    if ranked and not items:
+        said += (_nothing_fits(ranked[0], budget - left, counter=counter, detail=detail),)
     return _settle(
         counter, items, len(ranked), budget, said, detail, total_found,
         [] if associated else None, pack_id,
     )  # fmt: skip
+
+
+def _nothing_fits(
+    best: tuple[Hit, Record], envelope_: int, *, counter: TokenCounter, detail: str
+) -> str:
+    """NOTHING_FITS, with the least budget that would hold the best hit (its text cut to
+    `MIN_TEXT_CHARS`), and at detail "index" when less: at 100 tokens no memory fits in full
+    (the envelope takes about 47, an item's fields about 70), and an agent told only
+    "exceeds" had no way to know what to ask for."""
+    hit, record = best
+    least = envelope_ + _cost(counter, hit, INDEX)
+    if detail == INDEX:
+        return f"{NOTHING_FITS} (the best hit needs a budget of about {least})"
+    head = replace(hit, text=_cut(text_of(record, limit=MIN_TEXT_CHARS)), truncated=True)
+    full = envelope_ + _cost(counter, head, FULL)
+    if least >= full:  # a long description costs more than a cut text
+        return f"{NOTHING_FITS} (the best hit needs a budget of about {full})"
+    return (
+        f"{NOTHING_FITS} (the best hit needs a budget of about {full}, {least} with detail 'index')"
+    )
 
 
 def attach(
@@ -314,10 +341,11 @@ def _fill(
         if cost > room or (clipped and detail == FULL):  # a clipped text is never whole
             said = focus(record) if focus is not None and detail == FULL else None
             said = said[: _reach(room)] if said else None  # no item shows more of it
+            last = False
             if said and clipped:  # beyond what was read: its lines as the text has them
-                said = _as_written(record, said)
+                said, last = _as_written(record, said)
             cut = (
-                _fit(counter, full, full.text or "", room, said, clipped=clipped)
+                _fit(counter, full, full.text or "", room, said, clipped=clipped, last=last)
                 if detail == FULL
                 else None
             )

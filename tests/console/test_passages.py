@@ -147,6 +147,21 @@ def test_a_long_memory_cut_for_the_pack_keeps_the_sentence_that_answered(world: 
     assert FACT not in item()["text"]
 
 
+def test_the_last_sentence_of_a_text_too_long_to_read_whole_ends_the_item(world: World) -> None:
+    # A 14 KB body: the pack reads only as much as an item could show (8 KB at the
+    # 500-token cap), so the fact comes from beyond what was read. It used to get
+    # " …" after it, as if the memory went on.
+    filler = [f"{s[:-1]}, pass {n}." for n in range(20) for s in FILLER]
+    long_id = write(world, {**RUNBOOK, "body": " ".join([*filler, FACT])})
+    ask = {"query": "where is the quokka ferry timetable pinned", "budget": 2000}
+
+    pack = call(world.client("alpha"), "post", "/recall", ask).json()
+
+    item = next(i for i in pack["items"] if i["id"] == long_id)
+    assert item["truncated"] is True
+    assert item["text"].endswith(f" … {FACT}")
+
+
 def test_an_operator_can_turn_the_sentence_vectors_off(world: World, settings: Any) -> None:
     settings.RECALL = {**settings.RECALL, "PASSAGES": False}  # RECALL_PASSAGES=0
     long_id = write(world, RUNBOOK)

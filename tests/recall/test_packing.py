@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import timedelta
 
@@ -9,7 +10,7 @@ import pytest
 
 from recall.agent import dumps, item_view, pack_view
 from recall.errors import BudgetError
-from recall.packing import MIN_BUDGET, NOTHING_FITS, pack
+from recall.packing import INDEX, MIN_BUDGET, NOTHING_FITS, pack
 from recall.results import ContextPack, age, to_hit
 from recall.tokens import ByteEstimate
 from tests.recall.conftest import NOW, make_memory
@@ -204,9 +205,13 @@ def test_a_huge_text_is_read_only_as_far_as_a_cut_could_reach():
 
     (item,) = packed.items
     assert item.truncated and (item.tokens or 0) <= 500 and item.text is not None
-    assert item.text.startswith("Shift 0:") and item.text.endswith(
-        "… The vault code is kept in the safe. …"
-    )
+    assert item.text.startswith("Shift 0:")
+    assert item.text.endswith("… The vault code is kept in the safe.")  # its last sentence
+
+    after = make_memory(1, body=f"{log} The vault code is kept in the safe. {log}")
+    packed = pack(ranked(after), budget=2000, counter=COUNT, item_tokens=500,
+                  focus=lambda _: "The vault code is kept in the safe.")  # fmt: skip
+    assert (packed.items[0].text or "").endswith("… The vault code is kept in the safe. …")
 
 
 def test_index_detail_carries_descriptions_not_text():
@@ -245,8 +250,32 @@ def test_nothing_fitting_says_so_within_the_budget():
     packed = pack(ranked(record), budget=MIN_BUDGET, counter=COUNT)
 
     assert packed.items == () and packed.omitted == 1
-    assert packed.warnings == (NOTHING_FITS,)
+    assert len(packed.warnings) == 1 and packed.warnings[0].startswith(NOTHING_FITS)
     assert COUNT.count(reply(packed, MIN_BUDGET)) <= MIN_BUDGET
+
+
+def test_nothing_fitting_names_the_budget_that_would_hold_the_best_hit():
+    # At 100 tokens an agent got "exceeds the token budget" and no way to know what
+    # to ask for: the envelope and an item's fields take more than that.
+    record = make_memory(
+        1, "queue-depth", description="Queue depth", body="z " * 4500, occurred_at=NOW,
+        valid_from=NOW, source="agent_observed", agent_id="ops-agent", session_id="ops:S1",
+    )  # fmt: skip
+
+    packed = pack(ranked(record), budget=70, counter=COUNT)
+
+    assert packed.items == ()
+    said = re.fullmatch(
+        re.escape(NOTHING_FITS) + r" \(the best hit needs a budget of about (\d+), (\d+) "
+        r"with detail 'index'\)",
+        packed.warnings[0],
+    )
+    assert said is not None, packed.warnings
+    full, index = int(said.group(1)), int(said.group(2))
+    assert full > 70 and index < full
+    assert len(pack(ranked(record), budget=full, counter=COUNT).items) == 1
+    assert len(pack(ranked(record), budget=index, counter=COUNT, detail=INDEX).items) == 1
+    assert pack(ranked(record), budget=index - 5, counter=COUNT, detail=INDEX).items == ()
 
 
 def test_long_warnings_are_shortened_rather_than_breaking_the_budget():
