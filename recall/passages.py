@@ -122,14 +122,19 @@ def passages_of(text: str) -> list[str]:
     """What a memory's passage vectors read: its sentences, or for a text of more
     than `MAX_PASSAGES` of them, that many runs of neighbouring sentences (the
     first runs one longer when they do not divide evenly)."""
+    return [" ".join(run) for run in _runs(text)]
+
+
+def _runs(text: str) -> list[list[str]]:
+    """`passages_of`, each passage as the sentences it joins."""
     found = sentences(text)
     if len(found) <= MAX_PASSAGES:
-        return found
+        return [[s] for s in found]
     each, extra = divmod(len(found), MAX_PASSAGES)
     out, at = [], 0
     for n in range(MAX_PASSAGES):
         take = each + (1 if n < extra else 0)
-        out.append(" ".join(found[at : at + take]))
+        out.append(found[at : at + take])
         at += take
     return out
 
@@ -184,15 +189,22 @@ def best(query: Vector, stored: Mapping[str, Vectors]) -> dict[str, float]:
 
 def nearest(text: str, stored: Vectors, query: Vector, terms: Sequence[str] = ()) -> str | None:
     """The sentence of `text` (`source`) nearest the query: its stored vector's cosine
-    plus `lexical` for the query's `terms` it holds. None when the stored rows are not
+    plus `lexical` for the query's `terms` it holds; of a run (a text of more than
+    `MAX_PASSAGES` sentences), the sentence of the run that holds the most of those
+    terms, if one holds more than the others (a pack cut to a run's head showed its
+    first sentence, not the one that answered). None when the stored rows are not
     this text's sentences any more (an edit the index has not applied yet) or another
     model's."""
-    found = passages_of(text)
+    runs = _runs(text)
+    found = [" ".join(run) for run in runs]
     q = np.asarray(query, dtype=np.float32).reshape(-1)
     if stored.ndim != 2 or stored.shape != (len(found), q.shape[0]) or not found:
         return None
-    scores = stored @ q + lexical(found, terms)
-    return found[int(np.argmax(scores))]
+    best = int(np.argmax(stored @ q + lexical(found, terms)))
+    inner = lexical(runs[best], terms)  # a run: the sentence of it holding the query's words
+    if len(runs[best]) > 1 and inner.max() > 0:
+        return runs[best][int(np.argmax(inner))]
+    return found[best]
 
 
 def lexical(found: Sequence[str], terms: Sequence[str]) -> npt.NDArray[np.float32]:

@@ -191,3 +191,22 @@ def test_a_rare_term_late_in_a_long_run_still_counts():
     found = [f"Alpha {filler} step 1234 here.", f"Alpha {filler} step 112 here."]
 
     assert passages.lexical(found, ["1234", "alpha"]).tolist() == [1.0, 0.0]
+
+
+def test_of_a_run_the_sentence_holding_the_query_words_is_nearest():
+    # Past 192 sentences a passage is a run of neighbours; a pack that had to cut the
+    # run showed its first sentence, not the one that answered (budget 150: "page
+    # the on-call ..." instead of the bucket's name).
+    filler = [f"Check {n} looks at the dashboard for the ledger queue." for n in range(383)]
+    fact = "The ledger cold-storage bucket is named glacier-billing-zq81."
+    text = " ".join([*filler, fact])
+    found = passages.passages_of(text)
+    assert len(found) == passages.MAX_PASSAGES and found[-1].endswith(fact)
+    stored = np.zeros((len(found), 2), dtype=np.float32)
+    stored[-1] = [1.0, 0.0]  # the last run is nearest in meaning
+    query = np.array([1.0, 0.0], dtype=np.float32)
+
+    asked = passages.nearest(text, stored, query, ["ledger", "bucket", "name", "cold"])
+
+    assert asked == fact
+    assert passages.nearest(text, stored, query, ["ledger"]) == found[-1]  # no word tells
