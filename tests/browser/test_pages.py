@@ -62,6 +62,12 @@ def data() -> dict[str, str]:
     note = Note.objects.filter(project=project).first() or services.note_create(
         project=project, title="Deploy notes", body="# Steps\n\n1. Ship"
     )
+    # The longest unbroken words the forms take: nothing may scroll sideways for them.
+    unbroken = services.memory_create(
+        project=project, kind="fact", name="unbroken-" + "e" * 100, description="e" * 150,
+        tags=["t" * 64],
+    )  # fmt: skip
+    long_note = services.note_create(project=project, title="T" * 200, description="d" * 150)
     return {
         "search-empty": "/",
         "search": "/?q=deploy+webhook",
@@ -76,6 +82,9 @@ def data() -> dict[str, str]:
         "new-memory": "/memories/new/?project=billing-api",
         "note": f"/notes/{note.pk}/",
         "note-edit": f"/notes/{note.pk}/edit/",
+        "memory-unbroken": f"/memories/{unbroken.pk}/",
+        "note-unbroken": f"/notes/{long_note.pk}/",
+        "note-unbroken-edit": f"/notes/{long_note.pk}/edit/",
         "new-note": "/notes/new/?project=billing-api",
         "favorites": "/favorites/",
         "projects": "/projects/",
