@@ -12,6 +12,7 @@ from django.utils import timezone
 from console import indexing
 from console.models import Note, Project, validate_source_url
 from console.services.memories import MAX_BODY_CHARS, tags_clean
+from recall.query import fold
 
 NOTE_FIELDS = ("title", "slug", "description", "body", "tags", "source_url")
 
@@ -60,5 +61,7 @@ def note_delete(*, note: Note) -> None:
 
 
 def slugify_name(text: str) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    """A name made of `text`'s letters and digits: accents off, as search reads them
+    ("Hermès café" -> "hermes-cafe", not "herm-s-caf")."""
+    slug = re.sub(r"[^a-z0-9]+", "-", fold(text).lower()).strip("-")
     return slug[:120] or "untitled"

@@ -122,6 +122,13 @@ STALE = (
 )
 
 
+NOTE_STALE = (
+    "This note was saved again after you opened it (at {at} UTC: by someone else, or in "
+    "another tab), so your changes were not saved over it. Your text is kept below: "
+    "compare it with the saved version (the link below), then save again to replace it."
+)
+
+
 def _stamp(memory: Memory) -> str:
     """What an edit form remembers of the memory it opened: its last save."""
     return memory.updated.isoformat()
@@ -316,7 +323,7 @@ def note_edit(request: HtmxHttpRequest, note_id: str) -> HttpResponse:
         seen = request.POST.get("seen") or seen  # kept through a form back with errors
         if form.is_valid() and seen != note.updated.isoformat():  # two tabs: no lost update
             at = note.updated.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
-            form.add_error(None, STALE.replace("memory", "note").format(at=at))
+            form.add_error(None, NOTE_STALE.format(at=at))
             seen, stale = note.updated.isoformat(), True  # told: a second save is deliberate
         elif form.is_valid():
             if all(getattr(note, k) == v for k, v in form.cleaned_data.items()):
@@ -358,4 +365,6 @@ def note_new(request: HtmxHttpRequest) -> HttpResponse:
         form = NewNoteForm(
             projects=projects, initial={"project": wanted if wanted in projects else ""}
         )
-    return page(request, "console/note_form.html", {"form": form}, "note-form")
+    chosen = form["project"].value()  # Cancel goes back to the project it was opened from
+    back = reverse("project_detail", args=[chosen]) if chosen in projects else reverse("search")
+    return page(request, "console/note_form.html", {"form": form, "back": back}, "note-form")

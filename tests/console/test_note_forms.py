@@ -53,6 +53,7 @@ def test_a_note_written_in_the_console_is_searchable_at_once(
 ) -> None:
     form = admin_client.get("/notes/new/", {"project": project.slug}).content.decode()
     assert '<option value="billing-api" selected>' in form
+    assert '<a class="button" href="/projects/billing-api/">Cancel</a>' in form
 
     response = admin_client.post("/notes/new/", {
         "project": project.slug, "title": "Dunning schedule", "description": "",
@@ -71,6 +72,14 @@ def test_a_note_written_in_the_console_is_searchable_at_once(
     page = admin_client.get(f"/notes/{made.pk}/").content.decode()
     assert "Created Dunning schedule." in page
     assert f'href="/notes/{made.pk}/edit/"' in page
+
+
+def test_a_new_notes_slug_reads_its_title_with_the_accents_off(admin_client: Client) -> None:
+    # "Hermès café notes" was `herm-s-caf-notes`; search folds accents the same way.
+    response = admin_client.post("/notes/new/", {"title": "Hermès café notes"}, **HX)
+
+    assert "HX-Redirect" in response
+    assert Note.objects.get(title="Hermès café notes").slug == "hermes-cafe-notes"
 
 
 def test_an_edit_saves_reaches_the_index_and_keeps_the_slug(
@@ -103,6 +112,7 @@ def test_a_save_over_a_newer_save_is_refused_and_the_text_kept(
 
     html = response.content.decode()
     assert response.status_code == 200 and "This note was saved again" in html
+    assert "with the saved version (the link below)" in html
     assert "My body, typed in the first tab." in html
     note.refresh_from_db()
     assert note.body == "Another tab's body."
