@@ -205,6 +205,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 SESSION_COOKIE_HTTPONLY = True
 SESSION_ENGINE = "console.sessions"  # database sessions, read with a compiled statement
 CSRF_COOKIE_HTTPONLY = False
+CSRF_FAILURE_VIEW = "console.views.base.csrf_failure"  # logged out too: to the login
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"

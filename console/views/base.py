@@ -25,6 +25,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.views import csrf as csrf_views
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
@@ -59,22 +60,38 @@ def login_required(view: View[P]) -> View[P]:
             add_never_cache_headers(response)
             return response
         if request.htmx:
-            current = urlsplit(request.htmx.current_url or "/")
-            response = HttpResponse("Log in to continue.", status=403)
-            next_url = current.path + (f"?{current.query}" if current.query else "")
-            if request.method == "GET" and request.path == current.path:
-                # The page itself with what was just typed (a search as you type, a
-                # filter): back to it, not to the query the page was loaded with.
-                next_url = request.get_full_path()
-            asked = {"next": next_url}
-            if request.method != "GET":  # a star, an archive: the login says it was not done
-                asked["unsaved"] = "1"
-            response["HX-Redirect"] = f"{reverse('login')}?{urlencode(asked)}"
-            return response
+            return _to_login(request)
         return redirect_to_login(request.get_full_path())
 
     update_wrapper(wrapped, view)
     return wrapped
+
+
+def _to_login(request: HtmxHttpRequest) -> HttpResponse:
+    """An anonymous htmx request's answer: 403, and HX-Redirect to the login."""
+    current = urlsplit(request.htmx.current_url or "/")
+    response = HttpResponse("Log in to continue.", status=403)
+    next_url = current.path + (f"?{current.query}" if current.query else "")
+    if request.method == "GET" and request.path == current.path:
+        # The page itself with what was just typed (a search as you type, a
+        # filter): back to it, not to the query the page was loaded with.
+        next_url = request.get_full_path()
+    asked = {"next": next_url}
+    if request.method != "GET":  # a star, an archive: the login says it was not done
+        asked["unsaved"] = "1"
+    response["HX-Redirect"] = f"{reverse('login')}?{urlencode(asked)}"
+    return response
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: a change refused for its token. When the session is gone too
+    (every cookie of the site cleared), it goes to the login as `login_required` sends
+    it, which says the change was not saved; the page's "out of date, reload" said
+    nothing of being logged out. Otherwise Django's own 403."""
+    htmx = getattr(request, "htmx", None)
+    if htmx and not request.user.is_authenticated:
+        return _to_login(request)  # type: ignore[arg-type]
+    return csrf_views.csrf_failure(request, reason)
 
 
 def staff_required(view: View[P]) -> View[P]:

@@ -170,6 +170,28 @@ def test_a_star_clicked_after_the_session_ended_is_said_not_saved_at_the_login(
     assert "so your last change was not saved" not in client.get("/login/").content.decode()
 
 
+def test_a_star_clicked_with_every_cookie_cleared_goes_to_the_login_too(
+    memory: Memory, admin_user: User
+) -> None:
+    """The CSRF cookie gone with the session: the refusal said "this page is out of
+    date, reload it", not that the person was logged out."""
+    page = {
+        "HTTP_HX_REQUEST": "true",
+        "HTTP_HX_CURRENT_URL": f"http://testserver/memories/{memory.pk}/",
+    }
+    browser = Client(enforce_csrf_checks=True)
+
+    response = browser.post(f"/memories/{memory.pk}/star/", **page)
+
+    assert response.status_code == 403
+    assert response["HX-Redirect"] == f"/login/?next=%2Fmemories%2F{memory.pk}%2F&unsaved=1"
+    browser.force_login(admin_user)  # logged in, the token missing: Django's own refusal
+    refused = browser.post(f"/memories/{memory.pk}/star/", **page)
+    assert refused.status_code == 403 and "HX-Redirect" not in refused
+    memory.refresh_from_db()
+    assert memory.favorite is False
+
+
 def test_anonymous_writes_change_nothing(client: Client, memory: Memory) -> None:
     for action in ("star", "archive", "delete"):
         response = client.post(f"/memories/{memory.pk}/{action}/", **HX)
