@@ -377,6 +377,13 @@ def memory_supersede(
         said = withheld.warnings(fields)  # what it changes: a carried text was warned before
         if "body" in fields:
             said += _unlinked(written.memory)
+        kept = written.memory.description
+        if "body" in fields and "description" not in fields and kept.strip():
+            # A new body under the old one-line summary read "within 45 days" then "60".
+            said.append(
+                f"description kept from the version this replaces: {kept[:150]!r}; "
+                "send `description` too if it no longer holds"
+            )
         body = replies.written_view(
             written.memory, created=True, hint=written.dedup_hint, warnings=said
         )

@@ -541,6 +541,21 @@ def test_supersede_replaces_and_stamps_the_old_one(world: World) -> None:
     assert "cannot be restored" in error(restore, 409, "conflict")["detail"]
 
 
+def test_a_supersede_of_the_body_alone_says_the_description_was_kept(world: World) -> None:
+    client = world.client("alpha")
+    old = world.memories["alpha"]
+    services.memory_update(memory=old, description="Refunds allowed within 45 days")
+
+    r = call(client, "post", f"/memories/{old.pk}/supersede", {"body": "Within 60 days now."})
+
+    kept = "description kept from the version this replaces: 'Refunds allowed within 45 days'"
+    assert any(w.startswith(kept) for w in r.json()["warnings"]), r.json()["warnings"]
+    newer = r.json()["memory"]["id"]
+    both = {"body": "Within 90 days.", "description": "Refunds within 90 days"}
+    told = call(client, "post", f"/memories/{newer}/supersede", both).json()
+    assert not any("description kept" in w for w in told["warnings"])
+
+
 def test_archive_and_restore(world: World) -> None:
     mid = world.memories["alpha"].pk
     client = world.client("alpha")
