@@ -187,7 +187,29 @@ class TagsField(forms.CharField):
                 )
 
 
-class MemoryForm(forms.Form):
+class TextForm(forms.Form):
+    """What the memory and note forms share: typing starts at `FIRST` on a fresh form
+    (a form back with errors focuses its first error instead), an item's values as
+    the form's initial ones, and the body as typed."""
+
+    FIRST = "body"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not self.is_bound:
+            self.fields[self.FIRST].widget.attrs["autofocus"] = True
+
+    @classmethod
+    def initial_from(cls, item: Any) -> dict[str, Any]:
+        return {name: getattr(item, name) for name in cls.base_fields}
+
+    def clean_body(self) -> str:
+        """The text as typed, with the browser's CRLF line ends back to LF: an edit of
+        another field leaves the body byte for byte as it was (no phantom revision)."""
+        return str(self.cleaned_data.get("body") or "").replace("\r\n", "\n")
+
+
+class MemoryForm(TextForm):
     kind = forms.ChoiceField(choices=[(k, k) for k in MEMORY_KINDS])
     name = forms.CharField(
         max_length=120,
@@ -213,20 +235,6 @@ class MemoryForm(forms.Form):
     )  # fmt: skip
 
     FIRST = "description"  # where typing starts on a fresh form: what an edit changes most
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        if not self.is_bound:  # a form back with errors focuses its first error instead
-            self.fields[self.FIRST].widget.attrs["autofocus"] = True
-
-    @classmethod
-    def initial_from(cls, memory: Any) -> dict[str, Any]:
-        return {name: getattr(memory, name) for name in cls.base_fields}
-
-    def clean_body(self) -> str:
-        """The text as typed, with the browser's CRLF line ends back to LF: an edit of
-        another field leaves the body byte for byte as it was (no phantom revision)."""
-        return str(self.cleaned_data.get("body") or "").replace("\r\n", "\n")
 
     def clean_expires_at(self) -> datetime | None:
         """A time to come: a past one would hide the memory the moment it is saved."""
@@ -254,7 +262,7 @@ class NewMemoryForm(ChoicesForm, MemoryForm):
         self.order_fields(self.field_order)
 
 
-class NoteForm(forms.Form):
+class NoteForm(TextForm):
     """A note as a person edits it (its slug stays what it was made with: links use it)."""
 
     title = forms.CharField(max_length=200)
@@ -276,19 +284,6 @@ class NoteForm(forms.Form):
     )
 
     FIRST = "body"
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        if not self.is_bound:
-            self.fields[self.FIRST].widget.attrs["autofocus"] = True
-
-    @classmethod
-    def initial_from(cls, note: Any) -> dict[str, Any]:
-        return {name: getattr(note, name) for name in cls.base_fields}
-
-    def clean_body(self) -> str:
-        """As `MemoryForm.clean_body`: the browser's CRLF back to LF."""
-        return str(self.cleaned_data.get("body") or "").replace("\r\n", "\n")
 
 
 class NewNoteForm(ChoicesForm, NoteForm):

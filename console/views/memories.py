@@ -182,6 +182,32 @@ def _memory_form(request: HtmxHttpRequest, memory: Memory, *, supersede: bool) -
     return page(request, "console/memory_form.html", context, "memory-form")
 
 
+def _created(
+    request: HtmxHttpRequest,
+    form: NewMemoryForm | NewNoteForm,
+    write: Callable[..., Any],
+    shown: Callable[[Any], tuple[str, str]],
+    said: Callable[[dict[str, Any]], None] | None = None,
+) -> HttpResponse | None:
+    """A new item's form, posted: `write` it into the project chosen and go to its page
+    (`shown`: its label and its page's URL name; `said`: what else to tell, after
+    "Created"), else None with the errors on `form`."""
+    if not form.is_valid():
+        return None
+    data = dict(form.cleaned_data)
+    project = browse.project_for(key=data.pop("project") or browse.GLOBAL)
+    try:
+        saved = write(project=project, **data)
+    except ValidationError as exc:
+        add_errors(form, exc)
+        return None
+    label, url_name = shown(saved)
+    messages.success(request, f"Created {label}.")
+    if said is not None:
+        said(data)
+    return done(request, reverse(url_name, args=[saved.pk]))
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
@@ -190,17 +216,12 @@ def memory_new(request: HtmxHttpRequest) -> HttpResponse:
     projects = roles.project_slugs(request.user)  # a hidden project is an invalid choice
     if request.method == "POST":
         form = NewMemoryForm(request.POST, projects=projects)
-        if form.is_valid():
-            data = dict(form.cleaned_data)
-            project = browse.project_for(key=data.pop("project") or browse.GLOBAL)
-            try:
-                saved = services.memory_create(project=project, source="user_stated", **data)
-            except ValidationError as exc:
-                add_errors(form, exc)
-            else:
-                messages.success(request, f"Created {saved.name}.")
-                _warn_withheld(request, data)
-                return done(request, reverse("memory_detail", args=[saved.pk]))
+        made = _created(
+            request, form, lambda **data: services.memory_create(source="user_stated", **data),
+            lambda m: (m.name, "memory_detail"), said=lambda data: _warn_withheld(request, data),
+        )  # fmt: skip
+        if made is not None:
+            return made
     else:
         wanted = request.GET.get("project", "")
         form = NewMemoryForm(
@@ -350,16 +371,9 @@ def note_new(request: HtmxHttpRequest) -> HttpResponse:
     projects = roles.project_slugs(request.user)  # a hidden project is an invalid choice
     if request.method == "POST":
         form = NewNoteForm(request.POST, projects=projects)
-        if form.is_valid():
-            data = dict(form.cleaned_data)
-            project = browse.project_for(key=data.pop("project") or browse.GLOBAL)
-            try:
-                saved = services.note_create(project=project, **data)
-            except ValidationError as exc:
-                add_errors(form, exc)
-            else:
-                messages.success(request, f"Created {saved.title}.")
-                return done(request, reverse("note_detail", args=[saved.pk]))
+        made = _created(request, form, services.note_create, lambda n: (n.title, "note_detail"))
+        if made is not None:
+            return made
     else:
         wanted = request.GET.get("project", "")
         form = NewNoteForm(
