@@ -238,23 +238,25 @@ def palette_keep(key: tuple[Any, ...], stamp: object, answer: bytes) -> None:
     wiring.palette_answers().put(key, (stamp, answer))
 
 
-def warm() -> None:
+def warm(projects: Sequence[str] | None = None) -> None:
     """Everything a server's first requests would otherwise wait for: the
-    planes, the model and the vector copy (`wiring.warm`), then each
-    project's PromptRecall corpus (later rebuilds happen off the request);
-    what they loaded then stays out of the cyclic collector's way
-    (`allocator.freeze`)."""
+    planes, the model and the vector copy (`wiring.warm`), then the PromptRecall
+    corpus of the global memories and of each project (`projects`; None: every
+    one; later rebuilds happen off the request); what they loaded then stays
+    out of the cyclic collector's way (`allocator.freeze`)."""
     wiring.warm()
-    for slug in [None, *Project.objects.values_list("slug", flat=True)]:
+    if projects is None:
+        projects = list(Project.objects.values_list("slug", flat=True))
+    for slug in [None, *projects]:
         prompt_recall(project=slug, prompt="warm up")
     allocator.freeze()
 
 
-def warm_quietly() -> None:
+def warm_quietly(projects: Sequence[str] | None = None) -> None:
     """`warm` on a thread of its own (a server's start): its database connection is
     given back at the end (PostgreSQL's pool would lose it with the thread)."""
     try:
-        warm()
+        warm(projects)
     finally:
         connections.close_all()
 
