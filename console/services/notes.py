@@ -24,7 +24,7 @@ def note_create(*, project: Project | None, **fields: Any) -> Note:
         raise ValueError(f"unknown note fields: {sorted(unknown)}")
     note = Note(project=project, **fields)
     if not note.slug:
-        note.slug = slugify_name(note.title)
+        note.slug = _free(slugify_name(note.title), project)
     note.tags = tags_clean(tags=note.tags)
     if len(note.body) > MAX_BODY_CHARS:
         raise ValidationError({"body": f"The body is over {MAX_BODY_CHARS:,} characters."})
@@ -58,6 +58,19 @@ def note_delete(*, note: Note) -> None:
     pk = note.pk
     note.delete()
     indexing.enqueue("note", pk, "delete")
+
+
+def _free(slug: str, project: Project | None) -> str:
+    """`slug`, or `slug-2`, `slug-3`, ... when a note of the project holds it (two notes of
+    one title were told apart nowhere: the same slug in the list, the search, the palette)."""
+    taken = set(
+        Note.objects.filter(project=project, slug__startswith=slug).values_list("slug", flat=True)
+    )
+    n, free = 1, slug
+    while free in taken:
+        n += 1
+        free = f"{slug[: 120 - len(str(n)) - 1]}-{n}"
+    return free
 
 
 def slugify_name(text: str) -> str:

@@ -82,6 +82,14 @@ def test_a_new_notes_slug_reads_its_title_with_the_accents_off(admin_client: Cli
     assert Note.objects.get(title="Hermès café notes").slug == "hermes-cafe-notes"
 
 
+def test_notes_of_one_title_get_slugs_of_their_own(project: Project) -> None:
+    made = [services.note_create(project=project, title="Webhook runbook") for _ in range(3)]
+    elsewhere = services.note_create(project=None, title="Webhook runbook")
+
+    assert [n.slug for n in made] == ["webhook-runbook", "webhook-runbook-2", "webhook-runbook-3"]
+    assert elsewhere.slug == "webhook-runbook"  # another project's (here the inbox)
+
+
 def test_an_edit_saves_reaches_the_index_and_keeps_the_slug(
     admin_client: Client, note: Note
 ) -> None:
