@@ -1,20 +1,22 @@
 """Long memories' sentence vectors in the database (`Passages`, recall/passages.py).
 
-The index queues them with each memory's vector (`indexing._apply` calls
+The index queues them after each memory's vector (`indexing._apply` calls
 `queue`): a `passages` job per long memory whose sentences changed, applied
 by `indexing.apply_pending` after the memory and note jobs. A 100 KB body is
-192 sentences, about 10 s of embedding on a 2 GHz core; written with the
-memory's own vector, as they were before, every write queued behind it
-waited that long to be findable. Now the memory is indexed at once (its text
-and its one vector), and its sentences are embedded `SLICE` at a time, with
-the memory and note jobs that arrived meanwhile applied between two slices
-(`write`'s `between`), so a write waits for one slice at most.
+192 runs of sentences, about 9 s of embedding on a 2 GHz core; embedded with
+the memory's own vector, as they were before, they held every write queued
+behind it that long. Now the memory is indexed at once (its text and its one
+vector), and its sentences are embedded `SLICE` at a time, with the memory and
+note jobs that arrived meanwhile applied between two slices (`embedded`'s
+`between`), so such a write waits for one slice at most. A rebuild writes
+them at once (`write`).
 
 Each memory's vectors are stored under the hash of what was embedded, so a
 reindex, a plane rebuild or an edit that leaves the text alone embeds nothing
-again, and a memory that became short loses them at once. Stored only while
-the memory still says what was embedded: an edit applied meanwhile queued a
-job of its own. The semantic channel reads them through
+again, and a memory that became short loses them at once. A job stores them
+only while the memory still holds what was embedded (`indexing._apply_passages`
+checks under the plane lock): an edit applied meanwhile queued a job of its
+own. The semantic channel reads them through
 `DjangoStore.passages`; until they are written a long memory is read by its
 one vector. They live beside the rows rather than in a vector plane: one
 implementation serves the embedded and the PostgreSQL profile, and the
