@@ -12,7 +12,6 @@ from django import forms
 from django.utils import timezone
 
 from console.models import validate_name
-from console.services.memories import MAX_TAG_CHARS
 from console.services.writes import request_hash
 from recall import decay
 from recall.altitude import ALTITUDES
@@ -31,6 +30,7 @@ from recall.graph import MAX_ASSOCIATED, MAX_CAP, MAX_HOPS, MAX_SEEDS
 from recall.neighbourhood import FIELDS as SESSION_FIELDS
 from recall.neighbourhood import MAX_CAP as MAX_SESSION_CAP
 from recall.neighbourhood import MAX_TURNS, MAX_WINDOW_MINUTES
+from recall.recall import MAX_TAG_CHARS
 from recall.requests import ENTITIES, WORTH_FIELDS
 from recall.routing import ROUTINGS
 from recall.types import MEMORY_KINDS

@@ -39,6 +39,7 @@ from recall.decay import MAX_TTL_SECONDS
 from recall.graph import MAX_ASSOCIATED, MAX_CAP, MAX_HOPS, MAX_SEEDS
 from recall.neighbourhood import MAX_CAP as MAX_SESSION_CAP
 from recall.neighbourhood import MAX_TURNS, MAX_WINDOW_MINUTES
+from recall.recall import MAX_TAG_CHARS
 from recall.requests import ENTITIES, SCOPES
 from recall.results import SOURCES
 from recall.routing import ROUTINGS
@@ -159,7 +160,7 @@ GraphCap = _int(0, MAX_CAP)
 AssociatedCap = _int(0, MAX_ASSOCIATED)
 Weight = Annotated[float, Field(ge=0, le=MAX_WEIGHT, allow_inf_nan=False)]
 Unit = Annotated[float, Strict(False), Field(ge=0, le=1), BeforeValidator(_json_number)]
-Tag = Annotated[str, Field(min_length=1, max_length=64)]
+Tag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS)]
 Name = Annotated[str, Field(pattern=NAME_PATTERN, description="slug, e.g. chroma-boot-race")]
 Slug = Annotated[str, Field(min_length=1, max_length=64, description="a project's slug")]
 # A date-time in a body or query string ("0.5" is not read as a Unix time); a bare

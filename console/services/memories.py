@@ -25,6 +25,7 @@ from console.services.associations import associations_carry
 from console.services.revisions import revision_record
 from recall import links
 from recall.decay import MAX_TTL_SECONDS
+from recall.recall import MAX_TAG_CHARS  # the API refuses a longer tag; import cuts it
 
 
 class StateConflict(ValidationError):
@@ -38,7 +39,6 @@ class ValidTimeError(StateConflict):
 
 MAX_BODY_CHARS = 200_000
 MAX_TAGS = 32
-MAX_TAG_CHARS = 64  # as the API's schema: a longer tag is refused there, cut on import
 
 MEMORY_FIELDS = (
     "kind",

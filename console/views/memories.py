@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
+from django.forms import Form
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -116,22 +117,26 @@ def memory_by_name(request: HtmxHttpRequest, name: str) -> HttpResponse:
 
 
 STALE = (
-    "This memory was saved again after you opened it (at {at} UTC: by someone else, or "
+    "This {what} was saved again after you opened it (at {at} UTC: by someone else, or "
     "in another tab), so your changes were not saved over it. Your text is kept below: "
-    "compare it with the saved version (links below), then save again to replace it."
+    "compare it with the saved version ({links} below), then save again to replace it."
 )
 
 
-NOTE_STALE = (
-    "This note was saved again after you opened it (at {at} UTC: by someone else, or in "
-    "another tab), so your changes were not saved over it. Your text is kept below: "
-    "compare it with the saved version (the link below), then save again to replace it."
-)
+def _stamp(item: Memory | Note) -> str:
+    """What an edit form remembers of the item it opened: its last save."""
+    return item.updated.isoformat()
 
 
-def _stamp(memory: Memory) -> str:
-    """What an edit form remembers of the memory it opened: its last save."""
-    return memory.updated.isoformat()
+def _saved_since(form: Form, item: Memory | Note, seen: str, *, links: str) -> bool:
+    """Whether `item` was saved after its form opened at `seen` (two tabs: no lost
+    update); then the form says so (`links`: what the page offers to compare with)."""
+    if seen == _stamp(item):
+        return False
+    at = item.updated.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    what = "memory" if isinstance(item, Memory) else "note"
+    form.add_error(None, STALE.format(what=what, at=at, links=links))
+    return True
 
 
 def _for_people(warnings: list[str]) -> list[str]:
@@ -155,9 +160,7 @@ def _memory_form(request: HtmxHttpRequest, memory: Memory, *, supersede: bool) -
     if request.method == "POST":
         form = MemoryForm(request.POST)
         seen = request.POST.get("seen") or seen  # kept through a form back with errors
-        if form.is_valid() and seen != _stamp(memory):  # two tabs: no lost update
-            at = memory.updated.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
-            form.add_error(None, STALE.format(at=at))
+        if form.is_valid() and _saved_since(form, memory, seen, links="links"):
             seen, stale = _stamp(memory), True  # told: a second save is deliberate
         elif form.is_valid():
             write = services.memory_supersede if supersede else services.memory_update
@@ -338,14 +341,12 @@ def note_detail(request: HtmxHttpRequest, note_id: str) -> HttpResponse:
 def note_edit(request: HtmxHttpRequest, note_id: str) -> HttpResponse:
     """Edit a note's text, tags and source (its slug stays: links name it)."""
     note = _note(request, note_id)
-    seen, stale = note.updated.isoformat(), False
+    seen, stale = _stamp(note), False
     if request.method == "POST":
         form = NoteForm(request.POST)
         seen = request.POST.get("seen") or seen  # kept through a form back with errors
-        if form.is_valid() and seen != note.updated.isoformat():  # two tabs: no lost update
-            at = note.updated.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
-            form.add_error(None, NOTE_STALE.format(at=at))
-            seen, stale = note.updated.isoformat(), True  # told: a second save is deliberate
+        if form.is_valid() and _saved_since(form, note, seen, links="the link"):
+            seen, stale = _stamp(note), True  # told: a second save is deliberate
         elif form.is_valid():
             if all(getattr(note, k) == v for k, v in form.cleaned_data.items()):
                 messages.info(request, f"Nothing changed in {note.title}: nothing saved.")
