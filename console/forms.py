@@ -30,7 +30,7 @@ from recall.graph import MAX_ASSOCIATED, MAX_CAP, MAX_HOPS, MAX_SEEDS
 from recall.neighbourhood import FIELDS as SESSION_FIELDS
 from recall.neighbourhood import MAX_CAP as MAX_SESSION_CAP
 from recall.neighbourhood import MAX_TURNS, MAX_WINDOW_MINUTES
-from recall.recall import MAX_TAG_CHARS
+from recall.recall import MAX_TAG_CHARS, tag_form
 from recall.requests import ENTITIES, WORTH_FIELDS
 from recall.routing import ROUTINGS
 from recall.types import MEMORY_KINDS
@@ -300,8 +300,8 @@ class NewNoteForm(ChoicesForm, NoteForm):
 
 
 def _tag_list(text: str | None) -> tuple[str, ...]:
-    """Comma-separated tags as a tuple (blank parts dropped)."""
-    return tuple(t.strip() for t in (text or "").split(",") if t.strip())
+    """Comma-separated tags as a tuple, in their stored form (blank parts dropped)."""
+    return tuple(t for t in (tag_form(part) for part in (text or "").split(",")) if t)
 
 
 def _utc(instant: datetime | None) -> datetime | None:

@@ -95,6 +95,18 @@ def validate(req: RecallRequest, config: RecallConfig, channels: Sequence[Channe
 
 MAX_FILTER_TAGS = 32
 MAX_TAG_CHARS = 64
+
+
+def tag_form(tag: str) -> str:
+    """A tag as it is stored and matched: trimmed, lower-cased, no leading `#`.
+
+    Agents write `#billing` as often as `billing`; stored as typed, the two
+    were two tags, a filter on one missed the other, and the console (which
+    puts a `#` before every tag) showed `##billing`.
+    """
+    return tag.strip().lstrip("#").strip().lower()
+
+
 MAX_ID_CHARS = 120
 
 

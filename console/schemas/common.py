@@ -39,7 +39,7 @@ from recall.decay import MAX_TTL_SECONDS
 from recall.graph import MAX_ASSOCIATED, MAX_CAP, MAX_HOPS, MAX_SEEDS
 from recall.neighbourhood import MAX_CAP as MAX_SESSION_CAP
 from recall.neighbourhood import MAX_TURNS, MAX_WINDOW_MINUTES
-from recall.recall import MAX_TAG_CHARS
+from recall.recall import MAX_TAG_CHARS, tag_form
 from recall.requests import ENTITIES, SCOPES
 from recall.results import SOURCES
 from recall.routing import ROUTINGS
@@ -132,6 +132,13 @@ def _utc(value: datetime) -> datetime:
         return value
 
 
+def _tag(value: str) -> str:
+    """A tag in its stored form (`recall.recall.tag_form`), so `#Billing` writes and
+    finds `billing`. One of only `#` and spaces becomes blank, never refused (the
+    schema allows it): a write drops it, a filter answers that it matches nothing."""
+    return tag_form(value)
+
+
 def _json_number(value: Any) -> Any:
     if isinstance(value, bool | str):
         raise ValueError("give a JSON number")
@@ -160,7 +167,7 @@ GraphCap = _int(0, MAX_CAP)
 AssociatedCap = _int(0, MAX_ASSOCIATED)
 Weight = Annotated[float, Field(ge=0, le=MAX_WEIGHT, allow_inf_nan=False)]
 Unit = Annotated[float, Strict(False), Field(ge=0, le=1), BeforeValidator(_json_number)]
-Tag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS)]
+Tag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS), AfterValidator(_tag)]
 Name = Annotated[str, Field(pattern=NAME_PATTERN, description="slug, e.g. chroma-boot-race")]
 Slug = Annotated[str, Field(min_length=1, max_length=64, description="a project's slug")]
 # A date-time in a body or query string ("0.5" is not read as a Unix time); a bare

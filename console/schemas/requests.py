@@ -73,6 +73,8 @@ AS_OF = "valid time: only what was true at this instant (ISO 8601 with a zone)"
 RECORDED_AS_OF = "transaction time: what was known at this instant (ISO 8601 with a zone)"
 RECORD = "record what was returned (feeds usage ranking and history); false for evaluations"
 
+TAGS_SAID = "labels, stored lower-cased without a leading #"
+
 
 class RecallIn(Body):
     query: str = Field(
@@ -372,7 +374,7 @@ class MemoryFields(Body):
     name: Name | None = Field(None, description="its slug, e.g. chroma-boot-race")
     description: str | None = Field(None, max_length=150, description="one line, shown in indexes")
     body: str | None = Field(None, max_length=200_000, description="markdown; [[name]] links")
-    tags: list[Tag] | None = Field(None, max_length=32, description="labels, lower-cased")
+    tags: list[Tag] | None = Field(None, max_length=32, description=TAGS_SAID)
     importance: Unit | None = Field(None, description="0..1 (default 0.5)")
     session_id: str | None = Field(
         None, max_length=120, description="the conversation or run it came from"
@@ -526,7 +528,7 @@ class NoteFields(Body):
     slug: Name | None = Field(None, description="its slug (default: from the title)")
     description: str | None = Field(None, max_length=150, description="one line")
     body: str | None = Field(None, max_length=200_000, description="markdown")
-    tags: list[Tag] | None = Field(None, max_length=32, description="labels, lower-cased")
+    tags: list[Tag] | None = Field(None, max_length=32, description=TAGS_SAID)
     source_url: SourceUrl | None = Field(None, description="an http(s) URL (empty clears it)")
 
     @field_validator("title", "description", "body", "tags")

@@ -25,7 +25,7 @@ from console.services.associations import associations_carry
 from console.services.revisions import revision_record
 from recall import links
 from recall.decay import MAX_TTL_SECONDS
-from recall.recall import MAX_TAG_CHARS  # the API refuses a longer tag; import cuts it
+from recall.recall import MAX_TAG_CHARS, tag_form  # the API refuses a longer tag; import cuts it
 
 
 class StateConflict(ValidationError):
@@ -69,10 +69,11 @@ def content_hash(*, name: str, description: str, body: str) -> str:
 
 
 def tags_clean(*, tags: Iterable[str] | None) -> list[str]:
-    """Stripped, lower-cased, de-duplicated tags cut to 64 characters; at most MAX_TAGS."""
+    """Tags in their stored form (`tag_form`), de-duplicated, cut to 64 characters;
+    at most MAX_TAGS."""
     out = []
     for tag in tags or []:
-        tag = str(tag).strip().lower()
+        tag = tag_form(str(tag))
         if tag and tag not in out:
             out.append(tag[:MAX_TAG_CHARS])
     if len(out) > MAX_TAGS:
