@@ -6,6 +6,7 @@ serialise them without touching the engine.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -189,20 +190,26 @@ def age(updated: datetime | None, now: datetime) -> str:
     return f"{days // 365}y"
 
 
-_MARKUP = "#>*-+` \t"
+# A line's block marks: a heading's #s, a quote's >, a list item's -, * or + (each
+# followed by a space: "-40 °C" and "#4512" are text, and so is **bold**).
+_BLOCK_MARK = re.compile(r"(?:#{1,6}(?=\s)|>|[-*+](?=\s))\s*")
+_RULE = re.compile(r"[-*_=#>\s]+")  # a rule or an empty heading: no text
 LEAD_CHARS = 300  # of a body, enough for its lead (`lead`'s default limit, twice)
 
 
 def lead(description: str, body: str, limit: int = 150) -> str:
     """What stands for an item in a one-line list: its description, else the first
-    line of its body with its markdown marks dropped, cut to `limit` characters (an
+    line of its body with its block marks dropped (a heading's, a quote's, a list
+    item's; a sign or an emphasis is text), cut to `limit` characters (an
     agent's index line or briefing line said nothing for a memory written without a
     description)."""
     if description.strip():
         return description
     for line in body.splitlines():
-        line = line.strip().lstrip(_MARKUP).strip()
-        if line:
+        line = line.strip()
+        while mark := _BLOCK_MARK.match(line):
+            line = line[mark.end() :]
+        if line and not _RULE.fullmatch(line):
             return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
     return ""
 
