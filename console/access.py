@@ -316,11 +316,12 @@ def _named_in_one(access: Access, name: str) -> Memory:
         if (m := selectors.memory_named(name=name, project=slug)) is not None
     }
     own = [m for m in found.values() if m.project is not None]
-    if len(own) > 1:
-        holders = ", ".join(sorted(m.project.slug for m in own if m.project))
+    if len(own) > 1:  # the ids: a change by name takes no project to choose with
+        holders = ", ".join(sorted(f"{m.pk} in {m.project.slug}" for m in own if m.project))
         raise QueryError(
-            f"{name!r} names a memory in each of {holders}: give its id or a project",
-            field="project",
+            f"{name!r} names a memory in each of your projects: {holders}; give the id of "
+            "the one you mean",
+            field="name",
         )
     chosen = own or [m for m in found.values() if access.sees(None)]
     if not chosen:
