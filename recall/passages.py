@@ -238,11 +238,14 @@ def focus(
 ) -> Callable[[Record], str | None] | None:
     """What a pack asks of a long memory it must cut (`recall.packing`): the sentence
     nearest the query (`nearest`, with the query's words from `text`), read from the
-    store when asked; None without a query vector."""
-    if query is None:
-        return None
-    q = np.asarray(query, dtype=np.float32).reshape(-1)
+    store when asked. Without a query vector (an identifier is not embedded, nor is
+    any query when meaning is off), the sentence holding the most of the query's
+    distinguishing words (`worded`): a lower-case `zx-4471-qp` got the runbook's head,
+    not the sentence naming it. None when there is neither."""
     terms = words(text)
+    if query is None:
+        return worded(terms) if terms else None
+    q = np.asarray(query, dtype=np.float32).reshape(-1)
 
     def nearest_of(record: Record) -> str | None:
         if record.item != MEMORY:
@@ -253,6 +256,20 @@ def focus(
         return nearest(source(record.body, record.description), stored, q, terms)
 
     return nearest_of
+
+
+def worded(terms: Sequence[str]) -> Callable[[Record], str | None]:
+    """A memory's sentence holding the most of `terms`, by `lexical`; None when no
+    sentence holds more of them than another."""
+
+    def holding(record: Record) -> str | None:
+        if record.item != MEMORY:
+            return None
+        found = sentences(source(record.body, record.description))
+        share = lexical(found, terms)
+        return found[int(np.argmax(share))] if share.size and share.max() > 0 else None
+
+    return holding
 
 
 def unit_rows(block: Vectors) -> Vectors:

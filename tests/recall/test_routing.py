@@ -194,3 +194,19 @@ def test_entities_picks_memories_notes_or_both(
     pack = engine.recall(ask("chroma boot race", entities=entities, scope=scope))
 
     assert sorted(h.kind if h.kind == "note" else "memory" for h in pack.items) == items
+
+
+def test_an_identifier_cut_from_a_long_memory_shows_the_sentence_naming_it(
+    make_engine: MakeEngine,
+) -> None:
+    """An identifier is not embedded, so no sentence was nearest in meaning: the pack
+    showed the runbook's head. The sentence holding the query's words is shown."""
+    steps = [f"Step {n} checks the replica lag and logs the figure." for n in range(60)]
+    steps[40] = "If the ledger rejects writes with error code ZX-4471-QP, rotate the key."
+    engine = make_engine([make_memory(1, description="", body=" ".join(steps))])
+
+    pack = engine.recall(ask("zx-4471-qp", budget=200, debug=True))
+
+    [item] = pack.items
+    assert pack.debug is not None and pack.debug["embedded"] is False
+    assert item.truncated and item.text is not None and "ZX-4471-QP" in item.text
