@@ -523,36 +523,6 @@ def test_projects_are_listed_and_created_by_an_admin_token(world: World) -> None
     assert write(world, {"project": "gamma", **TURN}, who="admin").status_code == 201
 
 
-def test_a_name_two_of_the_tokens_projects_hold_is_answered_with_their_ids(
-    world: World,
-) -> None:
-    """A change by name takes no project, so the refusal names what it does take: the
-    ids (it said "give its id or a project", and a project was then refused)."""
-    from console import tokens
-
-    _, world.secrets["both"] = tokens.token_create(
-        agent="both-bot", projects=["alpha", "beta"], may_write=True
-    )
-    made = {
-        slug: write(world, {"project": slug, "name": "db-port", "description": f"{slug} port"},
-                    who="both").json()["memory"]["id"]
-        for slug in ("alpha", "beta")
-    }  # fmt: skip
-    client = world.client("both")
-
-    refused = call(client, "post", "/memories/db-port/supersede", {"body": "5433"})
-    by_id = call(client, "post", f"/memories/{made['beta']}/supersede", {"body": "5433"})
-
-    assert refused.status_code == 400
-    said = refused.json()
-    assert said["field"] == "name"
-    assert (
-        f"{made['alpha']} in alpha" in said["detail"]
-        and f"{made['beta']} in beta" in said["detail"]
-    )
-    assert by_id.status_code in (200, 201), by_id.content
-
-
 # --- reproducible, and sanitized everywhere ---------------------------------------------
 
 

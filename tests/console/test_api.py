@@ -801,8 +801,9 @@ def test_a_token_of_two_projects_changes_a_memory_by_its_name(world: World) -> N
     client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
     alpha = world.memories["alpha"]
     twin = {"project": "beta", "name": "twin", "kind": "fact", "body": "In beta."}
-    assert call(client, "post", "/memories", twin).status_code == 201
-    assert call(client, "post", "/memories", {**twin, "project": "alpha"}).status_code == 201
+    in_beta = call(client, "post", "/memories", twin)
+    in_alpha = call(client, "post", "/memories", {**twin, "project": "alpha"})
+    assert in_beta.status_code == in_alpha.status_code == 201
 
     archived = call(client, "post", f"/memories/{alpha.name}/archive")
     restored = call(client, "post", f"/memories/{alpha.name}/restore")
@@ -812,4 +813,7 @@ def test_a_token_of_two_projects_changes_a_memory_by_its_name(world: World) -> N
     assert archived.status_code == 200 and archived.json()["id"] == alpha.pk
     assert restored.status_code == 200 and restored.json()["active"] is True
     assert read.status_code == 200 and read.json()["id"] == alpha.pk
-    assert "alpha, beta" in error(both, 400, "invalid", "project")["detail"]
+    # The ids, not "or a project": a change by name takes no project.
+    said = error(both, 400, "invalid", "name")["detail"]
+    assert f"{in_alpha.json()['memory']['id']} in alpha" in said
+    assert f"{in_beta.json()['memory']['id']} in beta" in said
