@@ -256,6 +256,7 @@ def run(
     _strict(req, gathered.warnings)
     _filtered_out(gathered, where, planes.store)  # before the meaning floor drops any
     _meaning_floor(gathered, config.meaning_floor)
+    _nothing_held(gathered)
     timings = gathered.timings
 
     start = time.perf_counter()
@@ -381,8 +382,10 @@ def browse(
     ]
     if req.include_graph:
         ranked = with_graph(planes.store, ranked, where=where)
+    given = [f for f in FILTER_FIELDS if getattr(where, f, None) not in (None, ())]
+    said = () if records else (NOTHING_LISTED.format(names=", ".join(given)),)
     packed = pack(
-        ranked, budget=budget, counter=planes.tokens, detail=req.detail,
+        ranked, budget=budget, counter=planes.tokens, detail=req.detail, warnings=said,
         total_found=len(records), associated=req.include_associated, pack_id=req.pack_id,
     )  # fmt: skip
     linked: tuple[Hit, ...] | None = None
@@ -402,13 +405,16 @@ def browse(
     )  # fmt: skip
 
 
+ANSWERS_NOTHING = "no memory answers this"
 NOTHING_CLOSE = (
     "nothing in scope holds the query's words, and nothing is close enough in meaning "
-    "(below {floor}): no memory answers this"
+    "(below {floor}): " + ANSWERS_NOTHING
 )
+NOTHING_HELD = "nothing in scope holds the query's words: " + ANSWERS_NOTHING
+NOTHING_LISTED = "nothing in scope passes the filters ({names}): nothing to list"
 
 
-FILTERED_OUT = "nothing in scope passes the filters ({names}): no memory answers this"
+FILTERED_OUT = "nothing in scope passes the filters ({names}): " + ANSWERS_NOTHING
 
 
 def _filtered_out(gathered: Gathered, where: Filter, store: MemoryStore) -> None:
@@ -426,6 +432,15 @@ def _filtered_out(gathered: Gathered, where: Filter, store: MemoryStore) -> None
         return
     given = [f for f in FILTER_FIELDS if getattr(where, f, None) not in (None, ())]
     gathered.warnings.append(FILTERED_OUT.format(names=", ".join(given)))
+
+
+def _nothing_held(gathered: Gathered) -> None:
+    """When full text ran, found nothing, and no other channel found anything (an
+    identifier is searched by its words alone), say so: the pack was bare."""
+    if gathered.status.get(FTS) != "on" or any(gathered.lists.values()):
+        return
+    if not any(w.endswith(ANSWERS_NOTHING) for w in gathered.warnings):
+        gathered.warnings.append(NOTHING_HELD)
 
 
 def _meaning_floor(gathered: Gathered, floor: float) -> None:

@@ -210,3 +210,25 @@ def test_an_identifier_cut_from_a_long_memory_shows_the_sentence_naming_it(
     [item] = pack.items
     assert pack.debug is not None and pack.debug["embedded"] is False
     assert item.truncated and item.text is not None and "ZX-4471-QP" in item.text
+
+
+def test_an_identifier_nothing_holds_gets_an_empty_pack_that_says_so(
+    make_engine: MakeEngine,
+) -> None:
+    engine = make_engine([make_memory(1, description="chroma boot race")])
+
+    pack = engine.recall(ask("ZX4471QP"))
+
+    assert pack.items == ()
+    assert any("nothing in scope holds the query's words" in w for w in pack.warnings)
+
+
+def test_a_browse_no_memory_passes_says_so(make_engine: MakeEngine) -> None:
+    engine = make_engine([make_memory(1, description="chroma boot race", tags=("a",))])
+
+    listed = engine.recall(ask("", kinds=("fact",), tags=("a",)))
+    empty = engine.recall(ask("", kinds=("fact",), tags=("c",)))
+
+    assert len(listed.items) == 1 and listed.warnings == ()
+    assert empty.items == ()
+    assert empty.warnings == ("nothing in scope passes the filters (kinds, tags): nothing to list",)
