@@ -74,20 +74,23 @@ CHECK_QUERIES = 25
 # "session_as": "associated" uses the session neighbours as associated items
 # listed below their hit instead of as a fused channel (console/bench/neighbours.py).
 # "clock": "latest" weighs decay against each project's newest memory (console/bench/weighing.py).
-HARNESS_KEYS = ("context", "bm25f", "proximity", "session_as", "clock")
+HARNESS_KEYS = ("context", "bm25f", "proximity", "passage", "session_as", "clock")
 
 
 class Leg(NamedTuple):
     """Which full-text index a run reads: session context, the BM25F re-score
-    (tantivy), and its pairs of neighbouring query words."""
+    (tantivy), its pairs of neighbouring query words, and its reading of long
+    texts (passages, and every holder of a rare query word re-scored)."""
 
     context: bool = True
     bm25f: bool = True
     proximity: bool = True
+    passage: bool = True
 
 
 MAIN = Leg()
 NOCONTEXT, NOBM25F, NOPROXIMITY = Leg(context=False), Leg(bm25f=False), Leg(proximity=False)
+NOPASSAGE = Leg(passage=False)
 
 
 def variant_config(base: RecallConfig, values: Mapping[str, Any]) -> tuple[RecallConfig, Leg]:
@@ -99,7 +102,7 @@ def variant_config(base: RecallConfig, values: Mapping[str, Any]) -> tuple[Recal
 
 def _variant_index(root: Path, leg: Leg) -> TextIndex:
     """The configured full-text backend over the same docs, with or without
-    session context and (tantivy) the BM25F re-scoring and its word pairs."""
+    session context and (tantivy) the BM25F re-scoring, its word pairs and passages."""
     cls: Any = type(wiring.text_index())
     flags = "".join(str(int(flag)) for flag in leg)
     if issubclass(cls, PgTextIndex):  # a table of its own beside the configured one
@@ -107,8 +110,15 @@ def _variant_index(root: Path, leg: Leg) -> TextIndex:
         index.clear()
     else:
         options: dict[str, Any] = {} if leg.bm25f else {"rescore": False}
+        params = bm25.Bm25F()
         if not leg.proximity:
-            options["params"] = replace(bm25.Bm25F(), proximity=0.0)
+            params = replace(params, proximity=0.0)
+        if not leg.passage:
+            params = replace(params, passage=0.0)
+        if params != bm25.Bm25F():
+            options["params"] = params
+        if not leg.passage:  # long texts as before: whole, and only if tantivy's top 50
+            options["rare_df"] = 0
         index = cls(root / f"text-{flags}", **options)
     rows = Memory.objects.order_by("pk")
     ids = list(rows.values_list("pk", flat=True))
@@ -143,8 +153,9 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
     ablations: dict[str, tuple[RecallConfig, Leg]] = {}
     if ablate:
         ablations["default-nobm25f"] = (base, NOBM25F)
-        if isinstance(planes.text, TantivyIndex):  # the only plane that scores pairs
+        if isinstance(planes.text, TantivyIndex):  # the only plane with pairs and passages
             ablations["default-noproximity"] = (base, NOPROXIMITY)
+            ablations["default-nopassage"] = (base, NOPASSAGE)
         if has_sessions:
             ablations["default-nocontext"] = (base, NOCONTEXT)
         if sessions:
@@ -198,6 +209,7 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
         (NOCONTEXT, "nocontext"),
         (NOBM25F, "nobm25f"),
         (NOPROXIMITY, "noproximity"),
+        (NOPASSAGE, "nopassage"),
     ):
         if leg in other_fts and f"default-{suffix}" in ablations:
             runs[f"fts-{suffix}"] = [_ranked([c.id for c in f], ext) for f in other_fts[leg]]

@@ -19,7 +19,9 @@ best `RESCORE_POOL` (or `limit`, if larger) of tantivy's own BM25 (whose b is
 fixed at 0.75) are then scored again with `recall.bm25` (BM25F, k1 1.2,
 b 0.4, the neighbour turns at 0.5 / 0.35, the query's neighbouring words as
 pairs found within 4 tokens) from the stored tokens, the index's
-document frequencies and its mean length, and ranked by that score. A prefix
+document frequencies and its mean length, and ranked by that score; every
+document holding a rare query term (in at most `RARE_DF` documents) joins
+them, as tantivy's b 0.75 can put a long text holding it past the pool. A prefix
 is expanded to at most `PREFIX_EXPANSIONS` of the most frequent indexed words
 it starts with (words in most documents excepted), each then stemmed like a
 typed word; a prefix query (the palette, as you type) keeps tantivy's score.
@@ -52,7 +54,7 @@ import heapq
 import struct
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
@@ -87,6 +89,7 @@ TAG_FIELD = "tag"
 # turns at 200 and 300), and each is a stored document read: at 100,000 memories
 # the text search's p50 / p95 went from 6.4 / 9.2 ms at 100 to 4.9 / 6.2 at 50.
 RESCORE_POOL = 50
+RARE_DF = 16  # a query term at most this many documents hold joins the re-score (`_rare_matches`)
 BULK_BATCH = 100_000  # the batch `bulk`'s writer is sized for (its indexing threads)
 PARAMS = bm25.Bm25F()
 SNIPPET_FIELDS = ("body", "description", "title")
@@ -307,9 +310,11 @@ class TantivyIndex:
         lock_timeout_s: float = 10.0,
         rescore: bool = True,
         params: bm25.Bm25F = PARAMS,
+        rare_df: int = RARE_DF,
     ) -> None:
         """`rescore` False ranks by tantivy's own BM25 (b 0.75), `params` other
-        BM25F parameters (both for ablations)."""
+        BM25F parameters, `rare_df` 0 re-scores tantivy's best alone (all for
+        ablations)."""
         if writer_heap_mb < MIN_HEAP_MB:
             raise ValueError(f"writer_heap_mb must be >= {MIN_HEAP_MB}, got {writer_heap_mb}")
         if lock_timeout_s < 0:
@@ -319,6 +324,7 @@ class TantivyIndex:
         self._lock_timeout_s = lock_timeout_s
         self.rescore = rescore
         self.params = params
+        self.rare_df = rare_df
         self._index = self._open()
         self._schema = self._index.schema
         self._expansions: dict[str, list[str]] = {}
@@ -485,9 +491,11 @@ class TantivyIndex:
             if prefix or not self.rescore:
                 ranked = self._top(searcher, query, limit)
             else:
+                dfs = {t: self._df(searcher, t) for t in terms}
                 pool = self._top(searcher, query, max(limit, RESCORE_POOL))
+                pool += self._rare_matches(searcher, dfs, where, pool)
                 sequence = [t for word in query_words for t in stems(word)]
-                ranked = self._rescored(searcher, terms, sequence, pool, loaded)[:limit]
+                ranked = self._rescored(searcher, dfs, sequence, pool, loaded)[:limit]
             marked = self._snippet_query(terms) if snippets else None
             generators: dict[str, tantivy.SnippetGenerator] = {}
             out = []
@@ -501,26 +509,54 @@ class TantivyIndex:
         except (OSError, ValueError) as exc:
             raise IndexUnavailable(f"cannot search the text index at {self.path}: {exc}") from exc
 
+    @staticmethod
+    def _df(searcher: tantivy.Searcher, term: str) -> int:
+        """How many documents hold `term` (own text first, else a turn's context)."""
+        return int(searcher.doc_freq("text", term) or searcher.doc_freq("context", term))
+
+    def _rare_matches(
+        self,
+        searcher: tantivy.Searcher,
+        dfs: Mapping[str, int],
+        where: Filter,
+        pool: list[tuple[float, str, tantivy.DocAddress]],
+    ) -> list[tuple[float, str, tantivy.DocAddress]]:
+        """The matches of the query's rare terms (at most RARE_DF documents hold
+        each) that `pool` lacks.
+
+        tantivy's own BM25 (b 0.75) ranks a long text holding the query's
+        rarest word below every short one holding a commoner word of the
+        query: past RESCORE_POOL of those, the runbook holding the identifier
+        asked for never reached the re-score, which reads its passages. Every
+        document holding a rare term is read: a few more reads, at most
+        RARE_DF a term.
+        """
+        rare = [t for t, df in dfs.items() if 0 < df <= self.rare_df]
+        if not rare:
+            return []
+        seen = {doc_id for _, doc_id, _ in pool}
+        found = self._top(searcher, self._query(rare, where), self.rare_df * len(rare))
+        return [hit for hit in found if hit[1] not in seen]
+
     def _rescored(
         self,
         searcher: tantivy.Searcher,
-        terms: list[str],
+        dfs: Mapping[str, int],
         sequence: list[str],
         ranked: list[tuple[float, str, tantivy.DocAddress]],
         loaded: dict[tuple[int, int], tantivy.Document],
     ) -> list[tuple[float, str, tantivy.DocAddress]]:
         """`ranked` scored again with BM25F (`recall.bm25`), best first, ties by id.
 
-        `sequence` is the query's terms in its order (with repeats), for the
-        pairs of neighbouring words. The documents read are kept in `loaded`,
-        by address, for the snippets.
+        `dfs` holds each query term's document frequency; `sequence` is the
+        query's terms in its order (with repeats), for the pairs of
+        neighbouring words. The documents read are kept in `loaded`, by
+        address, for the snippets.
         """
         if not ranked:
             return ranked
         params = self.params
-        dfs = {t: searcher.doc_freq("text", t) or searcher.doc_freq("context", t) for t in terms}
         weights = bm25.term_weights(dfs, searcher.num_docs, params)
-        wanted = list(weights)
         pairs = bm25.pairs(sequence, weights) if params.proximity > 0 else []
         weights = bm25.pair_weights(pairs, weights, params)
         avglen = self._average_length(searcher)
@@ -530,8 +566,7 @@ class TantivyIndex:
             loaded[_key(address)] = doc
             stored: Any = doc.get_first(TERMS_FIELD)
             text = bytes(stored or b"0").decode()
-            counts, lengths = bm25.count_terms(text, wanted, pairs, params.window)
-            value = bm25.score(counts, lengths, weights, avglen=avglen, params=params)
+            value = bm25.score_document(text, weights, pairs, avglen=avglen, params=params)
             out.append((value, doc_id, address))
         out.sort(key=lambda r: (-r[0], r[1]))
         return out

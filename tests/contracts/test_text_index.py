@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from recall import bm25
 from recall.errors import IndexUnavailable
 from recall.indexes import layout
 from recall.indexes.pg_text_index import PgTextIndex
@@ -428,7 +429,6 @@ def test_tantivy_expansions_skip_words_in_most_documents(
 
 
 def test_tantivy_scores_are_bm25f_over_own_text_and_previous_turns(tmp_path: Path) -> None:
-    from recall import bm25
 
     index = TantivyIndex(tmp_path / "fts")
     index.upsert(
@@ -451,6 +451,25 @@ def test_tantivy_scores_are_bm25f_over_own_text_and_previous_turns(tmp_path: Pat
         counts, lengths = bm25.count_terms(bm25.encode(doc_streams), ["zeppelin"])
         expected = bm25.score(counts, lengths, weights, avglen=avglen, params=params)
         assert hits[doc_id] == pytest.approx(expected, rel=1e-5)
+
+
+def test_tantivy_ranks_a_long_text_by_its_passage_holding_the_rare_word(tmp_path: Path) -> None:
+    """A 40 KB runbook holding `glacier-billing-zq81` once, among 80 short memories
+    holding "billing": over its whole length the runbook scored below all of them
+    (recall/bm25.py, passages), and tantivy's own BM25 left it out of the 50 it
+    re-scores (`RARE_DF`). Read as its best passage it ranks first. Only tantivy's
+    BM25F re-score reads passages: Whoosh and PostgreSQL score whole texts."""
+    index = TantivyIndex(tmp_path / "fts")
+    steps = [f"Step {n}: check the replica {n % 7} and log the figure." for n in range(900)]
+    steps[400] = "If the restore stalls, thaw the bucket glacier-billing-zq81 first."
+    index.upsert(
+        [make_doc(id="runbook", body=" ".join(steps))]
+        + [make_doc(id=f"bill{n}", body=f"Billing note {n}: invoices go out.") for n in range(80)]
+        + [make_doc(id=f"other{n}", body=f"The kettle {n} is in the cupboard.") for n in range(300)]
+    )
+
+    assert search(index, "glacier-billing-zq81")[0] == "runbook"
+    assert search(index, "which bucket is glacier-billing-zq81?")[0] == "runbook"
 
 
 def test_tantivy_weighs_the_turn_just_before_above_the_one_two_back(tmp_path: Path) -> None:

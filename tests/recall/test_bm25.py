@@ -88,7 +88,13 @@ def test_encode_and_count_terms_round_trip(
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"k1": -1.0}, {"b": 1.5}, {"query_idf_power": -0.1}, {"stream_weights": ()}],
+    [
+        {"k1": -1.0},
+        {"b": 1.5},
+        {"query_idf_power": -0.1},
+        {"stream_weights": ()},
+        {"passage": -1.0},
+    ],
 )
 def test_bad_parameters_are_refused(kwargs: dict[str, object]) -> None:
     with pytest.raises(ValueError):
@@ -142,3 +148,64 @@ def test_words_said_together_outrank_the_same_words_apart() -> None:
     assert weighted["support group"] == pytest.approx(PARAMS.proximity * 1.5)
     assert scored_with_pairs(together) > scored_with_pairs(apart)
     assert scored_with_pairs(apart) == pytest.approx(scored([apart], weights, 8))  # BM25F alone
+
+
+# -- passages (score_document) --------------------------------------------------
+
+
+def _filler(n: int) -> list[str]:
+    return [f"w{i % 50}" for i in range(n)]
+
+
+def test_a_long_text_scores_as_its_best_passage_by_hand() -> None:
+    # 1,000 tokens, "zq81" once at 600; mean length 10: a passage is 64 tokens (PASSAGE_MIN)
+    own = _filler(1000)
+    own[600] = "zq81"
+    weights = {"zq81": 3.0}
+    tf = 1 / (1 - 0.4 + 0.4 * 64 / 10)
+    expected = 3.0 * tf * 2.2 / (tf + 1.2)
+
+    got = bm25.score_document(bm25.encode([own]), weights, [], avglen=10, params=PARAMS)
+
+    assert got == pytest.approx(expected)
+    assert got > 5 * scored([own], weights, 10)  # the whole text's score
+
+
+def test_the_best_passage_is_the_one_holding_most_of_the_query() -> None:
+    own = _filler(2000)
+    own[100], own[900], own[930] = "glacier", "glacier", "zq81"  # the last two: one passage
+    weights = {"glacier": 1.0, "zq81": 3.0}
+    one_passage = [["glacier", "zq81", *_filler(62)]]  # both terms in 64 tokens
+
+    got = bm25.score_document(bm25.encode([own]), weights, [], avglen=10, params=PARAMS)
+
+    assert got == pytest.approx(scored(one_passage, weights, 10))
+
+
+def test_a_passage_counts_its_pairs_of_neighbouring_words() -> None:
+    own = _filler(1000)
+    own[500], own[501] = "support", "group"
+    pair = ("support", "group")
+    weights = bm25.pair_weights([pair], {"support": 1.0, "group": 1.0}, PARAMS)
+    no_pair = {"support": 1.0, "group": 1.0}
+    stored = bm25.encode([own])
+
+    with_pair = bm25.score_document(stored, weights, [pair], avglen=10, params=PARAMS)
+    without = bm25.score_document(stored, no_pair, [], avglen=10, params=PARAMS)
+
+    assert with_pair > without
+
+
+def test_short_texts_and_passage_zero_score_the_whole_text() -> None:
+    weights = {"cat": 3.0}
+    short = [["cat", *_filler(40)]]
+    long = [["cat", *_filler(999)]]
+    whole_only = bm25.Bm25F(passage=0)
+
+    assert bm25.score_document(
+        bm25.encode(short), weights, [], avglen=10, params=PARAMS
+    ) == pytest.approx(scored(short, weights, 10))
+    long_whole = bm25.score_document(bm25.encode(long), weights, [], avglen=10, params=whole_only)
+    assert long_whole == pytest.approx(scored(long, weights, 10))
+    assert bm25.passage_length(100, PARAMS) == 200
+    assert bm25.passage_length(10, PARAMS) == bm25.PASSAGE_MIN
