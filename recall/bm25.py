@@ -170,8 +170,8 @@ def _frequencies(
 ) -> dict[str, float]:
     """tf~ per query term over the streams from `first` on (see the module docstring)."""
     tf: dict[str, float] = {}
-    chosen = zip(counts, lengths, params.stream_weights, strict=False)
-    for found, length, w in list(chosen)[first:]:
+    streams = zip(counts[first:], lengths[first:], params.stream_weights[first:], strict=False)
+    for found, length, w in streams:
         if not found or w == 0:
             continue
         norm = w / _norm(length, avglen, params)

@@ -95,6 +95,7 @@ def validate(req: RecallRequest, config: RecallConfig, channels: Sequence[Channe
 
 MAX_FILTER_TAGS = 32
 MAX_TAG_CHARS = 64
+MAX_ID_CHARS = 120
 
 
 def tag_form(tag: str) -> str:
@@ -105,9 +106,6 @@ def tag_form(tag: str) -> str:
     puts a `#` before every tag) showed `##billing`.
     """
     return tag.strip().lstrip("#").strip().lower()
-
-
-MAX_ID_CHARS = 120
 
 
 def kinds_of(req: RecallRequest) -> tuple[str, ...] | None:
@@ -382,8 +380,7 @@ def browse(
     ]
     if req.include_graph:
         ranked = with_graph(planes.store, ranked, where=where)
-    given = [f for f in FILTER_FIELDS if getattr(where, f, None) not in (None, ())]
-    said = () if records else (NOTHING_LISTED.format(names=", ".join(given)),)
+    said = () if records else (NOTHING_LISTED.format(names=_filters_named(where)),)
     packed = pack(
         ranked, budget=budget, counter=planes.tokens, detail=req.detail, warnings=said,
         total_found=len(records), associated=req.include_associated, pack_id=req.pack_id,
@@ -430,8 +427,12 @@ def _filtered_out(gathered: Gathered, where: Filter, store: MemoryStore) -> None
         return
     if gathered.status.get(SEMANTIC) != "on" and store.count(where=where) > 0:
         return
-    given = [f for f in FILTER_FIELDS if getattr(where, f, None) not in (None, ())]
-    gathered.warnings.append(FILTERED_OUT.format(names=", ".join(given)))
+    gathered.warnings.append(FILTERED_OUT.format(names=_filters_named(where)))
+
+
+def _filters_named(where: Filter) -> str:
+    """The filter fields `where` restricts, as a warning names them ("kinds, tags")."""
+    return ", ".join(f for f in FILTER_FIELDS if getattr(where, f, None) not in (None, ()))
 
 
 def _nothing_held(gathered: Gathered) -> None:
