@@ -26,7 +26,8 @@ corpus next goes stale; a write this process committed (`Engine.forget`)
 makes its corpora stale at once (`CorpusCache.written`), so an agent's own
 write shows in its next prompts within about a second.
 A match itself is read from the store: a memory edited, archived or expired
-since the build shows as it is now, or not at all.
+since the build shows as it is now, or not at all; one superseded since shows as
+its replacement (`current`).
 """
 
 from __future__ import annotations
@@ -47,13 +48,13 @@ from recall import sanitize, tiers
 from recall.config import PromptConfig
 from recall.errors import QueryError
 from recall.planes import Planes
-from recall.ports import TokenCounter
+from recall.ports import MemoryStore, TokenCounter
 from recall.query import CJK, CJK_CHAR, fold, stem
 from recall.requests import PromptRequest
 from recall.results import PromptResult, lead
 from recall.scope import recall_filter
 from recall.scoring import admits
-from recall.types import Named, Record
+from recall.types import Filter, Named, Record
 
 log = logging.getLogger(__name__)
 
@@ -526,10 +527,35 @@ def matches(
     stamp = tiers.stamp(planes.text) if planes.text is not None else None
     corpus = corpora.get((where, limit), build, ttl=config.ttl_seconds, stamp=stamp, refresh=renew)
     ranked = [i for i, _ in match(corpus, req.prompt, config)]
-    # Read now (hydrate leaves expired memories out): archived or moved since the build
-    # is left out by the guard.
-    found = planes.store.hydrate(ranked) if ranked else {}
-    return [r for r in (found.get(i) for i in ranked) if r is not None and admits(where, r)]
+    return current(planes.store, ranked, where)
+
+
+SUCCESSION_HOPS = 3  # supersessions followed from a match (a chain written since the build)
+
+
+def current(store: MemoryStore, ranked: Sequence[str], where: Filter) -> list[Record]:
+    """The matched memories as they are now, in `ranked`'s order.
+
+    Read now (hydrate leaves expired memories out): one archived or moved out of
+    scope since the corpus was read is left out by the guard. One superseded
+    since stands as its replacement (followed up to `SUCCESSION_HOPS`), which the
+    corpus learns of only at its next refresh: the fact would otherwise leave the
+    block until then (seconds, or a corpus TTL in another process), old and new
+    version both missing. A replacement matched in its own right keeps its first
+    place.
+    """
+    found = store.hydrate(ranked) if ranked else {}
+    out: dict[str, Record] = {}
+    for i in ranked:
+        record = found.get(i)
+        for _ in range(SUCCESSION_HOPS):
+            if record is None or record.superseded_by is None or admits(where, record):
+                break
+            successor = record.superseded_by
+            record = store.hydrate([successor]).get(successor)
+        if record is not None and admits(where, record):
+            out.setdefault(record.id, record)
+    return list(out.values())
 
 
 def run(

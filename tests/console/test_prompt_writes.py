@@ -66,3 +66,32 @@ def test_a_memory_written_without_a_description_is_matched_by_its_body(planes: A
     assert found["ids"] and found["ids"][0] == Memory.objects.get(name="db-pool").pk
     said = "- db-pool [fact]: We use a *PostgreSQL* pool of 40 connections per worker now.\n"
     assert said in found["text"]
+
+
+def test_a_superseded_memory_gives_its_place_in_the_block_to_its_replacement(planes: Any) -> None:
+    """The old version leaves the block at once (matches are read from the store); its
+    replacement must take its place there at once too, not a corpus refresh later."""
+    world = build_world()
+    alpha = world.memories["alpha"].project
+    for i in range(40):
+        services.memory_create(
+            project=alpha, name=f"filler-{i}", description=f"Routine chore {i} on spreadsheets"
+        )
+    old = services.memory_create(
+        project=alpha, name="replica-lag", description="The read replica lags 2 s at month end"
+    )
+    agent = world.client("alpha")
+    ask = {"prompt": "how far does the read replica lag at month end?"}
+    assert call(agent, "post", "/prompt-recall", ask).json()["ids"] == [old.pk]
+
+    said = {"description": "The read replica lags 5 s at month end"}
+    made = call(agent, "post", f"/memories/{old.pk}/supersede", said)
+    assert made.status_code in (200, 201), made.content
+    new = made.json()["memory"]["id"]
+
+    found = call(agent, "post", "/prompt-recall", ask).json()
+
+    assert found["ids"] == [new]
+    assert "5 s at month end" in found["text"]
+    briefed = call(agent, "post", "/briefing", {**ask, "agent_type": "helper"}).json()
+    assert new in briefed["ids"] and old.pk not in briefed["ids"]
