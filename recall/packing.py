@@ -33,8 +33,10 @@ from recall.ports import TokenCounter
 from recall.results import ContextPack, Hit
 from recall.types import Record
 
+MIN_WARNING_CHARS = 24  # a warning is not cut shorter than this while items can go
 MIN_TEXT_CHARS = 24  # a cut shorter than this says too little to be worth its envelope
-NOTHING_FITS = "the best hit alone exceeds the token budget; nothing was packed"
+NOTHING_FITS = "nothing packed: the best hit needs a budget of about"
+NOTHING_FITS_SHORT = "nothing packed: needs a budget of"  # its figures kept where room is short
 # Sentence and line ends (a CJK stop needs no space after it), then word ends, then
 # every few characters: a text of one long sentence, or of no spaces, is still cut.
 _BOUNDARY = re.compile(r"(?<=[.!?…])\s+|(?<=[。！？；])|\n+")
@@ -261,21 +263,30 @@ def pack(
 def _nothing_fits(
     best: tuple[Hit, Record], envelope_: int, *, counter: TokenCounter, detail: str
 ) -> str:
-    """NOTHING_FITS, with the least budget that would hold the best hit (its text cut to
+    """NOTHING_FITS and the least budget that would hold the best hit (its text cut to
     `MIN_TEXT_CHARS`), and at detail "index" when less: at 100 tokens no memory fits in full
     (the envelope takes about 47, an item's fields about 70), and an agent told only
     "exceeds" had no way to know what to ask for."""
     hit, record = best
     least = envelope_ + _cost(counter, hit, INDEX)
     if detail == INDEX:
-        return f"{NOTHING_FITS} (the best hit needs a budget of about {least})"
+        return f"{NOTHING_FITS} {least}"
     head = replace(hit, text=_cut(text_of(record, limit=MIN_TEXT_CHARS)), truncated=True)
     full = envelope_ + _cost(counter, head, FULL)
     if least >= full:  # a long description costs more than a cut text
-        return f"{NOTHING_FITS} (the best hit needs a budget of about {full})"
-    return (
-        f"{NOTHING_FITS} (the best hit needs a budget of about {full}, {least} with detail 'index')"
-    )
+        return f"{NOTHING_FITS} {full}"
+    return f"{NOTHING_FITS} {full} ({least} with detail 'index')"
+
+
+def _shorter(warning: str) -> str:
+    """`warning` shortened for a reply over its budget: its head, or for a nothing-fits
+    warning its short form, which keeps the figures (what the agent asks with next: cut
+    from the end, an agent at budget 50 read "nothing was packed (" and no figure)."""
+    if warning.startswith(NOTHING_FITS):
+        return NOTHING_FITS_SHORT + warning[len(NOTHING_FITS) :]
+    if warning.startswith(NOTHING_FITS_SHORT) or len(warning) <= MIN_WARNING_CHARS:
+        return warning
+    return warning[: max(MIN_WARNING_CHARS, len(warning) // 2)]
 
 
 def attach(
@@ -380,10 +391,13 @@ def _settle(
         )  # fmt: skip
         if tokens <= budget:
             return Packed(tuple(items), omitted, tokens, tuple(said))
-        if said and max(len(w) for w in said) > 24:
-            said = [w[: max(24, len(w) // 2)] for w in said]
+        shorter = [_shorter(w) for w in said]
+        if shorter != said:
+            said = shorter
         elif items:
             items.pop()
+        elif any(len(w) > MIN_WARNING_CHARS for w in said):  # even the figures: the head
+            said = [w[:MIN_WARNING_CHARS] for w in said]
         else:
             raise BudgetError(f"budget {budget} cannot hold this reply's own envelope")
 

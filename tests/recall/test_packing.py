@@ -10,7 +10,7 @@ import pytest
 
 from recall.agent import dumps, item_view, pack_view
 from recall.errors import BudgetError
-from recall.packing import INDEX, MIN_BUDGET, NOTHING_FITS, pack
+from recall.packing import INDEX, MIN_BUDGET, NOTHING_FITS, NOTHING_FITS_SHORT, pack
 from recall.results import ContextPack, age, to_hit
 from recall.tokens import ByteEstimate
 from tests.recall.conftest import NOW, make_memory
@@ -23,9 +23,9 @@ def ranked(*records):  # type: ignore[no-untyped-def]
     return [(to_hit(r, now=NOW, source="fts", score=1.0), r) for r in records]
 
 
-def reply(packed, budget: int, detail: str = "full") -> str:  # type: ignore[no-untyped-def]
+def reply(packed, budget: int, detail: str = "full", **more) -> str:  # type: ignore[no-untyped-def]
     pack_ = ContextPack(packed.items, packed.omitted, packed.tokens, budget, packed.warnings,
-                        None, detail)  # fmt: skip
+                        None, detail, **more)  # fmt: skip
     return dumps(pack_view(pack_))
 
 
@@ -254,6 +254,28 @@ def test_nothing_fitting_says_so_within_the_budget():
     assert COUNT.count(reply(packed, MIN_BUDGET)) <= MIN_BUDGET
 
 
+@pytest.mark.parametrize("budget", range(MIN_BUDGET, 80))
+def test_at_every_small_budget_the_warning_keeps_the_budget_it_names(budget: int):
+    # Cut from its end to fit, the warning an agent got at budget 50 through the API
+    # (a pack id, the total found) was "... nothing was packed (": no figure to ask with.
+    record = make_memory(1, "queue-depth", description="Queue depth", body="z " * 4500)
+    asked = {"total_found": 12, "pack_id": "01M9525H09BZF84GTHCJRVCSFP"}
+
+    packed = pack(ranked(record), budget=budget, counter=COUNT, **asked)
+
+    assert COUNT.count(reply(packed, budget, **asked)) <= budget
+    if packed.items:  # the budget holds the item cut short: nothing to ask for
+        assert budget > MIN_BUDGET
+        return
+    said = re.fullmatch(
+        f"(?:{re.escape(NOTHING_FITS)}|{re.escape(NOTHING_FITS_SHORT)})"
+        r" (\d+) \((\d+) with detail 'index'\)",
+        packed.warnings[0],
+    )
+    assert said is not None, packed.warnings
+    assert int(said.group(1)) > budget and int(said.group(2)) < int(said.group(1))
+
+
 def test_nothing_fitting_names_the_budget_that_would_hold_the_best_hit():
     # At 100 tokens an agent got "exceeds the token budget" and no way to know what
     # to ask for: the envelope and an item's fields take more than that.
@@ -266,8 +288,7 @@ def test_nothing_fitting_names_the_budget_that_would_hold_the_best_hit():
 
     assert packed.items == ()
     said = re.fullmatch(
-        re.escape(NOTHING_FITS) + r" \(the best hit needs a budget of about (\d+), (\d+) "
-        r"with detail 'index'\)",
+        re.escape(NOTHING_FITS) + r" (\d+) \((\d+) with detail 'index'\)",
         packed.warnings[0],
     )
     assert said is not None, packed.warnings
