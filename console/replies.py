@@ -95,8 +95,14 @@ def project_view(p: Project) -> dict[str, Any]:
 
 
 def advice(hint: Hit, *, kind: str) -> str:
-    """What to do about a near-duplicate: supersede only between durable kinds."""
+    """What to do about a near-duplicate: supersede only between durable kinds, and
+    never a global memory (the advice said to, and the supersede was refused)."""
     name = sanitize.name(hint.name)
+    if hint.project is None:  # agents cannot supersede a global memory (the console curates it)
+        return (
+            f"very similar to {name}, a global memory that applies here already: "
+            "archive this one unless it says something more"
+        )
     if kind in DURABLE and hint.memory_kind in DURABLE:
         return (
             f"very similar to {name}: if both say the same thing, supersede {name} "

@@ -22,6 +22,11 @@ of the words dropped, sentences reordered, or cut to half):
 | all-MiniLM-L6-v2-onnx-int8 | 0.94: 0.3% false, 78% | 0.91: 0.8% false, 84% |
 
 (false: share of false hints; then the share of restatements caught.)
+
+A restatement under a new name is also hinted by its words (`restates`): a
+candidate from `WORDS_FLOOR` that says `SAME_SAYING` of the new text's words.
+On LoCoMo (`restates`) it adds false
+hints on 0.17% of observations (0.83% in all) and 0.07% of turns (0.18%).
 """
 
 from __future__ import annotations
@@ -36,10 +41,11 @@ from recall.config import DedupConfig
 from recall.errors import RecallError
 from recall.planes import Planes
 from recall.ports import Vector
+from recall.query import WORD_RE, fold, kept
 from recall.results import Hit, Provenance, to_hit
 from recall.scope import recall_filter
 from recall.scoring import admits
-from recall.types import MEMORY, Candidate, Doc
+from recall.types import MEMORY, Candidate, Doc, Record
 
 log = logging.getLogger(__name__)
 
@@ -98,14 +104,18 @@ def hint(
         vector = planes.embedder.embed([text])[0]
         found = planes.vectors.search(vector, where=where, limit=config.candidates + 1)
         found = _nearest(found, vector, pending)
-        found = [c for c in found if c.id != exclude_id and c.score >= minimum]
+        floor = min(minimum, WORDS_FLOOR)
+        found = [c for c in found if c.id != exclude_id and c.score >= floor]
         records = planes.store.hydrate([c.id for c in found])
     except RecallError as exc:
         log.warning("dedup hint skipped: %s", exc)
         return None
+    said = said_words(description, body)
     for cand in found:
         record = records.get(cand.id)
         if record is None or not admits(where, record):
+            continue
+        if cand.score < minimum and not restates(said, record):
             continue
         prov = Provenance("semantic", cand.rank, cand.score)
         hit = to_hit(
@@ -113,6 +123,38 @@ def hint(
         )
         return replace(hit, similarity=cand.score)
     return None
+
+
+WORDS_FLOOR = 0.80  # the cosine below the threshold from which a candidate's words are read
+SAME_SAYING = 0.9  # the share of the new memory's words the candidate must hold
+MIN_SAYING = 6  # distinct words a memory needs before its words alone can make a hint
+SAYING_CHARS = 20_000  # of a text's head: a restatement shows in its first pages
+
+
+def said_words(description: str, body: str) -> frozenset[str]:
+    """What a memory says as a set of words (folded, lower-cased), names aside."""
+    text = fold(f"{description}\n{body}"[:SAYING_CHARS].lower())
+    return frozenset(w for w in WORD_RE.findall(text) if kept(w))
+
+
+def restates(said: frozenset[str], record: Record) -> bool:
+    """Whether a memory saying `said` restates `record`: nearly every word of it
+    (`SAME_SAYING`) is one `record` says.
+
+    The vectors embed each memory's name with its text, and a restatement has a
+    name of its own (one name is one memory): the same body under another name
+    scored 0.89 against the 0.93 threshold, and the agent was told nothing. So a
+    candidate close in meaning (`WORDS_FLOOR`) whose words hold the new text's
+    is a restatement too. Not for a text of a few words (`MIN_SAYING`), which
+    many longer memories hold. Chosen on LoCoMo, each observation against the
+    others of its conversation and each turn against the earlier ones (all
+    false hints): holding 80% of the words added 0.74% / 0.54% false hints,
+    90% adds 0.17% / 0.07%, 100% 0% / 0.04% but misses a restatement that
+    adds a word ("Note: ...")."""
+    if len(said) < MIN_SAYING:
+        return False
+    held = said_words(record.description, record.body)
+    return len(said & held) >= SAME_SAYING * len(said)
 
 
 def _nearest(

@@ -24,7 +24,7 @@ NO_WORDS = "the query has no searchable words"  # what an empty answer says when
 # with spaces between words and keeps them.
 CJK = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
 WORD = rf"[{CJK}]|[^\W_{CJK}]+"  # what a text plane indexes as a word (Python `re`)
-_WORD = re.compile(WORD)
+WORD_RE = re.compile(WORD)
 CJK_CHAR = re.compile(f"[{CJK}]")  # one kana or ideograph
 _ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$", re.IGNORECASE)
 _ID_PREFIX = re.compile(r"^[0-9A-HJKMNP-TV-Z]{8,25}$", re.IGNORECASE)
@@ -81,7 +81,7 @@ def words(text: str, *, keep_short_last: bool = False) -> list[str]:
     a kana or ideograph, each a word of its own (`CJK`). At most MAX_WORDS words
     are kept.
     """
-    found = [fold(w.lower()) for w in _WORD.findall(clean(text))]
+    found = [fold(w.lower()) for w in WORD_RE.findall(clean(text))]
     out: list[str] = []
     for i, word in enumerate(found):
         is_last = i == len(found) - 1
@@ -104,7 +104,7 @@ def kept(word: str) -> bool:
 
 def ends_mid_word(text: str) -> bool:
     """True when the text ends inside a word (the palette is still typing it)."""
-    return bool(text) and _WORD.fullmatch(text[-1]) is not None
+    return bool(text) and WORD_RE.fullmatch(text[-1]) is not None
 
 
 def is_ulid(text: str) -> bool:

@@ -427,6 +427,46 @@ def test_write_returns_the_memory_and_its_dedup_hint(world: World) -> None:
     assert Memory.objects.filter(pk=memory["id"]).exists()
 
 
+def test_a_write_restating_a_global_memory_is_not_told_to_supersede_it(world: World) -> None:
+    # The advice said "supersede global-gazetteer", and that supersede is refused (403):
+    # agents do not curate global memories.
+    body = {
+        "name": "alpha-gazetteer-again",
+        "description": "Note: the gazetteer service needs a warm cache before traffic",
+        "body": "Warm the gazetteer cache first.",
+        "kind": "gotcha",
+    }
+
+    hint = call(world.client("alpha"), "post", "/memories", body).json()["dedup_hint"]
+
+    assert hint["id"] == world.memories[None].pk and hint["project"] is None
+    assert "supersede" not in hint["advice"] and "archive this one" in hint["advice"]
+    said = call(world.client("alpha"), "post", f"/memories/{hint['id']}/supersede", body)
+    assert said.status_code == 403  # what the advice must not send the agent to
+
+
+def test_a_text_restated_under_a_new_name_is_hinted(world: World) -> None:
+    # The vectors embed the name with the text: the same body under a new name (a name
+    # is one memory's, so a restatement always has its own) scored under the threshold.
+    old = services.memory_create(
+        project=world.memories["alpha"].project, kind="fact", name="billing-db-replica-lag",
+        description="The read replica lags up to 2 s at month-end invoice runs.",
+        body="Reports read from the replica; during the month-end invoice run it falls behind "
+        "the primary by up to two seconds, so totals can miss the last payments.",
+    )  # fmt: skip
+    indexing.apply_pending()
+    body = {
+        "name": "replica-lag-v2",
+        "description": "The read replica lags up to 2 seconds at month-end invoice runs.",
+        "body": old.body,
+    }
+
+    hint = call(world.client("alpha"), "post", "/memories", body).json()["dedup_hint"]
+
+    assert hint is not None and hint["id"] == old.pk
+    assert "supersede billing-db-replica-lag" in hint["advice"]
+
+
 def test_write_without_a_similar_memory_has_no_hint(world: World) -> None:
     body = {"name": "tea-time", "description": "Tea is served at four o'clock sharp"}
 

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from recall.config import DedupConfig
-from recall.dedup import probe
+from recall.dedup import probe, restates, said_words
 from recall.testing import FakeEmbedder
 from tests.recall.conftest import MakeEngine, invalidate, make_memory, uid
 
@@ -78,3 +78,15 @@ def test_embedder_trouble_means_no_hint(make_engine: MakeEngine):
         make_engine([make_memory(1, **TEXT)], embedder=None).dedup_hint(project="alpha", **TEXT)
         is None
     )
+
+
+def test_a_restatement_is_a_text_holding_nearly_every_word_of_the_new_one():
+    old = make_memory(
+        1, "replica-lag", description="The read replica lags 2 s at month end",
+        body="Reports read from the replica, which falls behind during invoice runs.",
+    )  # fmt: skip
+    same = said_words("The read replica lags 2 seconds at month end", old.body)
+    less = said_words("Replica lags at month end", "")  # five words: too few to tell
+    other = said_words("The read replica is promoted at month end", "Reports read the primary.")
+
+    assert restates(same, old) and not restates(less, old) and not restates(other, old)
