@@ -467,7 +467,16 @@ def memory_update(access: Access, *, memory_id: str, fields: Mapping[str, Any]) 
 def memory_supersede(access: Access, *, memory_id: str, fields: Mapping[str, Any]) -> Written:
     """The replacement (same project) and its dedup hint; the old one is stamped."""
     _ahead(fields)
-    old = _memory_to_change(access, memory_id)
+    try:
+        old = _memory_to_change(access, memory_id)
+    except NotVisible:
+        archived = _archived_named(access, memory_id)
+        if archived is None:
+            raise
+        raise NotVisible(
+            f"no active memory named {memory_id!r}; {archived.pk} of that name is archived: "
+            "restore it first, then supersede it"
+        ) from None
     new = services.memory_supersede(memory=old, **withheld.restored(old, fields))
     return Written(new, True, _hint(new))
 
@@ -484,16 +493,23 @@ def _archived_too(access: Access, memory_id: str) -> Memory:
     try:
         return _memory_to_change(access, memory_id)
     except NotVisible:
-        if not NAME_RE.match(memory_id):
+        found = _archived_named(access, memory_id)
+        if found is None:
             raise
-        found = [
-            m
-            for slug in access.projects
-            if (m := selectors.memory_archived_named(name=memory_id, project=slug)) is not None
-        ]
-        if len(found) != 1:
-            raise
-        return found[0]
+        return found
+
+
+def _archived_named(access: Access, name: str) -> Memory | None:
+    """The most recently archived memory named `name` in the one project of the
+    token's that has one (None: not a name, or no such project, or several)."""
+    if not NAME_RE.match(name):
+        return None
+    found = [
+        m
+        for slug in access.projects
+        if (m := selectors.memory_archived_named(name=name, project=slug)) is not None
+    ]
+    return found[0] if len(found) == 1 else None
 
 
 def memory_restore(access: Access, *, memory_id: str) -> Memory:

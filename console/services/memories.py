@@ -330,8 +330,11 @@ def _retired(old: Memory) -> str:
     agent retrying a supersede whose reply it lost learns it already landed) and,
     down a longer chain, the version true now (the one to supersede)."""
     chain = selectors.memory_successors(old)
-    if not chain:
-        return "This memory is no longer active; supersede its replacement instead."
+    if not chain:  # no longer true and nothing replaced it: archived
+        return (
+            f"This memory is archived; restore it first (POST /memories/{old.pk}/restore, "
+            "or memory_restore), then supersede it."
+        )
     first, head = chain[0], chain[-1]
     said = f"This memory was already superseded by {first.pk} ({first.name!r})"
     if len(chain) == 1:

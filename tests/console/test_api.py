@@ -581,6 +581,23 @@ def test_supersede_replaces_and_stamps_the_old_one(world: World) -> None:
     assert "cannot be restored" in error(restore, 409, "conflict")["detail"]
 
 
+def test_a_supersede_of_an_archived_memory_says_to_restore_it_first(world: World) -> None:
+    # It said "supersede its replacement instead" (there is none) by id, and only
+    # "no active memory named ..." by name.
+    old = world.memories["alpha"]
+    client = world.client("alpha")
+    assert call(client, "post", f"/memories/{old.pk}/archive").status_code == 200
+
+    by_id = call(client, "post", f"/memories/{old.pk}/supersede", {"body": "Warm it twice."})
+    by_name = call(client, "post", f"/memories/{old.name}/supersede", {"body": "Warm it twice."})
+
+    assert "archived; restore it first" in error(by_id, 409, "conflict")["detail"]
+    said = by_name.json()["detail"]
+    assert by_name.status_code == 404 and f"{old.pk} of that name is archived" in said
+    assert "restore it first" in said
+    assert not Memory.objects.filter(superseded_by__isnull=False).exists()
+
+
 def test_a_supersede_of_the_body_alone_says_the_description_was_kept(world: World) -> None:
     client = world.client("alpha")
     old = world.memories["alpha"]
