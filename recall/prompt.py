@@ -571,4 +571,10 @@ def run(
         said = f"{len(records)} {'memory' if len(records) == 1 else 'memories'} matched"
         warning = f"{said}, but no line of them fits {budget} tokens: ask with a larger budget"
         return PromptResult("", (), 0, (warning,))
-    return PromptResult(text, ids, planes.tokens.count(text) if text else 0)
+    warnings: tuple[str, ...] = ()
+    if len(ids) < len(records):  # as the briefing says of its lines: not a silent cut
+        warnings = (
+            f"{len(records) - len(ids)} of the {len(records)} matched memories did not fit "
+            f"{budget} tokens: ask with a larger budget",
+        )
+    return PromptResult(text, ids, planes.tokens.count(text) if text else 0, warnings)

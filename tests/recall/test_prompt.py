@@ -12,6 +12,7 @@ from recall.config import PromptConfig
 from recall.prompt import PAUSE_EVERY, CorpusCache, build_corpus, match, refresh, terms
 from recall.requests import PromptRequest
 from recall.testing import InMemoryStore
+from recall.tokens import estimate_tokens
 from recall.types import Named, Record
 from tests.recall.conftest import NOW, MakeEngine, index, make_memory, uid
 
@@ -508,3 +509,24 @@ def test_a_stale_corpus_whose_index_has_not_moved_is_kept_without_a_rebuild() ->
     now[0] += timedelta(seconds=60)  # no stamp (a plane that cannot tell): rebuilt when stale
     assert cache.get("k", build, ttl=30) is not moved  # type: ignore[arg-type]
     assert cache.builds == 3
+
+
+def test_matches_the_budget_cut_are_counted_in_a_warning(make_engine: MakeEngine):
+    # The block held one of two matches at a small budget and said nothing of the other.
+    deploys = [
+        make_memory(1, "deploy-rollback", description="deploy rollback steps for the api"),
+        make_memory(2, "deploy-rollback-db", description="deploy rollback of the db schema"),
+    ]
+    engine = make_engine([*deploys, *FILLERS])
+    roomy = engine.prompt_recall(PromptRequest("alpha", "how do I deploy a rollback"))
+    assert len(roomy.ids) == 2 and not roomy.warnings
+
+    cut = engine.prompt_recall(
+        PromptRequest("alpha", "how do I deploy a rollback", budget=estimate_tokens(roomy.text) - 1)
+    )
+
+    assert cut.ids == roomy.ids[:1]
+    assert cut.warnings == (
+        f"1 of the 2 matched memories did not fit {estimate_tokens(roomy.text) - 1} tokens: "
+        "ask with a larger budget",
+    )
