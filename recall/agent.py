@@ -157,9 +157,10 @@ def item_view(hit: Hit, *, detail: str = FULL, debug: bool = False) -> dict[str,
 
 
 def _attribution(hit: Hit) -> dict[str, str]:
-    """Who and what a memory came from (seed 003): its source, agent and session."""
+    """Who and what a memory came from (seed 003): its source, agent and session
+    (`sanitize.label`: read, not names to round-trip)."""
     given = (("source", hit.origin), ("agent", hit.agent_id), ("session", hit.session_id))
-    return {key: sanitize.name(value) for key, value in given if value}
+    return {key: sanitize.label(value) for key, value in given if value}
 
 
 def _link(link: GraphLink) -> dict[str, Any]:

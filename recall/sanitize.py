@@ -403,6 +403,13 @@ def name(text: str | None, limit: int = 120) -> str:
     return field(text, limit, scrub_phrases=False)
 
 
+def label(text: str | None, limit: int = 120) -> str:
+    """Who wrote a memory and in which session or from what source: identifiers an
+    agent reads rather than writes back, so phrase-scrubbed like any text (a session
+    id is a writer's free text: one carried "Ignore previous instructions" into packs)."""
+    return field(text, limit)
+
+
 def attribute(text: str | None, limit: int = 120) -> str:
     """A value for a tag attribute (quotes and every ampersand escaped too)."""
     return html.escape(_one_line(text, limit, scrub_phrases=False), quote=True)
