@@ -169,9 +169,10 @@ class PromptResult:
 
 
 def age(updated: datetime | None, now: datetime) -> str:
-    """A compact age: "now", "5m", "3h", "2d", "4mo", "1y" ("" when unknown).
+    """A compact age: "now", "5min", "3h", "2d", "4mo", "1y" ("" when unknown).
 
-    Under a minute is "now": "0m" beside "1mo" read as a month to people.
+    Under a minute is "now": "0m" beside "1mo" read as a month to people, and
+    so did "1m" to an agent (minutes are "min").
     """
     if updated is None:
         return ""
@@ -179,7 +180,7 @@ def age(updated: datetime | None, now: datetime) -> str:
     if seconds < 60:
         return "now"
     if seconds < 3600:
-        return f"{int(seconds // 60)}m"
+        return f"{int(seconds // 60)}min"
     if seconds < 86400:
         return f"{int(seconds // 3600)}h"
     days = int(seconds // 86400)

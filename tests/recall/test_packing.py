@@ -315,7 +315,15 @@ def test_a_budget_below_the_envelope_is_refused():
 
 @pytest.mark.parametrize(
     ("seconds", "shown"),
-    [(0, "now"), (59, "now"), (60, "1m"), (7200, "2h"), (86400 * 3, "3d"), (86400 * 40, "1mo")],
+    [
+        (0, "now"),
+        (59, "now"),
+        (60, "1min"),
+        (3599, "59min"),
+        (7200, "2h"),
+        (86400 * 3, "3d"),
+        (86400 * 40, "1mo"),
+    ],
 )
 def test_an_age_under_a_minute_is_now_not_zero_minutes(seconds: int, shown: str):
     assert age(NOW - timedelta(seconds=seconds), NOW) == shown
