@@ -324,11 +324,16 @@ def memory_list(who: Access, p: MemoryListIn) -> Answer:
     body = {"memories": views, "next_cursor": page.next_cursor, "warnings": []}
     if p.budget is None:
         return _json(body)
-    return _page_within(body, page.memories, p.budget, p.cursor)
+    return _page_within(body, page.memories, p.budget, p.cursor, full=p.detail != "index")
 
 
 def _page_within(
-    body: dict[str, Any], memories: Sequence[Memory], budget: int, cursor: str | None
+    body: dict[str, Any],
+    memories: Sequence[Memory],
+    budget: int,
+    cursor: str | None,
+    *,
+    full: bool = True,
 ) -> Answer:
     """A listing's page cut to the longest first part whose whole reply fits `budget`
     tokens, its next_cursor going on after the last memory kept. When not even the
@@ -353,6 +358,10 @@ def _page_within(
         return reply(low)
     needs = selectors.tokens(reply(1).text)
     said = f"budget {budget} fits no memory of this page (the first takes {needs}); ask with more"
+    if full:  # its body is what is big: the listing pages on without bodies
+        first = replies.without_body(views[0])
+        short = selectors.tokens(_json({**body, "memories": [first]}).text)
+        said += f", or with detail 'index' (the first takes {short} there)"
     again = cursor or selectors.cursor_before(memories[0])
     return _json({**body, "memories": [], "next_cursor": again, "warnings": [said]})
 

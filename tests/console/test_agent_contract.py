@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -488,6 +489,28 @@ def test_a_budgeted_list_fits_its_whole_reply_and_pages_on_from_the_cut(
     on = call(client, "get", "/memories", {"budget": 600, "limit": 200}).json()["next_cursor"]
     tiny = call(client, "get", "/memories", {"budget": 50, "limit": 200, "cursor": on}).json()
     assert tiny["memories"] == [] and tiny["next_cursor"] == on
+
+
+def test_a_list_with_bodies_too_big_for_its_budget_says_how_to_page_on(world: World) -> None:
+    # A 50k-token runbook first: `detail=full` at budget 5000 fit nothing, and the warning
+    # said only "ask with more", while without bodies the listing pages on.
+    services.memory_create(
+        project=world.memories["alpha"].project, kind="runbook", name="huge-runbook",
+        description="Every step of the failover", body="Step. " * 30_000,
+    )  # fmt: skip
+    client = world.client("alpha")
+    asked = {"budget": 5000, "kind": "runbook"}
+
+    full = call(client, "get", "/memories", {**asked, "detail": "full"})
+
+    said = full.json()
+    assert said["memories"] == [] and estimate_tokens(full.content.decode()) <= 5000
+    index = re.search(r"with detail 'index' \(the first takes (\d+) there\)", said["warnings"][0])
+    assert index is not None, said["warnings"]
+    at = int(index.group(1))
+    short = call(client, "get", "/memories", {**asked, "budget": at, "detail": "index"})
+    assert [m["name"] for m in short.json()["memories"]] == ["huge-runbook"]
+    assert estimate_tokens(short.content.decode()) <= at
 
 
 def test_delete_removes_the_memory_and_its_index_rows(world: World) -> None:
