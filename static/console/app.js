@@ -138,13 +138,21 @@
     const current = selectedIndex();
     const chosen = items[current >= 0 ? current : 0];
     if (chosen) choose(chosen);
-    else if (input.value.trim()) input.form.submit();
+    else searchPage();
   }
 
   function enterFailed() {
     if (!enterWhenAnswered) return;
     enterWhenAnswered = false; // no answer came: the search page answers instead
-    if (input.value.trim()) input.form.submit();
+    searchPage();
+  }
+
+  // The search page for what is typed (the palette form's own action is the palette's
+  // page, for a browser without script: with script, that bare list is no answer).
+  function searchPage() {
+    const q = input.value.trim();
+    if (!q) return;
+    window.location.href = input.dataset.search + "?" + new URLSearchParams({ q: q }).toString();
   }
 
   function choose(option) {
@@ -239,7 +247,13 @@
     if (!links.length) return false;
     const at = links.indexOf(document.activeElement);
     const next = at < 0 ? (step > 0 ? 0 : links.length - 1) : at + step;
-    if (next < 0 || next >= links.length) return true;
+    if (next < 0) {
+      // Up from the first result: back to the box that ↓ came from.
+      const box = document.querySelector("[data-hit-nav]");
+      if (box) box.focus();
+      return true;
+    }
+    if (next >= links.length) return true;
     links[next].focus();
     return true;
   }

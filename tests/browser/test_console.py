@@ -199,6 +199,21 @@ def test_enter_before_the_palette_answers_opens_a_row_of_that_answer(page: Any, 
     page.wait_for_url(f"**/memories/{memories['idempotency-keys'].pk}/")
 
 
+def test_enter_on_a_palette_with_no_match_opens_the_search_page(page: Any, user: User) -> None:
+    """It opened the palette's own bare page (its form's action, for a browser without
+    script), a list titled "Quick search" with one link on."""
+    seed()
+    log_in(page, user)
+    page.keyboard.press("Control+k")
+    page.keyboard.type("zzzqqq")
+    assert palette_titles(page, "zzzqqq") == []
+
+    page.keyboard.press("Enter")
+
+    page.wait_for_url("**/?q=zzzqqq")
+    assert page.locator("#id_q").input_value() == "zzzqqq"
+
+
 def test_a_page_from_before_a_new_login_still_acts_and_a_refusal_says_so(
     page: Any, user: User, watch: Watch
 ) -> None:
@@ -243,10 +258,12 @@ def test_search_as_you_type_open_star_and_find_it_under_favorites(page: Any, use
 
     page.fill("#id_q", "stripe")
     page.wait_for_selector("#results .hit")
-    page.locator("#id_q").press("ArrowDown")  # into the results, then j/k
-    page.keyboard.press("j")
-    page.keyboard.press("k")
+    page.locator("#id_q").press("ArrowDown")  # into the results (one hit), then j/k
+    page.keyboard.press("j")  # the last result: stays
     assert page.evaluate("document.activeElement.textContent") == "stripe-webhook-retries"
+    page.keyboard.press("k")  # up from the first result: back in the box (focus stayed)
+    assert page.evaluate("document.activeElement.id") == "id_q"
+    page.keyboard.press("ArrowDown")
     page.keyboard.press("Enter")
     memory = memories["stripe-webhook-retries"]
     page.wait_for_url(f"**/memories/{memory.pk}/")
