@@ -115,7 +115,8 @@ def settings_save(request: HtmxHttpRequest, key: str) -> HttpResponse:
             services.setting_save(key=key, value=override, user=user)
         else:
             services.setting_reset(key=key)
-        notice = f"{knob} reset to its base value."
+        field = form.fields.get(knob)  # the row's label, as the page names it
+        notice = f"{field.label if field is not None else knob} reset to its base value."
     elif form.changed_since(request.POST.get("seen", "")):
         form.is_valid()  # the values typed stay in their fields, checked
         form.add_error(None, CHANGED)

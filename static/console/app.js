@@ -393,6 +393,10 @@
       const pager = focusKey.startsWith("pager-") ? document.querySelector('[data-focus-key^="pager-"]') : null;
       const next = same || pager;
       if (next) next.focus();
+      // A control the swap took away (a row's reset, once its row is back at base):
+      // the section's status line, which says what happened, takes focus.
+      const said = swapped.querySelector(".notice[role=status][tabindex]");
+      if (!next && said) said.focus();
       // A control inside a closed <details> (Reset all, after its reset) cannot
       // take focus: its summary, the step before it, does.
       const folded = next && document.activeElement !== next && next.closest("details");

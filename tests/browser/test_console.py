@@ -505,11 +505,17 @@ def test_a_briefing_setting_changes_the_preview_then_the_next_briefing(
     assert page.input_value("#id_briefing_config-budget") == "80"
     assert Setting.objects.get(key="briefing_config").value == {"budget": 80, "tag": "team-brief"}
 
-    page.click("#section-briefing_config button[value='reset:tag']")
+    label = page.inner_text("label[for=id_briefing_config-tag]")
+    page.focus("#section-briefing_config button[value='reset:tag']")
+    page.keyboard.press("Enter")  # by keyboard: the button goes with the swap
     page.wait_for_function(
         "() => document.querySelector('[data-briefing]').textContent.startsWith('<memory-briefing')"
     )
     assert next_briefing("billing-api").startswith("<memory-briefing")
+    # The status line takes the focus (it fell to <body>) and names the row as shown.
+    page.wait_for_function("() => document.activeElement.classList.contains('notice')")
+    said = page.inner_text("#section-briefing_config .notice")
+    assert said == f"{label} reset to its base value."
 
     # Reset all is a second step: the first click only asks.
     page.fill("#id_briefing_config-budget", "70")
