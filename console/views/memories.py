@@ -109,11 +109,16 @@ def memory_by_name(request: HtmxHttpRequest, name: str) -> HttpResponse:
     project the person does not see is treated as unknown: a search."""
     project = request.GET.get("project") or None
     found = None
-    if roles.can_see(request.user, project):
+    seen = roles.can_see(request.user, project)
+    if seen:
         found = selectors.memory_named(name=name, project=project)
     if found is not None and roles.can_see(request.user, roles.project_of(found)):
         return redirect("memory_detail", memory_id=found.pk)
-    return redirect(f"{reverse('search')}?{urlencode({'q': name})}")
+    # Said, not a silent search (it read as the link's answer), kept to the project.
+    where = f"{project} or global" if project and seen else "any project you see"
+    messages.info(request, f"No active memory is named {name} in {where}: searching for it.")
+    asked = {"q": name, **({"project": project} if project and seen else {})}
+    return redirect(f"{reverse('search')}?{urlencode(asked)}")
 
 
 STALE = (

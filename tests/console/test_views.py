@@ -454,9 +454,14 @@ def test_a_wikilink_by_name_lands_on_the_memory_or_a_search(
 ) -> None:
     found = admin_client.get("/m/chroma-boot-race/?project=billing-api")
     missing = admin_client.get("/m/nowhere-yet/")
+    in_project = admin_client.get("/m/nowhere-yet/?project=billing-api", follow=True)
 
     assert found["Location"] == f"/memories/{memory.pk}/"
     assert missing["Location"] == "/?q=nowhere-yet"
+    # The search it lands on says why, and keeps to the linking project.
+    assert in_project.redirect_chain[0][0] == "/?q=nowhere-yet&project=billing-api"
+    said = "No active memory is named nowhere-yet in billing-api or global: searching for it."
+    assert said in in_project.content.decode()
 
 
 def test_memory_page_shows_retrieval_history(admin_client: Client, memory: Memory) -> None:
