@@ -26,7 +26,7 @@ of the words dropped, sentences reordered, or cut to half):
 A restatement under a new name is also hinted by its words (`restates`): a
 candidate from `WORDS_FLOOR` that says `SAME_SAYING` of the new text's words.
 On LoCoMo this adds false hints on 0.17% of observations (0.83% in all) and
-0.07% of turns (0.18% in all); `restates` says how the share was chosen.
+0.07% of turns (0.18% in all): `tests/bench/calibrate_restates.py`.
 """
 
 from __future__ import annotations
