@@ -132,13 +132,6 @@ def _utc(value: datetime) -> datetime:
         return value
 
 
-def _tag(value: str) -> str:
-    """A tag in its stored form (`recall.recall.tag_form`), so `#Billing` writes and
-    finds `billing`. One of only `#` and spaces becomes blank, never refused (the
-    schema allows it): a write drops it, a filter answers that it matches nothing."""
-    return tag_form(value)
-
-
 def _json_number(value: Any) -> Any:
     if isinstance(value, bool | str):
         raise ValueError("give a JSON number")
@@ -167,7 +160,10 @@ GraphCap = _int(0, MAX_CAP)
 AssociatedCap = _int(0, MAX_ASSOCIATED)
 Weight = Annotated[float, Field(ge=0, le=MAX_WEIGHT, allow_inf_nan=False)]
 Unit = Annotated[float, Strict(False), Field(ge=0, le=1), BeforeValidator(_json_number)]
-Tag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS), AfterValidator(_tag)]
+# A tag in its stored form, so `#Billing` writes and finds `billing`. One of only `#` and
+# spaces becomes blank, never refused (the schema allows it): a write drops it, a filter
+# answers that it matches nothing.
+Tag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS), AfterValidator(tag_form)]
 Name = Annotated[str, Field(pattern=NAME_PATTERN, description="slug, e.g. chroma-boot-race")]
 Slug = Annotated[str, Field(min_length=1, max_length=64, description="a project's slug")]
 # A date-time in a body or query string ("0.5" is not read as a Unix time); a bare
