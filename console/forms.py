@@ -83,8 +83,11 @@ def project_choices(slugs: Sequence[str], *, blank: str) -> list[tuple[str, str]
     return [("", blank), *((slug, slug) for slug in slugs)]
 
 
+QUERY_CHARS = 500  # a console query's length: the search and palette boxes stop there
+
+
 class SearchForm(ChoicesForm):
-    q = forms.CharField(label="Search", required=False, max_length=500)
+    q = forms.CharField(label="Search", required=False, max_length=QUERY_CHARS)
     project = forms.ChoiceField(label="Project", required=False)
     since = forms.ChoiceField(label="Updated", required=False, choices=SINCE_CHOICES)
     semantic = forms.BooleanField(label="By meaning", required=False, widget=ToggleInput)

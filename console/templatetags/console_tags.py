@@ -22,6 +22,7 @@ from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml as escape_html
 from markdown_it.rules_inline import StateInline
 
+from console.forms import QUERY_CHARS
 from recall import sanitize
 from recall.links import WIKILINK
 
@@ -102,6 +103,12 @@ def render_markdown(text: str, *, resolve: Resolver | None = None) -> SafeString
         link_rel="noopener noreferrer nofollow",
     )
     return mark_safe(_BLOCKS.sub(r'<\1 dir="auto">', cleaned))  # noqa: S308 - nh3 output
+
+
+@register.simple_tag
+def query_chars() -> int:
+    """The longest query the console takes: its search boxes stop there, not the server."""
+    return QUERY_CHARS
 
 
 @register.simple_tag

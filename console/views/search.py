@@ -25,7 +25,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from console import browse, roles, selectors
-from console.forms import SearchForm
+from console.forms import QUERY_CHARS, SearchForm
 from console.views import present
 from console.views.base import HtmxHttpRequest, login_required, page, partial
 from console.views.text import Matcher
@@ -173,7 +173,7 @@ def palette(request: HtmxHttpRequest) -> HttpResponse:
     The rendered answer to a short query (the first letters typed: the most asked
     and, as a prefix, the dearest) is kept per scope until the full-text plane's
     stamp moves (`selectors.palette_kept`)."""
-    query = request.GET.get("q", "")[:500]
+    query = request.GET.get("q", "")[:QUERY_CHARS]
     scope = roles.search_scope(request.user, None)
     staff = roles.is_staff(request.user)
     key = (query, None if scope is None else tuple(scope), staff)

@@ -14,6 +14,7 @@ from django.test import Client
 from django.urls import reverse
 
 from console import indexing, selectors, services
+from console.forms import SearchForm
 from console.models import Memory, Project, RetrievalEvent, Setting
 
 pytestmark = pytest.mark.django_db
@@ -1478,3 +1479,15 @@ def test_a_hidden_script_scheme_stays_text_like_a_plain_one(link: str) -> None:
 
     assert html.count("<a ") == 1 and '<a href="docs/a%20b.md"' in html
     assert "[x](" in html  # shown as written, as `[x](javascript:...)` is
+
+
+def test_every_query_box_stops_at_the_length_the_server_takes(admin_client: Client) -> None:
+    """A 600-character paste is cut by the box, not refused by the server after it."""
+    longest = SearchForm.base_fields["q"].max_length
+    search = admin_client.get("/").content.decode()
+    palette = admin_client.get("/palette/").content.decode()
+
+    for page_html, box in ((search, "id_q"), (search, "palette-q"), (palette, "id_pq")):
+        tag = re.search(rf'<input id="{box}"[^>]*>', page_html)
+        assert tag is not None, box
+        assert f'maxlength="{longest}"' in tag.group(0), box
