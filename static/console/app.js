@@ -424,6 +424,21 @@
     }
   });
 
+  // --- addresses worth sharing ------------------------------------------------------
+  // A filter form's GET (search, inspector) put every field in the address, set or not:
+  // "/?q=x&project=&since=&semantic=false&semantic=on". A field left empty means what
+  // its absence means, and a toggle sent on (its hidden "false" and the box's "on") is
+  // its default: both stay out, so the address names only what was chosen.
+  document.body.addEventListener("htmx:configRequest", function (event) {
+    const params = event.detail.parameters;
+    if (event.detail.verb !== "get" || !params || typeof params.getAll !== "function") return;
+    Array.from(new Set(params.keys())).forEach(function (name) {
+      const values = params.getAll(name);
+      const toggledOn = values.length === 2 && values[0] === "false" && values[1] === "on";
+      if (toggledOn || values.every(function (v) { return v === ""; })) params.delete(name);
+    });
+  });
+
   // --- a request that failed says so -------------------------------------------------
   // htmx swaps nothing for an error answer: without this a star, a save or an archive
   // that the server refused would look like a click that did nothing.

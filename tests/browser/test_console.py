@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from django.contrib.auth.models import User
@@ -251,9 +251,13 @@ def test_search_as_you_type_open_star_and_find_it_under_favorites(page: Any, use
     page.wait_for_selector("#results .hit")
     assert page.locator("#results mark").count() >= 1
     assert "q=webhooks" in page.url  # hx-push-url keeps the address shareable
+    assert parse_qsl(urlsplit(page.url).query) == [
+        ("q", "webhooks")
+    ]  # not the filters left as they were
     page.fill("#id_q", "zzqx nothing")
     page.uncheck("#id_semantic")
     page.wait_for_selector("#results .empty")
+    assert parse_qsl(urlsplit(page.url).query) == [("q", "zzqx nothing"), ("semantic", "false")]
     assert "No results for" in page.locator("#results").inner_text()
 
     page.fill("#id_q", "stripe")
