@@ -289,6 +289,7 @@ def memory_write_batch(who: Access, p: MemoryBatchIn, *, key: str | None = None)
             for warning in (
                 [
                     *withheld.warnings(items[i], f"memories.{i}."),
+                    *(f"memories.{i}.{w}" for w in _unlinked(o.memory)),
                     *_shared_turn(o.memory, items[i], f"memories.{i}."),
                 ]
                 if o.created

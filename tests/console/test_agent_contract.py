@@ -879,3 +879,20 @@ def test_mcp_archives_by_a_name_longer_than_an_id(world: World, monkeypatch: Any
 
     assert status == 200 and archived["id"] == made.json()["memory"]["id"], archived
     assert archived["active"] is False
+
+
+def test_a_batch_says_which_links_reach_no_memory_yet(world: World) -> None:
+    """As a single write does; a link to a memory the same batch writes later is made."""
+    items = [
+        {"name": "release-checklist", "description": "x", "body": "Read [[deploy-runbook]] "
+         "and [[rollbak-plan]] first."},
+        {"name": "deploy-runbook", "description": "How we deploy"},
+    ]  # fmt: skip
+
+    r = call(world.client("alpha"), "post", "/memories/batch", {"memories": items})
+
+    assert r.status_code == 201, r.content
+    assert [w for w in r.json()["warnings"] if "[[" in w] == [
+        "memories.0.body: [[rollbak-plan]] names no memory yet; a link is made once a memory "
+        "of that name is written"
+    ]
