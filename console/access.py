@@ -430,15 +430,23 @@ def memory_write(
     _ahead(fields)
     withheld.unmarked(fields)
     target = _project(access, project)
-    embedded = selectors.write_embedding(
+    outcome = services.memory_write(
+        project=target, force=force, embedded=_embedded(target, fields),
+        **{"agent_id": access.agent, **fields},
+    )  # fmt: skip
+    hint = _hint(outcome.memory) if outcome.created else None
+    return Written(outcome.memory, outcome.created, hint)
+
+
+def _embedded(target: Project, fields: Mapping[str, Any]) -> selectors.Embedded | None:
+    """The vector of a memory about to be written, embedded outside its transaction."""
+    return selectors.write_embedding(
         project=target.slug, name=str(fields.get("name", "")),
         description=str(fields.get("description", "")), body=str(fields.get("body") or ""),
     )  # fmt: skip
-    outcome = services.memory_write(
-        project=target, force=force, embedded=embedded, **{"agent_id": access.agent, **fields}
-    )
-    hint = _hint(outcome.memory) if outcome.created else None
-    return Written(outcome.memory, outcome.created, hint)
+
+
+BATCH_HINTS = 20  # the longest batch whose items get dedup hints (one embedding each)
 
 
 def memory_write_batch(
@@ -447,14 +455,26 @@ def memory_write_batch(
     project: str | None,
     items: Sequence[Mapping[str, Any]],
     force: bool = False,
-) -> list[services.Outcome]:
-    """Up to 500 memories in one transaction: all written, or none."""
+) -> list[Written]:
+    """Up to 500 memories in one transaction: all written, or none. A batch of up to
+    BATCH_HINTS gets a dedup hint per item created, as a single write does: each item is
+    embedded before the transaction (the index worker reuses the vector), about 10 ms a
+    short text on a core, so a longer batch (an import) is left at commit speed."""
     _writer(access)
     for i, item in enumerate(items):
         _ahead(item, f"memories.{i}.expires_at")
         withheld.unmarked(item, f"memories.{i}.")
+    target = _project(access, project)
+    hinted = len(items) <= BATCH_HINTS
+    embedded = [_embedded(target, item) for item in items] if hinted else []
     rows = [{"agent_id": access.agent, **item} for item in items]
-    return services.memory_write_batch(project=_project(access, project), items=rows, force=force)
+    outcomes = services.memory_write_batch(
+        project=target, items=rows, force=force, embedded=embedded
+    )
+    return [
+        Written(o.memory, o.created, _hint(o.memory) if hinted and o.created else None)
+        for o in outcomes
+    ]
 
 
 def memory_update(access: Access, *, memory_id: str, fields: Mapping[str, Any]) -> Memory:

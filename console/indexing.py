@@ -439,12 +439,15 @@ def embedded(*, project: str | None, name: str, description: str, body: str) -> 
     return Embedded(doc.embedding_hash(embedder.model), vector)
 
 
-def keep(found: Embedded) -> None:
-    """Store a request's vector for the worker, in the caller's transaction."""
-    row = KnownVector(key=found.key, vector=found.vector.tobytes(), created=timezone.now())
-    KnownVector.objects.bulk_create(
-        [row], update_conflicts=True, unique_fields=["key"], update_fields=["vector", "created"]
-    )
+def keep(*found: Embedded) -> None:
+    """Store a request's vectors for the worker, in the caller's transaction."""
+    now = timezone.now()
+    rows = {e.key: KnownVector(key=e.key, vector=e.vector.tobytes(), created=now) for e in found}
+    if rows:
+        KnownVector.objects.bulk_create(
+            list(rows.values()), update_conflicts=True, unique_fields=["key"],
+            update_fields=["vector", "created"],
+        )  # fmt: skip
 
 
 def _known(docs: Sequence[Doc]) -> dict[str, Vectors]:

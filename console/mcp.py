@@ -327,7 +327,8 @@ SPECS = (
         operations.memory_write_batch,
         """
         Save up to 500 memories in one transaction (all or none): for importing a
-        conversation or a document's facts at once. Needs a write token.""",
+        conversation or a document's facts at once. A batch of up to 20 gets each new
+        item's dedup_hint, as memory_write does. Needs a write token.""",
         **WRITE,
     ),
     Spec(

@@ -281,7 +281,13 @@ def memory_write_batch(who: Access, p: MemoryBatchIn, *, key: str | None = None)
 
     def write() -> Answer:
         outcomes = access.memory_write_batch(who, project=p.project, items=items, force=p.force)
-        made = [{"id": o.memory.pk, "name": o.memory.name, "created": o.created} for o in outcomes]
+        made = [
+            {
+                "id": o.memory.pk, "name": o.memory.name, "created": o.created,
+                "dedup_hint": replies.hint_view(o.dedup_hint, kind=o.memory.kind),
+            }
+            for o in outcomes
+        ]  # fmt: skip
         created = sum(1 for o in outcomes if o.created)
         said = [
             warning
@@ -297,6 +303,11 @@ def memory_write_batch(who: Access, p: MemoryBatchIn, *, key: str | None = None)
             )
         ]
         existing = len(made) - created
+        if len(items) > access.BATCH_HINTS:
+            said.append(
+                f"no dedup hints: a batch of up to {access.BATCH_HINTS} memories gets one per "
+                f"item (this one held {len(items)}); search before writing, or write fewer at once"
+            )
         body = {"items": made, "created": created, "existing": existing, "warnings": said}
         return _json(body, 201)
 

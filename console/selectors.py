@@ -283,9 +283,12 @@ def memory_dedup_hint(
     )
 
 
+Embedded = indexing.Embedded  # a text's vector embedded before its write
+
+
 def write_embedding(
     *, project: str | None, name: str, description: str, body: str = ""
-) -> indexing.Embedded | None:
+) -> Embedded | None:
     """A memory's vector embedded before its write (one embedding per write: the
     dedup hint reads it from the embedder's cache, the index worker from the
     outbox's KnownVector row)."""

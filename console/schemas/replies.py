@@ -251,6 +251,10 @@ class BatchItemOut(Reply):
     id: str
     name: str
     created: bool
+    dedup_hint: DedupHintOut | None = Field(
+        description="a very similar active memory in scope, another item of this batch "
+        "included (advisory; batches of up to 20 items, see warnings)"
+    )
 
 
 class BatchOut(Reply):

@@ -87,11 +87,17 @@ def memory_write(
 
 @transaction.atomic
 def memory_write_batch(
-    *, project: Project, items: Sequence[Mapping[str, Any]], force: bool = False
+    *,
+    project: Project,
+    items: Sequence[Mapping[str, Any]],
+    force: bool = False,
+    embedded: Sequence[indexing.Embedded | None] = (),
 ) -> list[Outcome]:
-    """Write `items` in one transaction, in order; all or nothing."""
+    """Write `items` in one transaction, in order; all or nothing. `embedded`: the
+    items' vectors embedded before this transaction, kept for the index worker."""
     if not items or len(items) > BATCH_MAX:
         raise BatchError({0: f"a batch holds 1 to {BATCH_MAX} memories, not {len(items)}"})
+    indexing.keep(*(e for e in embedded if e is not None))
     orders: dict[str, int] = {}
     made: list[Memory] = []
     errors: dict[int, str] = {}

@@ -16,7 +16,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from console import indexing, services, wiring
+from console import access, indexing, services, wiring
 from console.models import IndexJob, KnownVector, Memory
 from recall import dedup
 from tests.console.api_world import World, call, world_fixture  # noqa: F401
@@ -31,7 +31,7 @@ def test_the_worker_stores_the_requests_vector_without_embedding_again(
 ) -> None:
     kept: list[indexing.Embedded] = []
     real_keep = indexing.keep
-    monkeypatch.setattr(indexing, "keep", lambda found: (kept.append(found), real_keep(found)))
+    monkeypatch.setattr(indexing, "keep", lambda *found: (kept.extend(found), real_keep(*found)))
 
     reply = call(world.client("alpha"), "post", "/memories", BODY)
     indexing.apply_pending()  # the worker (in the PostgreSQL profile: already in the write)
@@ -141,3 +141,49 @@ def test_the_lag_hint_compares_the_projects_newest_waiting_memories_only(
     assert alpha == {written["a2"], written["a3"]}  # the newest two, alpha's only
     assert beta == {written["b1"]}
     assert indexing.unindexed_vectors(project=None) == []
+
+
+def test_a_batch_hints_each_item_as_a_single_write_does(world: World, embedded: list[str]) -> None:
+    # A batch gave no hint at all: an agent saving what a session taught it in one call
+    # was never told that it wrote a fact twice, or a fact the project already held.
+    said = "PostgreSQL runs a pool of {} connections per web worker, set via PGBOUNCER."
+    items = [
+        {"name": "alpha-albatross-again", "kind": "gotcha",
+         "description": "Note: the albatross service needs a warm cache before traffic",
+         "body": "Warm the albatross cache first."},
+        {"name": "db-pool", "kind": "fact", "body": said.format(20)},
+        {"name": "db-pool-2", "kind": "fact", "body": said.format(25)},
+        {"name": "ferry-times", "kind": "fact", "body": "The quokka ferry leaves at dawn."},
+    ]  # fmt: skip
+
+    r = call(world.client("alpha"), "post", "/memories/batch", {"memories": items})
+    indexing.apply_pending()
+
+    assert r.status_code == 201, r.content
+    made = r.json()["items"]
+    hints = [item["dedup_hint"] and item["dedup_hint"]["id"] for item in made]
+    assert hints == [world.memories["alpha"].pk, made[2]["id"], made[1]["id"], None]
+    assert "supersede" in made[0]["dedup_hint"]["advice"]
+    assert not any("dedup" in w for w in r.json()["warnings"])
+    # Each text embedded once before the write (the hints read the embedder's cache), and
+    # the worker stored those vectors instead of embedding the texts again.
+    assert len(set(embedded)) == len(items) and not KnownVector.objects.exists()
+
+
+def test_a_long_batch_says_it_gave_no_hints_and_embeds_nothing_before_its_write(
+    world: World, embedded: list[str]
+) -> None:
+    items = [
+        {"name": f"turn-{n}", "kind": "fact", "description": f"Step {n} of the rollout"}
+        for n in range(access.BATCH_HINTS + 1)
+    ]
+
+    r = call(world.client("alpha"), "post", "/memories/batch", {"memories": items})
+
+    assert r.status_code == 201, r.content
+    assert all(item["dedup_hint"] is None for item in r.json()["items"])
+    assert r.json()["warnings"][0] == (
+        f"no dedup hints: a batch of up to {access.BATCH_HINTS} memories gets one per item "
+        f"(this one held {access.BATCH_HINTS + 1}); search before writing, or write fewer at once"
+    )
+    assert embedded == [] or connection.vendor == "postgresql"  # there, the write indexed
