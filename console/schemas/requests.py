@@ -390,7 +390,9 @@ class MemoryFields(Body):
         "not in the future (409)",
     )
     invalid_at: Instant | None = Field(
-        None, description="when it stops being true, if known (after valid_from, else 409)"
+        None,
+        description="when it stopped being true, if known: after valid_from and not in the "
+        "future (409; for an end to come, expires_at)",
     )
     # Expiry (recall/decay.py): from then on it leaves every read; `manage.py expire` purges it.
     ttl_seconds: Ttl | None = Field(None, description="expire this many seconds from now")

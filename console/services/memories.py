@@ -126,6 +126,18 @@ def not_ahead(instant: datetime | None, field: str = "valid_from") -> None:
         )  # fmt: skip
 
 
+def not_ending_ahead(instant: datetime | None) -> None:
+    """Refuse a valid time that ends in the future: a memory with an end is no longer
+    active, so it would leave every present-time read at once, while it still holds.
+    `expires_at` is the end to come (the memory leaves reads at that instant)."""
+    if instant is not None and instant > timezone.now() + CLOCK_SKEW:
+        raise ValidTimeError(
+            {"invalid_at": f"invalid_at {instant.isoformat()} is in the future: a memory "
+                           "with an end leaves every read at once. For one that stops "
+                           "holding then, give expires_at instead."}
+        )  # fmt: skip
+
+
 def _apply_fields(memory: Memory, fields: Mapping[str, Any]) -> None:
     fields = _expiry(fields)
     unknown = set(fields) - set(MEMORY_FIELDS)
@@ -194,6 +206,7 @@ def memory_new(
     memory_validate(memory=memory)
     valid_time_check(valid_from=memory.valid_from, invalid_at=memory.invalid_at)
     not_ahead(fields.get("valid_from"))
+    not_ending_ahead(fields.get("invalid_at"))
     memory.content_hash = content_hash(
         name=memory.name, description=memory.description, body=memory.body
     )
@@ -276,6 +289,7 @@ def memory_update(*, memory: Memory, **fields: Any) -> Memory:
     if "valid_from" in fields or "invalid_at" in fields:  # an import may hold any interval
         valid_time_check(valid_from=memory.valid_from, invalid_at=memory.invalid_at)
         not_ahead(fields.get("valid_from"))
+        not_ending_ahead(fields.get("invalid_at"))
     memory.content_hash = content_hash(
         name=memory.name, description=memory.description, body=memory.body
     )

@@ -203,6 +203,13 @@ def test_a_bare_time_is_a_422_and_an_empty_interval_a_409_each_naming_the_field(
          "memories.1.valid_from"),
         ("post", f"/memories/{m['id']}/supersede", {"valid_from": AHEAD}, 409, "valid_from"),
         ("patch", f"/memories/{m['id']}", {"valid_from": AHEAD}, 409, "valid_from"),
+        # Nor is its end: a memory with an end left every read at once, 201 and silent.
+        ("post", "/memories", {"project": "alpha", "name": "x", "body": "b",
+                               "invalid_at": AHEAD}, 409, "invalid_at"),
+        ("post", "/memories/batch", {"project": "alpha", "memories": [
+            {"name": "ok", "body": "b"}, {"name": "x", "body": "b", "invalid_at": AHEAD}]}, 409,
+         "memories.1.invalid_at"),
+        ("patch", f"/memories/{m['id']}", {"invalid_at": AHEAD}, 409, "invalid_at"),
     ]  # fmt: skip
     for method, path, body, status, field in cases:
         response = call(client, method, path, body)
