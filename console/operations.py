@@ -137,13 +137,25 @@ def briefing(who: Access, p: BriefingIn) -> Answer:
         who, project=p.project, agent_type=p.agent_type, prompt=p.prompt, budget=p.budget
     )
     body = replies.text_view(result.text, result.ids, result.tokens, result.warnings)
-    return Answer(200, body, result.text)
+    return Answer(200, body, _block_text(result.text, result.warnings, NOTHING_TO_BRIEF))
 
 
 def prompt_recall(who: Access, p: PromptIn) -> Answer:
     result = access.prompt_recall(who, project=p.project, prompt=p.prompt, budget=p.budget)
     body = replies.text_view(result.text, result.ids, result.tokens, result.warnings)
-    return Answer(200, body, result.text)
+    return Answer(200, body, _block_text(result.text, result.warnings, NO_MATCH))
+
+
+NOTHING_TO_BRIEF = "(nothing to brief: no memory in scope)"
+NO_MATCH = "(no memory matched this prompt)"
+
+
+def _block_text(block: str, warnings: Sequence[str], empty: str) -> str:
+    """What a model reads of a block tool (MCP's text; REST's `text` is the block alone,
+    for a hook to inject): the block, which says itself what did not fit; with none,
+    why. An empty text read the same for "3 memories matched, but no line of them fits
+    20 tokens" as for no match."""
+    return block or "\n".join(f"({w})" for w in warnings) or empty
 
 
 # --- memories -------------------------------------------------------------------

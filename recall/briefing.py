@@ -18,7 +18,7 @@ no line shown at all, is said there.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -121,6 +121,24 @@ def _line(record: Record, config: BriefingConfig, now: datetime, *, full: bool =
     return prompt_recall.listed(sanitize.name(record.name), meta, desc), record.id
 
 
+def _fit(lines: Sequence[_Line], *, room: int, count: Callable[[str], int]) -> int:
+    """How many of `lines`, from the first, fit `room` tokens."""
+    used = 0
+    for n, (text, _) in enumerate(lines):
+        used += count(text)
+        if used > room:
+            return n
+    return len(lines)
+
+
+def _cut_trailer(cut: int, always: int, more: int) -> str:
+    """The last line of a briefing that could not show every line that always shows
+    (constraints, relevant, pinned): under them, a cut list read as all there is."""
+    rest = f" and {more} more" if more else ""
+    what = "constraint, relevant or pinned lines" if cut == always else f"of these {always} lines"
+    return f"(+{cut} {what}{rest} not shown: ask with a larger budget)"
+
+
 def _assemble(
     tokens: TokenCounter,
     req: BriefingRequest,
@@ -143,19 +161,19 @@ def _assemble(
     if used > hard_cap:  # not even the wrapper fits
         warning = f"{hard_cap} tokens hold not even the briefing's wrapper ({used} tokens)"
         return Briefing("", (), 0, (warning + ": ask with a larger budget",))
-    kept_fixed = 0
-    for text, ident in fixed:
-        if used + count(text) > hard_cap:
-            break
-        lines.append((text, ident))
-        used += count(text)
-        kept_fixed += 1
+    always = sum(1 for _, i in fixed if i is not None)
+    more = len(index) + unseen
+    kept_fixed = _fit(fixed, room=hard_cap - used, count=count)
+    if kept_fixed < len(fixed):  # the block must say so: room for the longest such trailer
+        worst = max(count(_cut_trailer(cut, always, more)) for cut in (always - 1, always))
+        kept_fixed = _fit(fixed, room=hard_cap - used - worst, count=count)
+    lines += fixed[:kept_fixed]
+    used += sum(count(text) for text, _ in fixed[:kept_fixed])
     while len(lines) > 1 and lines[-1][1] is None:  # a section header with no line under it
         used -= count(lines.pop()[0])
     dropped = sum(1 for _, i in fixed[kept_fixed:] if i is not None)
     warnings = []
     if dropped:  # the lines that always show did not: the caller should know
-        always = sum(1 for _, i in fixed if i is not None)
         warnings.append(
             f"{dropped} of the {always} constraint, relevant and pinned lines did not fit "
             f"{hard_cap} tokens: ask with a larger budget"
@@ -176,9 +194,11 @@ def _assemble(
     else:
         dropped += len(index)
     dropped += unseen
-    if dropped:  # "older" below the index it continues; else under a section it is not of
-        more = "older" if shown else "more not shown"
-        lines.append((f"(+{dropped} {more}: use recall)", None))
+    if kept_fixed < len(fixed):  # under CONSTRAINTS it would read as all there is
+        lines.append((_cut_trailer(dropped - more, always, more), None))
+    elif dropped:  # "older" below the index it continues; else under a section it is not of
+        told = "older" if shown else "more not shown"
+        lines.append((f"(+{dropped} {told}: use recall)", None))
     lines.append((closing, None))
     text = "\n".join(t for t, _ in lines)
     text = sanitize.truncate_block(text, max_bytes=hard_cap * 4, closing=closing)

@@ -253,20 +253,29 @@ def render(
     records: Sequence[Record], config: PromptConfig, *, budget: int, counter: TokenCounter
 ) -> tuple[str, tuple[str, ...]]:
     """The block an agent sees (one tag pair, one sanitized line per memory) and
-    the ids in it: the best matches that fit `budget` tokens ("" if none does)."""
+    the ids in it: the best matches that fit `budget` tokens ("" if none does). A
+    block that could not hold every match ends with a line that says how many more
+    matched, in the budget too: a cut block read as every match there was."""
     head = [f"<{config.tag}>", "Memories that may bear on this prompt (memory_read by name):"]
+    tail = [f"</{config.tag}>"]
     shown: list[str] = []
     ids: list[str] = []
-    for r in records:
+    for n, r in enumerate(records):
         desc = sanitize.field(lead(r.description, r.body), config.description_chars)
         line = listed(sanitize.name(r.name), sanitize.name(r.kind), desc)
-        if counter.count("\n".join([*head, *shown, line, f"</{config.tag}>"])) > budget:
+        after = _more(len(records) - n - 1)
+        if counter.count("\n".join([*head, *shown, line, *after, *tail])) > budget:
             break
         shown.append(line)
         ids.append(r.id)
     if not shown:
         return "", ()
-    return "\n".join([*head, *shown, f"</{config.tag}>"]), tuple(ids)
+    return "\n".join([*head, *shown, *_more(len(records) - len(shown)), *tail]), tuple(ids)
+
+
+def _more(left: int) -> list[str]:
+    """The block's last line when `left` matches did not fit it."""
+    return [f"(+{left} more matched: ask with a larger budget)"] if left else []
 
 
 Refresh = Callable[[Corpus], Corpus | None]  # None: too much changed, build it whole

@@ -402,6 +402,29 @@ def test_prompt_recall_returns_text_and_ids(world: World) -> None:
     assert call(world.client("alpha"), "post", "/prompt-recall", {}).status_code == 422
 
 
+def test_a_model_reads_why_a_block_tool_gave_no_block(world: World, monkeypatch: Any) -> None:
+    # Over MCP the tool's text is all a model reads: it was "" for matches no line of
+    # which fit, as for no match at all, the warning only in the structured content.
+    from console.mcp import SPECS, TOKEN_ENV
+
+    monkeypatch.setenv(TOKEN_ENV, world.secrets["alpha"])
+
+    def text(tool: str, args: dict[str, Any]) -> str:
+        result = next(s for s in SPECS if s.name == tool).build().fn(**args)
+        assert not result.is_error, result.content
+        return str(result.content[0].text)
+
+    prompt = {"prompt": "the albatross service cache needs warming before traffic"}
+    tight = text("prompt_recall", {**prompt, "budget": 5})
+    assert tight.startswith("(") and "matched, but no line of them fits 5 tokens" in tight
+    assert text("prompt_recall", {"prompt": "zqxv wombles"}) == "(no memory matched this prompt)"
+    wrapper = text("briefing", {"budget": 1})
+    assert wrapper.startswith("(1 tokens hold not even the briefing's wrapper (")
+    block = text("prompt_recall", prompt)  # a block is the text as REST gives it
+    rest = call(world.client("alpha"), "post", "/prompt-recall", prompt).json()["text"]
+    assert block == rest and "albatross" in block
+
+
 # --- memories -----------------------------------------------------------------
 
 

@@ -61,7 +61,9 @@ def test_constraints_always_show_but_never_past_the_hard_cap(make_engine: MakeEn
     assert result.tokens <= 400
     assert result.text.endswith("</memory-briefing>")
     assert len(result.ids) > 0
-    assert "more not shown: use recall)" in result.text  # below the constraints: not "older"
+    # Below the constraints, not "older", and saying that constraints are among them.
+    cut = 59 - len(result.ids)
+    assert f"\n(+{cut} of these 59 lines not shown: ask with a larger budget)\n" in result.text
     assert "older: use recall)" not in result.text
 
 
@@ -216,14 +218,17 @@ def test_a_briefing_says_when_a_constraint_or_every_line_did_not_fit(make_engine
     ]
     facts = [make_memory(i, f"fact-{i}", description="a fact " * 10) for i in range(10, 30)]
 
-    some = make_engine([*rules, *facts]).briefing(brief(budget=60))
+    some = make_engine([*rules, *facts]).briefing(brief(budget=90))
     none = make_engine(facts).briefing(brief(budget=30))
 
     assert 0 < len(some.ids) < 5
     assert some.warnings == (
         f"{5 - len(some.ids)} of the 5 constraint, relevant and pinned lines did not fit "
-        "60 tokens: ask with a larger budget",
+        "90 tokens: ask with a larger budget",
     )
+    # The block says so too: under CONSTRAINTS, the lines shown read as all there are.
+    cut = 5 - len(some.ids)
+    assert f"(+{cut} of these 5 lines and 20 more not shown: ask with a larger budget)" in some.text
     assert none.ids == () and "more not shown" in none.text
     assert none.warnings == ("30 tokens held no line of the briefing: ask with a larger budget",)
 

@@ -530,3 +530,6 @@ def test_matches_the_budget_cut_are_counted_in_a_warning(make_engine: MakeEngine
         f"1 of the 2 matched memories did not fit {estimate_tokens(roomy.text) - 1} tokens: "
         "ask with a larger budget",
     )
+    # The block says so too, within the budget: a hook injects the text alone.
+    assert "\n(+1 more matched: ask with a larger budget)\n</memory-recall>" in cut.text
+    assert cut.tokens == estimate_tokens(cut.text) <= estimate_tokens(roomy.text) - 1
