@@ -355,14 +355,22 @@ def memory_ids_by_name(
     names: Sequence[str], *, project_id: int | None, exclude: str | None = None
 ) -> dict[str, str]:
     """Each name's active, unexpired memory id by `recall.links.prefer` (project first,
-    then global)."""
+    then global; a sealed project's own only, as its tokens see no global memory: a
+    link there made an edge to one, and its missing warning told a name existed)."""
+    reach = Q(project_id=project_id)
+    if project_id is None or not _sealed(project_id):
+        reach |= Q(project__isnull=True)
     rows = (
         Memory.objects.filter(live(store_now()), name__in=list(names), invalid_at__isnull=True)
-        .filter(Q(project_id=project_id) | Q(project__isnull=True))
+        .filter(reach)
         .exclude(pk=exclude)
         .values_list("name", "id", "project_id")
     )
     return links.prefer(rows, project_id)
+
+
+def _sealed(project_id: int) -> bool:
+    return Project.objects.filter(pk=project_id, isolation=ISOLATION_SEALED).exists()
 
 
 def memory_name_holder(

@@ -282,3 +282,22 @@ def test_every_graph_field_on_rest_and_mcp(world: World, monkeypatch, field, goo
     assert rest_ok.json()["items"] == body["items"]
     assert rest_bad.status_code == mcp_bad == 422
     assert rest_bad.json()["field"] == refused["field"] == field
+
+
+def test_a_sealed_projects_link_never_reaches_a_global_memory(world: World) -> None:
+    # Its tokens see no global memory, yet `[[global-gazetteer]]` made an edge to one,
+    # and only a name no memory held was warned of: a sealed agent could test names.
+    glob = world.memories[None]
+    body = {"name": "lab-link", "description": "x", "body": f"See [[{glob.name}]] and [[later]]."}
+
+    r = call(world.client("vault"), "post", "/memories", body)
+    made = services.memory_create(project=None, kind="fact", name="later", description="Later")
+
+    assert r.status_code == 201, r.content
+    linked = [w for w in r.json()["warnings"] if "[[" in w]
+    assert linked and f"[[{glob.name}]], [[later]] name no memory yet" in linked[0]
+    src = r.json()["memory"]["id"]
+    assert not Edge.objects.filter(src_id=src).exists()  # neither then nor once written
+    assert made.pk  # a global memory of the name waited for: still no edge
+    opened = call(world.client("alpha"), "post", "/memories", {**body, "name": "open-link"})
+    assert Edge.objects.filter(src_id=opened.json()["memory"]["id"], dst=glob).exists()
