@@ -244,7 +244,7 @@ class FeedbackItem(Body):
         }
     )
 
-    id: str = Field(max_length=26, description="an item of the pack")
+    id: str = Field(max_length=120, description="an item of the pack: its id or name")
     used: bool = Field(False, description="the agent used it")
     helpful: bool = Field(False, description="it helped")
     harmful: bool = Field(False, description="it misled or was wrong")

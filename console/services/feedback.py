@@ -53,13 +53,17 @@ def _check(event: RetrievalEvent, items: Sequence[Mapping[str, Any]]) -> list[st
     """The items' ids. ItemNotInPack (404) for an item the pack did not hold (or a note:
     only memories carry worth); StateConflict (409) for a repeated item or an item
     both helpful and harmful."""
-    ids = [str(item["id"]).upper() for item in items]
+    packed = set(event.ids or [])
+    asked = [str(item["id"]) for item in items]
+    named = dict(  # an item named as every other call takes a memory: by name too
+        Memory.objects.filter(pk__in=packed, name__in=asked).values_list("name", "pk")
+    )
+    ids = [a.upper() if a.upper() in packed else named.get(a, a) for a in asked]
     if len(set(ids)) != len(ids):
         raise StateConflict("each item may appear once in one feedback call")
-    packed = set(event.ids or [])
-    for item_id, item in zip(ids, items, strict=True):
+    for given, item_id, item in zip(asked, ids, items, strict=True):
         if item_id not in packed:
-            raise ItemNotInPack(f"item {item_id!r} is not in pack {event.pack_id}")
+            raise ItemNotInPack(f"item {given!r} is not in pack {event.pack_id}")
         if item.get("helpful") and item.get("harmful"):
             raise StateConflict(f"item {item_id}: helpful and harmful cannot both be true")
     memories = set(Memory.objects.filter(pk__in=ids).values_list("pk", flat=True))

@@ -107,6 +107,23 @@ def test_feedback_is_refused_outside_its_pack_and_its_projects(world: World, pai
     assert call(client, "get", f"/memories/{a.pk}").json()["worth"] == 0.5
 
 
+def test_feedback_names_an_item_by_name_as_other_calls_do(world: World, pair: Any) -> None:
+    # Named, it was refused as "item 'QUOKKA-A' is not in pack ...": the name upper-cased
+    # as an id, and the item in the pack.
+    a, b = pair
+    pack = _recall(world, limit=1)["pack_id"]  # holds a only
+    client = world.client("alpha")
+
+    rated = call(client, "post", "/feedback", {"pack_id": pack, "items": [
+        {"id": a.name, "helpful": True}]})  # fmt: skip
+    other = call(client, "post", "/feedback", {"pack_id": pack, "items": [{"id": b.name}]})
+
+    assert rated.status_code == 200, rated.content
+    assert [v["id"] for v in rated.json()["items"]] == [a.pk]
+    assert other.status_code == 404
+    assert other.json()["detail"] == f"item 'quokka-b' is not in pack {pack}"
+
+
 def test_memory_feedback_over_mcp(world: World, pair: Any, monkeypatch: Any) -> None:
     a, b = pair
     status, pack = mcp(world, "alpha", "memory_recall",
