@@ -25,7 +25,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from recall import bm25
+from recall import bm25, passages
 from recall.config import RecallConfig
 from recall.errors import QueryError
 from recall.packing import pack
@@ -220,6 +220,7 @@ def recall_pack(
         ranked[:limit], budget=budget, counter=planes.tokens, detail=req.detail,
         item_tokens=config.item_cap(budget), warnings=(COLD_ONLY,), total_found=found,
         associated=req.include_associated, pack_id=req.pack_id,
+        focus=passages.worded(words(req.query)) if req.query else None,
     )  # fmt: skip
     linked: tuple[Hit, ...] | None = () if req.include_associated else None
     info = debug(req, started, found) if req.debug else None

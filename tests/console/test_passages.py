@@ -147,6 +147,22 @@ def test_a_long_memory_cut_for_the_pack_keeps_the_sentence_that_answered(world: 
     assert FACT not in item()["text"]
 
 
+def test_a_recall_of_the_past_keeps_the_sentence_that_answered_too(world: World) -> None:
+    # With as_of (the cold path: the text as it was, no sentence vectors) the item kept
+    # the runbook's head: the sentence is then the one holding the most query words.
+    filler = [f"{s[:-1]}, step {n}." for n in range(4) for s in FILLER]
+    long_id = write(world, {**RUNBOOK, "body": " ".join([*filler, FACT])})
+    now = call(world.client("alpha"), "get", f"/memories/{long_id}").json()["updated"]
+    ask = {"query": "where is the quokka ferry timetable pinned", "budget": 2000, "as_of": now,
+           "debug": True}  # fmt: skip
+
+    pack = call(world.client("alpha"), "post", "/recall", ask).json()
+
+    item = next(i for i in pack["items"] if i["id"] == long_id)
+    assert pack["debug"]["tier"] == "cold"
+    assert item["truncated"] is True and item["text"].endswith(f" … {FACT}")
+
+
 def test_the_last_sentence_of_a_text_too_long_to_read_whole_ends_the_item(world: World) -> None:
     # A 14 KB body: the pack reads only as much as an item could show (8 KB at the
     # 500-token cap), so the fact comes from beyond what was read. It used to get
