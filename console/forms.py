@@ -250,6 +250,32 @@ class MemoryForm(TextForm):
         return value
 
 
+UNRECORDED = ("expires_at",)  # form fields a revision does not keep: no base to merge on
+
+
+def merge_edit(
+    mine: Mapping[str, Any], saved: Mapping[str, Any], base: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """A three-way merge of an edit form saved after another save of its item: `mine`
+    (what was typed), `saved` (the item now), `base` (the item as the form opened).
+    A field left as it opened takes the saved value; one changed here or only here
+    keeps the typed value; one changed in both, differently, is a clash (typed value
+    kept). Without a base (`UNRECORDED`) a field that differs from the saved one clashes.
+    Returns the merged values and the clashing fields' names."""
+    merged, clashes = dict(mine), []
+    for name, typed in mine.items():
+        now = saved.get(name)
+        if typed == now:
+            continue
+        if name in UNRECORDED or name not in base:
+            clashes.append(name)
+        elif typed == base[name]:
+            merged[name] = now  # not changed here: the other save's value stands
+        elif now != base[name]:
+            clashes.append(name)
+    return merged, clashes
+
+
 class NewMemoryForm(ChoicesForm, MemoryForm):
     """A memory written by a person: the memory's fields and where it lives."""
 

@@ -38,6 +38,18 @@ def revision_at(*, memory_id: str, recorded_at: datetime) -> MemoryRevision | No
     return rows.select_related("project").order_by("-number").first()
 
 
+def latest_number(*, memory_id: str) -> int:
+    """The number of the memory's latest revision (0: none): what an edit form opened at."""
+    rows = MemoryRevision.objects.filter(memory_id=memory_id).order_by("-number")
+    return rows.values_list("number", flat=True).first() or 0
+
+
+def state_numbered(*, memory_id: str, number: int) -> Memory | None:
+    """The memory as its revision `number` recorded it (None: no such revision)."""
+    row = MemoryRevision.objects.filter(memory_id=memory_id, number=number).first()
+    return revision_memory(row) if row is not None else None
+
+
 def revision_memory(revision: MemoryRevision) -> Memory:
     """A recorded state as an unsaved Memory (`updated`: when it was recorded)."""
     return Memory(

@@ -17,14 +17,14 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.forms import Form
-from django.http import HttpResponse
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from console import browse, roles, selectors, services, withheld
-from console.forms import MemoryForm, NewMemoryForm, NewNoteForm, NoteForm
+from console import browse, history, roles, selectors, services, withheld
+from console.forms import MemoryForm, NewMemoryForm, NewNoteForm, NoteForm, merge_edit
 from console.models import Memory, Note
 from console.views.base import (
     HtmxHttpRequest,
@@ -162,18 +162,23 @@ def _memory_form(request: HtmxHttpRequest, memory: Memory, *, supersede: bool) -
         messages.info(request, f"{memory.name} is {what}: it cannot be changed that way.")
         return redirect("memory_detail", memory_id=memory.pk)
     seen, stale = _stamp(memory), False
+    base = history.latest_number(memory_id=memory.pk)
     if request.method == "POST":
         form = MemoryForm(request.POST)
         seen = request.POST.get("seen") or seen  # kept through a form back with errors
-        if form.is_valid() and _saved_since(form, memory, seen, links="links"):
-            seen, stale = _stamp(memory), True  # told: a second save is deliberate
-        elif form.is_valid():
+        merged: dict[str, Any] | None = None
+        if form.is_valid() and seen != _stamp(memory):
+            form, merged = _merged(form, memory, request.POST.get("base", ""))
+            if merged is None:  # the same field changed in both: the person decides
+                seen, stale = _stamp(memory), True  # told: a second save is deliberate
+        if form.is_valid() and not stale:
+            values = merged if merged is not None else form.cleaned_data
             write = services.memory_supersede if supersede else services.memory_update
             # A new version a person wrote is theirs (as "New memory" is), not the old
             # version's agent's; an edit keeps its memory's author.
             by = {"source": "user_stated", "agent_id": ""} if supersede else {}
             try:
-                saved = write(memory=memory, **form.cleaned_data, **by)
+                saved = write(memory=memory, **values, **by)
             except ValidationError as exc:
                 add_errors(form, exc)
             else:
@@ -181,13 +186,50 @@ def _memory_form(request: HtmxHttpRequest, memory: Memory, *, supersede: bool) -
                     messages.info(request, f"Nothing changed in {saved.name}: nothing saved.")
                 else:
                     verb = "Superseded" if supersede else "Saved"
-                    messages.success(request, f"{verb} {saved.name}.")
-                    _warn_withheld(request, form.cleaned_data)
+                    joined = " with the change saved meanwhile" if merged is not None else ""
+                    messages.success(request, f"{verb} {saved.name}{joined}.")
+                    _warn_withheld(request, values)
                 return done(request, reverse("memory_detail", args=[saved.pk]))
     else:
         form = MemoryForm(initial=MemoryForm.initial_from(memory))
-    context = {"form": form, "m": memory, "supersede": supersede, "seen": seen, "stale": stale}
+    context = {
+        "form": form, "m": memory, "supersede": supersede, "seen": seen, "stale": stale,
+        "base": base,
+    }  # fmt: skip
     return page(request, "console/memory_form.html", context, "memory-form")
+
+
+def _merged(
+    form: MemoryForm, memory: Memory, base: str
+) -> tuple[MemoryForm, dict[str, Any] | None]:
+    """An edit saved after another save of its memory (two tabs, two people), merged
+    field by field with it against the revision the form opened at (`base`): the
+    merged values when no field changed in both, else the form with the merge in it,
+    what clashed named (a save of the form as it was undid the other change)."""
+    opened = (
+        history.state_numbered(memory_id=memory.pk, number=int(base)) if base.isdigit() else None
+    )
+    saved = MemoryForm.initial_from(memory)
+    if opened is None:  # no base to merge on: the whole form is the person's to check
+        _saved_since(form, memory, "", links="links")
+        return form, None
+    merged, clashes = merge_edit(form.cleaned_data, saved, MemoryForm.initial_from(opened))
+    if not clashes:
+        return form, merged
+    data = QueryDict(mutable=True)
+    data.update(form.data)
+    for name, value in merged.items():
+        data[name] = form.fields[name].prepare_value(value) if value is not None else ""
+    again = MemoryForm(data)
+    again.is_valid()
+    _saved_since(again, memory, "", links="links")
+    labels = ", ".join(str(again.fields[name].label or name).lower() for name in clashes)
+    again.add_error(
+        None,
+        f"Changed there and here: {labels} (your text is kept). Every other field now "
+        "holds the saved version, with your changes to it.",
+    )
+    return again, None
 
 
 def _created(

@@ -4,11 +4,13 @@ CSRF, and the curation round trips through the real planes."""
 from __future__ import annotations
 
 import re
+from html import unescape
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.contrib.messages import get_messages
 from django.db import connection
 from django.test import Client
 from django.urls import reverse
@@ -600,6 +602,60 @@ def test_a_save_over_a_newer_save_is_refused_not_lost(admin_client: Client, memo
     admin_client.post(f"/memories/{memory.pk}/edit/", {**second, "seen": again}, **HX)
     memory.refresh_from_db()
     assert "Tab two's line." in memory.body
+
+
+def _opened(client: Client, memory: Memory) -> dict[str, str]:
+    """What an edit form carries of the memory it opened: its stamp and revision."""
+    html = client.get(f"/memories/{memory.pk}/edit/").content.decode()
+    return {k: re.findall(rf'name="{k}" value="([^"]*)"', html)[0] for k in ("seen", "base")}
+
+
+def test_two_tabs_editing_other_fields_both_keep_their_change(
+    admin_client: Client, memory: Memory
+) -> None:
+    # Told of the other save, the person saved again from a form holding the old
+    # description, and undid tab one's change.
+    url, opened = f"/memories/{memory.pk}/edit/", _opened(admin_client, memory)
+    first = form_data(memory, description="Tab one's description", **opened)
+    assert admin_client.post(url, first, **HX).status_code == 200
+
+    second = form_data(memory, body=memory.body + "\nTab two's line.", **opened)
+    saved = admin_client.post(url, second, **HX)
+
+    assert saved["HX-Redirect"] == f"/memories/{memory.pk}/"
+    memory.refresh_from_db()
+    assert memory.description == "Tab one's description" and "Tab two's line." in memory.body
+    said = [str(m) for m in get_messages(saved.wsgi_request)]
+    assert said[-1] == f"Saved {memory.name} with the change saved meanwhile."
+
+
+def test_two_tabs_editing_one_field_are_asked_and_the_other_fields_kept(
+    admin_client: Client, memory: Memory
+) -> None:
+    url, opened = f"/memories/{memory.pk}/edit/", _opened(admin_client, memory)
+    first = form_data(memory, description="Tab one's", body=memory.body + "\nOne.", **opened)
+    admin_client.post(url, first, **HX)
+
+    second = form_data(memory, description="Tab two's", importance=0.9, **opened)
+    asked = admin_client.post(url, second, **HX).content.decode()
+
+    assert "Changed there and here: description (your text is kept)" in asked
+    memory.refresh_from_db()
+    assert memory.description == "Tab one's" and memory.importance == 0.5  # nothing saved
+    # The form holds tab two's description and importance, and tab one's body: its
+    # save keeps both changes.
+    admin_client.post(url, {**form_data(memory), **_fields(asked)}, **HX)
+    memory.refresh_from_db()
+    assert memory.description == "Tab two's" and memory.importance == 0.9
+    assert memory.body.endswith("\nOne.")
+
+
+def _fields(html: str) -> dict[str, str]:
+    """The values a rendered memory form would send (inputs and the body's textarea)."""
+    found = dict(re.findall(r'<input[^>]*name="(\w+)"[^>]*value="([^"]*)"', html))
+    body = re.search(r'<textarea[^>]*name="body"[^>]*>\n?(.*?)</textarea>', html, re.S)
+    found["body"] = unescape(body.group(1)) if body else ""
+    return {k: unescape(v) for k, v in found.items() if k != "csrfmiddlewaretoken"}
 
 
 def test_an_edit_of_one_field_leaves_the_body_byte_for_byte(
