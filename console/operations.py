@@ -396,6 +396,8 @@ def memory_update(who: Access, memory_id: str, p: MemoryChange) -> Answer:
     said = withheld.warnings(fields)  # as a supersede: the lines this edit sends
     if "body" in fields:
         said += _unlinked(memory)
+    renamed = selectors.links_left_by_rename(memory) if "name" in fields else None
+    said += [renamed] if renamed else []
     body = {**replies.memory_view(memory), "warnings": said}
     return _at_detail(_with_index_state(_json(body), [memory.pk]), p.detail)
 

@@ -25,6 +25,7 @@ from console.models import (
     IndexJob,
     LinkName,
     Memory,
+    MemoryRevision,
     Note,
     Project,
     RetrievalEvent,
@@ -351,6 +352,29 @@ def turn_sharing_place(memory: Memory) -> str | None:
     return rows.order_by("id").values_list("pk", flat=True).first()
 
 
+def links_left_by_rename(memory: Memory) -> str | None:
+    """When the memory's last change renamed it, what to tell its editor of the bodies
+    that still link to its old name (they reach no memory now, or another of that
+    name), else None. Read from its last two revisions."""
+    last = list(
+        MemoryRevision.objects.filter(memory_id=memory.pk).order_by("-number")[:2]
+        .values_list("name", flat=True)
+    )  # fmt: skip
+    if len(last) < 2 or last[0] == last[1] or memory.name != last[0]:
+        return None
+    was = last[1]
+    left = sorted(m.name for m in memories_naming(memory=memory, name=was))
+    if not left:
+        return None
+    shown = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
+    one = len(left) == 1
+    return (
+        f"renamed from {was}: {shown} still {'links' if one else 'link'} to [[{was}]], "
+        f"which no longer reaches it; change {'that link' if one else 'those links'} to "
+        f"[[{memory.name}]]"
+    )
+
+
 def memory_ids_by_name(
     names: Sequence[str], *, project_id: int | None, exclude: str | None = None
 ) -> dict[str, str]:
@@ -437,17 +461,19 @@ def memory_duplicate(
     return rows.select_related("project").order_by("id").first()
 
 
-def memories_naming(*, memory: Memory) -> list[Memory]:
-    """Memories whose body names `memory` in a `[[link]]`: read from `LinkName`'s
-    index, in its project (anywhere for a global memory). The project is checked on
-    the rows found: in the query, SQLite walked the project's index instead."""
-    naming = list(LinkName.objects.filter(name=memory.name).values_list("src_id", flat=True))
+def memories_naming(*, memory: Memory, name: str | None = None) -> list[Memory]:
+    """Memories whose body names `memory` (or `name`, its name before a rename) in a
+    `[[link]]`: read from `LinkName`'s index, in its project (anywhere for a global
+    memory). The project is checked on the rows found: in the query, SQLite walked
+    the project's index instead."""
+    said = memory.name if name is None else name
+    naming = list(LinkName.objects.filter(name=said).values_list("src_id", flat=True))
     if not naming:
         return []
     rows = Memory.objects.filter(pk__in=naming).exclude(pk=memory.pk).order_by()
     return [
         m
-        for m in rows.only("id", "project_id", "body")
+        for m in rows.only("id", "project_id", "body", "name")
         if not memory.project_id or m.project_id == memory.project_id
     ]
 

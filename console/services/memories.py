@@ -284,6 +284,7 @@ def memory_update(*, memory: Memory, **fields: Any) -> Memory:
         return memory
     if fields.get("name") and fields["name"] != memory.name and memory.invalid_at is None:
         name_check(project=memory.project, name=fields["name"], exclude=[memory.pk])
+    was = memory.name
     _apply_fields(memory, fields)
     memory_validate(memory=memory)
     if "valid_from" in fields or "invalid_at" in fields:  # an import may hold any interval
@@ -296,6 +297,10 @@ def memory_update(*, memory: Memory, **fields: Any) -> Memory:
     memory.updated = timezone.now()
     memory.save()
     memory_links_rewrite(memory=memory)
+    if memory.name != was:  # the links follow the names: to the old one no more, the new one
+        for source in selectors.memories_naming(memory=memory, name=was):
+            memory_links_rewrite(memory=source)
+        link_waiting_sources(memory)
     revision_record(memory=memory, op="edit")
     indexing.enqueue("memory", memory.pk, "upsert")
     return memory

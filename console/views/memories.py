@@ -189,6 +189,9 @@ def _memory_form(request: HtmxHttpRequest, memory: Memory, *, supersede: bool) -
                     joined = " with the change saved meanwhile" if merged is not None else ""
                     messages.success(request, f"{verb} {saved.name}{joined}.")
                     _warn_withheld(request, values)
+                    renamed = None if supersede else selectors.links_left_by_rename(saved)
+                    if renamed:
+                        messages.warning(request, renamed[:1].upper() + renamed[1:] + ".")
                 return done(request, reverse("memory_detail", args=[saved.pk]))
     else:
         form = MemoryForm(initial=MemoryForm.initial_from(memory))

@@ -301,3 +301,28 @@ def test_a_sealed_projects_link_never_reaches_a_global_memory(world: World) -> N
     assert made.pk  # a global memory of the name waited for: still no edge
     opened = call(world.client("alpha"), "post", "/memories", {**body, "name": "open-link"})
     assert Edge.objects.filter(src_id=opened.json()["memory"]["id"], dst=glob).exists()
+
+
+def test_a_rename_says_which_links_it_leaves_and_the_edges_follow_the_names(
+    world: World,
+) -> None:
+    # Renamed, a memory kept the edges of bodies that still said its old name (shown as
+    # missing on their pages, listed as links beside them), and no one was told.
+    client = world.client("alpha")
+    made = call(client, "post", "/memories", {"name": "deploy-runbook", "description": "How"})
+    target = made.json()["memory"]["id"]
+    old = call(client, "post", "/memories", {"name": "release", "body": "Read [[deploy-runbook]]."})
+    new = call(client, "post", "/memories", {"name": "ops", "body": "Read [[deploy-guide]]."})
+
+    renamed = call(client, "patch", f"/memories/{target}", {"name": "deploy-guide"})
+
+    assert renamed.status_code == 200, renamed.content
+    assert renamed.json()["warnings"][0] == (
+        "renamed from deploy-runbook: release still links to [[deploy-runbook]], which no "
+        "longer reaches it; change that link to [[deploy-guide]]"
+    )
+    into = set(Edge.objects.filter(dst_id=target).values_list("src_id", flat=True))
+    assert into == {new.json()["memory"]["id"]}  # the body saying its new name, not the old
+    assert old.json()["memory"]["id"] not in into
+    again = call(client, "patch", f"/memories/{target}", {"description": "How we deploy"})
+    assert not [w for w in again.json()["warnings"] if "renamed" in w]  # renames nothing

@@ -658,6 +658,23 @@ def _fields(html: str) -> dict[str, str]:
     return {k: unescape(v) for k, v in found.items() if k != "csrfmiddlewaretoken"}
 
 
+def test_a_rename_in_the_console_says_which_links_it_leaves(
+    admin_client: Client, memory: Memory
+) -> None:
+    services.memory_create(project=memory.project, kind="fact", name="boot-notes",
+                           description="x", body=f"See [[{memory.name}]].")  # fmt: skip
+
+    saved = admin_client.post(
+        f"/memories/{memory.pk}/edit/", form_data(memory, name="chroma-boot-order"), **HX
+    )
+
+    said = [str(m) for m in get_messages(saved.wsgi_request)]
+    assert said[-1] == (
+        f"Renamed from {memory.name}: boot-notes still links to [[{memory.name}]], which no "
+        "longer reaches it; change that link to [[chroma-boot-order]]."
+    )
+
+
 def test_an_edit_of_one_field_leaves_the_body_byte_for_byte(
     admin_client: Client, memory: Memory
 ) -> None:
