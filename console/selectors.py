@@ -461,6 +461,11 @@ def memory_duplicate(
     return rows.select_related("project").order_by("id").first()
 
 
+def memories_replaced_by(*, memory: Memory) -> list[Memory]:
+    """The memories `memory` superseded (their `superseded_by` names it)."""
+    return list(Memory.objects.filter(superseded_by_id=memory.pk).order_by("name"))
+
+
 def memories_naming(*, memory: Memory, name: str | None = None) -> list[Memory]:
     """Memories whose body names `memory` (or `name`, its name before a rename) in a
     `[[link]]`: read from `LinkName`'s index, in its project (anywhere for a global

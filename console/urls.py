@@ -35,6 +35,7 @@ urlpatterns = [
     path("notes/<str:note_id>/", memories.note_detail, name="note_detail"),
     path("notes/<str:note_id>/edit/", memories.note_edit, name="note_edit"),
     path("notes/<str:note_id>/star/", memories.note_star, name="note_star"),
+    path("notes/<str:note_id>/delete/", memories.note_delete, name="note_delete"),
     path("favorites/", lists.favorites, name="favorites"),
     path("projects/", lists.projects, name="projects"),
     path("projects/<str:key>/", lists.project_detail, name="project_detail"),

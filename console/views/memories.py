@@ -343,7 +343,42 @@ def memory_delete(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
         services.memory_delete(memory=memory)
         messages.success(request, f"Deleted {memory.name}.")
         return done(request, reverse("search"))
-    return page(request, "console/memory_delete.html", {"m": memory}, "confirm")
+    consequence = "It leaves the indexes at once and cannot be undone."
+    replaced = selectors.memories_replaced_by(memory=memory)
+    if replaced:  # they stay closed: nothing is current in their place afterwards
+        names = ", ".join(m.name for m in replaced)
+        consequence += (
+            f" It replaced {names}, which then {'stays' if len(replaced) == 1 else 'stay'} "
+            "archived (restore to make current again)."
+        )
+    consequence += " Archiving keeps it for history instead."
+    return _confirm(request, memory.name, reverse("memory_delete", args=[memory.pk]),
+                    reverse("memory_detail", args=[memory.pk]), consequence)  # fmt: skip
+
+
+def _confirm(
+    request: HtmxHttpRequest, label: str, action: str, back: str, consequence: str
+) -> HttpResponse:
+    """The question before a delete: inline for htmx, a page without."""
+    context = {"label": label, "action": action, "back": back, "consequence": consequence}
+    return page(request, "console/delete_confirm.html", context, "confirm")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+@vary_on_headers("HX-Request")
+def note_delete(request: HtmxHttpRequest, note_id: str) -> HttpResponse:
+    """GET asks for confirmation (inline for htmx); POST deletes. A note keeps no
+    history, so nothing archives it: a note that should go is deleted."""
+    note = _note(request, note_id)
+    if request.method == "POST":
+        services.note_delete(note=note)
+        messages.success(request, f"Deleted the note {note.title}.")
+        home = reverse("project_detail", args=[note.project.slug]) if note.project else None
+        return done(request, home or reverse("search"))
+    consequence = "It leaves search and the indexes at once and cannot be undone."
+    return _confirm(request, note.title, reverse("note_delete", args=[note.pk]),
+                    reverse("note_detail", args=[note.pk]), consequence)  # fmt: skip
 
 
 def _star(request: HtmxHttpRequest, item: Memory | Note, *, kind: str, url: str) -> HttpResponse:

@@ -17,7 +17,7 @@ from django.urls import reverse
 
 from console import indexing, selectors, services
 from console.forms import SearchForm
-from console.models import Memory, Project, RetrievalEvent, Setting
+from console.models import Memory, Note, Project, RetrievalEvent, Setting
 
 pytestmark = pytest.mark.django_db
 
@@ -783,6 +783,36 @@ def test_delete_asks_first_then_deletes(admin_client: Client, memory: Memory) ->
     assert response["HX-Redirect"] == "/"
     assert not Memory.objects.filter(pk=memory.pk).exists()
     assert selectors.memory_search(query="chroma", semantic=False).hits == ()
+
+
+def test_a_note_is_deleted_after_asking_and_leaves_search(
+    admin_client: Client, project: Project
+) -> None:
+    # A note had no way out of the console: a test note, or one pasted in by mistake,
+    # stayed on its project page and in search for good.
+    note = services.note_create(project=project, title="Scratch quokka note", body="tmp")
+    indexing.apply_pending()
+    page_html = admin_client.get(f"/notes/{note.pk}/").content.decode()
+    assert f'href="/notes/{note.pk}/delete/"' in page_html
+
+    confirm = admin_client.get(f"/notes/{note.pk}/delete/", **HX).content.decode()
+    response = admin_client.post(f"/notes/{note.pk}/delete/", **HX)
+    indexing.apply_pending()
+
+    assert "Delete <strong>Scratch quokka note</strong> for good?" in confirm
+    assert response["HX-Redirect"] == f"/projects/{project.slug}/"
+    assert not Note.objects.filter(pk=note.pk).exists()
+    assert selectors.memory_search(query="quokka", semantic=False).hits == ()
+
+
+def test_deleting_a_replacement_says_what_it_replaced_stays_archived(
+    admin_client: Client, memory: Memory
+) -> None:
+    new = services.memory_supersede(memory=memory, description="The replacement")
+
+    confirm = admin_client.get(f"/memories/{new.pk}/delete/", **HX).content.decode()
+
+    assert f"It replaced {memory.name}, which then stays archived" in confirm
 
 
 def test_star_then_find_it_under_favorites(admin_client: Client, memory: Memory) -> None:
