@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml as escape_html
+from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline
 
 from console.forms import QUERY_CHARS
@@ -81,8 +82,17 @@ class _Markdown(MarkdownIt):
         return super().validateLink(url) and super().validateLink(seen)
 
 
+def _below_the_title(state: StateCore) -> None:
+    """Headings one level down (`#` renders h2, ... `#####` and `######` h6): the page's
+    h1 is the item's title, and a body's `# Heading` made a second one."""
+    for token in state.tokens:
+        if token.type in ("heading_open", "heading_close"):
+            token.tag = f"h{min(6, int(token.tag[1]) + 1)}"
+
+
 _md = _Markdown("commonmark", {"html": False}).enable(["table", "strikethrough"])
 _md.inline.ruler.before("link", "wikilink", _wikilink_rule)
+_md.core.ruler.push("below_the_title", _below_the_title)
 _md.add_render_rule("image", _image)
 
 

@@ -491,7 +491,8 @@ def test_note_page_renders_and_stars(admin_client: Client, project: Project) -> 
     html = admin_client.get(f"/notes/{note.pk}/").content.decode()
     starred = admin_client.post(f"/notes/{note.pk}/star/", {"value": "on"}, **HX)
 
-    assert '<h1 dir="auto">Steps</h1>' in html  # each block reads in its own direction
+    assert '<h2 dir="auto">Steps</h2>' in html  # each block reads in its own direction
+    assert html.count("<h1") == 1  # the title: a body's `#` is a level below it
     assert '<p dir="auto">עברית: ניסיון חוזר.</p>' in html
     assert starred.status_code == 200
     assert 'aria-pressed="true"' in starred.content.decode()
