@@ -44,7 +44,8 @@ urlpatterns = [
     path("settings/preview/", settings_pages.settings_preview, name="settings_preview"),
     path("settings/<str:key>/", settings_pages.settings_save, name="settings_save"),
     path("inspect/", inspector.inspect, name="inspect"),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    # Logged in already (a bookmarked login link, a second tab): on to `next`, not a form.
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", base.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),

@@ -104,3 +104,12 @@ def test_ensure_login_keeps_the_password_file_private(settings: Any, tmp_path: P
     assert stat.S_IMODE(stored.stat().st_mode) == 0o600
     username, password = stored.read_text().split()
     assert User.objects.get(username=username).check_password(password)
+
+
+def test_a_login_link_opened_logged_in_goes_on_to_its_page(client: Client, ada: User) -> None:
+    # It showed an empty login form beside "Log out ada".
+    client.force_login(ada)
+
+    response = client.get("/login/?next=/projects/")
+
+    assert response.status_code == 302 and response["Location"] == "/projects/"
