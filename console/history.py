@@ -137,6 +137,12 @@ def _shown(revision: MemoryRevision | None, field: str) -> str:
     return "" if value is None else str(value)
 
 
+def _words(text: str) -> list[str]:
+    """`text` split at each space; no text is no words (not one empty word, which put
+    a space before a first body's every line)."""
+    return text.split(" ") if text else []
+
+
 def body_diff(before: str, after: str) -> SafeString:
     """A word-level diff of two bodies, line by line, as escaped HTML."""
     out: list[str] = []
@@ -146,8 +152,8 @@ def body_diff(before: str, after: str) -> SafeString:
         if op == "equal":
             out.extend(escape(line) for line in old_lines[i1:i2])
             continue
-        old_words = "\n".join(old_lines[i1:i2]).split(" ")
-        new_words = "\n".join(new_lines[j1:j2]).split(" ")
+        old_words = _words("\n".join(old_lines[i1:i2]))
+        new_words = _words("\n".join(new_lines[j1:j2]))
         words = difflib.SequenceMatcher(None, old_words, new_words, autojunk=False)
         parts: list[str] = []
         for wop, a1, a2, b1, b2 in words.get_opcodes():

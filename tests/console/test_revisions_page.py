@@ -169,3 +169,16 @@ def test_each_revision_names_who_changed_it(
     html = admin_client.get(f"/memories/{m.pk}/revisions/").content.decode()
     assert '<td data-label="Changed by">admin</td>' in html
     assert '<td data-label="Changed by">claude (agent)</td>' in html
+
+
+def test_a_first_body_reads_without_a_stray_space_and_a_replacement_is_a_link(
+    admin_client: Client, project: Project
+) -> None:
+    m = services.memory_create(project=project, name="plan", body="One.\nTwo.")
+    new = services.memory_supersede(memory=m, body="Three.")
+
+    html = admin_client.get(f"/memories/{m.pk}/revisions/").content.decode()
+
+    assert '<pre class="diff" aria-labelledby="body-diff-1"><ins>One.\nTwo.</ins>' in html
+    replaced = html.split('<th scope="row">superseded_by_id</th>', 1)[1].split("</tr>", 1)[0]
+    assert f'<ins><a href="/memories/{new.pk}/">{new.pk}</a></ins>' in replaced
