@@ -204,9 +204,14 @@ class RecallConfig:
         _check_fusion(self.fusion, self.k, self.channel_weights)
         _check_worth(self)
         if not 1 <= self.limit <= self.max_limit:
-            raise ValueError(f"limit must be within 1..{self.max_limit}, not {self.limit}")
+            raise ValueError(
+                f"limit must be within 1..{self.max_limit} (max_limit), not {self.limit}"
+            )
         if not MIN_BUDGET <= self.budget <= self.max_budget:
-            raise ValueError(f"budget must be within {MIN_BUDGET}..{self.max_budget}")
+            raise ValueError(
+                f"budget must be within {MIN_BUDGET}..{self.max_budget} (max_budget), "
+                f"not {self.budget}"
+            )
         if self.depth < 1 or self.item_tokens < 0:
             raise ValueError("depth must be >= 1, item_tokens >= 0")
         check_graph(self)
@@ -261,7 +266,9 @@ class SearchConfig:
     def __post_init__(self) -> None:
         _check_fusion(self.fusion, self.k, self.channel_weights)
         if not 1 <= self.limit <= self.max_limit:
-            raise ValueError(f"limit must be within 1..{self.max_limit}, not {self.limit}")
+            raise ValueError(
+                f"limit must be within 1..{self.max_limit} (max_limit), not {self.limit}"
+            )
         if self.depth < 1 or self.since_depth_factor < 1:
             raise ValueError("depth and since_depth_factor must be >= 1")
         _check_prior(self.session_prior)

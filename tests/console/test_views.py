@@ -1595,3 +1595,14 @@ def test_every_query_box_stops_at_the_length_the_server_takes(admin_client: Clie
         tag = re.search(rf'<input id="{box}"[^>]*>', page_html)
         assert tag is not None, box
         assert f'maxlength="{longest}"' in tag.group(0), box
+
+
+def test_a_cross_field_settings_error_names_the_other_field(
+    admin_client: Client, memory: Memory
+) -> None:
+    # Under "Most results allowed" = 5 it read "“Results per search” must be within
+    # 1..5, not 20": the 20, a value the person never typed, unexplained.
+    data = {"action": "save", "search_config-max_limit": "5"}
+    html = admin_client.post("/settings/search_config/", data, **HX).content.decode()
+
+    assert "“Results per search” must be within 1..5 (“Most results allowed”), not 20" in html

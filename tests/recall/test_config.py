@@ -66,7 +66,7 @@ def test_override_keeps_absent_keys_and_applies_present_ones():
         ({"bogus": 1}, "bogus", "unknown knob; search knobs: channel_weights, depth"),
         ({"limit": "lots"}, "limit", "expected a whole number"),
         ({"limit": True}, "limit", "expected a whole number"),
-        ({"limit": 0}, "limit", "limit must be within 1..200, not 0"),
+        ({"limit": 0}, "limit", "limit must be within 1..200 (max_limit), not 0"),
         ({"fusion": "borda"}, "fusion", "fusion must be one of rrf, zscore, not 'borda'"),
         ({"channel_weights": {"fts": -1}}, "channel_weights", "must be a finite number >= 0"),
         ({"channel_weights": "not json"}, "channel_weights", "expected a JSON object of numbers"),
