@@ -120,6 +120,8 @@ def item_view(hit: Hit, *, detail: str = FULL, debug: bool = False) -> dict[str,
     index = detail == INDEX and hit.covers is None  # a digest always carries its text
     if index:
         view["description"] = sanitize.field(hit.description, DESCRIPTION_CHARS)
+        if hit.invalid_at is not None:  # a past or archived version (history): not live
+            view["invalid_at"] = iso(hit.invalid_at)
     else:
         view["text"] = hit.text or ""
         if hit.truncated:

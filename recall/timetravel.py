@@ -175,6 +175,8 @@ def ranked_hits(
         by_id = {r.id: r for r in known}
         ordered = [(by_id[c.id], c) for c in lexical(known, query, limit=depth)]
         source = "fts"
+    if isinstance(req, RecallRequest) and req.include_history and req.as_of is not None:
+        ordered = then_first(ordered, req.as_of)
     out = []
     for record, cand in ordered:
         if not admits(where, record):  # the backstop guard, as on the normal path
@@ -183,6 +185,44 @@ def ranked_hits(
         out.append((to_hit(record, now=now, source=source, score=1 / (k + cand.rank),
                            sources=prov), record))  # fmt: skip
     return out, len(out)
+
+
+def then_first(
+    ordered: Sequence[tuple[Record, Candidate]], at: datetime
+) -> list[tuple[Record, Candidate]]:
+    """`ordered` with, in each chain of versions it holds (joined by `superseded_by`),
+    the version valid at `at` in the chain's best place and the others after it,
+    newest first: a history asked as of an instant reads what was true then first,
+    as the present one reads what is true now first (`scoring.current_first`). Before,
+    a version retired a month before `at` ranked above the one valid then."""
+    ids = {record.id for record, _ in ordered}
+    head: dict[str, str] = {}
+
+    def root(doc: str) -> str:
+        while head.get(doc, doc) != doc:
+            doc = head[doc]
+        return doc
+
+    for record, _ in ordered:
+        successor = record.superseded_by
+        if successor in ids and root(successor) != root(record.id):  # a loop ends too
+            head[root(record.id)] = root(successor)
+    places: dict[str, list[int]] = {}
+    for n, (record, _) in enumerate(ordered):
+        places.setdefault(root(record.id), []).append(n)
+    out = list(ordered)
+    oldest = datetime.min.replace(tzinfo=at.tzinfo)
+    for chain in places.values():
+        members = sorted(
+            (ordered[n] for n in chain),
+            key=lambda pair: (
+                not valid_at(pair[0], at),
+                -(pair[0].valid_from or oldest).timestamp(),
+            ),
+        )
+        for n, member in zip(chain, members, strict=True):
+            out[n] = member
+    return out
 
 
 def debug(req: RecallRequest | SearchRequest, started: float, found: int) -> dict[str, object]:

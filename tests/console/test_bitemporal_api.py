@@ -45,7 +45,7 @@ def supersede(world: World, memory_id: str, **fields: Any) -> dict[str, Any]:
     return dict(response.json()["memory"])
 
 
-def recalled(world: World, monkeypatch: Any, **when: str) -> list[list[str]]:
+def recalled(world: World, monkeypatch: Any, **when: Any) -> list[list[str]]:
     """The ids recalled for "zebrafish queue" over REST and over MCP, each in order."""
     body = {"query": "zebrafish queue", "project": "alpha", "debug": True, **when}
     rest, (status, over_mcp) = recall_both(world, body, monkeypatch)
@@ -74,6 +74,18 @@ def test_as_of_returns_the_one_memory_of_a_chain_valid_then(world: World, monkey
     assert (old["valid_from"], old["invalid_at"], old["superseded_by"]) == (
         "2024-01-01T00:00:00Z", "2024-03-01T00:00:00Z", b,
     )  # fmt: skip
+
+
+def test_a_history_as_of_an_instant_puts_the_version_valid_then_first(
+    world: World, monkeypatch: Any
+) -> None:
+    # It ranked a version retired before the instant above the one valid then.
+    a, b, c = chain(world)
+
+    for at, then in ((FEB, a), (APR, b), (JUL, c)):
+        got = recalled(world, monkeypatch, as_of=at, include_history=True)
+        assert got[0] == got[1] and set(got[0]) == {a, b, c}, at
+        assert got[0][0] == then, at
 
 
 def test_recorded_as_of_sees_the_text_before_and_after_an_edit(

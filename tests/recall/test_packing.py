@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from recall.agent import dumps, item_view, pack_view
+from recall.agent import dumps, iso, item_view, pack_view
 from recall.errors import BudgetError
 from recall.packing import INDEX, MIN_BUDGET, NOTHING_FITS, NOTHING_FITS_SHORT, pack
 from recall.results import ContextPack, age, to_hit
@@ -242,6 +242,16 @@ def test_an_index_item_leaves_out_times_attribution_and_worth():
         index
     )
     assert (hits["index"].tokens or 0) < (hits["full"].tokens or 0)
+
+
+def test_an_index_item_of_a_past_version_says_when_it_stopped():
+    # Asked with history, an archived memory's index item read as a live one.
+    past = make_memory(1, description="one line", invalid_at=NOW)
+
+    item = pack(ranked(past), budget=400, counter=COUNT, detail="index").items[0]
+
+    assert item_view(item, detail="index")["invalid_at"] == iso(NOW)
+    assert "invalid_at" not in item_view(replace(item, invalid_at=None), detail="index")
 
 
 def test_nothing_fitting_says_so_within_the_budget():
