@@ -77,6 +77,7 @@ from console.schemas import (
     SearchOut,
     TextOut,
     field_names,
+    fields_at,
 )
 from console.schemas.requests import AS_OF, RECORDED_AS_OF
 from recall.agent import dumps
@@ -162,7 +163,7 @@ class UnknownFields(NinjaValidationError):
 # Each endpoint's fields (its body's, or its query string's), by method and URL
 # route ("/api/v1/memories/<memory_id>"): ninja refuses an unknown body field before
 # the view runs, so the reply is told them here.
-TAKES: dict[tuple[str, str], tuple[str, ...]] = {}
+TAKES: dict[tuple[str, str], type[Schema]] = {}
 
 
 def _route(path: str) -> str:
@@ -170,15 +171,16 @@ def _route(path: str) -> str:
     return errors.API_PREFIX.rstrip("/") + re.sub(r"\{(\w+)\}", r"<\1>", path)
 
 
-def _fields(view: Callable[..., HttpResponse]) -> tuple[str, ...]:
+def _schema_of(view: Callable[..., HttpResponse]) -> type[Schema] | None:
+    """The schema of a view's body, or of its query string."""
     hints = typing.get_type_hints(view, include_extras=True)
     for name in ("payload", "params"):
         model = hints.get(name)
         if typing.get_origin(model) is typing.Annotated:  # Query[X]
             model = typing.get_args(model)[0]
         if isinstance(model, type) and issubclass(model, Schema):
-            return field_names(model)
-    return ()
+            return model
+    return None
 
 
 @api.exception_handler(NinjaValidationError)
@@ -192,12 +194,13 @@ def _schema(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
             if ("query", key) not in listed
         ]
     route = "/" + request.resolver_match.route if request.resolver_match else ""
-    takes = (
-        exc.takes
-        if isinstance(exc, UnknownFields)
-        else TAKES.get((request.method or "", route), ())
-    )
-    return error_response(errors.naming_what_it_takes(errors.from_pydantic(found, skip=1), takes))
+    schema = TAKES.get((request.method or "", route))
+    takes = field_names(schema) if schema is not None else ()
+    if isinstance(exc, UnknownFields):
+        takes = exc.takes
+    nested = functools.partial(fields_at, schema) if schema is not None else None
+    described = errors.from_pydantic(found, skip=1)
+    return error_response(errors.naming_what_it_takes(described, takes, nested))
 
 
 UNREADABLE = "the body must be one JSON object ({...}): it is not valid JSON, or not an object"
@@ -263,7 +266,9 @@ def endpoint(
 
     def register(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         summary = (view.__doc__ or op).strip().splitlines()[0]
-        TAKES[method.upper(), _route(path)] = _fields(view)
+        schema = _schema_of(view)
+        if schema is not None:
+            TAKES[method.upper(), _route(path)] = schema
         served = view
         if "payload" in inspect.signature(view).parameters:  # a body call takes no query
 

@@ -96,11 +96,22 @@ def from_pydantic(errors: Sequence[Mapping[str, Any]], *, skip: int = 0) -> Erro
     return ErrorReply(422, str(first["detail"]), str(first["code"]), first["field"], tuple(listed))
 
 
-def naming_what_it_takes(reply: ErrorReply, takes: Sequence[str]) -> ErrorReply:
+def naming_what_it_takes(
+    reply: ErrorReply,
+    takes: Sequence[str],
+    nested: Callable[[str], Sequence[str]] | None = None,
+) -> ErrorReply:
     """`reply` with its detail naming the fields the call takes, when it refuses an
-    unknown one: an agent that sent Search a `query` learns it is `q`."""
+    unknown one: an agent that sent Search a `query` learns it is `q`. An unknown
+    field inside one (`items.0.verdict`) names what that part takes (`nested` reads
+    them from the schema), not the call's own fields."""
     codes = {reply.code, *(e.get("code") for e in reply.errors)}
-    if "unknown_field" not in codes or not takes:
+    if "unknown_field" not in codes:
+        return reply
+    field = reply.field or ""
+    if "." in field:
+        takes = nested(field) if nested is not None else ()
+    if not takes:
         return reply
     return replace(reply, detail=f"{reply.detail}; it takes {', '.join(takes)}")
 

@@ -71,6 +71,7 @@ from console.schemas import (
     SupersedeIn,
     TextOut,
     field_names,
+    fields_at,
 )
 from recall.agent import dumps
 
@@ -122,14 +123,19 @@ def current_access() -> Access:
     return access.access_for(token)
 
 
-def _error(exc: Exception, *, takes: Sequence[str] = ()) -> CallToolResult:
+def _error(
+    exc: Exception,
+    *,
+    takes: Sequence[str] = (),
+    nested: Callable[[str], Sequence[str]] | None = None,
+) -> CallToolResult:
     """The tool error for `exc`; an unknown field's names what the tool takes instead
     (an agent that sent memory_search a `query` learns it is `q`)."""
     described = errors.describe(exc)
     if described is None:
         log.exception("unexpected error in an MCP tool")
         described = errors.simple(500, "an unexpected error; it has been logged")
-    described = errors.naming_what_it_takes(described, takes)
+    described = errors.naming_what_it_takes(described, takes, nested)
     if isinstance(exc, access.AccessDenied) and TOKEN_ENV in str(exc):
         described = errors.simple(401, str(exc))
     body = {**described.body(), "status": described.status}
@@ -156,6 +162,10 @@ class Spec:
         """The argument names the tool takes, as its schema spells them."""
         return field_names(self.args)
 
+    def fields_at(self, path: str) -> tuple[str, ...]:
+        """What the part of its arguments holding `path` takes (`items.0.x`: an item's)."""
+        return fields_at(self.args, path)
+
     def build(self) -> Tool:
         def call(**raw: Any) -> CallToolResult:
             close_old_connections()
@@ -165,7 +175,7 @@ class Spec:
                 with actor.acting_agent(who.agent):  # its revisions name the agent
                     answer = self.run(who, payload)
             except Exception as exc:
-                return _error(exc, takes=self.fields())
+                return _error(exc, takes=self.fields(), nested=self.fields_at)
             text = TextContent(type="text", text=answer.text)
             return CallToolResult(content=[text], structured_content=answer.body)
 

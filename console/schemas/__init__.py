@@ -9,6 +9,7 @@ from console.schemas.common import (
     Scope,
     Source,
     field_names,
+    fields_at,
 )
 from console.schemas.replies import (
     AssociationOut,
@@ -109,6 +110,7 @@ __all__ = [
     "PackItem",
     "Params",
     "field_names",
+    "fields_at",
     "ProjectIn",
     "ProjectOut",
     "ProjectsOut",

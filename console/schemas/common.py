@@ -9,6 +9,7 @@ OpenAPI and MCP schemas show them as minimum / maximum.
 from __future__ import annotations
 
 import re
+import typing
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -68,6 +69,31 @@ SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
 def field_names(model: type[BaseModel]) -> tuple[str, ...]:
     """The fields a request schema takes, as callers spell them (aliases included)."""
     return tuple(f.alias or name for name, f in model.model_fields.items())
+
+
+def fields_at(model: type[BaseModel], path: str) -> tuple[str, ...]:
+    """The fields of the schema that holds the field at dotted `path` ("items.0.verdict":
+    an item's), as `field_names` spells them; () when the path leaves the schemas."""
+    for part in path.split(".")[:-1]:
+        if part.isdigit():
+            continue
+        field = next((f for name, f in model.model_fields.items() if part in (name, f.alias)), None)
+        inner = _model_in(field.annotation) if field is not None else None
+        if inner is None:
+            return ()
+        model = inner
+    return field_names(model)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The schema an annotation holds (itself, or inside list[...], X | None, ...)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
 
 
 def _without_nul(value: Any) -> Any:
@@ -173,7 +199,10 @@ DateTime = Annotated[datetime, Strict(False), BeforeValidator(_not_a_number), Af
 
 def _aware(value: datetime) -> datetime:
     if value.utcoffset() is None:
-        raise ValueError("give a time zone, e.g. 2024-01-01T00:00:00Z (a bare time is ambiguous)")
+        raise ValueError(
+            "give a date and time with its time zone, e.g. 2024-01-01T00:00:00Z (a date, "
+            "or a time without a zone, is ambiguous)"
+        )
     return value
 
 

@@ -829,6 +829,26 @@ def test_every_operation_refuses_an_unknown_field(world: World) -> None:
             assert ("bogus_param", "unknown_field") in listed, (method, path, body)
 
 
+def test_an_unknown_field_inside_a_list_names_what_an_item_takes(
+    world: World, monkeypatch: Any
+) -> None:
+    # It listed the call's own fields: "unknown field 'items.0.verdict'; it takes
+    # pack_id, items".
+    client = world.client("alpha")
+    feedback = {"pack_id": "01" + "0" * 24, "items": [{"id": "x", "verdict": "good"}]}
+    batch = {"memories": [{"name": "ok", "bogus": 1}]}
+
+    rated = call(client, "post", "/feedback", feedback).json()
+    written = call(client, "post", "/memories/batch", batch).json()
+    status, over_mcp = mcp(world, "alpha", "memory_feedback", feedback, monkeypatch)
+
+    takes = "; it takes id, used, helpful, harmful"
+    assert rated["detail"] == "unknown field 'items.0.verdict'" + takes
+    assert over_mcp["detail"] == rated["detail"] and status == 422
+    assert written["detail"].startswith("unknown field 'memories.0.bogus'; it takes kind, name,")
+    assert "idempotency_key" not in written["detail"]  # the batch's own field, not an item's
+
+
 @pytest.mark.parametrize(
     ("method", "path", "status", "code"),
     [

@@ -229,6 +229,8 @@ def test_a_bare_time_is_a_422_and_an_empty_interval_a_409_each_naming_the_field(
         assert response.json()["field"] == field, response.json()
         if AHEAD in str(body):
             assert "in the future" in response.json()["detail"], response.json()
+    dated = call(client, "post", "/recall", {"query": "zebrafish", "as_of": "2024-06-01"}).json()
+    assert "a date, or a time without a zone, is ambiguous" in dated["detail"]  # "bare time"
     assert MemoryRevision.objects.filter(memory_id=m["id"]).count() == 1  # nothing changed
     assert not MemoryRevision.objects.filter(name__in=["ok", "x"]).exists()
 
