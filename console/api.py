@@ -81,6 +81,7 @@ from console.schemas import (
 )
 from console.schemas.requests import AS_OF, RECORDED_AS_OF
 from recall.agent import dumps
+from recall.config import MAX_BUDGET, MIN_BUDGET
 
 log = logging.getLogger(__name__)
 JSON = "application/json; charset=utf-8"
@@ -390,11 +391,18 @@ def memory_read(
     ),
     as_of: datetime | None = AS_OF_QUERY,
     recorded_as_of: datetime | None = RECORDED_AS_OF_QUERY,
+    budget: int | None = Query(  # type: ignore[type-arg]
+        None,
+        ge=MIN_BUDGET,
+        le=MAX_BUDGET,
+        description="tokens the whole reply may take: a longer body is cut to fit",
+    ),  # fmt: skip
 ) -> HttpResponse:
     """Read one memory by id, or by name (in `project` first, then global); with
-    `as_of` / `recorded_as_of`, as it was then (404 if it was not valid / known)."""
-    _known(request, Params, "project", "as_of", "recorded_as_of")
-    when = {"as_of": as_of, "recorded_as_of": recorded_as_of}
+    `as_of` / `recorded_as_of`, as it was then (404 if it was not valid / known); with
+    `budget`, its body cut to fit."""
+    _known(request, Params, "project", "as_of", "recorded_as_of", "budget")
+    when = {"as_of": as_of, "recorded_as_of": recorded_as_of, "budget": budget}
     ref = MemoryRef.model_validate(
         {"id": memory_id, "name": None, "project": project, **when}
         if len(memory_id) <= 26

@@ -306,7 +306,8 @@ SPECS = (
         MemoryOut,
         operations.memory_read,
         """
-        Read one memory in full, by id or by name (the project's first, then global).""",
+        Read one memory in full, by id or by name (the project's first, then global);
+        with budget, a long body is cut so the reply fits (truncated, body_chars).""",
     ),
     Spec(
         "memory_list",

@@ -334,9 +334,35 @@ def memory_read(who: Access, p: MemoryRef) -> Answer:
             who, memory_id=p.id, name=p.name, project=p.project, as_of=p.as_of,
             recorded_as_of=p.recorded_as_of,
         )  # fmt: skip
-        return _json(replies.memory_view(past, at=p.as_of))
+        return _within(replies.memory_view(past, at=p.as_of), p.budget)
     memory = access.memory_read(who, memory_id=p.id, name=p.name, project=p.project)
-    return _json(replies.memory_view(memory))
+    return _within(replies.memory_view(memory), p.budget)
+
+
+def _within(view: dict[str, Any], budget: int | None) -> Answer:
+    """A memory read whose whole reply fits `budget` tokens: the longest head of its body
+    (cut at a word, " …" after it) that fits, with `truncated` and the whole body's
+    `body_chars`. A 100 KB runbook read by name put 26,000 tokens in an agent's context."""
+    whole = _json(view)
+    if budget is None or selectors.tokens(whole.text) <= budget:
+        return whole
+    body = view["body"]
+
+    def cut(n: int) -> Answer:
+        head = body[:n]
+        if n < len(body) and " " in head:
+            head = head[: head.rindex(" ")]
+        return _json({**view, "body": f"{head} …" if head else "", "body_chars": len(body),
+                      "truncated": True})  # fmt: skip
+
+    low, high = 0, len(body)  # the longest cut that fits, by halves
+    while low < high:
+        mid = (low + high + 1) // 2
+        if selectors.tokens(cut(mid).text) <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    return cut(low)
 
 
 def memory_list(who: Access, p: MemoryListIn) -> Answer:

@@ -203,8 +203,11 @@ class MemoryOut(Reply):
     description: str
     body: str = Field("", description='the body (a list with detail "index" leaves it out)')
     body_chars: int | None = Field(
-        None, description='with detail "index": the body\'s length (memory_read gives it)'
+        None,
+        description='with detail "index", or a body cut to a budget: the whole body\'s '
+        "length (memory_read without a budget gives it)",
     )
+    truncated: bool | None = Field(None, description="the body was cut to the budget")
     tags: list[str]
     importance: float
     agent_id: str

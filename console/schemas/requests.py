@@ -456,6 +456,13 @@ class MemoryRef(Body):
     project: Slug | None = Field(None, description="where to resolve a name " + f"({PROJECT})")
     as_of: Instant | None = Field(None, description="the memory as valid then (404 if not)")
     recorded_as_of: Instant | None = Field(None, description="the memory as recorded then")
+    budget: int | None = Field(
+        None,
+        ge=MIN_BUDGET,
+        le=MAX_BUDGET,
+        description="tokens the whole reply may take: a longer body is cut to fit, at a "
+        "word, with truncated and body_chars (default: the whole body)",
+    )
 
 
 class SupersedeIn(MemoryChange):

@@ -829,6 +829,29 @@ def test_every_operation_refuses_an_unknown_field(world: World) -> None:
             assert ("bogus_param", "unknown_field") in listed, (method, path, body)
 
 
+def test_a_read_with_a_budget_cuts_a_long_body_to_fit(world: World, monkeypatch: Any) -> None:
+    # memory_read had no cap: a 100 KB runbook read by name put 26,000 tokens in context.
+    body = " ".join(f"Step {n}: check the albatross gauge." for n in range(3000))
+    made = call(world.client("alpha"), "post", "/memories",
+                {"name": "long-runbook", "description": "Long", "body": body})  # fmt: skip
+    assert made.status_code == 201, made.content
+    count = ByteEstimate().count
+
+    whole = call(world.client("alpha"), "get", "/memories/long-runbook")
+    cut = call(world.client("alpha"), "get", "/memories/long-runbook", {"budget": 300})
+    status, by_mcp = mcp(world, "alpha", "memory_read", {"name": "long-runbook", "budget": 300},
+                         monkeypatch)  # fmt: skip
+
+    assert whole.json()["body"] == body and "truncated" not in whole.json()
+    short = cut.json()
+    assert count(cut.content.decode()) <= 300 < count(whole.content.decode())
+    assert short["truncated"] is True and short["body_chars"] == len(body)
+    assert short["body"].endswith(" …") and body.startswith(short["body"][:-2])
+    assert status == 200 and by_mcp == short
+    roomy = call(world.client("alpha"), "get", "/memories/long-runbook", {"budget": 100_000})
+    assert roomy.json()["body"] == body  # a budget it fits leaves it whole
+
+
 def test_an_unknown_field_inside_a_list_names_what_an_item_takes(
     world: World, monkeypatch: Any
 ) -> None:
