@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -69,6 +69,13 @@ def config_check(section: str, values: Mapping[str, Any]) -> tuple[Any, tuple[Pr
     The same resolution the engine runs at use time, so what saves is what applies.
     """
     return decode_over(config_base(section), dict(values))
+
+
+def prompt_floors() -> tuple[int, float]:
+    """What a memory must share with a prompt to be matched (PromptRecall's floors, the
+    override applied): shared words, score."""
+    config, _ = config_check("prompt", config_override("prompt"))
+    return config.min_shared_words, config.min_score
 
 
 def channel_names() -> list[str]:
@@ -500,6 +507,7 @@ class MemoryDetail:
     chain_back: list[Memory]  # older versions this one replaced, newest first
     chain_forward: list[Memory]  # replacements, oldest first
     history: list[RetrievalEvent]
+    note_backlinks: list[Note] = field(default_factory=list)  # notes whose links reach it
 
 
 def memory_successors(memory: Memory, *, limit: int = 50) -> list[Memory]:
@@ -527,7 +535,22 @@ def memory_detail(*, memory_id: str, history_limit: int = 20) -> MemoryDetail:
         current = Memory.objects.filter(superseded_by=current).first()
     forward = memory_successors(memory)
     history = list(RetrievalEvent.objects.filter(ids__has_string=memory.pk)[:history_limit])
-    return MemoryDetail(memory, links, backlinks, back, forward, history)
+    notes = notes_linking(memory)
+    return MemoryDetail(memory, links, backlinks, back, forward, history, notes)
+
+
+def notes_linking(memory: Memory, *, limit: int = 50) -> list[Note]:
+    """Notes whose `[[links]]` reach `memory` (a note's links resolve as a memory's do:
+    its project's memory of the name, else the global one). Notes keep no link rows, so
+    their bodies are read: those holding `[[name`, then each one's own resolution."""
+    rows = Note.objects.filter(body__contains=f"[[{memory.name}").select_related("project")
+    return [
+        note
+        for note in rows.order_by("title")[:limit]
+        if memory.name in links.names(note.body)
+        and memory_ids_by_name([memory.name], project_id=note.project_id).get(memory.name)
+        == memory.pk
+    ]
 
 
 def favorites_list() -> tuple[list[Memory], list[Note]]:

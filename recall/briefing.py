@@ -160,7 +160,8 @@ def _assemble(
     used = count(opening) + count(closing)
     if used > hard_cap:  # not even the wrapper fits
         warning = f"{hard_cap} tokens hold not even the briefing's wrapper ({used} tokens)"
-        return Briefing("", (), 0, (warning + ": ask with a larger budget",))
+        every = tuple(i for _, i in [*fixed, *index] if i is not None)
+        return Briefing("", (), 0, (warning + ": ask with a larger budget",), every)
     always = sum(1 for _, i in fixed if i is not None)
     more = len(index) + unseen
     kept_fixed = _fit(fixed, room=hard_cap - used, count=count)
@@ -205,4 +206,5 @@ def _assemble(
     ids = tuple(i for t, i in lines if i is not None and f"\n{t}\n" in text)
     if dropped and not ids and not warnings:
         warnings.append(f"{budget} tokens held no line of the briefing: ask with a larger budget")
-    return Briefing(text, ids, tokens.count(text), tuple(warnings))
+    cut = tuple(i for _, i in [*fixed, *index] if i is not None and i not in ids)
+    return Briefing(text, ids, tokens.count(text), tuple(warnings), cut)

@@ -155,6 +155,7 @@ class Briefing:
     ids: tuple[str, ...]
     tokens: int
     warnings: tuple[str, ...] = ()
+    omitted: tuple[str, ...] = ()  # the memories whose lines did not fit, in block order
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,7 +70,12 @@ def _briefing(form: InspectForm) -> dict[str, Any]:
         budget=data["budget"],
     )
     items = browse.items_by_id(ids=list(briefing.ids))
-    return {"briefing": briefing, "briefing_items": items, "as_subagent": bool(agent_type)}
+    cut = browse.items_by_id(ids=list(briefing.omitted[:OMITTED_SHOWN]))
+    return {
+        "briefing": briefing, "briefing_items": items, "as_subagent": bool(agent_type),
+        "briefing_cut": cut, "briefing_cut_more": max(0, len(briefing.omitted) - len(cut)),
+        "prompt_floors": selectors.prompt_floors(),
+    }  # fmt: skip
 
 
 @login_required

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -52,6 +52,9 @@ def _note(request: HtmxHttpRequest, note_id: str) -> Note:
     return note
 
 
+Item = TypeVar("Item", Memory, Note)
+
+
 def _visible(request: HtmxHttpRequest, detail: selectors.MemoryDetail) -> selectors.MemoryDetail:
     """The detail without what belongs to projects the person does not see (a
     global memory is linked from, and read by agents of, every project)."""
@@ -59,7 +62,7 @@ def _visible(request: HtmxHttpRequest, detail: selectors.MemoryDetail) -> select
     if visible is None:
         return detail
 
-    def shown(items: list[Memory]) -> list[Memory]:
+    def shown(items: list[Item]) -> list[Item]:
         return [m for m in items if roles.project_of(m) in (None, *visible)]
 
     return replace(
@@ -70,6 +73,9 @@ def _visible(request: HtmxHttpRequest, detail: selectors.MemoryDetail) -> select
         chain_forward=shown(detail.chain_forward),
         # An event without a project came from a search over several: not theirs to read.
         history=[e for e in detail.history if e.project in visible],
+        note_backlinks=[
+            n for n in detail.note_backlinks if roles.project_of(n) in (None, *visible)
+        ],
     )
 
 

@@ -1122,6 +1122,39 @@ def test_inspector_runs_a_briefing(admin_client: Client, memory: Memory) -> None
     assert not RetrievalEvent.objects.exists()
 
 
+def test_inspector_lists_what_a_briefing_left_out_and_why_relevant_is_empty(
+    admin_client: Client, memory: Memory
+) -> None:
+    # Recall listed what it left out; a briefing said only "(+19 more not shown)", and an
+    # empty RELEVANT section blamed "two shared words" when the score floor kept it out.
+    for n in range(6):
+        services.memory_create(project=memory.project, kind="constraint", name=f"rule-{n}",
+                               description=f"Rule {n} " + "must hold " * 12)  # fmt: skip
+    ask = {"mode": "briefing", "project": "billing-api", "budget": "120"}
+
+    html = admin_client.get("/inspect/", ask, **HX).content.decode()
+    task = admin_client.get("/inspect/", {**ask, "budget": "", "query": "zqx wobble"}, **HX)
+
+    cut = html.split("data-briefing-cut>", 1)[1].split("</details>", 1)[0]
+    assert "Left out: " in cut and "that did not fit" in cut and "rule-" in cut
+    assert "constraint, relevant and pinned lines did not fit 120 tokens" in html
+    assert "prompt recall needs 2 shared words and a score of 1.5" in task.content.decode()
+
+
+def test_a_note_linking_a_memory_is_among_its_backlinks(
+    admin_client: Client, memory: Memory
+) -> None:
+    note = services.note_create(project=memory.project, title="Boot notes",
+                                body=f"Watch [[{memory.name}]] at start-up.")  # fmt: skip
+    services.note_create(project=memory.project, title="Other", body="No link here.")
+
+    html = admin_client.get(f"/memories/{memory.pk}/").content.decode()
+
+    back = html.split("<h2>Backlinks</h2>", 1)[1].split("</ul>", 1)[0]
+    assert f'<a href="/notes/{note.pk}/">Boot notes</a> <span class="muted">(note)</span>' in back
+    assert "Other" not in back
+
+
 def test_inspector_shows_an_engine_error_inline(admin_client: Client, memory: Memory) -> None:
     response = admin_client.get("/inspect/", {"mode": "recall", "project": "billing-api"}, **HX)
 

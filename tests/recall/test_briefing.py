@@ -226,6 +226,10 @@ def test_a_briefing_says_when_a_constraint_or_every_line_did_not_fit(make_engine
         f"{5 - len(some.ids)} of the 5 constraint, relevant and pinned lines did not fit "
         "90 tokens: ask with a larger budget",
     )
+    # What was cut, by id (the inspector lists them): every line not shown, in block order.
+    every = {r.id for r in [*rules, *facts]}
+    assert set(some.omitted) == every - set(some.ids) and not set(some.omitted) & set(some.ids)
+    assert some.omitted[: 5 - len(some.ids)] == tuple(r.id for r in rules[len(some.ids) :])
     # The block says so too: under CONSTRAINTS, the lines shown read as all there are.
     cut = 5 - len(some.ids)
     assert f"(+{cut} of these 5 lines and 20 more not shown: ask with a larger budget)" in some.text
