@@ -533,7 +533,19 @@ def _archived_named(access: Access, name: str) -> Memory | None:
 
 
 def memory_restore(access: Access, *, memory_id: str) -> Memory:
-    return services.memory_restore(memory=_archived_too(access, memory_id))
+    """Restore by id, or by the name of an archived memory. A name an active memory
+    holds answered with that one, unchanged and silent, while the archived one of the
+    name stayed archived: a 409 says which is which."""
+    memory = _archived_too(access, memory_id)
+    if memory.pk != memory_id.upper() and memory.invalid_at is None:
+        archived = _archived_named(access, memory_id)
+        if archived is not None:
+            raise services.StateConflict(
+                f"{memory_id!r} names an active memory, {memory.pk}; the archived one of that "
+                f"name is {archived.pk}: archive or rename the active one, then restore "
+                f"{archived.pk} by its id"
+            )
+    return services.memory_restore(memory=memory)
 
 
 def memory_delete(access: Access, *, memory_id: str) -> str:

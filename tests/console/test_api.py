@@ -604,6 +604,20 @@ def test_supersede_replaces_and_stamps_the_old_one(world: World) -> None:
     assert "cannot be restored" in error(restore, 409, "conflict")["detail"]
 
 
+def test_a_restore_by_a_name_an_active_memory_took_says_which_is_which(world: World) -> None:
+    # It answered 200 with the active memory, and the archived one stayed archived.
+    client = world.client("alpha")
+    old = call(client, "post", "/memories", {"name": "pool-size", "description": "10"}).json()
+    call(client, "post", f"/memories/{old['memory']['id']}/archive")
+    new = call(client, "post", "/memories", {"name": "pool-size", "description": "25"}).json()
+
+    said = call(client, "post", "/memories/pool-size/restore")
+
+    detail = error(said, 409, "conflict")["detail"]
+    assert new["memory"]["id"] in detail and old["memory"]["id"] in detail
+    assert "restore " + old["memory"]["id"] + " by its id" in detail
+
+
 def test_a_supersede_of_an_archived_memory_says_to_restore_it_first(world: World) -> None:
     # It said "supersede its replacement instead" (there is none) by id, and only
     # "no active memory named ..." by name.
