@@ -227,12 +227,13 @@ def test_a_wikilink_into_a_hidden_project_lands_on_a_search(
 def test_a_global_memory_page_hides_backlinks_and_history_from_hidden_projects(
     world: World, person: Client, staff: Client
 ) -> None:
+    # A confidential project the person is not granted (a sealed one's links stay in it).
     target = world.memories["global"]
     services.memory_create(
-        project=world.vault, kind="fact", name="vault-secret-linker", body=f"[[{target.name}]]"
+        project=world.beta, kind="fact", name="vault-secret-linker", body=f"[[{target.name}]]"
     )
     RetrievalEvent.objects.create(
-        kind="recalled", ids=[target.pk], query="vault launch codes", project="vault", agent="a"
+        kind="recalled", ids=[target.pk], query="vault launch codes", project="beta", agent="a"
     )
     indexing.apply_pending()
 
