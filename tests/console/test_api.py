@@ -864,6 +864,9 @@ def test_a_read_with_a_budget_cuts_a_long_body_to_fit(world: World, monkeypatch:
     assert status == 200 and by_mcp == short
     roomy = call(world.client("alpha"), "get", "/memories/long-runbook", {"budget": 100_000})
     assert roomy.json()["body"] == body  # a budget it fits leaves it whole
+    tiny = call(world.client("alpha"), "get", "/memories/long-runbook", {"budget": 50})
+    said = error(tiny, 400, tiny.json()["code"])  # not a reply past the budget
+    assert said["field"] == "budget" and "holds not even this memory's fields" in said["detail"]
 
 
 def test_an_unknown_field_inside_a_list_names_what_an_item_takes(
