@@ -41,7 +41,6 @@ from console.schemas import (
 )
 from recall.agent import dumps, pack_view
 from recall.associated import FIELDS as GRAPH_FIELDS
-from recall.errors import QueryError
 from recall.neighbourhood import FIELDS as SESSION_FIELDS
 from recall.requests import FILTER_FIELDS, KNOB_FIELDS, WORTH_FIELDS
 from recall.results import SearchResult
@@ -356,13 +355,13 @@ def _within(view: dict[str, Any], budget: int | None) -> Answer:
         return _json({**view, "body": f"{head} …" if head else "", "body_chars": len(body),
                       "truncated": True})  # fmt: skip
 
-    least = selectors.tokens(cut(0).text)
+    needs = selectors.tokens(whole.text)
+    least = min(needs, selectors.tokens(cut(0).text))  # a short body: the whole is less
     if least > budget:  # not even the memory's fields: a reply past the budget, or none
-        raise QueryError(
-            f"budget {budget} holds not even this memory's fields ({least} tokens): ask "
-            f"with at least {least}; its whole reply takes {selectors.tokens(whole.text)}",
-            field="budget",
-        )
+        raise services.StateConflict(  # well-formed, and in conflict with this memory
+            {"budget": f"budget {budget} holds not even this memory's fields: ask with at "
+                       f"least {least} (the whole memory takes {needs})"}
+        )  # fmt: skip
     low, high = 0, len(body)  # the longest cut that fits, by halves
     while low < high:
         mid = (low + high + 1) // 2

@@ -865,8 +865,16 @@ def test_a_read_with_a_budget_cuts_a_long_body_to_fit(world: World, monkeypatch:
     roomy = call(world.client("alpha"), "get", "/memories/long-runbook", {"budget": 100_000})
     assert roomy.json()["body"] == body  # a budget it fits leaves it whole
     tiny = call(world.client("alpha"), "get", "/memories/long-runbook", {"budget": 50})
-    said = error(tiny, 400, tiny.json()["code"])  # not a reply past the budget
+    said = error(tiny, 409, "conflict")  # not a reply past the budget
     assert said["field"] == "budget" and "holds not even this memory's fields" in said["detail"]
+    least = int(said["detail"].split("ask with at least ", 1)[1].split(" ", 1)[0])
+    fits = call(world.client("alpha"), "get", "/memories/long-runbook", {"budget": least})
+    assert fits.status_code == 200 and count(fits.content.decode()) <= least  # as it said
+    short = call(world.client("alpha"), "get", f"/memories/{world.memories['alpha'].pk}",
+                 {"budget": 50})  # fmt: skip
+    need = short.json()["detail"].split("ask with at least ", 1)[1].split(" ", 1)[0]
+    whole_short = call(world.client("alpha"), "get", f"/memories/{world.memories['alpha'].pk}")
+    assert int(need) == count(whole_short.content.decode())  # never more than the whole
 
 
 def test_an_unknown_field_inside_a_list_names_what_an_item_takes(
