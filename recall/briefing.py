@@ -3,7 +3,10 @@
 One tag pair around: constraints (always), starred memories (pinned), then a
 newest-first index of the rest packed to the budget (default 1500 tokens)
 with an overflow trailer "(+N older: use recall)" ("more not shown" when no
-index line fits, as it then stands under constraints or pins). A subagent (non-empty
+index line fits, as it then stands under constraints or pins). When a line that
+always shows (constraint, relevant, pinned) does not fit, the trailer says so,
+"(+4 of these 6 lines and 19 more not shown: ask with a larger budget)", and room
+for it is kept in the budget. A subagent (non-empty
 `agent_type`) gets constraints only plus a RELEVANT section matched from its
 prompt by the PromptRecall matcher; a main agent that names its task
 (`prompt`) gets that RELEVANT section too, between constraints and pins. At
@@ -12,8 +15,8 @@ hard cap (budget x 2); a budget the caller names (1 to 100,000) is used as it
 is and is a hard bound: the configured budget and its cap do not clip it. Lines
 are dropped from the end, and `truncate_block` is the final guard that keeps
 UTF-8 whole and the closing tag. Returns the text, the ids actually rendered,
-its token count and warnings: a constraint, relevant or pinned line dropped, or
-no line shown at all, is said there.
+its token count, warnings (a constraint, relevant or pinned line dropped, or no
+line shown at all, is said there) and the ids of the lines cut (`omitted`).
 """
 
 from __future__ import annotations
