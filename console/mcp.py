@@ -17,6 +17,7 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from django.db import close_old_connections
@@ -162,10 +163,6 @@ class Spec:
         """The argument names the tool takes, as its schema spells them."""
         return field_names(self.args)
 
-    def fields_at(self, path: str) -> tuple[str, ...]:
-        """What the part of its arguments holding `path` takes (`items.0.x`: an item's)."""
-        return fields_at(self.args, path)
-
     def build(self) -> Tool:
         def call(**raw: Any) -> CallToolResult:
             close_old_connections()
@@ -175,7 +172,7 @@ class Spec:
                 with actor.acting_agent(who.agent):  # its revisions name the agent
                     answer = self.run(who, payload)
             except Exception as exc:
-                return _error(exc, takes=self.fields(), nested=self.fields_at)
+                return _error(exc, takes=self.fields(), nested=partial(fields_at, self.args))
             text = TextContent(type="text", text=answer.text)
             return CallToolResult(content=[text], structured_content=answer.body)
 

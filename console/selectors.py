@@ -544,13 +544,17 @@ def notes_linking(memory: Memory, *, limit: int = 50) -> list[Note]:
     its project's memory of the name, else the global one). Notes keep no link rows, so
     their bodies are read: those holding `[[name`, then each one's own resolution."""
     rows = Note.objects.filter(body__contains=f"[[{memory.name}").select_related("project")
-    return [
-        note
-        for note in rows.order_by("title")[:limit]
-        if memory.name in links.names(note.body)
-        and memory_ids_by_name([memory.name], project_id=note.project_id).get(memory.name)
-        == memory.pk
-    ]
+    reached: dict[int | None, bool] = {}  # by the note's project: where the name leads
+    out = []
+    for note in rows.order_by("title")[:limit]:
+        if memory.name not in links.names(note.body):
+            continue
+        if note.project_id not in reached:
+            found = memory_ids_by_name([memory.name], project_id=note.project_id)
+            reached[note.project_id] = found.get(memory.name) == memory.pk
+        if reached[note.project_id]:
+            out.append(note)
+    return out
 
 
 def favorites_list() -> tuple[list[Memory], list[Note]]:

@@ -73,9 +73,7 @@ def _visible(request: HtmxHttpRequest, detail: selectors.MemoryDetail) -> select
         chain_forward=shown(detail.chain_forward),
         # An event without a project came from a search over several: not theirs to read.
         history=[e for e in detail.history if e.project in visible],
-        note_backlinks=[
-            n for n in detail.note_backlinks if roles.project_of(n) in (None, *visible)
-        ],
+        note_backlinks=shown(detail.note_backlinks),
     )
 
 
@@ -218,11 +216,11 @@ def _merged(
     opened = (
         history.state_numbered(memory_id=memory.pk, number=int(base)) if base.isdigit() else None
     )
-    saved = MemoryForm.initial_from(memory)
     if opened is None:  # no base to merge on: the whole form is the person's to check
         _saved_since(form, memory, "", links="links")
         return form, None
-    merged, clashes = merge_edit(form.cleaned_data, saved, MemoryForm.initial_from(opened))
+    saved, base_values = MemoryForm.initial_from(memory), MemoryForm.initial_from(opened)
+    merged, clashes = merge_edit(form.cleaned_data, saved, base_values)
     if not clashes:
         return form, merged
     data = QueryDict(mutable=True)
