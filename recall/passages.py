@@ -59,6 +59,7 @@ _ABBREVIATION = re.compile(
     r"|Dept|Univ|p|pp)\.$"
 )
 _ITEM = re.compile(r"(?:[-*+•]|\d+[.)])\s")  # a list item starts a passage, however short
+_HEADING = re.compile(r"#{1,6}\s")  # a markdown heading starts one, and names the part after it
 
 
 def _ideographic(ch: str) -> bool:
@@ -79,11 +80,14 @@ def sentences(text: str) -> list[str]:
     abbreviation or an initial, when it starts in lower case (a wrapped line), or
     when it is a fragment of fewer than `MIN_SENTENCE_WORDS` words (`size`) that
     neither ends in an abbreviation (it starts a sentence: "E.g.") nor is a list
-    item. A fenced code block, fences included, is one passage of its own."""
+    item. A markdown heading starts a sentence, and the part after it joins it (a
+    heading is the context of what follows it, not the end of what came before). A
+    fenced code block, fences included, is one passage of its own."""
     out: list[list[str]] = []  # each sentence's parts, joined at the end (a long
     # text of wrapped lines is one sentence: joining part by part was quadratic)
     opened = ""  # the fence of the code block being read, if any
     closed = False  # the part before ended a fenced block: nothing joins onto it
+    titled = False  # the part before was a heading: this one joins it
     for part in _END.split(text.strip()):
         part = " ".join(part.split())
         if not part:
@@ -95,13 +99,18 @@ def sentences(text: str) -> list[str]:
             continue
         if fence(part):
             out.append([part])
-            opened = fence(part)
+            opened, titled = fence(part), False
+            continue
+        if _HEADING.match(part):
+            out.append([part])
+            closed, titled = False, True
             continue
         joins = (
             out
             and not closed
             and (
-                _ABBREVIATION.search(out[-1][-1]) is not None  # how the sentence ends
+                titled
+                or _ABBREVIATION.search(out[-1][-1]) is not None  # how the sentence ends
                 or part[0].islower()
                 or (
                     size(part) < MIN_SENTENCE_WORDS
@@ -110,7 +119,7 @@ def sentences(text: str) -> list[str]:
                 )
             )
         )
-        closed = False
+        closed = titled = False
         if joins:
             out[-1].append(part)
         else:

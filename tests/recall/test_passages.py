@@ -56,6 +56,16 @@ def doc(body: str, *, item: str = "memory", title: str = "Worker runbook") -> Do
             "Steps to take:\n- check the ledger service health\n- promote the\nreplica now",
             ["Steps to take:", "- check the ledger service health", "- promote the replica now"],
         ),
+        (  # a heading starts a passage and names the sentence after it, however short
+            "Run it from the host\n# Rollback\nStop the worker first. Then restore.\n## Checks\n"
+            "```\nmake check\n```",
+            [
+                "Run it from the host",
+                "# Rollback Stop the worker first. Then restore.",
+                "## Checks",
+                "``` make check ```",
+            ],
+        ),
         ("no stop at all, just words", ["no stop at all, just words"]),
         ("  ", []),
     ],
