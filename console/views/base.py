@@ -87,10 +87,23 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     """CSRF_FAILURE_VIEW: a change refused for its token. When the session is gone too
     (every cookie of the site cleared), it goes to the login as `login_required` sends
     it, which says the change was not saved; the page's "out of date, reload" said
-    nothing of being logged out. Otherwise Django's own 403."""
+    nothing of being logged out. A log-in rotates the token, so two forms of an older
+    tab fail once the person logged in elsewhere: the login form (logged in already:
+    on to where it led) and the log-out button (the page says the person is still
+    logged in and offers the button again, with the token of now; logging out without
+    a token would let any site log a person out). Otherwise Django's own 403."""
     htmx = getattr(request, "htmx", None)
-    if htmx and not request.user.is_authenticated:
+    authenticated = request.user.is_authenticated
+    if htmx and not authenticated:
         return _to_login(request)  # type: ignore[arg-type]
+    if authenticated and request.path == reverse("login"):
+        wanted = request.POST.get("next") or request.GET.get("next") or ""
+        safe = url_has_allowed_host_and_scheme(
+            wanted, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        )
+        return redirect(wanted if safe else reverse("search"))
+    if authenticated and request.path == reverse("logout"):
+        return render(request, "logout_again.html", status=403)
     return csrf_views.csrf_failure(request, reason)
 
 

@@ -424,6 +424,15 @@
     }
   });
 
+  // --- the person the page was opened for -------------------------------------------
+  // With the token read from the cookie, a tab opened for one person would save as
+  // whoever logged in since in another tab: each request names the page's person, and
+  // the server refuses a change from a page opened for someone else (409).
+  document.body.addEventListener("htmx:configRequest", function (event) {
+    const meta = document.querySelector('meta[name="console-person"]');
+    if (meta && meta.content) event.detail.headers["X-Console-Person"] = meta.content;
+  });
+
   // --- addresses worth sharing ------------------------------------------------------
   // A filter form's GET (search, inspector) put every field in the address, set or not:
   // "/?q=x&project=&since=&semantic=false&semantic=on". A field left empty means what
@@ -469,6 +478,12 @@
     box.querySelector("p").textContent = message;
     box.hidden = false;
   }
+  // A save that failed saved nothing: its form's text is unsaved again, so leaving the
+  // page (the notice's own "Reload the page", Cancel, a link) still asks first.
+  function unsavedAgain(elt) {
+    const form = elt instanceof Element ? elt.closest("form[data-guard]") : null;
+    if (form) form.dataset.unsaved = "1";
+  }
   // --- a session that ended under unsaved text ------------------------------------
   // An htmx request once the session ended (a log-out in another tab, an expiry) is
   // answered 403 with HX-Redirect to the login. With unsaved text on the page (a
@@ -477,9 +492,7 @@
   document.body.addEventListener("htmx:beforeOnLoad", function (event) {
     const xhr = event.detail.xhr;
     if (!xhr || xhr.status !== 403 || !xhr.getResponseHeader("HX-Redirect")) return;
-    const elt = event.detail.elt;
-    const form = elt instanceof Element ? elt.closest("form[data-guard]") : null;
-    if (form) form.dataset.unsaved = "1"; // its submit had cleared the mark
+    unsavedAgain(event.detail.elt); // its submit had cleared the mark
     if (!document.querySelector("form[data-guard][data-unsaved]")) return; // nothing to lose
     event.preventDefault();
     requestFailed(
@@ -490,9 +503,13 @@
   document.body.addEventListener("htmx:responseError", function (event) {
     const status = event.detail.xhr ? event.detail.xhr.status : 0;
     if (status === 403 && event.detail.xhr.getResponseHeader("HX-Redirect")) return; // to the login
+    unsavedAgain(event.detail.elt);
     let message;
     if (status === 403) {
       message = "This page is out of date (you logged in again, or it was open too long), so nothing was changed. Reload it to go on.";
+    } else if (status === 409 && event.detail.xhr.getResponseHeader("X-Console-Person-Now")) {
+      const now = decodeURIComponent(event.detail.xhr.getResponseHeader("X-Console-Person-Now"));
+      message = "This page was opened before someone else logged in: " + now + " is logged in now (in another tab), so nothing was saved. Your text is still here: copy it, or log in as yourself again in another tab, then come back and save.";
     } else if (status === 404) {
       message = "That is no longer here (deleted, or moved out of your projects, perhaps in another tab), so nothing was changed. Reload the page to see what is.";
     } else if (status >= 500) {
@@ -502,7 +519,8 @@
     }
     requestFailed(message);
   });
-  document.body.addEventListener("htmx:sendError", function () {
+  document.body.addEventListener("htmx:sendError", function (event) {
+    unsavedAgain(event.detail.elt);
     requestFailed("The server could not be reached, so nothing was changed. Try again when it is back.");
   });
 

@@ -360,6 +360,44 @@ def test_leaving_a_memory_form_with_unsaved_text_asks_first(
     assert watch.dialogs == []
 
 
+def test_a_save_that_failed_keeps_its_text_guarded(page: Any, user: User, watch: Watch) -> None:
+    """A save the network lost, or one from a page opened for someone else than the
+    person logged in now, saved nothing: the banner said so, yet its own "Reload the
+    page" then threw the text away without asking (the submit had cleared the mark)."""
+    memory = seed()["idempotency-keys"]
+    log_in(page, user)
+    edit = f"/memories/{memory.pk}/edit/"
+    page.goto(edit)
+    page.locator("#id_description").press_sequentially(" (draft)")
+
+    watch.expected = ("htmx:sendError", "htmx:afterRequest", "ERR_FAILED", "409")
+    page.route(f"**{edit}", lambda route: route.abort() if route.request.method == "POST"
+               else route.continue_())  # fmt: skip
+    page.click("#memory-form button[type=submit]")
+    page.wait_for_selector("#request-error:not([hidden])")
+    assert "could not be reached" in page.locator("#request-error").inner_text()
+    page.click("#request-error >> text=Reload the page")
+    page.wait_for_timeout(300)
+    assert [d.split(":")[0] for d in watch.dialogs] == ["beforeunload"]
+    assert urlsplit(page.url).path == edit
+    watch.dialogs.clear()
+    page.unroute(f"**{edit}")
+
+    other = User.objects.create_user("bob", password="pw-bob-long-enough")
+    page.evaluate(f"document.querySelector('meta[name=console-person]').content = '{other.pk}'")
+    page.click("#memory-form button[type=submit]")
+    page.wait_for_function(
+        "document.querySelector('#request-error p').textContent.includes('logged in now')"
+    )
+    assert user.get_username() in page.locator("#request-error").inner_text()
+    assert "(draft)" not in Memory.objects.get(pk=memory.pk).description
+    page.evaluate("window.location.href = '/'")
+    page.wait_for_timeout(300)
+    assert [d.split(":")[0] for d in watch.dialogs] == ["beforeunload"]
+    watch.dialogs.clear()
+    watch.leave_unsaved = True
+
+
 def test_a_number_the_browser_cannot_read_is_not_saved_as_blank(page: Any, user: User) -> None:
     """ "1e400" in a number field reads as no value at all: Save sent a blank, which
     means "use the base value", and said "Saved." over a wiped override."""

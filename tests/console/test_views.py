@@ -236,6 +236,55 @@ def test_posts_need_the_csrf_token(admin_user: User, memory: Memory) -> None:
     assert memory.favorite is True
 
 
+def test_an_older_tabs_login_and_logout_after_a_login_elsewhere(
+    admin_user: User, memory: Memory
+) -> None:
+    """Tab A's forms hold the token of before tab B's log-in, which rotated it: A's log-in
+    form went to "Not allowed" though the person was logged in, and its "Log out" to the
+    same page while the person stayed logged in."""
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(admin_user)
+    browser.get("/")
+    old = browser.cookies["csrftoken"].value
+    browser.force_login(admin_user)  # tab B logs in: a new session and token
+    browser.cookies["csrftoken"] = "x" * 32  # what the rotation left tab A's forms behind
+
+    login = browser.post("/login/?next=/projects/", {"csrfmiddlewaretoken": old})
+    logout = browser.post("/logout/", {"csrfmiddlewaretoken": old})
+
+    assert (login.status_code, login["Location"]) == (302, "/projects/")
+    page = logout.content.decode()
+    assert logout.status_code == 403 and "still logged in as admin" in page
+    fresh = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
+    assert browser.post("/logout/", {"csrfmiddlewaretoken": fresh}).status_code == 302
+    assert browser.get("/").status_code == 302  # logged out now
+
+
+def test_a_change_from_a_page_opened_for_another_person_is_refused(
+    admin_client: Client, admin_user: User, memory: Memory
+) -> None:
+    """Tab A opened as one person, someone else logged in in tab B: A's save was recorded
+    as the other person's. Each htmx request names the page's person (the page's meta)."""
+    page = admin_client.get("/").content.decode()
+    other = User.objects.create_user("bob", password="pw-bob-long-enough")
+    url = f"/memories/{memory.pk}/edit/"
+    data = form_data(memory, description="Saved from a tab opened for bob")
+
+    refused = admin_client.post(url, data, **HX, HTTP_X_CONSOLE_PERSON=str(other.pk))
+    out = admin_client.post("/logout/", **HX, HTTP_X_CONSOLE_PERSON=str(other.pk))
+
+    assert f'<meta name="console-person" content="{admin_user.pk}">' in page
+    assert (refused.status_code, refused["X-Console-Person-Now"]) == (409, "admin")
+    memory.refresh_from_db()
+    assert memory.description != "Saved from a tab opened for bob"
+    assert out.status_code == 302  # logging out is let through: whoever it is goes
+    admin_client.force_login(admin_user)
+    mine = admin_client.post(url, data, **HX, HTTP_X_CONSOLE_PERSON=str(admin_user.pk))
+    assert mine.status_code == 200, mine.content
+    memory.refresh_from_db()
+    assert memory.description == "Saved from a tab opened for bob"
+
+
 def test_the_body_sends_the_csrf_token_to_htmx(admin_client: Client, memory: Memory) -> None:
     html = admin_client.get("/").content.decode()
 
