@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import fields as dc_fields
@@ -251,6 +252,15 @@ class MemoryForm(TextForm):
 
 
 UNRECORDED = ("expires_at",)  # form fields a revision does not keep: no base to merge on
+
+
+def _shown(value: Any) -> str:
+    """A saved setting as its form field shows it."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def merge_edit(
@@ -731,6 +741,31 @@ class ConfigForm(forms.Form):
         """Whether the saved override moved since a page showing stamp `seen` was
         rendered (another tab or person saved): a save from it would undo theirs."""
         return bool(seen) and seen != self.seen
+
+    def shown(self) -> dict[str, str]:
+        """Each field's saved value as its field shows it ("" for the base value)."""
+        return {row["name"]: _shown(self.initial.get(row["name"])) for row in self.rows}
+
+    @property
+    def opened(self) -> str:
+        """What the page shows as saved, sent back with a save (`merge`'s base)."""
+        return json.dumps(self.shown(), sort_keys=True)
+
+    def merge(self, data: Mapping[str, Any], opened: str) -> tuple[dict[str, str], list[str]]:
+        """A save from a page opened before another save (`changed_since`): the fields
+        typed in `data` merged, field by field (`merge_edit`), with what is saved now
+        (this form's override) against what the page showed (`opened`). The merged
+        form data, and the names of the fields changed on both sides (every field that
+        differs, when `opened` cannot be read: a page from before the merge)."""
+        try:
+            base = json.loads(opened)
+        except ValueError:
+            base = None
+        if not isinstance(base, dict) or not all(isinstance(v, str) for v in base.values()):
+            base = {}
+        typed = {name: str(data.get(f"{self.key}-{name}", "")).strip() for name in self.shown()}
+        merged, clashes = merge_edit(typed, self.shown(), base)
+        return {f"{self.key}-{name}": value for name, value in merged.items()}, clashes
 
     def config(self) -> Any:
         """The base with the valid fields decoded over it (for the live preview)."""

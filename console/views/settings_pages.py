@@ -34,10 +34,23 @@ def _section(key: str) -> str:
 
 
 CHANGED = (
-    "These settings were saved by someone else (or in another tab) after you opened this "
-    "page; nothing was saved. Your values are still in the fields and the marks show what "
-    "is saved now: save again to replace it."
+    "{what} saved by someone else (or in another tab) after you opened this page, as "
+    "{saved}; nothing was saved. Your values are still in the fields: save again to "
+    "replace it."
 )
+MERGED = "Saved, with the change saved meanwhile kept. The next call uses these values."
+
+
+def _clash(form: ConfigForm, clashes: list[str]) -> str:
+    """CHANGED for the fields changed both here and by another save, each with the
+    value saved now (a field whose base is in use shows none: it is named)."""
+    saved = form.shown()
+    labels = [f"“{form.fields[name].label}”" for name in clashes]
+    what = (", ".join(labels[:-1]) + " and " + labels[-1]) if len(labels) > 1 else labels[0]
+    values = [saved[name] or "its base value" for name in clashes]
+    return CHANGED.format(
+        what=f"{what} {'were' if len(labels) > 1 else 'was'}", saved=", ".join(values)
+    )
 
 
 def _config_form(section: str, data: Any = None, *, override: Any = None) -> ConfigForm:
@@ -118,8 +131,14 @@ def settings_save(request: HtmxHttpRequest, key: str) -> HttpResponse:
         field = form.fields.get(knob)  # the row's label, as the page names it
         notice = f"{field.label if field is not None else knob} reset to its base value."
     elif form.changed_since(request.POST.get("seen", "")):
-        form.is_valid()  # the values typed stay in their fields, checked
-        form.add_error(None, CHANGED)
+        merged, clashes = form.merge(request.POST, request.POST.get("opened", ""))
+        form = _config_form(section, merged)  # stamped with what is saved now
+        if clashes:
+            form.is_valid()  # the values typed stay in their fields, checked
+            form.add_error(None, _clash(form, clashes))
+        elif form.is_valid():
+            services.setting_save(key=key, value=form.values(), user=user)
+            notice = MERGED
     elif form.is_valid():
         services.setting_save(key=key, value=form.values(), user=user)
         notice = "Saved. The next call uses these values."

@@ -1035,6 +1035,33 @@ def test_a_settings_save_from_a_page_opened_before_another_save_is_refused(
     assert Setting.objects.get(key="briefing_config").value == {"tag": "brief"}
 
 
+def test_two_settings_pages_saving_other_fields_both_keep_their_change(
+    admin_client: Client, memory: Memory
+) -> None:
+    """Told of A's save, B saved again as told, from fields that showed nothing of it,
+    and A's size was gone. Now a field B left as it opened takes A's value; a field
+    both changed is asked about, naming the value saved meanwhile."""
+    html = admin_client.get("/settings/").content.decode()
+    form = html.split('id="form-briefing_config"', 1)[1].split("</form>", 1)[0]
+    fields = dict.fromkeys(re.findall(r'name="(briefing_config-[\w.]+)"', form), "")
+    page = {"action": "save", **fields, **{k: unescape(v) for k, v in re.findall(
+        r'name="(seen|opened)" value="([^"]*)"', form)}}  # fmt: skip
+    assert "briefing_config-budget" in page and "briefing_config-tag" in page
+    a = {**page, "briefing_config-budget": "700"}
+    assert admin_client.post("/settings/briefing_config/", a, **HX).status_code == 200
+
+    b = {**page, "briefing_config-tag": "brief"}
+    merged = admin_client.post("/settings/briefing_config/", b, **HX).content.decode()
+
+    assert "with the change saved meanwhile kept" in merged
+    assert Setting.objects.get(key="briefing_config").value == {"budget": 700, "tag": "brief"}
+    c = {**page, "briefing_config-budget": "650"}
+    asked = admin_client.post("/settings/briefing_config/", c, **HX).content.decode()
+    assert "“Size (tokens)” was saved by someone else" in unescape(asked)
+    assert "as 700; nothing was saved" in unescape(asked) and 'value="650"' in asked
+    assert Setting.objects.get(key="briefing_config").value == {"budget": 700, "tag": "brief"}
+
+
 def test_settings_for_an_unknown_section_is_404(admin_client: Client, planes: Path) -> None:
     assert admin_client.post("/settings/nope/", {"action": "reset"}).status_code == 404
 
