@@ -471,12 +471,16 @@
       close.textContent = "Dismiss";
       close.addEventListener("click", function () {
         box.hidden = true;
+        document.body.style.paddingBottom = "";
       });
       box.append(text, reload, close);
       document.body.append(box);
     }
     box.querySelector("p").textContent = message;
     box.hidden = false;
+    // Room under the page for the fixed notice: on a phone it covered the form's Save
+    // and Cancel, however far the page was scrolled.
+    document.body.style.paddingBottom = box.offsetHeight + 32 + "px";
   }
   // A save that failed saved nothing: its form's text is unsaved again, so leaving the
   // page (the notice's own "Reload the page", Cancel, a link) still asks first.

@@ -363,8 +363,10 @@ def test_leaving_a_memory_form_with_unsaved_text_asks_first(
 def test_a_save_that_failed_keeps_its_text_guarded(page: Any, user: User, watch: Watch) -> None:
     """A save the network lost, or one from a page opened for someone else than the
     person logged in now, saved nothing: the banner said so, yet its own "Reload the
-    page" then threw the text away without asking (the submit had cleared the mark)."""
+    page" then threw the text away without asking (the submit had cleared the mark),
+    and on a phone the banner covered Save however far the page was scrolled."""
     memory = seed()["idempotency-keys"]
+    page.set_viewport_size({"width": 390, "height": 844})
     log_in(page, user)
     edit = f"/memories/{memory.pk}/edit/"
     page.goto(edit)
@@ -376,6 +378,11 @@ def test_a_save_that_failed_keeps_its_text_guarded(page: Any, user: User, watch:
     page.click("#memory-form button[type=submit]")
     page.wait_for_selector("#request-error:not([hidden])")
     assert "could not be reached" in page.locator("#request-error").inner_text()
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")  # on a phone, the notice
+    covering = """() => { const r = document.querySelector('#memory-form button[type=submit]')
+        .getBoundingClientRect(); return document.elementFromPoint(r.x + r.width / 2,
+        r.y + r.height / 2).closest('#request-error') !== null; }"""  # covered Save
+    assert page.evaluate(covering) is False
     page.click("#request-error >> text=Reload the page")
     page.wait_for_timeout(300)
     assert [d.split(":")[0] for d in watch.dialogs] == ["beforeunload"]
