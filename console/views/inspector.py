@@ -83,8 +83,11 @@ def _briefing(form: InspectForm) -> dict[str, Any]:
 @vary_on_headers("HX-Request")
 def inspect(request: HtmxHttpRequest) -> HttpResponse:
     """Run a Recall (or a Briefing) as an agent would, without recording it."""
+    asked = request.GET.copy()
+    if asked:
+        asked.setdefault("mode", "recall")  # a link written without it: what the page opens on
     form = InspectForm(
-        request.GET or None,
+        asked or None,
         projects=roles.project_slugs(request.user),
         channels=selectors.channel_names(),
         initial={"mode": "recall"},

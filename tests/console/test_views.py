@@ -305,6 +305,19 @@ def test_search_shows_highlighted_hits_with_badges(admin_client: Client, memory:
     assert f'action="/memories/{memory.pk}/star/"' in html
 
 
+def test_a_hand_written_address_is_read_or_named(admin_client: Client, memory: Memory) -> None:
+    """A page number out of range said only "Ensure this value is greater than or equal
+    to 1." (which value?); an inspector link without `mode` said "Mode: This field is
+    required." instead of running the Recall the page opens on."""
+    paged = unescape(admin_client.get("/?q=chroma&page=-1", **HX).content.decode())
+    since = unescape(admin_client.get("/?q=chroma&since=99y", **HX).content.decode())
+    inspected = admin_client.get("/inspect/?query=chroma&project=billing-api").content.decode()
+
+    assert "Page: Ensure this value is greater than or equal to 1." in paged
+    assert "Updated: Select a valid choice. 99y is not one" in since
+    assert "data-pack" in inspected and "This field is required" not in inspected
+
+
 def test_search_with_semantic_off_is_fts_only(admin_client: Client, memory: Memory) -> None:
     html = admin_client.get("/?q=chroma&semantic=false", **HX).content.decode()
 
