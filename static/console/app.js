@@ -303,6 +303,25 @@
       dismissConfirm(slot);
     }
   });
+  // An alertdialog keeps focus until answered: Tab from its last control goes to its
+  // first, Shift-Tab from its first (or from the dialog itself) to its last.
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Tab") return;
+    const box = document.querySelector("#confirm-slot [role=alertdialog]");
+    if (!box || !box.contains(document.activeElement)) return;
+    const controls = box.querySelectorAll("button, a[href], input:not([type=hidden])");
+    if (!controls.length) return;
+    const first = controls[0];
+    const last = controls[controls.length - 1];
+    const active = document.activeElement;
+    if (!event.shiftKey && active === last) {
+      event.preventDefault();
+      first.focus();
+    } else if (event.shiftKey && (active === first || active === box)) {
+      event.preventDefault();
+      last.focus();
+    }
+  });
   document.addEventListener("click", function (event) {
     const cancel = event.target instanceof Element ? event.target.closest("#confirm-slot [data-cancel]") : null;
     if (cancel) {

@@ -509,6 +509,10 @@ def test_archive_restore_and_delete_with_confirmation(page: Any, user: User) -> 
     assert page.url.endswith(f"/memories/{memory.pk}/")
     page.click("#actions >> text=Delete…")
     page.wait_for_selector("#confirm-slot .confirm")
+    held = "document.querySelector('#confirm-slot .confirm').contains(document.activeElement)"
+    for key in ("Tab", "Tab", "Tab", "Shift+Tab", "Shift+Tab", "Shift+Tab"):
+        page.keyboard.press(key)  # the question keeps focus until answered
+        assert page.evaluate(held), key
     assert Memory.objects.filter(pk=memory.pk).exists()
     page.click("#confirm-slot >> text=Delete for good")
     page.wait_for_url(lambda url: urlsplit(url).path == "/")
