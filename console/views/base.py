@@ -76,6 +76,10 @@ def _to_login(request: HtmxHttpRequest) -> HttpResponse:
         # The page itself with what was just typed (a search as you type, a
         # filter): back to it, not to the query the page was loaded with.
         next_url = request.get_full_path()
+    elif request.method == "GET" and request.path == reverse("palette"):
+        # The palette, typed into on any page: on to the search of what was typed.
+        typed = request.GET.get("q", "").strip()
+        next_url = f"{reverse('search')}?{urlencode({'q': typed})}" if typed else next_url
     asked = {"next": next_url}
     if request.method != "GET":  # a star, an archive: the login says it was not done
         asked["unsaved"] = "1"

@@ -137,7 +137,8 @@ def test_an_anonymous_partial_request_is_blocked_and_sent_to_login(
     for url in pages(memory):
         response = client.get(url, **HX)
         assert response.status_code == 403, url
-        assert response["HX-Redirect"] == "/login/?next=%2Ffavorites%2F", url
+        back = "%2F%3Fq%3Dchro" if url.startswith("/palette/") else "%2Ffavorites%2F"
+        assert response["HX-Redirect"] == f"/login/?next={back}", url
         assert "chroma-boot-race" not in response.content.decode(), url
 
 
@@ -149,9 +150,12 @@ def test_a_search_typed_after_the_session_ended_is_kept_for_after_the_login(
     typed = {"HTTP_HX_REQUEST": "true", "HTTP_HX_CURRENT_URL": "http://testserver/?q=old"}
 
     response = client.get("/", {"q": "new words"}, **typed)
+    palette = client.get("/palette/", {"q": "deploy bil"}, **{**typed, "HTTP_HX_CURRENT_URL":
+                         "http://testserver/projects/"})  # fmt: skip
 
     assert response.status_code == 403
     assert response["HX-Redirect"] == "/login/?next=%2F%3Fq%3Dnew%2Bwords"
+    assert palette["HX-Redirect"] == "/login/?next=%2F%3Fq%3Ddeploy%2Bbil"  # on to its search
 
 
 def test_a_star_clicked_after_the_session_ended_is_said_not_saved_at_the_login(
