@@ -166,8 +166,9 @@ class ApplyReport:
     failed: int = 0
 
 
-def apply_pending(*, limit: int | None = None) -> ApplyReport:
-    """Apply queued jobs, a claimed batch at a time; failures stay queued with their error.
+def apply_pending(*, limit: int | None = None, parked: bool = False) -> ApplyReport:
+    """Apply queued jobs, a claimed batch at a time; failures stay queued with their error
+    (`_failed`). With `parked`, the parked jobs are retried now too (`sync_indexes`).
 
     The memory and note jobs first, then the long memories' sentences
     (console/passage_store.py), one memory at a time, with the memory and note
@@ -180,11 +181,11 @@ def apply_pending(*, limit: int | None = None) -> ApplyReport:
     failed: set[int] = set()  # tried once per call, like every other job
 
     def rows() -> None:
-        _apply_rows(report, failed, limit)
+        _apply_rows(report, failed, limit, parked=parked)
 
     rows()
     while limit is None or report.applied + report.failed < limit:
-        chunk = claim(1, skip=failed, items=(passage_store.PASSAGES,))
+        chunk = claim(1, skip=failed, items=(passage_store.PASSAGES,), parked=parked)
         if not chunk:
             break
         _settled(chunk, report, failed, partial(_apply_passages, chunk[0], between=rows))
@@ -193,11 +194,13 @@ def apply_pending(*, limit: int | None = None) -> ApplyReport:
     return report
 
 
-def _apply_rows(report: ApplyReport, failed: set[int], limit: int | None) -> None:
+def _apply_rows(
+    report: ApplyReport, failed: set[int], limit: int | None, *, parked: bool = False
+) -> None:
     """Apply the queued memory and note jobs, a claimed batch at a time."""
     while limit is None or report.applied + report.failed < limit:
         size = BATCH if limit is None else min(BATCH, limit - report.applied - report.failed)
-        chunk = claim(size, skip=failed, items=(MEMORY, NOTE))
+        chunk = claim(size, skip=failed, items=(MEMORY, NOTE), parked=parked)
         if not chunk:
             break
 
@@ -206,6 +209,28 @@ def _apply_rows(report: ApplyReport, failed: set[int], limit: int | None) -> Non
                 return _apply(jobs)
 
         _settled(chunk, report, failed, apply)
+
+
+PARKED_RETRY = timedelta(minutes=1)  # how often a job that failed MAX_JOB_ATTEMPTS is retried
+
+
+def _failed(job: IndexJob, error: str, *, claimed_by: str | None = None) -> None:
+    """Put a job that failed back in the queue with its error. Past MAX_JOB_ATTEMPTS it
+    is parked: unclaimed, but not due again before `PARKED_RETRY`, so a lasting fault
+    (a plane's folder gone, a full disk) is retried once a minute rather than at every
+    apply, and never given up on; `sync_indexes` retries it at once (`claim`'s
+    `parked`)."""
+    attempts = job.attempts + 1
+    parked = attempts >= settings.RECALL["MAX_JOB_ATTEMPTS"]
+    held = IndexJob.objects.filter(pk=job.pk)
+    if claimed_by is not None:
+        held = held.filter(claimed_by=claimed_by)
+    held.update(
+        attempts=attempts,
+        last_error=error[:2000],
+        claimed_by="",
+        claimed_until=timezone.now() + PARKED_RETRY if parked else None,
+    )
 
 
 def _settled(
@@ -218,11 +243,8 @@ def _settled(
     except Exception as exc:
         report.failed += len(chunk)
         failed.update(j.pk for j in chunk)
-        error = f"{type(exc).__name__}: {exc}"[:2000]
         for job in chunk:
-            IndexJob.objects.filter(pk=job.pk, claimed_by=job.claimed_by).update(
-                attempts=job.attempts + 1, last_error=error, claimed_by="", claimed_until=None
-            )
+            _failed(job, f"{type(exc).__name__}: {exc}", claimed_by=job.claimed_by)
         log.warning("index jobs %s failed: %s", [j.pk for j in chunk], exc)
         return
     with transaction.atomic():  # one write lock for both: writers are queueing for it
@@ -277,19 +299,20 @@ def _keeps_writer() -> KeepsWriter | None:
 
 
 def claim(
-    size: int, *, skip: Iterable[int] = (), items: Iterable[str] | None = None
+    size: int, *, skip: Iterable[int] = (), items: Iterable[str] | None = None, parked: bool = False
 ) -> list[IndexJob]:
     """Claim up to `size` of the oldest unclaimed jobs (but `skip`; of `items` when
-    given) in one UPDATE.
+    given) in one UPDATE; with `parked`, the parked ones not yet due too (`_failed`).
 
     The UPDATE repeats the "unclaimed" condition, so when two processes pick
     the same candidates each row goes to whichever updates it first (the
     database re-checks the condition under the row's write lock).
     """
     now = timezone.now()
-    max_attempts = settings.RECALL["MAX_JOB_ATTEMPTS"]
     free = Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
-    waiting = IndexJob.objects.filter(free, attempts__lt=max_attempts).exclude(pk__in=skip)
+    if parked:
+        free |= Q(claimed_by="")  # a claim held by no process: a parked job's wait
+    waiting = IndexJob.objects.filter(free).exclude(pk__in=skip)
     if items is not None:
         waiting = waiting.filter(item__in=list(items))
     candidates = list(waiting.order_by("id").values_list("pk", flat=True)[:size])
@@ -378,7 +401,7 @@ def _apply(jobs: list[IndexJob]) -> list[str]:
     return list(known)
 
 
-def apply_digests(*, limit: int | None = None) -> ApplyReport:
+def apply_digests(*, limit: int | None = None, parked: bool = False) -> ApplyReport:
     """Rebuild the digests queued in the outbox (console/digesting.py), one per project.
 
     Outside the plane lock, and never from a request: the index worker and
@@ -387,7 +410,7 @@ def apply_digests(*, limit: int | None = None) -> ApplyReport:
     report = ApplyReport()
     failed: set[int] = set()
     while limit is None or report.applied + report.failed < limit:
-        chunk = claim(1, skip=failed, items=(digesting.DIGEST,))
+        chunk = claim(1, skip=failed, items=(digesting.DIGEST,), parked=parked)
         if not chunk:
             break
         job = chunk[0]
@@ -396,10 +419,7 @@ def apply_digests(*, limit: int | None = None) -> ApplyReport:
         except Exception as exc:
             report.failed += 1
             failed.add(job.pk)
-            IndexJob.objects.filter(pk=job.pk).update(
-                attempts=job.attempts + 1, last_error=f"{type(exc).__name__}: {exc}"[:2000],
-                claimed_by="", claimed_until=None,
-            )  # fmt: skip
+            _failed(job, f"{type(exc).__name__}: {exc}")
             log.warning("digest job %s failed: %s", job.pk, exc)
             continue
         IndexJob.objects.filter(pk=job.pk).delete()
@@ -817,6 +837,8 @@ class Status:
     embedder_model: str | None = None  # what the configured embedder makes now
     text_backend: str = ""  # dotted paths of the configured adapters
     vector_backend: str = ""
+    parked: int = 0  # failing jobs retried once a minute (`_failed`)
+    last_error: str = ""  # the newest failing job's
 
     @property
     def stale_model(self) -> bool:
@@ -856,6 +878,14 @@ def status() -> Status:
         ),
         pending=IndexJob.objects.count(),
         failing=IndexJob.objects.filter(attempts__gt=0).count(),
+        parked=IndexJob.objects.filter(attempts__gte=settings.RECALL["MAX_JOB_ATTEMPTS"]).count(),
+        last_error=(
+            IndexJob.objects.filter(attempts__gt=0)
+            .order_by("-id")
+            .values_list("last_error", flat=True)
+            .first()
+            or ""
+        ),
         vector_model=vectors.stored_model() if vectors is not None else None,
         embedder_model=model,
         text_backend=wiring.backend("TEXT_INDEX")[0],

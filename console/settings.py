@@ -342,7 +342,8 @@ RECALL: dict[str, Any] = {
     # copy of the vector plane, loaded on a process's first search and kept
     # current from the plane (recall/indexes/hot_vectors.py); off: ask LanceDB.
     "VECTOR_CACHE": env_bool("RECALL_VECTOR_CACHE", True),
-    # Give up retrying an index job after this many attempts (it stays visible).
+    # After this many failed attempts an index job is retried once a minute instead of
+    # at every apply (it stays visible in index_status; sync_indexes retries it now).
     "MAX_JOB_ATTEMPTS": env_int("RECALL_MAX_JOB_ATTEMPTS", "20"),
     # A process's claim on a batch of index jobs lapses after this long (sooner
     # when the process is gone); the lock file serialises plane writes machine-wide.

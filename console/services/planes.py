@@ -9,9 +9,10 @@ from pathlib import Path
 from console import indexing, wiring
 
 
-def index_sync(*, limit: int | None = None) -> indexing.ApplyReport:
-    """Apply (retry) pending index jobs now."""
-    return indexing.apply_pending(limit=limit)
+def index_sync(*, limit: int | None = None, parked: bool = False) -> indexing.ApplyReport:
+    """Apply (retry) pending index jobs now; with `parked`, also those that failed too
+    often to be retried at every apply (`indexing._failed`)."""
+    return indexing.apply_pending(limit=limit, parked=parked)
 
 
 def index_writer_kept() -> AbstractContextManager[None]:
@@ -24,9 +25,9 @@ def index_writer_let_go() -> None:
     indexing.let_go_writer()
 
 
-def digest_sync(*, limit: int | None = None) -> indexing.ApplyReport:
+def digest_sync(*, limit: int | None = None, parked: bool = False) -> indexing.ApplyReport:
     """Rebuild the altitude digests queued in the outbox now (console/digesting.py)."""
-    return indexing.apply_digests(limit=limit)
+    return indexing.apply_digests(limit=limit, parked=parked)
 
 
 def index_repair() -> indexing.RepairReport:

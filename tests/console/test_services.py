@@ -5,11 +5,13 @@ from __future__ import annotations
 import copy
 import shutil
 from datetime import timedelta
+from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.core.management import call_command
 from django.utils import timezone
 
 from console import indexing, services, wiring
@@ -312,6 +314,45 @@ def test_failed_index_write_stays_queued_with_its_error_and_is_retried(
     assert indexing.apply_pending().applied == 1
     assert fts_ids("chroma") == [memory.pk]
     assert indexing.status().drift == 0
+
+
+@pytest.mark.outbox
+def test_a_job_that_keeps_failing_is_retried_once_a_minute_and_by_sync_indexes(
+    project: Project, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    """After 20 failures a job was never claimed again: the worker stopped, and
+    `sync_indexes`, which the README says retries it, applied nothing ("0 failed"),
+    while index_status blamed a worker that was running."""
+    settings.RECALL = {**settings.RECALL, "MAX_JOB_ATTEMPTS": 2}
+    memory = make_memory(project)
+    text = wiring.text_index()
+
+    def broken(docs: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(text, "upsert", broken)
+    assert indexing.apply_pending().failed == 1
+    assert indexing.apply_pending().failed == 1  # the second failure parks it
+    assert (indexing.apply_pending().applied, indexing.apply_pending().failed) == (0, 0)
+    said = StringIO()
+    with pytest.raises(SystemExit):
+        call_command("index_status", "--fail-on-drift", stdout=said)
+    assert "1 with errors; 1 retried once a minute" in said.getvalue()
+    assert "OSError: disk full" in said.getvalue() and "fix its cause" in said.getvalue()
+    assert "has not applied them yet" not in said.getvalue()
+
+    monkeypatch.undo()
+    IndexJob.objects.update(claimed_until=timezone.now() - timedelta(seconds=1))  # a minute on
+    assert indexing.apply_pending().applied == 1  # the worker's retry
+    assert fts_ids("chroma") == [memory.pk]
+    services.memory_update(memory=memory, description="Chroma boots late")
+    monkeypatch.setattr(text, "upsert", broken)
+    indexing.apply_pending(), indexing.apply_pending()  # parked again
+    monkeypatch.undo()
+    synced = StringIO()
+    call_command("sync_indexes", stdout=synced)  # the operator's retry: now
+    assert synced.getvalue().startswith("applied 1 jobs\n")
+    assert indexing.status().drift == 0 and not IndexJob.objects.exists()
 
 
 def test_rebuild_recreates_both_planes_from_the_database(project: Project) -> None:

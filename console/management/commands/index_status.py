@@ -43,7 +43,10 @@ class Command(BaseCommand):
         if s.vector_model:
             stale = "  STALE: the embedder now makes " + str(s.embedder_model)
             self.stdout.write(f"vector model  {s.vector_model}{stale if s.stale_model else ''}")
-        self.stdout.write(f"pending jobs  {s.pending} ({s.failing} with errors)")
+        parked = f"; {s.parked} retried once a minute" if s.parked else ""
+        self.stdout.write(f"pending jobs  {s.pending} ({s.failing} with errors{parked})")
+        if s.failing:
+            self.stdout.write(f"  last error  {s.last_error.splitlines()[0][:300]}")
         self.stdout.write(f"drift         {s.drift}")
         self.stdout.write(f"  text        {describe(s.text)}")
         if s.vectors is not None:
@@ -52,7 +55,16 @@ class Command(BaseCommand):
         if s.drift == 0:
             self.stdout.write(self.style.SUCCESS("no drift"))
             return
-        if s.pending:  # queued writes the index has not applied read as drift until it does
+        if s.failing:  # not lag: applying them fails
+            self.stdout.write(
+                self.style.WARNING(
+                    f"drift found while {s.failing} of {s.pending} waiting jobs fail (the last "
+                    "error above): fix its cause; the index worker retries them (once a minute "
+                    "after RECALL_MAX_JOB_ATTEMPTS failures), `manage.py sync_indexes` now. A "
+                    "plane that cannot be read is rebuilt by `manage.py reindex`"
+                )
+            )
+        elif s.pending:  # queued writes the index has not applied read as drift until it does
             self.stdout.write(
                 self.style.WARNING(
                     f"drift found while {s.pending} jobs wait: the index has not applied them "

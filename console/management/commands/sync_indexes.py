@@ -9,6 +9,10 @@ from django.core.management.base import BaseCommand, CommandParser
 from console import services
 
 
+def _failed(count: int) -> str:
+    return f", {count} failed (still queued: `manage.py index_status` shows why)" if count else ""
+
+
 class Command(BaseCommand):
     help = (
         "Apply pending index jobs (failed ones are retried); --repair rewrites plane rows "
@@ -26,10 +30,10 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        report = services.index_sync()
-        self.stdout.write(f"applied {report.applied} jobs, {report.failed} failed (still queued)")
-        built = services.digest_sync()
-        self.stdout.write(f"rebuilt {built.applied} digests, {built.failed} failed (still queued)")
+        report = services.index_sync(parked=True)  # those retried once a minute too
+        self.stdout.write(f"applied {report.applied} jobs{_failed(report.failed)}")
+        built = services.digest_sync(parked=True)
+        self.stdout.write(f"rebuilt {built.applied} digests{_failed(built.failed)}")
         if options["repair"]:
             fixed = services.index_repair()
             self.stdout.write(
