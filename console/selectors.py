@@ -18,7 +18,15 @@ from typing import Any
 from django.db import connections
 from django.db.models import Count, Q, QuerySet
 
-from console import allocator, configuration, digesting, indexing, passage_store, wiring
+from console import (
+    allocator,
+    configuration,
+    digesting,
+    indexing,
+    passage_store,
+    plane_health,
+    wiring,
+)
 from console.models import (
     Digest,
     Edge,
@@ -309,6 +317,11 @@ PlaneDrift = indexing.PlaneDrift  # what index_status reports per plane
 def index_status() -> indexing.Status:
     """Rows per plane, pending jobs and drift against the database."""
     return indexing.status()
+
+
+def planes_unreadable() -> list[plane_health.Unreadable]:
+    """The derived planes that cannot be opened or read (a damaged folder), each named."""
+    return plane_health.unreadable()
 
 
 def embedder_model() -> str | None:

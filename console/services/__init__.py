@@ -61,6 +61,7 @@ from console.services.planes import (
     index_sync,
     index_writer_kept,
     index_writer_let_go,
+    plane_set_aside,
 )
 from console.services.projects import (
     project_create,
@@ -105,6 +106,7 @@ __all__ = [
     "index_rebuild",
     "index_repair",
     "index_sync",
+    "plane_set_aside",
     "index_writer_kept",
     "index_writer_let_go",
     "memories_delete",

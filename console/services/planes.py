@@ -6,7 +6,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from console import indexing, wiring
+from console import indexing, plane_health, wiring
 
 
 def index_sync(*, limit: int | None = None, parked: bool = False) -> indexing.ApplyReport:
@@ -55,3 +55,8 @@ def index_maintain() -> None:
 def bulk_mode() -> None:
     """For batch commands (import, reindex): embed on every core from now on."""
     wiring.use_batch_threads()
+
+
+def plane_set_aside(plane: plane_health.Unreadable) -> Path:
+    """Rename an unreadable plane's folder beside itself, for a rebuild from the database."""
+    return plane_health.set_aside(plane)

@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.utils import OperationalError, ProgrammingError
 
 from console import selectors
+from console.management.commands._unreadable import told
 from console.selectors import PlaneDrift
 
 
@@ -29,7 +30,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            s = selectors.index_status()
+            with told():
+                s = selectors.index_status()
         except (OperationalError, ProgrammingError) as exc:
             if "console_" not in str(exc):  # not a table missing: not ours to explain
                 raise

@@ -33,6 +33,11 @@ class Command(BaseCommand):
                 f"--vectors-from {source}: no such folder (give RECALL_DATA_DIR/vectors of the "
                 "deployment whose vectors to copy)"
             )
+        for bad in selectors.planes_unreadable():  # a damaged folder: rebuilt from empty
+            if bad.folder is None:
+                raise CommandError(f"{bad}: make it readable (is its database up?) and run again")
+            moved = services.plane_set_aside(bad)
+            self.stdout.write(f"{bad}: set it aside as {moved}, to rebuild it from the database")
         with tqdm(total=total, unit="item", desc="reindex", disable=total < 50) as bar:
             done = services.index_rebuild(progress=bar.update, vectors_from=source)
         seconds = time.perf_counter() - started

@@ -7,6 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from console import services
+from console.management.commands._unreadable import told
 
 
 def _failed(count: int) -> str:
@@ -30,15 +31,19 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        with told():
+            self._sync(repair=options["repair"], optimize=options["optimize"])
+
+    def _sync(self, *, repair: bool, optimize: bool) -> None:
         report = services.index_sync(parked=True)  # those retried once a minute too
         self.stdout.write(f"applied {report.applied} jobs{_failed(report.failed)}")
         built = services.digest_sync(parked=True)
         self.stdout.write(f"rebuilt {built.applied} digests{_failed(built.failed)}")
-        if options["repair"]:
+        if repair:
             fixed = services.index_repair()
             self.stdout.write(
                 f"repaired: {fixed.deleted} extra rows deleted, {fixed.rewritten} items rewritten"
             )
-        if options["optimize"]:
+        if optimize:
             services.index_maintain()
             self.stdout.write("vector plane optimized")

@@ -1,0 +1,73 @@
+"""A derived plane whose files cannot be read: found, named, and set aside for a rebuild.
+
+The database is the source of truth; the planes are derived from it. A damaged
+folder (a `meta.json` cut short, a data file overwritten) made every index command
+end in a traceback, `reindex` included, though rebuilding from the database is
+what it is for. `unreadable` opens each plane and reads its fingerprints (what
+`index_status` and a rebuild read first); `set_aside` renames a damaged folder
+(nothing is deleted) so the rebuild starts from an empty one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from console import wiring
+
+# The adapters whose plane is a folder (their `path` option): it can be set aside.
+# The PostgreSQL planes are tables: never moved.
+FILE_ADAPTERS = (
+    "recall.indexes.tantivy_index.",
+    "recall.indexes.whoosh_index.",
+    "recall.indexes.lance_index.",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    plane: str  # "full-text" or "vector"
+    error: str  # the first line of what reading it raised
+    folder: Path | None  # its folder, when it is a plane of files that exists
+
+    def __str__(self) -> str:
+        where = f" at {self.folder}" if self.folder else ""
+        return f"the {self.plane} plane{where} cannot be read ({self.error})"
+
+
+def unreadable() -> list[Unreadable]:
+    """The planes that cannot be opened or read, each with its error."""
+    found = []
+    for plane, backend, opened in (
+        ("full-text", "TEXT_INDEX", wiring.text_index),
+        ("vector", "VECTOR_INDEX", wiring.vector_plane),
+    ):
+        try:
+            made = opened()
+            if made is not None:
+                made.fingerprints()
+        except Exception as exc:  # noqa: BLE001 - whatever a damaged folder raises
+            error = (f"{type(exc).__name__}: {exc}".splitlines() or [""])[0][:300]
+            found.append(Unreadable(plane, error, _folder(backend)))
+    return found
+
+
+def _folder(backend: str) -> Path | None:
+    path, options = wiring.backend(backend)
+    if not path.startswith(FILE_ADAPTERS) or "path" not in options:
+        return None
+    folder = Path(options["path"])
+    return folder if folder.exists() else None
+
+
+def set_aside(plane: Unreadable) -> Path:
+    """Rename the plane's folder beside itself (`<folder>.unreadable-<UTC time>`) and
+    forget the open adapters, so the next use starts an empty plane there."""
+    if plane.folder is None:
+        raise ValueError(f"{plane}: not a folder of this deployment, nothing to set aside")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    moved = plane.folder.with_name(f"{plane.folder.name}.unreadable-{stamp}")
+    wiring.reset()  # before the rename: an open writer holds files in it
+    plane.folder.rename(moved)
+    return moved
