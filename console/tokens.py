@@ -112,13 +112,19 @@ def token_verify(secret: str) -> AgentToken | None:
     return match
 
 
+MIN_PREFIX = 4  # the fewest characters of a prefix that find a token by its start
+
+
 def token_find(id_or_prefix: str) -> AgentToken:
-    """One token by numeric id or prefix. Raises AgentToken.DoesNotExist or ValidationError."""
+    """One token by numeric id, prefix, or the start of a prefix (`MIN_PREFIX` characters
+    or more). Raises AgentToken.DoesNotExist or ValidationError (several match)."""
     key = id_or_prefix.strip()
     if key.startswith(f"{SCHEME}_"):
         key = _prefix_of(key) or key.split("_")[1]
     query = Q(prefix=key) | Q(pk=int(key)) if key.isdigit() else Q(prefix=key)
     rows = list(AgentToken.objects.filter(query)[:2])
+    if not rows and len(key) >= MIN_PREFIX:  # the start of a prefix, as `list` shows it
+        rows = list(AgentToken.objects.filter(prefix__startswith=key)[:2])
     if not rows:
         raise AgentToken.DoesNotExist(f"no token with id or prefix {id_or_prefix!r}")
     if len(rows) > 1:

@@ -105,6 +105,10 @@ def test_find_by_id_prefix_or_secret(projects: None) -> None:
     assert tokens.token_find(secret) == token
     with pytest.raises(AgentToken.DoesNotExist):
         tokens.token_find("ffffffffff")
+    tokens.token_create(agent="reviewer", projects=["alpha"])  # another, to tell apart
+    assert tokens.token_find(token.prefix[:8]) == token  # the start of its prefix
+    with pytest.raises(AgentToken.DoesNotExist):
+        tokens.token_find(token.prefix[:3])  # too short to name one
 
 
 # --- the command --------------------------------------------------------------
@@ -128,10 +132,12 @@ def test_command_creates_lists_and_revokes(projects: None) -> None:
     assert token.prefix in listed and "alpha,beta" in listed and "rw" in listed
     assert secret not in listed and "live" in listed
 
-    revoked, _ = _run("revoke", token.prefix)
+    revoked, _ = _run("revoke", token.prefix[:4])  # the start `list` shows is enough
     assert f"revoked token {token.pk}" in revoked
     assert tokens.token_verify(secret) is None
     assert "revoked" in _run("list")[0]
+    again, _ = _run("revoke", str(token.pk))  # it said "revoked token N" again
+    assert f"token {token.pk} ({token.prefix}) of coder was revoked already" in again
 
 
 def test_command_reports_errors_cleanly(projects: None) -> None:

@@ -26,7 +26,9 @@ class Command(BaseCommand):
             "--admin", action="store_true", help="may also create projects (POST /projects)"
         )
         sub.add_parser("list", help="every token, newest first (never the secrets)")
-        revoke = sub.add_parser("revoke", help="revoke a token by numeric id or prefix")
+        revoke = sub.add_parser(
+            "revoke", help="revoke a token by numeric id or prefix (its first 4+ characters do)"
+        )
         revoke.add_argument("token", metavar="ID_OR_PREFIX")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -66,5 +68,12 @@ class Command(BaseCommand):
             )
 
     def _revoke(self, options: dict[str, Any]) -> None:
-        token = tokens.token_revoke(token=tokens.token_find(options["token"]))
+        found = tokens.token_find(options["token"])
+        if found.revoked is not None:
+            self.stdout.write(
+                f"token {found.pk} ({found.prefix}) of {found.agent} was revoked already, "
+                f"{found.revoked:%Y-%m-%d %H:%M} UTC"
+            )
+            return
+        token = tokens.token_revoke(token=found)
         self.stdout.write(f"revoked token {token.pk} ({token.prefix}) of {token.agent}")
