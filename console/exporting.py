@@ -3,7 +3,8 @@
 JSON lines: projects by slug, then memories, notes and explicit edges by id,
 then every memory's revisions and the altitude digests a person edited (an
 automatic digest is rebuilt from the rows), keys in a fixed order
-(`records.*_KEYS`), timestamps ISO-8601 UTC. Markdown:
+(`records.*_KEYS`; inside a record, every mapping's keys sorted), timestamps
+ISO-8601 UTC, so SQLite and PostgreSQL export the same rows as the same bytes. Markdown:
 one file per item in a folder per project, explicit edges in their source
 memory's front matter. Wikilink edges are not exported: they are derived
 from bodies on import. Importing an export into an empty database and
@@ -124,6 +125,22 @@ def export_records(
         yield from (digest_record(d) for d in edited)
 
 
+def _settled(record: dict[str, Any]) -> dict[str, Any]:
+    """The record with the keys of every mapping inside it (a memory's metadata, a
+    revision's) in sorted order, its own keys left in `records.*_KEYS` order: each
+    database keeps JSON its own way (PostgreSQL's jsonb reorders keys), and the same
+    rows must export as the same bytes from either."""
+
+    def settled(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: settled(value[k]) for k in sorted(value)}
+        if isinstance(value, list):
+            return [settled(v) for v in value]
+        return value
+
+    return {key: settled(value) for key, value in record.items()}
+
+
 def export_jsonl(out: Path, *, project: str | None = None) -> dict[str, int]:
     """One JSON object per line; returns the count per record type.
 
@@ -136,7 +153,7 @@ def export_jsonl(out: Path, *, project: str | None = None) -> dict[str, int]:
     try:
         with partial.open("w", encoding="utf-8", newline="\n") as fh:
             for record in export_records(project=project):
-                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+                fh.write(json.dumps(_settled(record), ensure_ascii=False) + "\n")
                 counts[record["type"]] += 1
         partial.replace(out)
     finally:
@@ -170,6 +187,6 @@ def export_markdown(out: Path, *, project: str | None = None) -> dict[str, int]:
             if record["id"] in edges:
                 record["edges"] = edges[record["id"]]
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(markdown_text(record), encoding="utf-8", newline="\n")
+        path.write_text(markdown_text(_settled(record)), encoding="utf-8", newline="\n")
         counts[kind] += 1
     return counts
