@@ -17,12 +17,30 @@ def main() -> None:
         settings.INSTALLED_APPS  # noqa: B018 (reads console/settings.py)
     except (ImproperlyConfigured, ValueError) as exc:
         sys.exit(f"manage.py: {exc}")
+    from django.db.utils import OperationalError, ProgrammingError
+
     from console.pgbackend import DatabaseUnreachable
 
     try:
         execute_from_command_line(sys.argv)
     except DatabaseUnreachable as exc:  # a wrong DATABASE_URL or a server that is down
         sys.exit(f"manage.py: {exc}")
+    except (OperationalError, ProgrammingError) as exc:
+        if not _no_tables(exc):
+            raise
+        name = settings.DATABASES["default"]["NAME"]  # a mistyped RECALL_DATA_DIR shows here
+        sys.exit(
+            f"manage.py: the database {name} has no tables yet ({str(exc).splitlines()[0]}): "
+            "run `manage.py migrate` first (or check RECALL_DATA_DIR / DATABASE_URL)"
+        )
+
+
+def _no_tables(exc: Exception) -> bool:
+    """A table of ours missing: a database never migrated (SQLite, PostgreSQL)."""
+    said = str(exc)
+    return ("no such table" in said or "does not exist" in said) and (
+        "console_" in said or "auth_" in said or "django_" in said or "axes_" in said
+    )
 
 
 if __name__ == "__main__":
