@@ -142,7 +142,7 @@ def test_sigkill_after_commit_keeps_the_job_and_the_next_apply_reconverges(tmp_p
     assert run(tmp_path, "-c", SEARCH).stdout.split() == ["0", "0"]
 
     synced = run(tmp_path, "manage.py", "sync_indexes")
-    assert "applied 1 jobs, 0 failed" in synced.stdout, synced.stderr
+    assert synced.stdout.startswith("applied 1 jobs\n"), synced.stderr
 
     after = run(tmp_path, "manage.py", "index_status")
     assert "no drift" in after.stdout and "pending jobs  0" in after.stdout, after.stdout
@@ -187,7 +187,7 @@ def test_sigkill_mid_batch_frees_the_claim_and_the_next_apply_reconverges(tmp_pa
     assert writer.returncode == -signal.SIGKILL, writer.stderr
 
     synced = run(tmp_path, "manage.py", "sync_indexes")  # the dead claimer's job is free again
-    assert "applied 1 jobs, 0 failed" in synced.stdout, synced.stderr
+    assert synced.stdout.startswith("applied 1 jobs\n"), synced.stderr
     after = run(tmp_path, "manage.py", "index_status")
     assert "no drift" in after.stdout and "pending jobs  0" in after.stdout, after.stdout
     assert run(tmp_path, "-c", SEARCH).stdout.split() == ["1", "1"]
