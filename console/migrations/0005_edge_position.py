@@ -6,13 +6,14 @@ from recall.links import names
 
 
 def backfill(apps, schema_editor):
+    db = schema_editor.connection.alias  # the database being migrated (migrate --database)
     Edge = apps.get_model("console", "Edge")
-    rows = Edge.objects.filter(origin="wikilink").select_related("src", "dst")
+    rows = Edge.objects.using(db).filter(origin="wikilink").select_related("src", "dst")
     for edge in rows.iterator():
         order = names(edge.src.body)
         if edge.dst.name in order:
             edge.position = order.index(edge.dst.name)
-            edge.save(update_fields=["position"])
+            edge.save(using=db, update_fields=["position"])
 
 
 class Migration(migrations.Migration):

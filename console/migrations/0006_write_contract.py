@@ -10,11 +10,12 @@ from django.db import migrations, models
 
 def rehash(apps, schema_editor):
     """content_hash now covers the normalised description and body (services.content_hash)."""
+    db = schema_editor.connection.alias  # the database being migrated (migrate --database)
     Memory = apps.get_model("console", "Memory")
-    for memory in Memory.objects.only("id", "description", "body").iterator(chunk_size=2000):
+    for memory in Memory.objects.using(db).only("id", "description", "body").iterator(chunk_size=2000):
         text = unicodedata.normalize("NFKC", f"{memory.description}\n{memory.body}").casefold()
         digest = hashlib.sha256(" ".join(text.split()).encode()).hexdigest()
-        Memory.objects.filter(pk=memory.pk).update(content_hash=digest)
+        Memory.objects.using(db).filter(pk=memory.pk).update(content_hash=digest)
 
 
 class Migration(migrations.Migration):

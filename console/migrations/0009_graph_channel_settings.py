@@ -15,9 +15,9 @@ RENAMES = (("link", "graph"),)
 KNOBS = (("link_seeds", "graph_seeds"),)
 
 
-def _rename(apps: Any, forward: bool) -> None:
+def _rename(apps: Any, db: str, forward: bool) -> None:
     setting = apps.get_model("console", "Setting")
-    row = setting.objects.filter(key="recall_config").first()
+    row = setting.objects.using(db).filter(key="recall_config").first()
     if row is None or not isinstance(row.value, dict):
         return
     value = dict(row.value)
@@ -34,15 +34,15 @@ def _rename(apps: Any, forward: bool) -> None:
                 weights[new] = weights.pop(old)
         value["channel_weights"] = weights
     row.value = value
-    row.save(update_fields=["value"])
+    row.save(using=db, update_fields=["value"])
 
 
 def forwards(apps: Any, schema_editor: Any) -> None:
-    _rename(apps, True)
+    _rename(apps, schema_editor.connection.alias, True)
 
 
 def backwards(apps: Any, schema_editor: Any) -> None:
-    _rename(apps, False)
+    _rename(apps, schema_editor.connection.alias, False)
 
 
 class Migration(migrations.Migration):

@@ -21,10 +21,11 @@ SNAPSHOT = (
 
 
 def _initial(apps: Any, schema_editor: Any) -> None:
+    db = schema_editor.connection.alias  # the database being migrated (migrate --database)
     memory = apps.get_model("console", "Memory")
     revision = apps.get_model("console", "MemoryRevision")
     batch = []
-    for row in memory.objects.order_by("pk").iterator(chunk_size=1000):
+    for row in memory.objects.using(db).order_by("pk").iterator(chunk_size=1000):
         values = {f: getattr(row, f) for f in SNAPSHOT}
         batch.append(
             revision(
@@ -37,9 +38,9 @@ def _initial(apps: Any, schema_editor: Any) -> None:
             )  # fmt: skip
         )
         if len(batch) >= 1000:
-            revision.objects.bulk_create(batch)
+            revision.objects.using(db).bulk_create(batch)
             batch = []
-    revision.objects.bulk_create(batch)
+    revision.objects.using(db).bulk_create(batch)
 
 
 class Migration(migrations.Migration):

@@ -16,10 +16,12 @@ BATCH = 1000
 
 
 def forwards(apps, schema_editor):  # type: ignore[no-untyped-def]
+    db = schema_editor.connection.alias  # the database being migrated (migrate --database)
     memory = apps.get_model("console", "Memory")
     job = apps.get_model("console", "IndexJob")
     rows = list(
-        memory.objects.exclude(session_id="")
+        memory.objects.using(db)
+        .exclude(session_id="")
         .filter(session_order__isnull=False)
         .values_list("pk", "session_id", "kind")
         .iterator(chunk_size=BATCH)
@@ -27,7 +29,7 @@ def forwards(apps, schema_editor):  # type: ignore[no-untyped-def]
     sessions = {session for _, session, kind in rows if kind not in EPISODIC}
     ids = [pk for pk, session, _ in rows if session in sessions]
     for start in range(0, len(ids), BATCH):
-        job.objects.bulk_create(
+        job.objects.using(db).bulk_create(
             [job(item="memory", item_id=pk, op="upsert") for pk in ids[start : start + BATCH]]
         )
 

@@ -15,16 +15,17 @@ BATCH = 1000
 
 
 def forwards(apps, schema_editor):  # type: ignore[no-untyped-def]
+    db = schema_editor.connection.alias  # the database being migrated (migrate --database)
     memory = apps.get_model("console", "Memory")
     link_name = apps.get_model("console", "LinkName")
-    rows = memory.objects.filter(body__contains="[[").values_list("pk", "body")
+    rows = memory.objects.using(db).filter(body__contains="[[").values_list("pk", "body")
     made = []
     for pk, body in rows.iterator(chunk_size=BATCH):
         made += [link_name(src_id=pk, name=name) for name in links.names(body)]
         if len(made) >= BATCH:
-            link_name.objects.bulk_create(made)
+            link_name.objects.using(db).bulk_create(made)
             made = []
-    link_name.objects.bulk_create(made)
+    link_name.objects.using(db).bulk_create(made)
 
 
 class Migration(migrations.Migration):

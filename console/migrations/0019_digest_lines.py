@@ -12,8 +12,9 @@ from recall.digest import digest_line
 
 
 def forwards(apps, schema_editor):  # type: ignore[no-untyped-def]
+    db = schema_editor.connection.alias  # the database being migrated (migrate --database)
     digest = apps.get_model("console", "Digest")
-    for row in digest.objects.all().iterator():
+    for row in digest.objects.using(db).iterator():
         kept = []
         for sentence in row.sentences or []:
             line = digest_line(str(sentence.get("text", "")))
@@ -21,7 +22,7 @@ def forwards(apps, schema_editor):  # type: ignore[no-untyped-def]
                 kept.append({**sentence, "text": line})
         if kept != row.sentences:
             row.sentences = kept
-            row.save(update_fields=["sentences"])
+            row.save(using=db, update_fields=["sentences"])
 
 
 class Migration(migrations.Migration):

@@ -22,9 +22,10 @@ def _form(tags: list[str]) -> list[str]:
 
 
 def forwards(apps, schema_editor):  # type: ignore[no-untyped-def]
-    job = apps.get_model("console", "IndexJob")
+    db = schema_editor.connection.alias  # the database being migrated (migrate --database)
+    jobs = apps.get_model("console", "IndexJob").objects.using(db)
     for model, item in (("Memory", "memory"), ("Note", "note")):
-        rows = apps.get_model("console", model).objects
+        rows = apps.get_model("console", model).objects.using(db)
         changed = []
         for row in rows.filter(tags__icontains="#").only("pk", "tags").iterator(BATCH):
             tags = _form(row.tags or [])
@@ -34,7 +35,7 @@ def forwards(apps, schema_editor):  # type: ignore[no-untyped-def]
         for start in range(0, len(changed), BATCH):
             part = changed[start : start + BATCH]
             rows.bulk_update(part, ["tags"])
-            job.objects.bulk_create([job(item=item, item_id=r.pk, op="upsert") for r in part])
+            jobs.bulk_create([jobs.model(item=item, item_id=r.pk, op="upsert") for r in part])
 
 
 class Migration(migrations.Migration):

@@ -16,11 +16,12 @@ HEADING = r"(^|\n)[ \t]*#{1,6}[ \t]"  # a line that `sentences` reads as a headi
 
 
 def forwards(apps, schema_editor):  # type: ignore[no-untyped-def]
+    db = schema_editor.connection.alias  # the database being migrated (migrate --database)
     memory = apps.get_model("console", "Memory")
     job = apps.get_model("console", "IndexJob")
-    ids = list(memory.objects.filter(body__regex=HEADING).values_list("pk", flat=True))
+    ids = list(memory.objects.using(db).filter(body__regex=HEADING).values_list("pk", flat=True))
     for start in range(0, len(ids), BATCH):
-        job.objects.bulk_create(
+        job.objects.using(db).bulk_create(
             [job(item="memory", item_id=pk, op="upsert") for pk in ids[start : start + BATCH]]
         )
 

@@ -226,8 +226,10 @@ def test_supersede_carries_associations_to_the_replacement(world: World, chain) 
 
 def test_a_saved_link_override_carries_over_to_the_graph_channel() -> None:
     import importlib
+    from types import SimpleNamespace
 
     from django.apps import apps
+    from django.db import connection
 
     from console.models import Setting
 
@@ -236,11 +238,12 @@ def test_a_saved_link_override_carries_over_to_the_graph_channel() -> None:
         key="recall_config", value={"link_seeds": 3, "channel_weights": {"link": 0.0, "fts": 1}}
     )
 
-    migration.forwards(apps, None)
+    editor = SimpleNamespace(connection=connection)  # what the functions read of it
+    migration.forwards(apps, editor)
 
     value = Setting.objects.get(key="recall_config").value
     assert value == {"graph_seeds": 3, "channel_weights": {"graph": 0.0, "fts": 1}}
-    migration.backwards(apps, None)
+    migration.backwards(apps, editor)
     assert Setting.objects.get(key="recall_config").value["channel_weights"] == {
         "link": 0.0,
         "fts": 1,
