@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection
+from django.db import OperationalError, connection, connections
 
-from console import indexing, services
+from console import indexing, migrating, services
 from console.models import Project
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,6 +117,88 @@ def test_migrate_data_names_a_source_that_is_no_database(tmp_path: Path) -> None
 
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert f"cannot copy sqlite:///{text}: file is not a database" in done.stderr
+
+
+SMALL_DEPLOYMENT = """
+import django; django.setup()
+from console import services
+ops = services.project_create(slug="ops")
+services.memory_create(project=ops, name="pager", description="The pager rotates weekly",
+                       body="See [[rota]].", tags=["#Ops"])
+services.memory_create(project=ops, name="rota", description="Who is on call")
+"""
+MOVED_TABLES = ("console_project", "console_memory", "console_memoryrevision", "console_linkname")
+
+
+def sqlite_env(data_dir: Path) -> dict[str, str]:
+    """A SQLite deployment's environment over `data_dir` (whichever profile the tests run)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"DATABASE_URL", "RECALL_DATABASE_URL", "RECALL_PROFILE"}}  # fmt: skip
+    return {**env, "RECALL_DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "console.settings"}
+
+
+def sqlite_counts(path: Path) -> list[int]:
+    with closing(sqlite3.connect(path)) as db:
+        return [db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in MOVED_TABLES]
+
+
+def test_migrate_data_copies_into_a_new_sqlite_file_given_by_to(tmp_path: Path) -> None:
+    # Every form of `--to` failed: migrating the target ran the data migrations on the
+    # configured database ("no such table: console_edge" where that was new, "NOT NULL
+    # constraint failed: console_memoryrevision.changed_by" where it was migrated), and a
+    # target in a folder not yet there was "unable to open database file".
+    old = sqlite_env(tmp_path / "old")
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=old, check=True)
+    subprocess.run([sys.executable, "-c", SMALL_DEPLOYMENT], cwd=ROOT, env=old, check=True)
+    source = tmp_path / "old" / "recall.sqlite3"
+    mover = sqlite_env(tmp_path / "mover")  # its configured database is never made
+    targets = [tmp_path / "new.sqlite3", tmp_path / "not" / "yet" / "new.sqlite3"]
+
+    runs = [
+        subprocess.run(
+            [
+                sys.executable,
+                "manage.py",
+                "migrate_data",
+                "--from",
+                f"sqlite:///{source}",
+                "--to",
+                f"sqlite:///{target}",
+            ],
+            cwd=ROOT,
+            env=mover,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )  # fmt: skip
+        for target in targets
+    ]
+
+    for done, target in zip(runs, targets, strict=True):
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert f"planes not rebuilt: {target} is not the configured database" in done.stdout
+        assert sqlite_counts(target) == sqlite_counts(source) == [1, 2, 2, 1]
+    assert not (tmp_path / "mover" / "recall.sqlite3").exists()
+
+
+def test_a_failed_migrate_data_takes_away_the_sqlite_target_it_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A failed run left the target half-migrated and said nothing of it.
+    source = tmp_path / "old.sqlite3"
+    sqlite3.connect(source).close()
+    target = tmp_path / "not" / "yet" / "new.sqlite3"
+
+    def fail(source: str, target: str) -> dict[str, int]:
+        Path(connections.settings[target]["NAME"]).touch()  # as connecting makes it
+        raise OperationalError("disk I/O error")
+
+    monkeypatch.setattr(migrating, "skipped_rows", lambda source: {})
+    monkeypatch.setattr(migrating, "copy", fail)
+    with pytest.raises(CommandError, match=f"disk I/O error; removed {target}, which this"):
+        call_command("migrate_data", "--from", f"sqlite:///{source}", "--to", f"sqlite:///{target}")
+
+    assert not (tmp_path / "not").exists()
 
 
 def test_export_names_a_place_it_cannot_write(tmp_path: Path) -> None:

@@ -13,9 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
 
+from tests import pg
 from tests.console import api_server
+from tests.console.test_commands import MOVED_TABLES, SMALL_DEPLOYMENT, sqlite_counts
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [
@@ -93,3 +96,20 @@ def test_a_sqlite_deployment_moves_to_postgresql_byte_for_byte(tmp_path: Path) -
         cwd=ROOT, env=new, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert again.returncode != 0 and "not empty" in again.stderr
+
+
+def test_a_sqlite_deployment_moves_to_the_postgresql_database_given_by_to(tmp_path: Path) -> None:
+    # `--to postgres://...` from a SQLite deployment ran the target's data migrations on
+    # SQLite ("NOT NULL constraint failed: console_memoryrevision.changed_by").
+    old = sqlite_env(tmp_path / "old")
+    run(old, "manage.py", "migrate", "-v0")
+    run(old, "-c", SMALL_DEPLOYMENT)
+    source = tmp_path / "old" / "recall.sqlite3"
+    target = pg.database_for(tmp_path / "new")
+
+    moved = run(old, "manage.py", "migrate_data", "--from", f"sqlite:///{source}", "--to", target)
+
+    assert "planes not rebuilt" in moved and "--vectors-from" in moved
+    with psycopg.connect(target) as db:
+        counts = [db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in MOVED_TABLES]
+    assert counts == sqlite_counts(source) == [1, 2, 2, 1]
