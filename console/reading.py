@@ -8,7 +8,9 @@ memories in time order (session turns in order), then notes.
 
 from __future__ import annotations
 
+import io
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,12 +50,30 @@ def count_records(paths: Iterable[Path]) -> int:
     return total
 
 
+# A byte that is not UTF-8, read with errors="surrogateescape": U+DC80..U+DCFF.
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+
+
+def _not_utf8(line: str) -> str:
+    """The reason a line read with errors="surrogateescape" is refused, or ''."""
+    bad = _ESCAPED_BYTE.search(line)
+    if bad is None:
+        return ""
+    return f"not UTF-8 (byte 0x{ord(bad.group()) - 0xDC00:02x} at column {bad.start() + 1})"
+
+
 def _read_jsonl(path: Path) -> Iterator[Record]:
-    with path.open(encoding="utf-8", newline="") as fh:
+    # A bad byte is refused with its line (a strict decode stopped the whole run,
+    # naming no file): lines split as before, each bad byte kept as a surrogate.
+    with path.open("rb") as raw:
+        fh = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="")
         for number, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             where = f"{path.name}:{number}"
+            if reason := _not_utf8(line):
+                yield Record(where, None, reason)
+                continue
             try:
                 data = json.loads(line)
             except json.JSONDecodeError as exc:
@@ -70,9 +90,14 @@ def _read_markdown(paths: list[Path], *, root: Path) -> Iterator[Record]:
     records: list[tuple[tuple[Any, ...], Record]] = []
     for path in paths:
         where = str(path.relative_to(root)) if path != root else path.name
+        raw = path.read_bytes()
         try:
-            data = parse_markdown(path.read_bytes().decode("utf-8"))
-        except (RecordError, UnicodeDecodeError) as exc:
+            data = parse_markdown(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            reason = f"not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+            records.append(((9, where), Record(where, None, reason)))
+            continue
+        except RecordError as exc:
             records.append(((9, where), Record(where, None, str(exc))))
             continue
         rank = TYPES.index(data["type"]) if data.get("type") in TYPES else 1

@@ -136,6 +136,39 @@ def test_the_command_prints_errors_and_a_summary(planes: Path) -> None:
     assert "imported 2 (2 memories" in out and "errors 1" in out and "memories/s" in out
 
 
+def test_a_line_that_is_not_utf8_is_refused_with_its_place_and_the_rest_imports(
+    planes: Path,
+) -> None:
+    # One bad byte stopped the whole run ("'utf-8' codec can't decode byte 0xff in
+    # position 131"), naming no file, and took the files after it down too.
+    bad = planes / "midbad.jsonl"
+    good = json.dumps(turn(1, "hello")).encode() + b"\n"
+    bad.write_bytes(good + b'{"name": "caf\xff"}\n' + json.dumps(turn(2, "bye")).encode() + b"\n")
+    binary = planes / "bin.jsonl"
+    binary.write_bytes(b"\x00\xff\xfe\x80\n")
+    after = write_jsonl(planes / "after.jsonl", [turn(3, "later")])
+
+    out, err = run_import(bad, binary, after, refused=2)
+
+    assert "midbad.jsonl:2: not UTF-8 (byte 0xff at column 14); skipped" in err
+    assert "bin.jsonl:1: not UTF-8 (byte 0xff at column 2); skipped" in err
+    assert "imported 3 (3 memories" in out
+    assert Memory.objects.count() == 3
+
+
+def test_a_markdown_file_that_is_not_utf8_is_refused_by_name(planes: Path) -> None:
+    folder = planes / "notes"
+    folder.mkdir()
+    (folder / "latin1.md").write_bytes("---\nname: café\n---\nx\n".encode("latin-1"))
+    (folder / "fine.md").write_text("---\nname: fine\n---\nFine.\n", encoding="utf-8")
+
+    out, err = run_import(folder, refused=1)
+
+    assert "latin1.md: not UTF-8 (byte 0xe9 at offset 13); skipped" in err
+    assert "imported 1 (1 memories" in out
+    assert Memory.objects.get().name == "fine"
+
+
 def test_a_row_the_database_refuses_is_reported_and_the_batch_still_saves(planes: Path) -> None:
     importer = importing._Importer(project=None, index=True)
     pending: list[Any] = []
