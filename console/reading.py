@@ -37,6 +37,25 @@ def read_records(paths: Iterable[Path]) -> Iterator[Record]:
             yield from _read_jsonl(path)
 
 
+def empty_folders(paths: Iterable[Path]) -> list[str]:
+    """Why each folder among `paths` would import nothing: a folder is read for its
+    markdown files alone (one of JSON-lines files imported 0 and exited 0)."""
+    said = []
+    for path in paths:
+        if not path.is_dir() or any(path.rglob("*.md")):
+            continue
+        reason = (
+            f"{path} holds no markdown files (*.md, in it or its subfolders): "
+            "a folder is read for those alone"
+        )
+        jsonl = sum(1 for _ in path.rglob("*.jsonl"))
+        if jsonl:
+            files = f"{jsonl} .jsonl file{'s' if jsonl > 1 else ''}"
+            reason += f"; it holds {files}: pass them as files, e.g. {path / '*.jsonl'}"
+        said.append(reason)
+    return said
+
+
 def count_records(paths: Iterable[Path]) -> int:
     total = 0
     for path in paths:

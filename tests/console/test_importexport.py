@@ -169,6 +169,29 @@ def test_a_markdown_file_that_is_not_utf8_is_refused_by_name(planes: Path) -> No
     assert Memory.objects.get().name == "fine"
 
 
+def test_a_folder_without_markdown_files_is_an_error_naming_it(planes: Path) -> None:
+    # A folder of .jsonl files (or /etc) printed "imported 0 ... errors 0" and exited 0.
+    lines = planes / "lines"
+    lines.mkdir()
+    write_jsonl(lines / "a.jsonl", [turn(1, "hi")])
+    write_jsonl(lines / "b.jsonl", [turn(2, "yo")])
+    bare = planes / "bare"
+    bare.mkdir()
+    (bare / "readme.txt").write_text("nothing to import\n", encoding="utf-8")
+
+    with pytest.raises(CommandError) as caught:
+        run_import(lines)
+    with pytest.raises(CommandError) as bare_caught:
+        run_import(bare)
+
+    said = str(caught.value)
+    assert said.startswith(f"{lines} holds no markdown files (*.md, in it or its subfolders)")
+    assert f"it holds 2 .jsonl files: pass them as files, e.g. {lines / '*.jsonl'}" in said
+    assert str(bare_caught.value).startswith(f"{bare} holds no markdown files")
+    assert ".jsonl" not in str(bare_caught.value)
+    assert Memory.objects.count() == 0
+
+
 def test_a_row_the_database_refuses_is_reported_and_the_batch_still_saves(planes: Path) -> None:
     importer = importing._Importer(project=None, index=True)
     pending: list[Any] = []

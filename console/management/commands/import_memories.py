@@ -36,6 +36,8 @@ class Command(BaseCommand):
         missing = [str(p) for p in paths if not p.exists()]
         if missing:
             raise CommandError(f"not found: {', '.join(missing)}")
+        if empty := reading.empty_folders(paths):
+            raise CommandError("\n".join(empty))
         total = reading.count_records(paths)
         with tqdm(total=total, unit="rec", desc="import", disable=total < PROGRESS_FROM) as bar:
             try:
