@@ -116,6 +116,8 @@ def parse_markdown(text: str) -> dict[str, Any]:
     """Front matter and body of one markdown file (body exactly as exported)."""
     match = FRONT_MATTER.match(text)
     if not match:
+        if text.split("\n", 1)[0].rstrip("\r") == "---":  # opened: say so, not "no front matter"
+            raise RecordError("front matter opened at line 1 is never closed by a '---' line")
         raise RecordError("no YAML front matter (the file must start with a '---' line)")
     try:
         data = yaml.safe_load(match.group(1)) or {}

@@ -313,6 +313,21 @@ def test_markdown_files_and_folders_import(planes: Path) -> None:
     assert indexing.status().drift == 0
 
 
+def test_front_matter_that_never_closes_is_named_as_such(planes: Path) -> None:
+    # It said "no YAML front matter (the file must start with a '---' line)" of a file
+    # that does start with one.
+    folder = planes / "notes"
+    folder.mkdir()
+    (folder / "open.md").write_text("---\nname: half\nkind: fact\n\nBody.\n", encoding="utf-8")
+    (folder / "crlf.md").write_text("---\r\nname: half\r\n", encoding="utf-8", newline="")
+
+    report = importing.import_records(reading.read_records([folder]))
+
+    never = "front matter opened at line 1 is never closed by a '---' line; skipped"
+    assert sorted(report.errors) == [f"crlf.md: {never}", f"open.md: {never}"]
+    assert report.memories == 0
+
+
 # --- round trip ---------------------------------------------------------------
 
 
