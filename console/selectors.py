@@ -28,6 +28,7 @@ from console import (
     wiring,
 )
 from console.models import (
+    AgentToken,
     Digest,
     Edge,
     IndexJob,
@@ -708,6 +709,14 @@ def memory_list(
 def project_get(*, slug: str) -> Project:
     """Raises Project.DoesNotExist."""
     return Project.objects.get(slug=slug)
+
+
+def tokens_mixing(*, project: Project) -> int:
+    """Live tokens bound to this project and to others: refused once it is sealed
+    (console/access.py), until they are reissued."""
+    bound = AgentToken.objects.filter(projects=project, revoked__isnull=True).values("pk")
+    mixed = AgentToken.objects.filter(pk__in=bound).annotate(bound_to=Count("projects"))
+    return mixed.filter(bound_to__gt=1).count()
 
 
 def projects_named(*, slugs: Sequence[str]) -> list[Project]:

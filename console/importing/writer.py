@@ -123,7 +123,7 @@ class _Importer:
                 self.report.projects += 1
                 self.report.warnings.append(
                     f"project {slug!r} did not exist: created it, open (records named it); "
-                    "`manage.py project` changes its isolation"
+                    f"`manage.py project isolation {slug} confidential|sealed` changes that"
                 )
             self.projects[slug] = found
         return self.projects[slug]

@@ -67,6 +67,7 @@ from console.services.projects import (
     project_create,
     project_create_for_token,
     project_get_or_create,
+    project_set_isolation,
 )
 from console.services.writes import (
     BATCH_MAX,
@@ -141,6 +142,7 @@ __all__ = [
     "project_create",
     "project_create_for_token",
     "project_get_or_create",
+    "project_set_isolation",
     "retrieval_record",
     "session_next",
     "setting_reset",

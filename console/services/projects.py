@@ -16,6 +16,18 @@ def project_create(
     return project
 
 
+def project_set_isolation(*, project: Project, isolation: str) -> Project:
+    """Change an existing project's isolation (open, confidential, sealed), validated.
+
+    Every request reads it from the row (console/store.py, console/access.py),
+    so it holds from the next one on.
+    """
+    project.isolation = isolation
+    project.full_clean()
+    project.save(update_fields=["isolation"])
+    return project
+
+
 def project_get_or_create(*, slug: str) -> Project:
     existing = Project.objects.filter(slug=slug).first()
     return existing or project_create(slug=slug)

@@ -14,7 +14,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import OperationalError, connection, connections
 
-from console import indexing, migrating, services
+from console import indexing, migrating, services, tokens
 from console.models import Project
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -210,6 +210,32 @@ def test_export_names_a_place_it_cannot_write(tmp_path: Path) -> None:
         call_command("export_memories", "--out", str(tmp_path))
     with pytest.raises(CommandError, match="^cannot export to .*a.md: "):
         call_command("export_memories", "--out", str(afile), "--format", "markdown")
+
+
+def test_project_isolation_changes_an_existing_project(project: Project) -> None:
+    # `project create billing-api --isolation confidential` said "already exists" and
+    # nothing else could change it (the import's message pointed at `manage.py project`).
+    out, err = StringIO(), StringIO()
+
+    call_command("project", "isolation", "billing-api", "confidential", stdout=out)
+    call_command("project", "isolation", "billing-api", "confidential", stdout=out)
+
+    assert out.getvalue().splitlines() == [
+        "billing-api: open -> confidential",
+        "billing-api is already confidential",
+    ]
+    assert Project.objects.get(slug="billing-api").isolation == "confidential"
+    with pytest.raises(CommandError, match="there is no project 'nosuch'"):
+        call_command("project", "isolation", "nosuch", "sealed")
+    with pytest.raises(CommandError, match="invalid choice: 'secret'"):
+        call_command("project", "isolation", "billing-api", "secret")
+    # Sealing says which tokens it leaves refused (bound to it and to others).
+    services.project_create(slug="ops")
+    tokens.token_create(agent="both", projects=["billing-api", "ops"])
+    tokens.token_create(agent="own", projects=["billing-api"])
+    call_command("project", "isolation", "billing-api", "sealed", stdout=out, stderr=err)
+    assert Project.objects.get(slug="billing-api").isolation == "sealed"
+    assert err.getvalue().startswith("1 live token bound to billing-api and other projects")
 
 
 def test_project_create_names_the_field_each_error_is_about() -> None:

@@ -74,9 +74,11 @@ def test_eval_format_lines_map_to_memories(planes: Path) -> None:
     assert "imported 3 (3 memories" in out and "errors 0" in out
     assert err.splitlines() == [  # the projects the records named: said (a typo would be)
         f"project {slug!r} did not exist: created it, open (records named it); "
-        "`manage.py project` changes its isolation"
+        f"`manage.py project isolation {slug} confidential|sealed` changes that"
         for slug in ("chat-7", "papers")
-    ]
+    ]  # the command named exactly: `manage.py project` had no way to change it
+    call_command("project", "isolation", "papers", "sealed", stdout=StringIO())
+    assert Project.objects.get(slug="papers").isolation == "sealed"
     first = Memory.objects.get(external_id="chat-7:D1:1")
     assert first.project is not None and first.project.slug == "chat-7"
     assert first.name == "ada-session-1-turn-1"

@@ -1,5 +1,8 @@
 """Projects from the command line: `manage.py project create billing-api --name "Billing API"`.
 
+`isolation` changes an existing project's isolation (`project isolation
+billing-api sealed`); `create --isolation` sets it for a new one only.
+
 `grant` and `revoke` give a console login a project (console/roles.py: a
 login without the staff flag sees only the projects granted to it, sealed
 ones included only when granted), the same row the admin's Project members
@@ -16,7 +19,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from console import selectors, services
 from console.models import Project, ProjectMember
-from recall.types import ISOLATIONS
+from recall.types import ISOLATION_SEALED, ISOLATIONS
 
 
 def _said(exc: ValidationError) -> str:
@@ -31,8 +34,18 @@ def _said(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def _project(slug: str) -> Project:
+    try:
+        return selectors.project_get(slug=slug)
+    except Project.DoesNotExist:
+        raise CommandError(f"there is no project {slug!r} (`project list` shows them)") from None
+
+
 class Command(BaseCommand):
-    help = "Create or list projects, and grant or revoke a console login's access to one."
+    help = (
+        "Create or list projects, change a project's isolation, and grant or revoke a "
+        "console login's access to one."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
@@ -42,6 +55,9 @@ class Command(BaseCommand):
         create.add_argument("--description", default="")
         create.add_argument("--isolation", choices=ISOLATIONS, default="open")
         sub.add_parser("list", help="list projects with their isolation")
+        isolation = sub.add_parser("isolation", help="change an existing project's isolation")
+        isolation.add_argument("slug")
+        isolation.add_argument("isolation", choices=ISOLATIONS)
         for action, text in (("grant", "let a console login see"), ("revoke", "take back")):
             member = sub.add_parser(action, help=f"{text} a project (staff see every project)")
             member.add_argument("slug")
@@ -54,6 +70,8 @@ class Command(BaseCommand):
                 self.stdout.write(f"{project.slug}\t{project.isolation}\t{project.name}")
         elif action in ("grant", "revoke"):
             self._member(action, slug=options["slug"], username=options["user"])
+        elif action == "isolation":
+            self._isolation(slug=options["slug"], isolation=options["isolation"])
         else:
             self._create(options)
 
@@ -67,13 +85,32 @@ class Command(BaseCommand):
             raise CommandError(_said(exc)) from exc
         self.stdout.write(f"created project {project.slug} ({project.isolation})")
 
+    def _isolation(self, *, slug: str, isolation: str) -> None:
+        project = _project(slug)
+        before = project.isolation
+        if before == isolation:
+            self.stdout.write(f"{slug} is already {isolation}")
+            return
+        try:
+            services.project_set_isolation(project=project, isolation=isolation)
+        except ValidationError as exc:
+            raise CommandError(_said(exc)) from exc
+        self.stdout.write(f"{slug}: {before} -> {isolation}")
+        mixing = selectors.tokens_mixing(project=project) if isolation == ISOLATION_SEALED else 0
+        if mixing:
+            self.stderr.write(
+                self.style.WARNING(
+                    f"{mixing} live token{'s' if mixing > 1 else ''} bound to {slug} and other "
+                    "projects now refused (a sealed project has a token of its own): "
+                    "revoke and reissue with `manage.py agent_token`"
+                )
+            )
+
     def _member(self, action: str, *, slug: str, username: str) -> None:
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
             raise CommandError(f"there is no login {username!r}")
-        project = Project.objects.filter(slug=slug).first()
-        if project is None:
-            raise CommandError(f"there is no project {slug!r} (`project list` shows them)")
+        project = _project(slug)
         if action == "grant":
             _, created = ProjectMember.objects.get_or_create(user=user, project=project)
             said = "granted" if created else "already had"
