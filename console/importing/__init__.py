@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 
 from console.importing.parsing import cut_description, derive_name
 from console.importing.writer import ImportReport, _Importer
-from console.models import Memory, Note
+from console.models import Memory, Note, Project
 from console.reading import Record
 
 __all__ = ["ImportReport", "cut_description", "derive_name", "import_records"]
@@ -40,12 +40,19 @@ def import_records(
 ) -> ImportReport:
     """Import records in order, `batch` rows per transaction.
 
-    `project` puts every memory and note into that project (project records
-    are then ignored). With `index` the outbox jobs of each batch are applied
+    `project` puts every memory and note into that project, which must exist
+    (project records are then ignored; a typo in it made a project, said as one
+    the records named). With `index` the outbox jobs of each batch are applied
     after it commits; without, they stay queued for `manage.py sync_indexes`.
     """
     if batch < 1:
         raise ValueError(f"batch must be at least 1, got {batch}")
+    if project and not Project.objects.filter(slug=project).exists():
+        raise ValueError(
+            f"there is no project {project!r} to import into: create it with "
+            f"`manage.py project create {project}` (`manage.py project list` shows them); "
+            "nothing imported"
+        )
     started = time.perf_counter()
     importer = _Importer(project=project, index=index)
     pending: list[tuple[Record, Memory | Note]] = []

@@ -247,10 +247,29 @@ def test_records_without_ids_imported_twice_are_there_once(planes: Path) -> None
 def test_project_option_puts_everything_in_one_project(planes: Path) -> None:
     path = write_jsonl(planes / "a.jsonl", [turn(1, "hi"), {"name": "loose-fact"}])
 
+    services.project_create(slug="sandbox")
     importing.import_records(reading.read_records([path]), project="sandbox")
 
     assert set(Memory.objects.values_list("project__slug", flat=True)) == {"sandbox"}
     assert Memory.objects.get(name="ada-session-1-turn-1").session_id == "sandbox:S1"
+
+
+def test_a_project_option_naming_no_project_is_an_error_and_imports_nothing(
+    planes: Path,
+) -> None:
+    # `--project nosuch` (a typo) made the project and said "(records named it)".
+    path = write_jsonl(planes / "a.jsonl", [turn(1, "hi"), {"name": "loose-fact"}])
+
+    with pytest.raises(CommandError) as caught:
+        run_import(path, "--project", "nosuch")
+
+    said = str(caught.value)
+    assert said.startswith("there is no project 'nosuch' to import into")
+    assert "`manage.py project create nosuch`" in said and said.endswith("nothing imported")
+    assert not Project.objects.exists() and not Memory.objects.exists()
+    services.project_create(slug="sandbox")
+    out, err = run_import(path, "--project", "sandbox")
+    assert "imported 2 (2 memories, 0 notes, 0 projects" in out and err == ""
 
 
 def test_no_index_leaves_the_jobs_queued(planes: Path) -> None:
@@ -600,6 +619,7 @@ def test_the_project_option_keeps_a_chain_whole(planes: Path) -> None:
     ]
     path = write_jsonl(planes / "one.jsonl", lines)
 
+    services.project_create(slug="sandbox")
     report = importing.import_records(reading.read_records([path]), project="sandbox")
 
     assert report.errors == []
