@@ -473,6 +473,22 @@ def test_project_grant_and_revoke_from_the_command_line(world: World) -> None:
         call_command("project", "grant", "nowhere", "--user", "pat", stdout=out)
 
 
+def test_revoking_a_staff_logins_grant_says_it_changes_nothing(world: World) -> None:
+    # It said "sam no longer sees vault (sam is staff and sees every project anyway)".
+    _user("sam", is_staff=True)
+    out = StringIO()
+
+    call_command("project", "grant", "vault", "--user", "sam", stdout=out)
+    call_command("project", "revoke", "vault", "--user", "sam", stdout=out)
+
+    said = out.getvalue().splitlines()
+    assert said[-1] == (
+        "sam's grant of vault: revoked (sam is staff and sees every project: revoking a "
+        "grant changes nothing for them)"
+    )
+    assert "no longer sees" not in out.getvalue()
+
+
 def test_the_ensure_login_login_can_do_everything(
     world: World, settings: Any, tmp_path: Path
 ) -> None:

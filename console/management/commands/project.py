@@ -111,14 +111,23 @@ class Command(BaseCommand):
         if user is None:
             raise CommandError(f"there is no login {username!r}")
         project = _project(slug)
+        staff = user.is_staff or user.is_superuser
         if action == "grant":
             _, created = ProjectMember.objects.get_or_create(user=user, project=project)
             said = "granted" if created else "already had"
             self.stdout.write(f"{username} {said} {slug} ({project.isolation})")
-        else:
-            deleted, _ = ProjectMember.objects.filter(user=user, project=project).delete()
+            if staff:
+                self.stdout.write(f"({username} is staff and sees every project anyway)")
+            return
+        deleted, _ = ProjectMember.objects.filter(user=user, project=project).delete()
+        if not staff:
             self.stdout.write(
                 f"{username} {'no longer sees' if deleted else 'did not have'} {slug}"
             )
-        if user.is_staff or user.is_superuser:
-            self.stdout.write(f"({username} is staff and sees every project anyway)")
+            return
+        # Not "no longer sees": a staff login still sees it.
+        said = "revoked" if deleted else "there was none"
+        self.stdout.write(
+            f"{username}'s grant of {slug}: {said} ({username} is staff and sees every "
+            "project: revoking a grant changes nothing for them)"
+        )
