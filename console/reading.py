@@ -50,8 +50,10 @@ def empty_folders(paths: Iterable[Path]) -> list[str]:
         )
         jsonl = sum(1 for _ in path.rglob("*.jsonl"))
         if jsonl:
-            files = f"{jsonl} .jsonl file{'s' if jsonl > 1 else ''}"
-            reason += f"; it holds {files}: pass them as files, e.g. {path / '*.jsonl'}"
+            them = "1 .jsonl file: pass it as a file"
+            if jsonl > 1:
+                them = f"{jsonl} .jsonl files: pass them as files"
+            reason += f"; it holds {them}, e.g. {path / '*.jsonl'}"
         said.append(reason)
     return said
 

@@ -177,12 +177,17 @@ def test_a_folder_without_markdown_files_is_an_error_naming_it(planes: Path) -> 
     lines.mkdir()
     write_jsonl(lines / "a.jsonl", [turn(1, "hi")])
     write_jsonl(lines / "b.jsonl", [turn(2, "yo")])
+    one = planes / "one"
+    one.mkdir()
+    write_jsonl(one / "c.jsonl", [turn(3, "so")])
     bare = planes / "bare"
     bare.mkdir()
     (bare / "readme.txt").write_text("nothing to import\n", encoding="utf-8")
 
     with pytest.raises(CommandError) as caught:
         run_import(lines)
+    with pytest.raises(CommandError, match="it holds 1 .jsonl file: pass it as a file, e.g."):
+        run_import(one)
     with pytest.raises(CommandError) as bare_caught:
         run_import(bare)
 
