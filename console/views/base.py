@@ -93,7 +93,7 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     it, which says the change was not saved; the page's "out of date, reload" said
     nothing of being logged out. A log-in rotates the token, so two forms of an older
     tab fail once the person logged in elsewhere: the login form (logged in already:
-    on to where it led) and the log-out button (the page says the person is still
+    on to where it led, saying as whom) and the log-out button (the page says the person is still
     logged in and offers the button again, with the token of now; logging out without
     a token would let any site log a person out). Otherwise Django's own 403."""
     htmx = getattr(request, "htmx", None)
@@ -105,6 +105,7 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
         safe = url_has_allowed_host_and_scheme(
             wanted, allowed_hosts={request.get_host()}, require_https=request.is_secure()
         )
+        messages.info(request, f"Already logged in as {request.user.get_username()}.")
         return redirect(wanted if safe else reverse("search"))
     if authenticated and request.path == reverse("logout"):
         return render(request, "logout_again.html", status=403)

@@ -257,6 +257,7 @@ def test_an_older_tabs_login_and_logout_after_a_login_elsewhere(
     logout = browser.post("/logout/", {"csrfmiddlewaretoken": old})
 
     assert (login.status_code, login["Location"]) == (302, "/projects/")
+    assert [str(m) for m in get_messages(login.wsgi_request)] == ["Already logged in as admin."]
     page = logout.content.decode()
     assert logout.status_code == 403 and "still logged in as admin" in page
     fresh = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
