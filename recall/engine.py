@@ -99,6 +99,9 @@ class Engine:
             pack = recall.run(req, planes=self.planes, channels=self.registered, config=resolved)
             return tiers.answered(pack, tier, started)
         key = tiers.key(req, resolved)
+        if req.project is not None:  # sealing a project takes global memories out of its
+            # scope (recall.scope) and moves no plane's stamp: its packs must not serve on
+            key += f"\x00{self.planes.store.isolation(req.project)}"
         store = self.planes.store if isinstance(self.planes.store, tiers.Stamped) else None
         stamp = tiers.stamp(self.planes.text, self.planes.vectors, store)
         hot = self.hot.get(key, stamp, self.planes.clock())

@@ -13,7 +13,10 @@
       `Engine.forget` when a write commits, before its index job is applied);
     - it is younger than `ttl_seconds` (ages, usage, stars and other
       processes' worth feedback drift slowly);
-    - no memory it holds has expired (`until`: the earliest `expires_at`).
+    - no memory it holds has expired (`until`: the earliest `expires_at`);
+    - its project's isolation is what it was (the engine adds it to the key:
+      sealing a project takes the global memories out of its scope and moves
+      no plane's stamp).
   The key leaves out the request's `pack_id`: a recorded recall answered hot
   carries its own id, the reply's tokens counted again (`packing.relabel`).
   Planes that cannot say their stamp (PostgreSQL's, LanceDB without its

@@ -191,6 +191,25 @@ def copy_loaded() -> None:
     assert vectors.wait_ready(30)
 
 
+def test_a_hot_answer_ends_when_its_project_is_sealed(world: World) -> None:
+    """A global memory in a project's hot pack kept being served for up to the hot tier's
+    30 s after `manage.py project isolation alpha sealed`: no plane's stamp moves."""
+    copy_loaded()
+    shared = services.memory_create(
+        project=None, kind="gotcha", name="albatross-global",
+        description="The albatross warm cache rule holds in every project",
+    )  # fmt: skip
+    indexing.apply_pending()
+    assert shared.pk in [i["id"] for i in rest(world, {"debug": True})["items"]]
+    assert rest(world, {"debug": True})["debug"]["tier"] == "hot"
+
+    services.project_set_isolation(project=world.memories["alpha"].project, isolation="sealed")
+    after = rest(world, {"debug": True})
+
+    assert after["debug"]["tier"] == "warm"
+    assert shared.pk not in [i["id"] for i in after["items"]]
+
+
 @pytest.mark.skipif(not POSTGRES, reason="runs in make test's PostgreSQL pass")
 def test_postgres_answers_every_recall_warm(world: World) -> None:
     """No stamp, no hot tier: a repeated recall runs the pipeline again."""
