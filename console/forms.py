@@ -763,8 +763,9 @@ class ConfigForm(forms.Form):
             base = None
         if not isinstance(base, dict) or not all(isinstance(v, str) for v in base.values()):
             base = {}
-        typed = {name: str(data.get(f"{self.key}-{name}", "")).strip() for name in self.shown()}
-        merged, clashes = merge_edit(typed, self.shown(), base)
+        saved = self.shown()
+        typed = {name: str(data.get(f"{self.key}-{name}", "")).strip() for name in saved}
+        merged, clashes = merge_edit(typed, saved, base)
         return {f"{self.key}-{name}": value for name, value in merged.items()}, clashes
 
     def config(self) -> Any:

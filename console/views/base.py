@@ -101,12 +101,8 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     if htmx and not authenticated:
         return _to_login(request)  # type: ignore[arg-type]
     if authenticated and request.path == reverse("login"):
-        wanted = request.POST.get("next") or request.GET.get("next") or ""
-        safe = url_has_allowed_host_and_scheme(
-            wanted, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-        )
         messages.info(request, f"Already logged in as {request.user.get_username()}.")
-        return redirect(wanted if safe else reverse("search"))
+        return redirect(next_url(request, reverse("search")))
     if authenticated and request.path == reverse("logout"):
         return render(request, "logout_again.html", status=403)
     return csrf_views.csrf_failure(request, reason)
@@ -155,8 +151,8 @@ def done(request: HtmxHttpRequest, url: str) -> HttpResponse:
 
 
 def next_url(request: HttpRequest, default: str) -> str:
-    """The POSTed `next` when it stays on this site, else `default`."""
-    url = request.POST.get("next", "")
+    """The POSTed `next` (else the address's) when it stays on this site, else `default`."""
+    url = request.POST.get("next") or request.GET.get("next", "")
     safe = url_has_allowed_host_and_scheme(
         url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     )
