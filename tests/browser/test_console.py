@@ -394,7 +394,7 @@ def test_a_save_that_failed_keeps_its_text_guarded(page: Any, user: User, watch:
     page.evaluate(f"document.querySelector('meta[name=console-person]').content = '{other.pk}'")
     page.click("#memory-form button[type=submit]")
     page.wait_for_function(
-        "document.querySelector('#request-error p').textContent.includes('logged in now')"
+        "() => document.querySelector('#request-error p').textContent.includes('logged in now')"
     )
     assert user.get_username() in page.locator("#request-error").inner_text()
     assert "(draft)" not in Memory.objects.get(pk=memory.pk).description
