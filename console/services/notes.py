@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from anyascii import anyascii
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -75,6 +76,8 @@ def _free(slug: str, project: Project | None) -> str:
 
 def slugify_name(text: str) -> str:
     """A name made of `text`'s letters and digits: accents off, as search reads them
-    ("Hermès café" -> "hermes-cafe", not "herm-s-caf")."""
-    slug = re.sub(r"[^a-z0-9]+", "-", fold(text).lower()).strip("-")
+    ("Hermès café" -> "hermes-cafe", not "herm-s-caf"), other scripts spelled in
+    Latin letters ("Развертывание" -> "razvertyvanie", not "untitled" for every
+    note titled in Cyrillic, Greek, Arabic or Chinese)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", anyascii(fold(text)).lower()).strip("-")
     return slug[:120] or "untitled"

@@ -82,6 +82,23 @@ def test_a_new_notes_slug_reads_its_title_with_the_accents_off(admin_client: Cli
     assert Note.objects.get(title="Hermès café notes").slug == "hermes-cafe-notes"
 
 
+@pytest.mark.parametrize(
+    ("title", "slug"),
+    [
+        ("Развертывание сервиса", "razvertyvanie-servisa"),
+        ("Ελληνικά σημειώσεις", "ellinika-simeioseis"),
+        ("部署手順", "bushushoushun"),
+        ("🚀 launch", "rocket-launch"),
+        ("---", "untitled"),
+    ],
+)
+def test_a_title_in_another_script_gets_a_slug_spelled_in_latin_letters(
+    project: Project, title: str, slug: str
+) -> None:
+    # Every note titled in Cyrillic, Greek or Chinese was `untitled`, `untitled-2`, ...
+    assert services.note_create(project=project, title=title).slug == slug
+
+
 def test_notes_of_one_title_get_slugs_of_their_own(project: Project) -> None:
     made = [services.note_create(project=project, title="Webhook runbook") for _ in range(3)]
     elsewhere = services.note_create(project=None, title="Webhook runbook")
