@@ -61,6 +61,33 @@ def _folder(backend: str) -> Path | None:
     return folder if folder.exists() else None
 
 
+Identity = tuple[int, int]  # a folder's (device, inode): what a deletion and a new folder change
+
+
+def folders() -> dict[str, Identity]:
+    """The identity of each plane's folder that exists now, by plane (file planes only).
+
+    A folder deleted under a running process goes unnoticed by it: its open files
+    still answer and still take writes, into nothing on disk. The index worker
+    compares this with what it saw before (`vanished`) at every poll, a stat per plane.
+    """
+    found = {}
+    for plane, backend in (("full-text", "TEXT_INDEX"), ("vector", "VECTOR_INDEX")):
+        if (folder := _folder(backend)) is None:
+            continue
+        try:
+            stat = folder.stat()
+        except FileNotFoundError:  # deleted since `_folder` saw it
+            continue
+        found[plane] = (stat.st_dev, stat.st_ino)
+    return found
+
+
+def vanished(before: dict[str, Identity], now: dict[str, Identity]) -> list[str]:
+    """The planes whose folder was there `before` and is gone or another folder `now`."""
+    return [plane for plane, identity in before.items() if now.get(plane) != identity]
+
+
 def set_aside(plane: Unreadable) -> Path:
     """Rename the plane's folder beside itself (`<folder>.unreadable-<UTC time>`) and
     forget the open adapters, so the next use starts an empty plane there."""

@@ -61,7 +61,10 @@ from console.services.planes import (
     index_sync,
     index_writer_kept,
     index_writer_let_go,
+    plane_folders,
     plane_set_aside,
+    planes_recover,
+    planes_vanished,
 )
 from console.services.projects import (
     project_create,
@@ -107,7 +110,10 @@ __all__ = [
     "index_rebuild",
     "index_repair",
     "index_sync",
+    "plane_folders",
     "plane_set_aside",
+    "planes_recover",
+    "planes_vanished",
     "index_writer_kept",
     "index_writer_let_go",
     "memories_delete",

@@ -60,3 +60,26 @@ def bulk_mode() -> None:
 def plane_set_aside(plane: plane_health.Unreadable) -> Path:
     """Rename an unreadable plane's folder beside itself, for a rebuild from the database."""
     return plane_health.set_aside(plane)
+
+
+def plane_folders() -> dict[str, plane_health.Identity]:
+    """Each file plane's folder identity now: the index worker watches for a deletion."""
+    return plane_health.folders()
+
+
+def planes_vanished(
+    before: dict[str, plane_health.Identity], now: dict[str, plane_health.Identity]
+) -> list[str]:
+    """The planes whose folder was deleted or replaced between two `plane_folders`."""
+    return plane_health.vanished(before, now)
+
+
+def planes_recover() -> indexing.RepairReport:
+    """After a plane's folder was deleted (or replaced) under this process: forget the
+    open adapters, whose writes went into nothing on disk, set aside a folder left that
+    cannot be read, and write back from the database whatever the planes lack."""
+    wiring.reset()
+    for plane in plane_health.unreadable():
+        if plane.folder is not None:
+            plane_health.set_aside(plane)
+    return indexing.repair()

@@ -8,6 +8,7 @@ real deployment would: the killed writer, then `index_status`, `sync_indexes`
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -230,5 +231,50 @@ def test_an_index_worker_killed_while_it_keeps_the_text_writer_leaves_no_lock(
     assert run(tmp_path, "-c", SEARCH).stdout.split() == ["2", "2"]  # committed before the kill
     rebuilt = run(tmp_path, "manage.py", "reindex")  # needs the writer the worker kept
     assert "reindexed 2 items" in rebuilt.stdout, rebuilt.stderr
+    after = run(tmp_path, "manage.py", "index_status")
+    assert "no drift" in after.stdout and "pending jobs  0" in after.stdout, after.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    os.environ.get(api_server.SUBPROCESS_DATABASES) == "1",
+    reason="the PostgreSQL planes are tables, not folders one can delete (the embedded pass "
+    "runs this test)",
+)
+@pytest.mark.parametrize("folder", ["text", "vectors"])
+def test_a_plane_folder_deleted_under_the_index_worker_is_rebuilt_from_the_database(
+    tmp_path: Path, folder: str
+) -> None:
+    # The worker went on writing into the deleted folder's open files: search kept
+    # answering from them until `sync_indexes --repair`, and a restart found nothing.
+    queued = api_server.environment(tmp_path, RECALL_SYNC_ON_COMMIT="0")
+    made = subprocess.run([sys.executable, "-c", TWO_MEMORIES], cwd=ROOT, env=queued,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    worker = subprocess.Popen(
+        [sys.executable, "manage.py", "index_worker", "--keep-writer", "600", "--interval", "0.05"],
+        cwd=ROOT, env=queued, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    stuck = threading.Timer(180, worker.kill)  # a worker that never notices fails the test
+    stuck.start()
+    said = []
+    try:
+        assert worker.stdout is not None
+        for line in worker.stdout:
+            said.append(line)
+            if line.startswith("applied 2 jobs"):  # both planes open, their folders made
+                shutil.rmtree(tmp_path / folder)
+            if line.startswith("rebuilt from the database"):
+                break
+    finally:
+        stuck.cancel()
+        worker.terminate()
+        worker.wait()
+    assert said[-2:] == [
+        f"the {'full-text' if folder == 'text' else 'vector'} plane's folder was deleted or "
+        "replaced: rebuilding\n",
+        "rebuilt from the database: 2 items written\n",
+    ], said
+    assert run(tmp_path, "-c", SEARCH).stdout.split() == ["2", "2"]
     after = run(tmp_path, "manage.py", "index_status")
     assert "no drift" in after.stdout and "pending jobs  0" in after.stdout, after.stdout

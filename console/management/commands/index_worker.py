@@ -13,6 +13,11 @@ The worker keeps the full-text writer between batches while jobs keep coming
 once and its segment merges are not waited for at every batch. It lets the
 writer go once the queue has been idle that long, and at once when another
 process holds the planes' lock (a reindex, an import, a repair).
+
+A plane's folder deleted (or swapped) under the worker is noticed at the next
+poll (a stat per plane): the worker reopens the planes and writes back from the
+database what they lack (`services.planes_recover`), as `sync_indexes --repair`
+would. Before, its open files took the writes into nothing on disk.
 """
 
 from __future__ import annotations
@@ -90,16 +95,45 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
         keep = options["keep_writer"]
+        seen = services.plane_folders()
         self.stdout.write("index worker: applying queued jobs (Ctrl-C stops)")
-        with services.index_writer_kept() if keep > 0 else nullcontext():
-            self._loop(lambda: stopping, keep, options)
+        while True:
+            with services.index_writer_kept() if keep > 0 else nullcontext():
+                gone = self._loop(lambda: stopping, keep, options, seen)
+            if not gone:
+                break
+            # A plane's folder was deleted (or replaced) under us: the open adapters
+            # went on writing into nothing on disk. The database rebuilds what is gone.
+            planes = " and ".join(gone)
+            self.stdout.write(f"the {planes} plane's folder was deleted or replaced: rebuilding")
+            try:
+                fixed = services.planes_recover()
+            except Exception as exc:  # the database stayed locked, say: try again
+                log.exception("rebuilding the planes failed; retrying")
+                self.stderr.write(f"rebuilding failed ({type(exc).__name__}: {exc}); retrying")
+                time.sleep(RETRY_PAUSE_S)
+                continue  # `seen` unchanged: the next poll finds the folder gone again
+            self.stdout.write(f"rebuilt from the database: {fixed.rewritten} items written")
+            seen = services.plane_folders()
         self.stdout.write("index worker: stopped")
 
-    def _loop(self, stopping: Callable[[], bool], keep: float, options: dict[str, Any]) -> None:
+    def _loop(
+        self,
+        stopping: Callable[[], bool],
+        keep: float,
+        options: dict[str, Any],
+        seen: dict[str, tuple[int, int]],
+    ) -> list[str]:
+        """Apply jobs until `stopping` (returns []) or a plane folder `seen` vanishes
+        (returns its plane's name)."""
         interval, every = options["interval"], options["maintain_every"]
         last_upkeep = last_purge = last_work = time.monotonic()
         purge_every = options["expire_every"]
         while not stopping():
+            now = services.plane_folders()
+            if gone := services.planes_vanished(seen, now):
+                return gone
+            seen = now
             try:
                 report = services.index_sync()
             except Exception as exc:  # the database stayed locked, say: the jobs wait
@@ -128,3 +162,4 @@ class Command(BaseCommand):
                 if keep > 0 and time.monotonic() - last_work >= keep:
                     services.index_writer_let_go()
                 time.sleep(interval)
+        return []
