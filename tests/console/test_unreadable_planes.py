@@ -70,3 +70,21 @@ def test_a_damaged_plane_is_named_and_reindex_rebuilds_it(
     assert "no drift" in status.getvalue()
     found = selectors.memory_search(query="pager rota", projects=[project.slug])
     assert [h.id for h in found.hits][:1] == [memory.pk]
+
+
+def test_an_index_worker_started_on_a_damaged_text_plane_says_so_in_one_line(
+    planes: Path,
+) -> None:
+    # It ended in a traceback through tantivy's open (`make run` reindexes first).
+    if connection.vendor == "postgresql":
+        pytest.skip("the PostgreSQL planes are tables, not folders (the embedded pass runs this)")
+    project = services.project_create(slug="ops", name="Ops")
+    services.memory_create(project=project, name="pager-rota", description="Mondays")
+    indexing.apply_pending()
+    wiring.reset()
+    cut_text(planes)
+    wiring.reset()
+
+    with pytest.raises(CommandError, match=r"the full-text plane at .* cannot be read \(") as said:
+        call_command("index_worker", "--keep-writer", "5", stdout=StringIO())
+    assert "`manage.py reindex` sets a damaged folder aside" in str(said.value)

@@ -34,6 +34,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from console import services
+from console.management.commands._unreadable import told
 
 log = logging.getLogger(__name__)
 RETRY_PAUSE_S = 1.0  # after a failed pass, before the next
@@ -94,12 +95,17 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
+        with told():  # a plane that cannot be read at the start: one line, what to run
+            self._work(lambda: stopping, options)
+        self.stdout.write("index worker: stopped")
+
+    def _work(self, stopping: Callable[[], bool], options: dict[str, Any]) -> None:
         keep = options["keep_writer"]
         seen = services.plane_folders()
         self.stdout.write("index worker: applying queued jobs (Ctrl-C stops)")
         while True:
             with services.index_writer_kept() if keep > 0 else nullcontext():
-                gone = self._loop(lambda: stopping, keep, options, seen)
+                gone = self._loop(stopping, keep, options, seen)
             if not gone:
                 break
             # A plane's folder was deleted (or replaced) under us: the open adapters
@@ -115,7 +121,6 @@ class Command(BaseCommand):
                 continue  # `seen` unchanged: the next poll finds the folder gone again
             self.stdout.write(f"rebuilt from the database: {fixed.rewritten} items written")
             seen = services.plane_folders()
-        self.stdout.write("index worker: stopped")
 
     def _loop(
         self,
