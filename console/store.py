@@ -588,6 +588,12 @@ class DjangoStore:
         total = counted.count() if MEMORY in items else 0
         return total + (_notes(where).count() if NOTE in items else 0)
 
+    def expired_ids(self) -> frozenset[str]:
+        """Expired, not yet purged: one range on the expires_at index (empty nearly always:
+        the index worker purges every minute)."""
+        gone = Memory.objects.filter(expires_at__lte=self.clock()).values_list("pk", flat=True)
+        return frozenset(gone)
+
     def links(self, ids: Sequence[str]) -> dict[str, tuple[Link, ...]]:
         """Each memory's stored edges (written from its body), in body order."""
         wanted = list(dict.fromkeys(ids))

@@ -215,6 +215,12 @@ class MemoryStore(Protocol):
 
     def count(self, *, where: Filter) -> int: ...
 
+    def expired_ids(self) -> frozenset[str]:
+        """The memories whose expiry has come but which are not purged yet: the
+        planes still hold them until the purge, so Recall drops them from the
+        channels' lists before deciding that nothing answers."""
+        ...
+
     def links(self, ids: Sequence[str]) -> dict[str, tuple[Link, ...]]: ...
 
     def edges(

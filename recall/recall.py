@@ -252,6 +252,8 @@ def run(
     asked = ChannelQuery(query, context=context.reading(config))
     gathered = gather(ranking, asked, where=where, depth=depth, embedder=planes.embedder)
     _strict(req, gathered.warnings)
+    if not req.include_history:
+        _drop_expired(gathered, planes.store)
     _filtered_out(gathered, where, planes.store)  # before the meaning floor drops any
     _meaning_floor(gathered, config.meaning_floor)
     _nothing_held(gathered)
@@ -412,6 +414,22 @@ NOTHING_LISTED = "nothing in scope passes the filters ({names}): nothing to list
 
 
 FILTERED_OUT = "nothing in scope passes the filters ({names}): " + ANSWERS_NOTHING
+
+
+def _drop_expired(gathered: Gathered, store: MemoryStore) -> None:
+    """Take the memories whose expiry has come out of every channel's list (ranks
+    closed up): the planes hold them until the purge, and a full-text hit on one
+    kept the meaning floor and "no memory answers this" from applying, though
+    hydration then dropped it."""
+    if not any(gathered.lists.values()):
+        return
+    gone = store.expired_ids()
+    if not gone:
+        return
+    for channel, found in gathered.lists.items():
+        if any(c.id in gone for c in found):
+            kept = [c for c in found if c.id not in gone]
+            gathered.lists[channel] = [replace(c, rank=n) for n, c in enumerate(kept, 1)]
 
 
 def _filtered_out(gathered: Gathered, where: Filter, store: MemoryStore) -> None:

@@ -338,6 +338,10 @@ class InMemoryStore:
     def count(self, *, where: Filter) -> int:
         return sum(1 for r in self.records.values() if self._admits(where, r))
 
+    def expired_ids(self) -> frozenset[str]:
+        now = self.clock()
+        return frozenset(i for i, r in self.records.items() if is_expired(r, now))
+
     def links(self, ids: Sequence[str]) -> dict[str, tuple[Link, ...]]:
         """Each memory's `[[links]]`, resolved now by the one rule (`recall.links`)."""
         out: dict[str, tuple[Link, ...]] = {}

@@ -225,3 +225,26 @@ def test_an_expired_memory_answers_no_duplicate_write(world: World, clock: list[
     assert made != first.json()["memory"]["id"]
     assert call(client, "get", f"/memories/{made}").status_code == 200
     assert call(client, "delete", f"/memories/{made}").status_code in (200, 204)
+
+
+def test_a_query_only_an_expired_memory_held_says_nothing_answers_it(
+    world: World, clock: list[datetime]
+) -> None:
+    # Its full-text hit, dropped only at hydration, kept the meaning floor off: the
+    # agent got unrelated meaning-only memories and no warning until the purge.
+    client = world.client("alpha")
+    for name, text in (("wombat-ttl", "Ephemeral wombatword fact"),
+                       ("ferry-times", "The harbour ferry leaves at nine")):  # fmt: skip
+        made = {"name": name, "description": text}
+        r = call(client, "post", "/memories", made | ({"ttl_seconds": 5} if "ttl" in name else {}))
+        assert r.status_code == 201, r.content
+    indexing.apply_pending()
+    asked = {"query": "wombatword", "record": False}
+    before = call(client, "post", "/recall", asked).json()
+    assert before["items"][0]["name"] == "wombat-ttl" and not before["warnings"]
+
+    clock[0] = T0 + timedelta(seconds=6)
+    after = call(client, "post", "/recall", asked).json()
+
+    assert after["items"] == []
+    assert after["warnings"] and after["warnings"][-1].endswith("no memory answers this")
