@@ -545,6 +545,14 @@ class NoteFields(Body):
     def _as_read(cls, value: Any) -> Any:
         return as_read(value)
 
+    @field_validator("title")
+    @classmethod
+    def _not_blank(cls, value: str | None) -> str | None:
+        """A title of spaces was stored as "" (and slugged `untitled`)."""
+        if value is not None and not value.strip():
+            raise ValueError("give a title that is not blank")
+        return value
+
 
 class NoteIn(NoteFields):
     project: Slug | None = Field(None, description=PROJECT)

@@ -732,6 +732,10 @@ def test_notes_reject_bad_input(world: World) -> None:
     assert call(client, "post", "/notes", {"body": "no title"}).status_code == 422
     assert call(client, "get", "/notes", {"limit": 0}).status_code == 422
     nid = world.notes["alpha"].pk
+    for blank in (call(client, "post", "/notes", {"title": "   ", "body": "blank title"}),
+                  call(client, "patch", f"/notes/{nid}", {"title": " \t"})):  # fmt: skip
+        assert blank.status_code == 422, blank.content  # was 201: title "", slug `untitled`
+        assert blank.json()["field"] == "title" and "not blank" in blank.json()["detail"]
     assert call(client, "patch", f"/notes/{nid}", {"slug": "Bad Slug"}).status_code == 422
     assert call(client, "get", f"/notes/{world.notes[None].pk}").status_code == 200
     inbox = call(client, "patch", f"/notes/{world.notes[None].pk}", {"title": "x"})
