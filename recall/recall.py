@@ -86,6 +86,14 @@ def validate(req: RecallRequest, config: RecallConfig, channels: Sequence[Channe
         if not isinstance(weight, int | float) or not math.isfinite(weight) or weight < 0:
             raise QueryError(f"channel weight {channel}={weight!r} must be a number >= 0")
     check_names(weights, channels)
+    ranking = [c.name for c in channels if c.role == RANK]
+    merged = {**config.channel_weights, **weights}
+    if weights and ranking and not any(merged.get(name, 0) > 0 for name in ranking):
+        named = ", ".join(f"{name}=0" for name in ranking)
+        raise QueryError(
+            f"channel_weights turn off every channel that searches ({named})",
+            field="channel_weights",
+        )
     associated.validate(req)
     neighbourhood.validate(req)
     altitude.validate(req.altitude)

@@ -134,6 +134,8 @@ def test_recall_records_what_the_agent_was_given(world: World) -> None:
         ({"query": "x", "kind": "gossip"}, 422, "kind"),
         ({"query": "x", "detail": "some"}, 422, "detail"),
         ({"query": "x", "channel_weights": {"fts": -1}}, 422, "channel_weights.fts"),
+        # was an empty pack with no warning at all
+        ({"query": "x", "channel_weights": {"fts": 0, "semantic": 0}}, 400, "every channel that"),
         ({"query": 5}, 422, "query"),
         ({"query": "x", "budjet": 500}, 422, "budjet"),
     ],
