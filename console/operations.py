@@ -415,12 +415,18 @@ def _page_within(
         return reply(low)
     needs = selectors.tokens(reply(1).text)
     said = f"budget {budget} fits no memory of this page (the first takes {needs}); ask with more"
+    terse = f"nothing listed: the first memory needs a budget of {needs}"  # as Recall's
     if full:  # its body is what is big: the listing pages on without bodies
         first = replies.without_body(views[0])
         short = selectors.tokens(_json({**body, "memories": [first]}).text)
         said += f", or with detail 'index' (the first takes {short} there)"
+        terse += f" ({short} with detail 'index')"
     again = cursor or selectors.cursor_before(memories[0])
-    return _json({**body, "memories": [], "next_cursor": again, "warnings": [said]})
+    for warning in (said, terse):  # the longer one unless it takes the reply past the budget
+        empty = _json({**body, "memories": [], "next_cursor": again, "warnings": [warning]})
+        if selectors.tokens(empty.text) <= budget:
+            break
+    return empty
 
 
 def memory_update(who: Access, memory_id: str, p: MemoryChange) -> Answer:

@@ -489,6 +489,13 @@ def test_a_budgeted_list_fits_its_whole_reply_and_pages_on_from_the_cut(
     on = call(client, "get", "/memories", {"budget": 600, "limit": 200}).json()["next_cursor"]
     tiny = call(client, "get", "/memories", {"budget": 50, "limit": 200, "cursor": on}).json()
     assert tiny["memories"] == [] and tiny["next_cursor"] == on
+    # With bodies the warning also names detail 'index': 55 tokens at budget 50, cut short.
+    full = call(client, "get", "/memories", {"budget": 50, "limit": 200, "detail": "full"})
+    assert full.status_code == 200 and estimate_tokens(full.content.decode()) <= 50
+    assert re.fullmatch(
+        r"nothing listed: the first memory needs a budget of \d+ \(\d+ with detail 'index'\)",
+        full.json()["warnings"][0],
+    ), full.json()
 
 
 def test_a_list_with_bodies_too_big_for_its_budget_says_how_to_page_on(world: World) -> None:
