@@ -142,6 +142,11 @@ def _cut_trailer(cut: int, always: int, more: int) -> str:
     return f"(+{cut} {what}{rest} not shown: ask with a larger budget)"
 
 
+def _short_trailers(dropped: int) -> tuple[str, ...]:
+    """Shorter last lines, for a budget with no room for the one that says what."""
+    return (f"(+{dropped} not shown: ask with a larger budget)", f"(+{dropped} not shown)")
+
+
 def _assemble(
     tokens: TokenCounter,
     req: BriefingRequest,
@@ -194,15 +199,27 @@ def _assemble(
             used += count(text)
         if shown:
             lines += [(header, None), *shown]
+        else:  # the header stands under no line: not in the block
+            used -= count(header)
         dropped += len(index) - len(shown)
     else:
         dropped += len(index)
     dropped += unseen
+    trailers: tuple[str, ...] = ()
     if kept_fixed < len(fixed):  # under CONSTRAINTS it would read as all there is
-        lines.append((_cut_trailer(dropped - more, always, more), None))
+        trailers = (_cut_trailer(dropped - more, always, more), *_short_trailers(dropped))
     elif dropped:  # "older" below the index it continues; else under a section it is not of
         told = "older" if shown else "more not shown"
-        lines.append((f"(+{dropped} {told}: use recall)", None))
+        trailers = (f"(+{dropped} {told}: use recall)", *_short_trailers(dropped))
+    # The longest that fits whole: one cut by `truncate_block` ended mid-word ("(+6
+    # constraint, relevant or pinned lines and 19 m"), or was gone, the block empty.
+    trailer = next((t for t in trailers if used + count(t) <= hard_cap), None)
+    if trailer is not None:
+        lines.append((trailer, None))
+    if len(lines) == 1 and dropped:  # the wrapper alone would read as nothing to know
+        every = tuple(i for _, i in [*fixed, *index] if i is not None)
+        said = f"{budget} tokens held no line of the briefing: ask with a larger budget"
+        return Briefing("", (), 0, (*warnings, said), every)
     lines.append((closing, None))
     text = "\n".join(t for t, _ in lines)
     text = sanitize.truncate_block(text, max_bytes=hard_cap * 4, closing=closing)

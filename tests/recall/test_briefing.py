@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -261,3 +262,28 @@ def test_a_memory_without_a_description_is_listed_by_its_bodys_first_line(
     line = next(x for x in engine.briefing(brief()).text.splitlines() if "zebra-queue" in x)
 
     assert "Zebra queue" in line and "#" not in line, line
+
+
+def test_at_every_small_budget_a_block_ends_with_a_whole_line_or_is_a_warning(
+    make_engine: MakeEngine,
+):
+    # At 15-24 tokens the block was the empty wrapper (its warning only in REST's
+    # `warnings`: MCP shows the block); at 25-36 its last line was cut mid-word.
+    rules = [
+        make_memory(i, f"rule-{i}", kind="constraint", description="must hold " * 10)
+        for i in range(1, 7)
+    ]
+    facts = [make_memory(i, f"fact-{i}", description="a fact " * 10) for i in range(10, 29)]
+    engine = make_engine([*rules, *facts])
+
+    for budget in range(1, 120):
+        result = engine.briefing(brief(budget=budget))
+        if result.text == "":
+            assert result.warnings, budget
+            continue
+        lines = result.text.split("\n")
+        assert len(lines) >= 3, (budget, result.text)  # never the wrapper alone
+        opening, *_, last, closing = lines
+        assert opening.startswith("<memory-briefing ") and closing == "</memory-briefing>"
+        assert re.fullmatch(r"\(\+\d+ [^()]*\)", last), (budget, result.text)
+        assert result.tokens <= budget
