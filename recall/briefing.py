@@ -213,9 +213,9 @@ def _assemble(
         trailers = (f"(+{dropped} {told}: use recall)", *_short_trailers(dropped))
     # The longest that fits whole: one cut by `truncate_block` ended mid-word ("(+6
     # constraint, relevant or pinned lines and 19 m"), or was gone, the block empty.
-    trailer = next((t for t in trailers if used + count(t) <= hard_cap), None)
-    if trailer is not None:
-        lines.append((trailer, None))
+    last = next((t for t in trailers if used + count(t) <= hard_cap), None)
+    if last is not None:
+        lines.append((last, None))
     if len(lines) == 1 and dropped:  # the wrapper alone would read as nothing to know
         every = tuple(i for _, i in [*fixed, *index] if i is not None)
         said = f"{budget} tokens held no line of the briefing: ask with a larger budget"
