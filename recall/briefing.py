@@ -167,7 +167,8 @@ def _assemble(
     lines: list[_Line] = [(opening, None)]
     used = count(opening) + count(closing)
     if used > hard_cap:  # not even the wrapper fits
-        warning = f"{hard_cap} tokens hold not even the briefing's wrapper ({used} tokens)"
+        held = "1 token holds" if hard_cap == 1 else f"{hard_cap} tokens hold"
+        warning = f"{held} not even the briefing's wrapper ({used} tokens)"
         every = tuple(i for _, i in [*fixed, *index] if i is not None)
         return Briefing("", (), 0, (warning + ": ask with a larger budget",), every)
     always = sum(1 for _, i in fixed if i is not None)

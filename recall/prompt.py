@@ -577,8 +577,11 @@ def run(
     budget = req.budget if req.budget is not None else config.budget
     text, ids = render(records, config, budget=budget, counter=planes.tokens)
     if records and not text:  # matches the budget had no room for: say so, not nothing
-        said = f"{len(records)} {'memory' if len(records) == 1 else 'memories'} matched"
-        warning = f"{said}, but no line of them fits {budget} tokens: ask with a larger budget"
+        n = len(records)
+        said = "1 memory matched, but its line does not fit" if n == 1 else (
+            f"{n} memories matched, but no line of them fits"
+        )  # fmt: skip
+        warning = f"{said} {_tokens(budget)}: ask with a larger budget"
         return PromptResult("", (), 0, (warning,))
     warnings: tuple[str, ...] = ()
     if len(ids) < len(records):  # as the briefing says of its lines: not a silent cut
@@ -587,3 +590,7 @@ def run(
             f"{budget} tokens: ask with a larger budget",
         )
     return PromptResult(text, ids, planes.tokens.count(text) if text else 0, warnings)
+
+
+def _tokens(n: int) -> str:
+    return "1 token" if n == 1 else f"{n} tokens"

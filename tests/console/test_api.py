@@ -417,11 +417,11 @@ def test_a_model_reads_why_a_block_tool_gave_no_block(world: World, monkeypatch:
         return str(result.content[0].text)
 
     prompt = {"prompt": "the albatross service cache needs warming before traffic"}
-    tight = text("prompt_recall", {**prompt, "budget": 5})
-    assert tight.startswith("(") and "matched, but no line of them fits 5 tokens" in tight
+    said = "(1 memory matched, but its line does not fit 5 tokens: ask with a larger budget)"
+    assert text("prompt_recall", {**prompt, "budget": 5}) == said
     assert text("prompt_recall", {"prompt": "zqxv wombles"}) == "(no memory matched this prompt)"
     wrapper = text("briefing", {"budget": 1})
-    assert wrapper.startswith("(1 tokens hold not even the briefing's wrapper (")
+    assert wrapper.startswith("(1 token holds not even the briefing's wrapper (")
     block = text("prompt_recall", prompt)  # a block is the text as REST gives it
     rest = call(world.client("alpha"), "post", "/prompt-recall", prompt).json()["text"]
     assert block == rest and "albatross" in block

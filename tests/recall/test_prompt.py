@@ -103,7 +103,7 @@ def test_matches_a_budget_holds_none_of_say_so(make_engine: MakeEngine):
 
     assert (tight.text, tight.ids) == ("", ())
     assert tight.warnings == (
-        "1 memory matched, but no line of them fits 30 tokens: ask with a larger budget",
+        "1 memory matched, but its line does not fit 30 tokens: ask with a larger budget",
     )
     assert roomy.ids == (uid(1),) and not roomy.warnings
     assert missed.warnings == ()  # nothing matched: nothing to say
