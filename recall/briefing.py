@@ -76,7 +76,7 @@ def run(
     fixed: list[_Line] = []
     if constraints:
         fixed.append(("CONSTRAINTS (always apply):", None))
-        fixed += [_line(r, config, now, full=True) for r in constraints]
+        fixed += [_line(r, config, now, req.project, full=True) for r in constraints]
     index: list[_Line] = []
     relevant: list[Record] = []
     if req.agent_type or req.prompt.strip():
@@ -85,14 +85,16 @@ def run(
         relevant = [r for r in found if r.kind != CONSTRAINT][: config.relevant_hits]
         if relevant:
             fixed.append(("RELEVANT to your task:", None))
-            fixed += [_line(r, config, now) for r in relevant]
+            fixed += [_line(r, config, now, req.project) for r in relevant]
     if not req.agent_type:  # a main agent's prompt adds RELEVANT; the rest is as ever
         shown = {r.id for r in relevant}
         pinned = _important_first([r for r in rest if r.favorite and r.id not in shown])
         if pinned:
             fixed.append(("PINNED:", None))
-            fixed += [_line(r, config, now) for r in pinned]
-        index = [_line(r, config, now) for r in rest if not r.favorite and r.id not in shown]
+            fixed += [_line(r, config, now, req.project) for r in pinned]
+        index = [
+            _line(r, config, now, req.project) for r in rest if not r.favorite and r.id not in shown
+        ]
     if not fixed and not index:
         return Briefing("", (), 0)
     return _assemble(planes.tokens, req, config, fixed, index, budget, hard_cap, unseen)
@@ -116,11 +118,18 @@ def _important_first(records: Sequence[Record]) -> list[Record]:
     return sorted(records, key=lambda r: -r.importance)  # stable: keeps newest-first
 
 
-def _line(record: Record, config: BriefingConfig, now: datetime, *, full: bool = False) -> _Line:
+def _line(
+    record: Record, config: BriefingConfig, now: datetime, home: str | None, *, full: bool = False
+) -> _Line:
+    """One memory's line; a global one in a project's briefing says so ("global
+    constraint"): a project memory of the same name read as its duplicate."""
     limit = 4 * config.description_chars if full else config.description_chars
     desc = sanitize.field(lead(record.description, record.body, limit), limit)
     when = age(record.updated, now)
-    meta = f"{sanitize.name(record.kind)}, {when}" if when else sanitize.name(record.kind)
+    kind = sanitize.name(record.kind)
+    if record.project is None and home is not None:
+        kind = f"global {kind}"
+    meta = f"{kind}, {when}" if when else kind
     return prompt_recall.listed(sanitize.name(record.name), meta, desc), record.id
 
 

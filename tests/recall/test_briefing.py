@@ -287,3 +287,23 @@ def test_at_every_small_budget_a_block_ends_with_a_whole_line_or_is_a_warning(
         assert opening.startswith("<memory-briefing ") and closing == "</memory-briefing>"
         assert re.fullmatch(r"\(\+\d+ [^()]*\)", last), (budget, result.text)
         assert result.tokens <= budget
+
+
+def test_a_global_line_in_a_projects_briefing_says_it_is_global(make_engine: MakeEngine):
+    # A project constraint contradicting a global one of the same name read as its
+    # duplicate: two `secrets-never-in-repo` lines, nothing telling them apart.
+    engine = make_engine([
+        make_memory(1, "secrets-never-in-repo", kind="constraint", project=None,
+                    description="Never commit secrets"),
+        make_memory(2, "secrets-never-in-repo", kind="constraint",
+                    description="Secrets may live in the repo"),
+        make_memory(3, "style-guide", project=None, description="Black, line length 100"),
+    ])  # fmt: skip
+
+    text = engine.briefing(brief()).text
+    everywhere = engine.briefing(brief(project=None)).text
+
+    assert "- secrets-never-in-repo [global constraint, 1h]: Never commit secrets" in text
+    assert "- secrets-never-in-repo [constraint, 2h]: Secrets may live in the repo" in text
+    assert "- style-guide [global fact, 3h]: Black" in text
+    assert "global" not in everywhere.replace('project="global"', "")  # all of it is global
