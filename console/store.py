@@ -508,6 +508,11 @@ def _lane(pk: str, name: str, upper: str, lower: str) -> int:
 
 
 _NEWEST = Prepared(lambda key: IndexJob.objects.order_by("-id")[:1], model=IndexJob, columns=["pk"])
+_EXPIRED = Prepared(
+    lambda key, at: Memory.objects.filter(expires_at__lte=at).order_by(),
+    model=Memory,
+    columns=["pk"],
+)
 
 
 def newest_job() -> int | None:
@@ -590,9 +595,8 @@ class DjangoStore:
 
     def expired_ids(self) -> frozenset[str]:
         """Expired, not yet purged: one range on the expires_at index (empty nearly always:
-        the index worker purges every minute)."""
-        gone = Memory.objects.filter(expires_at__lte=self.clock()).values_list("pk", flat=True)
-        return frozenset(gone)
+        the index worker purges every minute), compiled once: every Recall asks."""
+        return frozenset(pk for (pk,) in _EXPIRED.rows(None, self.clock()))
 
     def links(self, ids: Sequence[str]) -> dict[str, tuple[Link, ...]]:
         """Each memory's stored edges (written from its body), in body order."""
