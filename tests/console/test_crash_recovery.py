@@ -128,6 +128,19 @@ def run(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def worker_over_two_queued_memories(data_dir: Path) -> subprocess.Popen[str]:
+    """Two memories written with their index jobs left queued, then an index worker
+    (keeping the text writer) started on them, its output piped."""
+    queued = api_server.environment(data_dir, RECALL_SYNC_ON_COMMIT="0")
+    made = subprocess.run([sys.executable, "-c", TWO_MEMORIES], cwd=ROOT, env=queued,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "index_worker", "--keep-writer", "600", "--interval", "0.05"],
+        cwd=ROOT, env=queued, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+
+
 def killed_writer(data_dir: Path) -> None:
     writer = run(data_dir, "-c", WRITER)
     assert writer.returncode == -signal.SIGKILL, writer.stderr
@@ -204,14 +217,7 @@ def test_sigkill_mid_batch_frees_the_claim_and_the_next_apply_reconverges(tmp_pa
 def test_an_index_worker_killed_while_it_keeps_the_text_writer_leaves_no_lock(
     tmp_path: Path,
 ) -> None:
-    queued = api_server.environment(tmp_path, RECALL_SYNC_ON_COMMIT="0")
-    made = subprocess.run([sys.executable, "-c", TWO_MEMORIES], cwd=ROOT, env=queued,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert made.returncode == 0, made.stderr
-    worker = subprocess.Popen(
-        [sys.executable, "manage.py", "index_worker", "--keep-writer", "600", "--interval", "0.05"],
-        cwd=ROOT, env=queued, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+    worker = worker_over_two_queued_memories(tmp_path)
     stuck = threading.Timer(120, worker.kill)  # a worker that never applies fails the test
     stuck.start()
     applied = ""
@@ -247,14 +253,7 @@ def test_a_plane_folder_deleted_under_the_index_worker_is_rebuilt_from_the_datab
 ) -> None:
     # The worker went on writing into the deleted folder's open files: search kept
     # answering from them until `sync_indexes --repair`, and a restart found nothing.
-    queued = api_server.environment(tmp_path, RECALL_SYNC_ON_COMMIT="0")
-    made = subprocess.run([sys.executable, "-c", TWO_MEMORIES], cwd=ROOT, env=queued,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert made.returncode == 0, made.stderr
-    worker = subprocess.Popen(
-        [sys.executable, "manage.py", "index_worker", "--keep-writer", "600", "--interval", "0.05"],
-        cwd=ROOT, env=queued, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+    worker = worker_over_two_queued_memories(tmp_path)
     stuck = threading.Timer(180, worker.kill)  # a worker that never notices fails the test
     stuck.start()
     said = []
