@@ -182,7 +182,11 @@ def _assemble(
         return Briefing("", (), 0, (warning + ": ask with a larger budget",), every)
     always = sum(1 for _, i in fixed if i is not None)
     more = len(index) + unseen
-    kept_fixed = _fit(fixed, room=hard_cap - used, count=count)
+    # Room for the shortest last line when lines may be left out below: without it
+    # the block read as complete (at 200 tokens, six constraint and pinned lines
+    # and no "(+19 more not shown: use recall)").
+    least = count(_short_trailers(more)[-1]) if more else 0
+    kept_fixed = _fit(fixed, room=hard_cap - used - least, count=count)
     if kept_fixed < len(fixed):  # the block must say so: room for the longest such trailer
         worst = max(count(_cut_trailer(cut, always, more)) for cut in (always - 1, always))
         kept_fixed = _fit(fixed, room=hard_cap - used - worst, count=count)
@@ -221,9 +225,14 @@ def _assemble(
     elif dropped:  # "older" below the index it continues; else under a section it is not of
         told = "older" if shown else "more not shown"
         trailers = (f"(+{dropped} {told}: use recall)", *_short_trailers(dropped))
-    # The longest that fits whole: one cut by `truncate_block` ended mid-word ("(+6
-    # constraint, relevant or pinned lines and 19 m"), or was gone, the block empty.
-    last = next((t for t in trailers if used + count(t) <= hard_cap), None)
+
+    # The longest that fits whole (the block counted whole: its lines' counts add up
+    # to more): one cut by `truncate_block` ended mid-word ("(+6 constraint,
+    # relevant or pinned lines and 19 m"), or was gone, the block empty.
+    def block(*last: str) -> str:
+        return "\n".join([*(t for t, _ in lines), *last, closing])
+
+    last = next((t for t in trailers if tokens.count(block(t)) <= hard_cap), None)
     if last is not None:
         lines.append((last, None))
     if len(lines) == 1 and dropped:  # the wrapper alone would read as nothing to know

@@ -276,7 +276,9 @@ def test_at_every_small_budget_a_block_ends_with_a_whole_line_or_is_a_warning(
     facts = [make_memory(i, f"fact-{i}", description="a fact " * 10) for i in range(10, 29)]
     engine = make_engine([*rules, *facts])
 
-    for budget in range(1, 120):
+    # And at 200 tokens (a fix of the above) the six constraint and pinned lines showed
+    # with no last line at all: the block read as complete, 19 index lines left out.
+    for budget in range(1, 800):
         result = engine.briefing(brief(budget=budget))
         if result.text == "":
             assert result.warnings, budget
@@ -285,8 +287,9 @@ def test_at_every_small_budget_a_block_ends_with_a_whole_line_or_is_a_warning(
         assert len(lines) >= 3, (budget, result.text)  # never the wrapper alone
         opening, *_, last, closing = lines
         assert opening.startswith("<memory-briefing ") and closing == "</memory-briefing>"
-        assert re.fullmatch(r"\(\+\d+ [^()]*\)", last), (budget, result.text)
         assert result.tokens <= budget
+        if result.omitted:  # what was left out is said, in a whole last line
+            assert re.fullmatch(r"\(\+\d+ [^()]*\)", last), (budget, result.text)
 
 
 def test_a_global_line_in_a_projects_briefing_says_it_is_global(make_engine: MakeEngine):
