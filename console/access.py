@@ -22,6 +22,7 @@ was shown (`services.retrieval_record`: it feeds the usage boost and the
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,9 +32,11 @@ from console import history, raw, selectors, services, withheld
 from console.models import NAME_RE, AgentToken, Edge, Memory, Note, Project, new_id
 from console.store import now as store_now
 from recall import decay
-from recall.errors import QueryError
+from recall.errors import QueryError, RecallError
 from recall.results import Briefing, ContextPack, Hit, PromptResult, SearchResult
 from recall.types import ISOLATION_SEALED
+
+log = logging.getLogger(__name__)
 
 
 class AccessDenied(Exception):
@@ -392,14 +395,20 @@ class Written:
 
 
 def _hint(memory: Memory) -> Hit | None:
-    return selectors.memory_dedup_hint(
-        project=memory.project.slug if memory.project else None,
-        name=memory.name,
-        description=memory.description,
-        body=memory.body,
-        exclude_id=memory.pk,
-        kind=memory.kind,
-    )
+    """The dedup hint of a memory just committed: advisory, so a plane that cannot
+    answer leaves it out rather than turning a kept write into an error."""
+    try:
+        return selectors.memory_dedup_hint(
+            project=memory.project.slug if memory.project else None,
+            name=memory.name,
+            description=memory.description,
+            body=memory.body,
+            exclude_id=memory.pk,
+            kind=memory.kind,
+        )
+    except RecallError as exc:
+        log.warning("dedup hint for %s left out: %s", memory.pk, exc)
+        return None
 
 
 def _project(access: Access, project: str | None) -> Project:

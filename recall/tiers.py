@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
+from recall.errors import IndexUnavailable
 from recall.lru import LRU
 from recall.requests import RecallRequest
 from recall.results import ContextPack
@@ -56,14 +57,19 @@ class Stamped(Protocol):
 
 
 def stamp(*planes: object) -> tuple[object, ...] | None:
-    """The planes' stamps together; None when a plane cannot tell (no hot tier)."""
+    """The planes' stamps together; None when a plane cannot tell (no hot tier),
+    a plane that cannot be read now included (its channel is then skipped with a
+    warning, in the warm tier)."""
     out: list[object] = []
     for plane in planes:
         if plane is None:
             continue
         if not isinstance(plane, Stamped):
             return None
-        value = plane.stamp()
+        try:
+            value = plane.stamp()
+        except IndexUnavailable:
+            return None
         if value is None:
             return None
         out.append(value)

@@ -55,7 +55,7 @@ import struct
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -325,8 +325,9 @@ class TantivyIndex:
         self.rescore = rescore
         self.params = params
         self.rare_df = rare_df
-        self._index = self._open()
-        self._schema = self._index.schema
+        self._opened: tantivy.Index | None = None
+        with suppress(IndexUnavailable):  # a damaged folder: see `_index`
+            self._opened = self._open()
         self._expansions: dict[str, list[str]] = {}
         self._expansions_shape: tuple[int, int] = (-1, -1)
         self._mean_length: tuple[tuple[int, int], float] = ((-1, -1), 0.0)
@@ -336,6 +337,20 @@ class TantivyIndex:
         self._held: tuple[int, tantivy.IndexWriter] | None = None
         self._keeper: int | None = None  # the thread keeping a writer between writes (`kept`)
         self._kept: tantivy.IndexWriter | None = None
+
+    @property
+    def _index(self) -> tantivy.Index:
+        """The open index. A folder that could not be opened (damaged) is tried again
+        at each use, and its IndexUnavailable reaches the user: the full-text channel
+        skipped with a warning, an index job kept queued, while the server's other
+        planes go on answering; `manage.py reindex` mends the folder."""
+        if self._opened is None:
+            self._opened = self._open()
+        return self._opened
+
+    @property
+    def _schema(self) -> tantivy.Schema:
+        return self._index.schema
 
     def _open(self) -> tantivy.Index:
         try:

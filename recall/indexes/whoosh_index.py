@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -191,12 +191,22 @@ class WhooshIndex:
         self.path = Path(path)
         self._heap_mb = writer_heap_mb
         self._lock_timeout_s = lock_timeout_s
-        self._index = self._open()
+        self._opened: index.Index | None = None
+        with suppress(IndexUnavailable):  # a damaged folder: see `_index`
+            self._opened = self._open()
         self._searcher: Searcher | None = None
         self._highlighter = highlight.Highlighter(
             fragmenter=highlight.ContextFragmenter(maxchars=SNIPPET_CHARS, surround=40),
             formatter=SentinelFormatter(),
         )
+
+    @property
+    def _index(self) -> index.Index:
+        """The open index; a folder that could not be opened is tried again at each
+        use (as `TantivyIndex._index` says)."""
+        if self._opened is None:
+            self._opened = self._open()
+        return self._opened
 
     def _open(self) -> index.Index:
         # Whoosh reports a damaged directory with many unrelated exception

@@ -9,15 +9,20 @@ the only way out.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
 from console import indexing, selectors, services, wiring
+from console.models import Memory
+from recall.errors import IndexUnavailable
+from tests.console.api_world import build_world, call
 
 pytestmark = pytest.mark.django_db
 
@@ -88,3 +93,71 @@ def test_an_index_worker_started_on_a_damaged_text_plane_says_so_in_one_line(
     with pytest.raises(CommandError, match=r"the full-text plane at .* cannot be read \(") as said:
         call_command("index_worker", "--keep-writer", "5", stdout=StringIO())
     assert "`manage.py reindex` sets a damaged folder aside" in str(said.value)
+
+
+def test_a_server_on_a_damaged_text_plane_takes_writes_and_answers_by_meaning(
+    planes: Path, monkeypatch: Any
+) -> None:
+    # Every write answered 503 after committing (its dedup hint built the engine,
+    # which opened the damaged folder), an Idempotency-Key write could not be made
+    # at all, and every Recall and Search answered 503 though the vectors were whole.
+    if connection.vendor == "postgresql":
+        pytest.skip("the PostgreSQL planes are tables, not folders (the embedded pass runs this)")
+    world = build_world()
+    wiring.reset()
+    cut_text(planes)
+    wiring.reset()  # a server started on the damaged folder
+    alpha = world.client("alpha")
+
+    written = [
+        call(
+            alpha,
+            "post",
+            "/memories",
+            {
+                "project": "alpha",
+                "name": f"wombat-{n}",
+                "kind": "fact",
+                "body": f"The wombat burrow {n}",
+            },
+        )
+        for n in range(2)
+    ]
+    keyed = alpha.post(
+        "/api/v1/memories",
+        json.dumps({"project": "alpha", "name": "keyed", "kind": "fact", "body": "Keyed write"}),
+        content_type="application/json",
+        HTTP_IDEMPOTENCY_KEY="k-1",
+    )
+    recalled = call(alpha, "post", "/recall", {"query": "albatross cache", "project": "alpha"})
+    searched = call(alpha, "get", "/search", {"q": "albatross cache"})
+
+    assert [r.status_code for r in written] == [201, 201] and keyed.status_code == 201
+    assert Memory.objects.filter(name__in=["wombat-0", "wombat-1", "keyed"]).count() == 3
+    assert recalled.status_code == 200, recalled.content
+    assert world.memories["alpha"].pk in [i["id"] for i in recalled.json()["items"]]
+    assert any("full-text" in w or "fts" in w for w in recalled.json()["warnings"])
+    assert searched.status_code == 200, searched.content
+    assert world.memories["alpha"].pk in [h["id"] for h in searched.json()["hits"]]
+
+    call_command("reindex", stdout=StringIO())  # mended: the same process reads it again
+    found = call(alpha, "get", "/search", {"q": "wombat burrow"})
+    assert {h["id"] for h in found.json()["hits"]} >= {r.json()["memory"]["id"] for r in written}
+
+
+def test_a_dedup_hint_that_cannot_be_made_leaves_the_kept_write_a_201(
+    planes: Path, monkeypatch: Any
+) -> None:
+    # The hint runs after the write commits: its failure answered 503 for a write
+    # that was kept, and the agent's retry then met its own memory.
+    world = build_world()
+
+    def unreadable(**_: Any) -> None:
+        raise IndexUnavailable("cannot open the vector table")
+
+    monkeypatch.setattr(selectors, "memory_dedup_hint", unreadable)
+    r = call(world.client("alpha"), "post", "/memories", {"project": "alpha", "name": "kept"})
+
+    assert r.status_code == 201, r.content
+    assert r.json()["memory"]["name"] == "kept"
+    assert Memory.objects.filter(name="kept").exists()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from django.core.management.base import CommandError
@@ -27,4 +27,15 @@ def told() -> Iterator[None]:
         bad = selectors.planes_unreadable()
         if not bad:
             raise
-        raise CommandError("; ".join(map(str, bad)) + ". " + ADVICE) from None
+        raise CommandError(_named(bad)) from None
+
+
+def refused() -> None:
+    """Raise that one line when a plane cannot be read now (the adapters open a damaged
+    folder lazily, so a command that would only fail job after job asks first)."""
+    if bad := selectors.planes_unreadable():
+        raise CommandError(_named(bad))
+
+
+def _named(bad: Sequence[object]) -> str:
+    return "; ".join(map(str, bad)) + ". " + ADVICE

@@ -34,7 +34,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from console import services
-from console.management.commands._unreadable import told
+from console.management.commands._unreadable import refused, told
 
 log = logging.getLogger(__name__)
 RETRY_PAUSE_S = 1.0  # after a failed pass, before the next
@@ -100,6 +100,7 @@ class Command(BaseCommand):
         self.stdout.write("index worker: stopped")
 
     def _work(self, stopping: Callable[[], bool], options: dict[str, Any]) -> None:
+        refused()  # a damaged plane: one line now, not a failed job at every poll
         keep = options["keep_writer"]
         seen = services.plane_folders()
         self.stdout.write("index worker: applying queued jobs (Ctrl-C stops)")
