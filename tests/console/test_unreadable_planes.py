@@ -59,7 +59,7 @@ def test_a_damaged_plane_is_named_and_reindex_rebuilds_it(
     damage(planes)
     wiring.reset()  # a process started on the damaged folder
 
-    for command in (["index_status"], ["sync_indexes", "--repair"]):
+    for command in (["index_status"], ["sync_indexes"], ["sync_indexes", "--repair"]):
         with pytest.raises(
             CommandError, match=rf"the {plane} plane at .* cannot be read \("
         ) as said:
