@@ -1,8 +1,20 @@
+"""The WSGI application (gunicorn's `console.wsgi`), refused when a setting is bad.
+
+`make serve` runs `migrate` first, whose system checks stop on a bad setting or
+environment value; a server started on its own (the README's Deployment line)
+runs the same checks here, so a bad `RECALL_*` value stops start-up instead of
+answering 503 on every search.
+"""
+
 from __future__ import annotations
 
 import os
 
+from django.core.checks import run_checks
+from django.core.exceptions import ImproperlyConfigured
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 application = get_wsgi_application()
+if serious := [str(m) for m in run_checks() if m.is_serious()]:
+    raise ImproperlyConfigured("; ".join(serious))

@@ -52,3 +52,20 @@ def test_words_for_a_switch_read_in_any_case(tmp_path: Path) -> None:
     )  # fmt: skip
 
     assert done.returncode == 0, done.stderr
+
+
+def test_a_server_started_without_manage_py_refuses_a_bad_retrieval_setting(
+    tmp_path: Path,
+) -> None:
+    # gunicorn on console.wsgi (the README's Deployment line) started, and then
+    # answered 503 on every search naming the setting; `make serve` was safe only
+    # because its `migrate` runs the checks first.
+    env = {**os.environ, "RECALL_DATA_DIR": str(tmp_path), "RECALL_SEARCH_LIMIT": "abc"}
+
+    done = subprocess.run(
+        [sys.executable, "-c", "import console.wsgi"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+    assert done.returncode != 0
+    assert "ImproperlyConfigured" in done.stderr and "RECALL_SEARCH_LIMIT" in done.stderr
