@@ -371,9 +371,14 @@ def memory_write(request: HttpRequest, payload: MemoryIn) -> HttpResponse:
     return _answer(operations.memory_write(_auth(request), payload, key=_key(request)))
 
 
-@endpoint("post", "/memories/batch", "memory_write_batch", {201: BatchOut}, ["memories"])
+@endpoint(
+    "post", "/memories/batch", "memory_write_batch", {200: BatchOut, 201: BatchOut}, ["memories"]
+)
 def memory_write_batch(request: HttpRequest, payload: MemoryBatchIn) -> HttpResponse:
-    """Write up to 500 memories in one transaction: all of them, or (on any error) none."""
+    """Write up to 500 memories in one transaction: all of them, or (on any error) none.
+
+    201 when any was created; 200 when every text was already there (as one write).
+    """
     return _answer(operations.memory_write_batch(_auth(request), payload, key=_key(request)))
 
 

@@ -321,7 +321,7 @@ def memory_write_batch(who: Access, p: MemoryBatchIn, *, key: str | None = None)
                 f"item (this one held {len(items)}); search before writing, or write fewer at once"
             )
         body = {"items": made, "created": created, "existing": existing, "warnings": said}
-        return _json(body, 201)
+        return _json(body, 201 if created else 200)  # as one write: 200 when all were there
 
     request = {"call": "memory_write_batch", **p.dict(exclude={"idempotency_key"})}
     answer = _idempotent(who, key or p.idempotency_key, request, write)

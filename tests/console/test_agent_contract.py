@@ -903,3 +903,17 @@ def test_a_batch_says_which_links_reach_no_memory_yet(world: World) -> None:
         "memories.0.body: [[rollbak-plan]] names no memory yet; a link is made once a memory "
         "of that name is written"
     ]
+
+
+def test_a_batch_already_stored_whole_answers_200_as_one_write_does(world: World) -> None:
+    # A batch sent again answered 201 {"created": 0}; one write of stored text answers 200.
+    items = [{"name": "again-a", "body": "Stored once."}, {"name": "again-b", "body": "Twice."}]
+    client = world.client("alpha")
+
+    first = call(client, "post", "/memories/batch", {"memories": items})
+    again = call(client, "post", "/memories/batch", {"memories": items})
+
+    assert first.status_code == 201 and first.json()["created"] == 2
+    assert again.status_code == 200, again.json()
+    assert again.json()["created"] == 0 and again.json()["existing"] == 2
+    assert [i["id"] for i in again.json()["items"]] == [i["id"] for i in first.json()["items"]]
