@@ -248,6 +248,32 @@ def test_4_no_page_scrolls_sideways_on_a_phone(page: Any, user: User) -> None:
     assert right <= PHONE["width"], f"paragraph text runs to {right} px"
 
 
+def test_4_a_long_unbroken_name_wraps_wherever_it_is_quoted_on_a_phone(
+    page: Any, user: User
+) -> None:
+    # Agents write names like payroll.nightly_reconciliation_job.schedule_v2: the
+    # message after a save, the delete confirmation, an old version's "Superseded by"
+    # and the search page's and palette's "no results" lines ran off a phone.
+    memories = world()
+    log_in(page, user)
+    page.set_viewport_size(PHONE)
+    code = memories["rollback-billing"]
+    name = "payroll.nightly_reconciliation_job.schedule_v2_" + "x" * 40
+    old = services.memory_create(project=code.project, kind="fact", name=name, description="d")
+    newer = services.memory_supersede(memory=old, name=name + "_v3", description="d2")
+
+    page.goto(f"/memories/{newer.pk}/edit/")
+    page.click("form button.primary")
+    page.wait_for_selector("#messages .msg")
+    assert overflow(page) == 0, f"the message after a save is {overflow(page)} px too wide"
+    page.click("[data-focus-key=delete]")
+    page.wait_for_selector(".confirm")
+    assert overflow(page) == 0, f"the delete confirmation is {overflow(page)} px too wide"
+    for url in (f"/memories/{old.pk}/", "/?q=" + "a" * 80, "/palette/?q=" + "x" * 80):
+        page.goto(url)
+        assert overflow(page) == 0, f"{url} is {overflow(page)} px wider than the phone"
+
+
 # 5 --------------------------------------------------------------------------------
 
 
