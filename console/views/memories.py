@@ -8,7 +8,9 @@ history that belong to projects the person does not see.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC
 from typing import Any, TypeVar
@@ -53,6 +55,7 @@ def _note(request: HtmxHttpRequest, note_id: str) -> Note:
 
 
 Item = TypeVar("Item", Memory, Note)
+F = TypeVar("F", bound=Form)
 
 
 def _visible(request: HtmxHttpRequest, detail: selectors.MemoryDetail) -> selectors.MemoryDetail:
@@ -219,17 +222,24 @@ def _merged(
     if opened is None:  # no base to merge on: the whole form is the person's to check
         _saved_since(form, memory, "", links="links")
         return form, None
-    saved, base_values = MemoryForm.initial_from(memory), MemoryForm.initial_from(opened)
-    merged, clashes = merge_edit(form.cleaned_data, saved, base_values)
+    base_values = MemoryForm.initial_from(opened)
+    return _merged_with(form, memory, MemoryForm.initial_from(memory), base_values, "links")
+
+
+def _merged_with(
+    form: F, item: Memory | Note, saved: Mapping[str, Any], base: Mapping[str, Any], links: str
+) -> tuple[F, dict[str, Any] | None]:
+    """`_merged`'s merge, for any edit form: the merged values, or the form with them."""
+    merged, clashes = merge_edit(form.cleaned_data, saved, base)
     if not clashes:
         return form, merged
     data = QueryDict(mutable=True)
     data.update(form.data)
     for name, value in merged.items():
         data[name] = form.fields[name].prepare_value(value) if value is not None else ""
-    again = MemoryForm(data)
+    again = type(form)(data)
     again.is_valid()
-    _saved_since(again, memory, "", links="links")
+    _saved_since(again, item, "", links=links)
     labels = ", ".join(str(again.fields[name].label or name).lower() for name in clashes)
     again.add_error(
         None,
@@ -424,32 +434,78 @@ def note_detail(request: HtmxHttpRequest, note_id: str) -> HttpResponse:
     return page(request, "console/note.html", context, "note-main")
 
 
+def _fingerprints(values: Mapping[str, Any]) -> str:
+    """A note's form values as its edit form opened, as short digests (a note keeps
+    no revisions to merge on, and its body may be 200,000 characters)."""
+    return json.dumps({name: _digest(value) for name, value in values.items()})
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(repr(value).encode()).hexdigest()[:16]
+
+
+def _base_from(opened: str, mine: Mapping[str, Any], saved: Mapping[str, Any]) -> dict[str, Any]:
+    """The values an edit form opened with, as far as `merge_edit` needs them, from
+    their digests: a field's saved or typed value where its digest matches, else a
+    value equal to neither (changed in both); none without digests (every field that
+    differs is then the person's to check)."""
+    try:
+        digests = json.loads(opened)
+    except ValueError:
+        return {}
+    if not isinstance(digests, dict):
+        return {}
+    base: dict[str, Any] = {}
+    for name in mine:
+        if name not in digests:
+            continue
+        if _digest(saved.get(name)) == digests[name]:
+            base[name] = saved.get(name)
+        elif _digest(mine[name]) == digests[name]:
+            base[name] = mine[name]
+        else:
+            base[name] = object()  # changed here and there
+    return base
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
 def note_edit(request: HtmxHttpRequest, note_id: str) -> HttpResponse:
     """Edit a note's text, tags and source (its slug stays: links name it)."""
     note = _note(request, note_id)
-    seen, stale = _stamp(note), False
+    seen, stale, base = _stamp(note), False, _fingerprints(NoteForm.initial_from(note))
     if request.method == "POST":
         form = NoteForm(request.POST)
         seen = request.POST.get("seen") or seen  # kept through a form back with errors
-        if form.is_valid() and _saved_since(form, note, seen, links="the link"):
-            seen, stale = _stamp(note), True  # told: a second save is deliberate
-        elif form.is_valid():
-            if all(getattr(note, k) == v for k, v in form.cleaned_data.items()):
+        opened = request.POST.get("base", "")
+        merged: dict[str, Any] | None = None
+        if form.is_valid() and seen != _stamp(note):  # saved meanwhile: merge, as memories do
+            saved_values = NoteForm.initial_from(note)
+            form, merged = _merged_with(
+                form, note, saved_values, _base_from(opened, form.cleaned_data, saved_values),
+                "the link",
+            )  # fmt: skip
+            if merged is None:  # the same field changed in both: the person decides
+                seen, stale = _stamp(note), True
+        if form.is_valid() and not stale:
+            values = merged if merged is not None else form.cleaned_data
+            if all(getattr(note, k) == v for k, v in values.items()):
                 messages.info(request, f"Nothing changed in {note.title}: nothing saved.")
                 return done(request, reverse("note_detail", args=[note.pk]))
             try:
-                saved = services.note_update(note=note, **form.cleaned_data)
+                saved = services.note_update(note=note, **values)
             except ValidationError as exc:
                 add_errors(form, exc)
             else:
-                messages.success(request, f"Saved {saved.title}.")
+                joined = " with the change saved meanwhile" if merged is not None else ""
+                messages.success(request, f"Saved {saved.title}{joined}.")
                 return done(request, reverse("note_detail", args=[saved.pk]))
+        if not stale:  # the form goes back with errors: it still opened where it did
+            base = opened or base
     else:
         form = NoteForm(initial=NoteForm.initial_from(note))
-    context = {"form": form, "n": note, "seen": seen, "stale": stale}
+    context = {"form": form, "n": note, "seen": seen, "stale": stale, "base": base}
     return page(request, "console/note_form.html", context, "note-form")
 
 

@@ -4,6 +4,7 @@ one took the API or the Django admin."""
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 from typing import Any
@@ -203,3 +204,54 @@ def test_note_writes_need_a_login_and_the_csrf_token(note: Note) -> None:
     guarded.force_login(User.objects.create_superuser("root", password=None))
     assert guarded.post(f"/notes/{note.pk}/edit/", fields(note, body="x")).status_code == 403
     assert Note.objects.get(pk=note.pk).body == note.body
+
+
+def opened_form(admin_client: Client, note: Note) -> dict[str, str]:
+    """The hidden fields of a note's edit form as it opens now."""
+    page = admin_client.get(f"/notes/{note.pk}/edit/").content.decode()
+    return {
+        name: html.unescape(value)
+        for name, value in re.findall(r'name="(seen|base)" value="([^"]*)"', page)
+    }
+
+
+def test_two_tabs_changing_different_fields_of_a_note_both_keep_their_change(
+    admin_client: Client, note: Note
+) -> None:
+    # Tab B, refused, saved again as told and put its old copy of the body back
+    # over tab A's (a person's walk); memories merged field by field already.
+    a, b = opened_form(admin_client, note), opened_form(admin_client, note)
+    start = fields(note)
+
+    admin_client.post(f"/notes/{note.pk}/edit/", {**start, **a, "body": "Tab A's body."}, **HX)
+    second = admin_client.post(
+        f"/notes/{note.pk}/edit/", {**start, **b, "description": "Tab B's line"}, **HX
+    )
+
+    note.refresh_from_db()
+    assert (note.body, note.description) == ("Tab A's body.", "Tab B's line")
+    assert second.headers.get("HX-Redirect") == f"/notes/{note.pk}/"  # saved, not refused
+    shown = admin_client.get(f"/notes/{note.pk}/").content.decode()
+    assert "with the change saved meanwhile" in shown
+
+
+def test_two_tabs_changing_the_same_field_of_a_note_leave_it_to_the_person(
+    admin_client: Client, note: Note
+) -> None:
+    a, b = opened_form(admin_client, note), opened_form(admin_client, note)
+    start = fields(note)
+    admin_client.post(
+        f"/notes/{note.pk}/edit/",
+        {**start, **a, "body": "Tab A's body.", "title": "Retries, by A"},
+        **HX,
+    )
+
+    refused = admin_client.post(
+        f"/notes/{note.pk}/edit/", {**start, **b, "body": "Tab B's body."}, **HX
+    ).content.decode()
+
+    note.refresh_from_db()
+    assert note.body == "Tab A's body."
+    assert "Changed there and here: body" in html.unescape(refused)
+    assert "Tab B's body." in html.unescape(refused)  # the typed text kept
+    assert 'value="Retries, by A"' in refused  # the other tab's title, not the old one
