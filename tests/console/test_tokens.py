@@ -145,6 +145,8 @@ def test_command_reports_errors_cleanly(projects: None) -> None:
         _run("create", "--agent", "coder", "--project", "nowhere")
     with pytest.raises(CommandError, match="no token"):
         _run("revoke", "ffffffffff")
+    with pytest.raises(CommandError, match="a prefix's start needs at least 4 characters"):
+        _run("revoke", "c")  # the start of a real prefix, too short to be one
     assert _run("list")[0].strip() == "no tokens"
 
 
