@@ -25,6 +25,9 @@ def main() -> None:
         execute_from_command_line(sys.argv)
     except DatabaseUnreachable as exc:  # a wrong DATABASE_URL or a server that is down
         sys.exit(f"manage.py: {exc}")
+    except BrokenPipeError:  # `manage.py search ... | head`: the reader left; say nothing
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own advice
+        sys.exit(141)  # as a shell reports SIGPIPE
     except (OperationalError, ProgrammingError) as exc:
         if not _no_tables(exc):
             raise

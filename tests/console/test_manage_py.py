@@ -28,3 +28,20 @@ def test_a_database_never_migrated_is_one_line_naming_migrate(
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert "has no tables yet (no such table: " in done.stderr
     assert "run `manage.py migrate` first" in done.stderr
+
+
+def test_output_a_pipe_stops_reading_ends_without_a_traceback(tmp_path: Path) -> None:
+    """`manage.py search ... | head` ended in a BrokenPipeError traceback."""
+    env = {**os.environ, "RECALL_DATA_DIR": str(tmp_path / "data")}
+    writer = subprocess.Popen(
+        [sys.executable, "manage.py", "shell", "-c", "print('x' * 1_000_000)"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert writer.stdout is not None and writer.stderr is not None
+    writer.stdout.read(1)
+    writer.stdout.close()  # as `head -c 1` does
+    said = writer.stderr.read().decode()
+    writer.wait(timeout=300)
+
+    assert "Traceback" not in said and "BrokenPipeError" not in said, said
+    assert writer.returncode == 141
