@@ -113,3 +113,22 @@ def test_a_login_link_opened_logged_in_goes_on_to_its_page(client: Client, ada: 
     response = client.get("/login/?next=/projects/")
 
     assert response.status_code == 302 and response["Location"] == "/projects/"
+
+
+def test_a_second_login_made_by_ensure_login_keeps_the_first_ones_line(
+    settings: Any, tmp_path: Path
+) -> None:
+    # `--username ops` wrote its line over login.txt: the admin's password was gone,
+    # and the next `make run` printed ops's login as the console's.
+    settings.DATA_DIR = tmp_path
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    call_command("ensure_login", stdout=StringIO())
+    call_command("ensure_login", "--username", "ops", stdout=StringIO())
+    again = StringIO()
+    call_command("ensure_login", stdout=again)
+
+    lines = [line.split() for line in (tmp_path / "login.txt").read_text().splitlines()]
+    assert [name for name, _ in lines] == ["admin", "ops"]
+    for name, password in lines:
+        assert User.objects.get(username=name).check_password(password)
+    assert again.getvalue().startswith(f"Console login: admin / {lines[0][1]} ")

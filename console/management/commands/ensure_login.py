@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -15,27 +16,31 @@ class Command(BaseCommand):
     help = "Create (or reset with --reset) a superuser login and print it."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--username", default="admin")
+        parser.add_argument(
+            "--username", default="admin", help="the login to make or show (default admin)"
+        )
         parser.add_argument("--reset", action="store_true", help="set a new password")
 
     def handle(self, *args: Any, **options: Any) -> None:
         username = options["username"]
         users = get_user_model()
         secret_file = settings.DATA_DIR / "login.txt"
+        stored = _logins(secret_file)
         user = users.objects.filter(username=username).first()
-        if user is None or options["reset"] or not secret_file.exists():
+        if user is None or options["reset"] or username not in stored:
             password = secrets.token_urlsafe(12)
             if user is None:
                 user = users.objects.create_superuser(username=username, password=password)
             else:
                 user.set_password(password)
                 user.save()
+            stored[username] = password  # the other logins' lines stay as they were
             # Created 0600, never readable by others even for a moment (as secret_key).
             fd = os.open(secret_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(f"{username} {password}\n")
+                fh.writelines(f"{name} {secret}\n" for name, secret in stored.items())
             secret_file.chmod(0o600)  # a file made before keeps its mode otherwise
-        username, password = secret_file.read_text().split()
+        password = stored[username]
         self.stdout.write(f"Console login: {username} / {password}  (stored in {secret_file})")
         if not (user.is_staff and user.is_superuser):
             # The operator's login is made a superuser; one that lost the flags
@@ -46,3 +51,13 @@ class Command(BaseCommand):
                 "the projects granted to it and cannot open Settings. Give it the flags in "
                 "the admin, or use `createsuperuser` for an operator's login."
             )
+
+
+def _logins(secret_file: Path) -> dict[str, str]:
+    """The logins this command made, one `username password` line each, in order.
+    `--username ops` wrote its line over the file, and `make run` then printed
+    ops's login as the console's."""
+    if not secret_file.exists():
+        return {}
+    pairs = (line.split() for line in secret_file.read_text(encoding="utf-8").splitlines())
+    return {pair[0]: pair[1] for pair in pairs if len(pair) == 2}
