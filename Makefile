@@ -6,6 +6,8 @@ BIN := $(VENV)/bin
 export RECALL_DATA_DIR ?= $(CURDIR)/var
 export DJANGO_ALLOW_ASYNC_UNSAFE = true
 CHROMIUM ?= /usr/bin/chromium
+# Where `make run` and `make serve` listen, e.g. `make run ADDRESS=127.0.0.1:8102`.
+ADDRESS ?= 127.0.0.1:8000
 
 .PHONY: run test venv migrate lint typecheck contracts pytest chromium axe bench bench-smoke serve clean
 
@@ -25,13 +27,13 @@ run: migrate
 	@# Indexes reconverge from the database (e.g. after an embedding model change).
 	@$(PY) manage.py index_status --fail-on-drift >/dev/null || $(PY) manage.py reindex
 	$(PY) manage.py ensure_login
-	@echo "Serving the console on http://127.0.0.1:8000/ (Ctrl-C stops it and the index worker)"
-	@$(WITH_WORKER) $(PY) manage.py runserver 127.0.0.1:8000 --insecure
+	@echo "Serving the console on http://$(ADDRESS)/ (Ctrl-C stops it and the index worker)"
+	@$(WITH_WORKER) $(PY) manage.py runserver $(ADDRESS) --insecure
 
 # Production-style server for the API and the console (see README).
 serve: migrate
 	$(PY) manage.py collectstatic --noinput -v0
-	@$(WITH_WORKER) $(BIN)/gunicorn console.wsgi:application --config console/gunicorn.conf.py --bind 127.0.0.1:8000 --workers 2 --threads 4 --preload
+	@$(WITH_WORKER) $(BIN)/gunicorn console.wsgi:application --config console/gunicorn.conf.py --bind $(ADDRESS) --workers 2 --threads 4 --preload
 
 # Writes return at commit: the server queues index jobs and `manage.py index_worker`
 # applies them in batches beside it. The worker stops with the server (Ctrl-C, exit).
