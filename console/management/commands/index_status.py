@@ -77,7 +77,11 @@ class Command(BaseCommand):
             )
         else:
             self.stdout.write(
-                self.style.WARNING("drift found: run `manage.py sync_indexes --repair`")
+                self.style.WARNING(
+                    "drift found: run `manage.py sync_indexes --repair` (it rewrites what "
+                    "differs; after a change of full-text backend or model, `manage.py "
+                    "reindex` rebuilds the whole plane, either will do)"
+                )
             )
         if options["fail_on_drift"]:
             raise SystemExit(1)
