@@ -52,6 +52,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from recall.errors import IndexUnavailable
 from recall.indexes.copy_rows import Partition, RowBook
 from recall.ports import VectorIndex, Vectors
 from recall.types import Candidate, Facets, Filter, VectorBlock, VectorRow
@@ -665,7 +666,11 @@ def _keep_current(ref: weakref.ref[HotVectorIndex]) -> None:
             index.refresh()
             index._ready.set()
             failing = False
-        except Exception:  # the plane is down: searches keep the copy or fall back
+        except IndexUnavailable as exc:  # a damaged or missing plane: its one line
+            if not failing:
+                log.warning("refreshing the in-process vector copy failed: %s", exc)
+            failing = True
+        except Exception:  # anything else: searches keep the copy or fall back
             if not failing:
                 log.exception("refreshing the in-process vector copy failed")
             failing = True

@@ -416,8 +416,8 @@ class LanceIndex:
         table = self._handle()
         query = table.search().select(list(_BLOCK_COLUMNS)).limit(None)
         reader = self._call(lambda: query.to_batches(size), doing="read")
-        for batch in reader:
-            yield _block(batch, self.dims)
+        while (batch := self._call(next, reader, None, doing="read")) is not None:
+            yield _block(batch, self.dims)  # a damaged file fails here, mid-read
 
     def changes(self, after: int) -> VectorBlock:
         """The rows written after sequence number `after` (see the module docstring)."""

@@ -428,6 +428,19 @@ def test_an_unusable_directory_raises_index_unavailable(tmp_path: Path) -> None:
         LanceIndex(blocker / "vectors", dims=DIMS).count()
 
 
+def test_damaged_data_files_raise_index_unavailable_when_read_whole(tmp_path: Path) -> None:
+    # The in-process copy loads the table with `blocks`: a damaged data file raised
+    # pyarrow's own error from inside the read, and the copy's thread printed 50
+    # lines of traceback under the one-line warning `manage.py search` gave.
+    index = LanceIndex(tmp_path / "vectors", dims=DIMS)
+    index.upsert([row("m", X)])
+    for data in (tmp_path / "vectors").glob("*.lance/data/*.lance"):
+        data.write_bytes(b"\x13" * data.stat().st_size)
+
+    with pytest.raises(IndexUnavailable, match="cannot read vector table"):
+        list(LanceIndex(tmp_path / "vectors", dims=DIMS).blocks(10))
+
+
 def test_non_finite_vectors_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="finite"):
         LanceIndex(tmp_path, dims=DIMS).upsert([row("m", (float("nan"),) * DIMS)])
