@@ -195,6 +195,12 @@ def _memory_form(request: HtmxHttpRequest, memory: Memory, *, supersede: bool) -
                     verb = "Superseded" if supersede else "Saved"
                     joined = " with the change saved meanwhile" if merged is not None else ""
                     messages.success(request, f"{verb} {saved.name}{joined}.")
+                    if not supersede and saved.invalid_at is not None:  # archived, maybe meanwhile
+                        messages.info(
+                            request,
+                            f"{saved.name} is archived: agents do not read it (Restore brings "
+                            "it back).",
+                        )
                     _warn_withheld(request, values)
                     renamed = None if supersede else selectors.links_left_by_rename(saved)
                     if renamed:
@@ -202,9 +208,12 @@ def _memory_form(request: HtmxHttpRequest, memory: Memory, *, supersede: bool) -
                 return done(request, reverse("memory_detail", args=[saved.pk]))
     else:
         form = MemoryForm(initial=MemoryForm.initial_from(memory))
+    # Superseded in another tab while this form was open: the refusal names the
+    # replacement, and the form links to its own form there (the text stays here).
+    later = selectors.memory_successors(memory) if memory.superseded_by_id else []
     context = {
         "form": form, "m": memory, "supersede": supersede, "seen": seen, "stale": stale,
-        "base": base,
+        "base": base, "replacement": later[-1] if later else None,
     }  # fmt: skip
     return page(request, "console/memory_form.html", context, "memory-form")
 

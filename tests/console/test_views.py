@@ -769,6 +769,23 @@ def test_a_superseded_memory_cannot_be_edited(admin_client: Client, memory: Memo
     assert "edit its replacement" in response.content.decode()
     memory.refresh_from_db()
     assert memory.description != "rewritten past"
+    # It named the replacement's id as plain text: a dead end for the typed text.
+    assert f'href="/memories/{memory.superseded_by_id}/edit/"' in response.content.decode()
+    assert "rewritten past" in response.content.decode()  # the text stays to copy
+
+
+def test_an_edit_saved_on_a_memory_archived_meanwhile_says_it_is_archived(
+    admin_client: Client, memory: Memory
+) -> None:
+    # Tab A opened the form, tab B archived the memory, tab A saved: "Saved X." alone.
+    admin_client.get(f"/memories/{memory.pk}/edit/")
+    services.memory_archive(memory=memory)
+
+    admin_client.post(f"/memories/{memory.pk}/edit/", form_data(memory, description="Later"))
+
+    shown = admin_client.get(f"/memories/{memory.pk}/").content.decode()
+    assert f"Saved {memory.name}." in shown
+    assert f"{memory.name} is archived: agents do not read it" in shown
 
 
 def test_a_plain_edit_post_redirects(admin_client: Client, memory: Memory) -> None:
