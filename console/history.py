@@ -143,29 +143,73 @@ def _words(text: str) -> list[str]:
     return text.split(" ") if text else []
 
 
+CONTEXT_LINES = 3  # unchanged lines shown on each side of a change
+CONTEXT_WORDS = 25  # unchanged words shown on each side of a change within a line
+
+
+def _skipped(count: int, what: str) -> str:
+    return (
+        f'<span class="diff-skip">… {count:,} unchanged {what}{"s" if count != 1 else ""} …</span>'
+    )
+
+
+def _kept(
+    items: list[str], *, first: bool, last: bool, context: int
+) -> tuple[list[str], int, list[str]]:
+    """An unchanged run shown beside the changes around it: the items kept before the
+    left-out middle, how many are left out, the items kept after (`context` on each
+    side a change lies; none before the first change or after the last)."""
+    head = 0 if first else context
+    tail = 0 if last else context
+    if len(items) <= head + tail + 1:
+        return items, 0, []
+    return items[:head], len(items) - head - tail, items[len(items) - tail :]
+
+
 def body_diff(before: str, after: str) -> SafeString:
-    """A word-level diff of two bodies, line by line, as escaped HTML."""
+    """A word-level diff of two bodies, line by line, as escaped HTML. Long unchanged
+    runs are left out around the changes (`CONTEXT_LINES` lines, `CONTEXT_WORDS` words
+    within a changed line), each said by a marker: a one-word change in a 200,000
+    character body printed the whole body. A first version (nothing before) is shown
+    whole: all of it is the change."""
     out: list[str] = []
     old_lines, new_lines = before.splitlines(), after.splitlines()
-    lines = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for op, i1, i2, j1, j2 in lines.get_opcodes():
+    codes = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes()
+    for n, (op, i1, i2, j1, j2) in enumerate(codes):
         if op == "equal":
-            out.extend(escape(line) for line in old_lines[i1:i2])
+            head, left, tail = _kept(
+                old_lines[i1:i2], first=n == 0, last=n == len(codes) - 1, context=CONTEXT_LINES
+            )
+            out.extend(escape(line) for line in head)
+            out.extend([_skipped(left, "line")] if left else [])
+            out.extend(escape(line) for line in tail)
             continue
-        old_words = _words("\n".join(old_lines[i1:i2]))
-        new_words = _words("\n".join(new_lines[j1:j2]))
-        words = difflib.SequenceMatcher(None, old_words, new_words, autojunk=False)
-        parts: list[str] = []
-        for wop, a1, a2, b1, b2 in words.get_opcodes():
-            if wop == "equal":
-                parts.append(escape(" ".join(old_words[a1:a2])))
+        out.append(_changed_lines(old_lines[i1:i2], new_lines[j1:j2]))
+    return mark_safe("\n".join(out))  # noqa: S308 - every piece of text is escaped
+
+
+def _changed_lines(old: list[str], new: list[str]) -> str:
+    """Changed lines as one word-level diff (`body_diff`)."""
+    old_words, new_words = _words("\n".join(old)), _words("\n".join(new))
+    codes = difflib.SequenceMatcher(None, old_words, new_words, autojunk=False).get_opcodes()
+    parts: list[str] = []
+    for m, (op, a1, a2, b1, b2) in enumerate(codes):
+        if op == "equal":
+            head, left, tail = _kept(
+                old_words[a1:a2], first=m == 0, last=m == len(codes) - 1, context=CONTEXT_WORDS
+            )
+            if not left:
+                parts.append(escape(" ".join(head)))
                 continue
-            if a2 > a1:
-                parts.append(f"<del>{escape(' '.join(old_words[a1:a2]))}</del>")
-            if b2 > b1:
-                parts.append(f"<ins>{escape(' '.join(new_words[b1:b2]))}</ins>")
-        out.append(" ".join(parts))
-    return mark_safe("\n".join(out))  # noqa: S308 - every piece of text above is escaped
+            parts.extend([escape(" ".join(head))] if head else [])
+            parts.append(_skipped(left, "word"))
+            parts.extend([escape(" ".join(tail))] if tail else [])
+            continue
+        if a2 > a1:
+            parts.append(f"<del>{escape(' '.join(old_words[a1:a2]))}</del>")
+        if b2 > b1:
+            parts.append(f"<ins>{escape(' '.join(new_words[b1:b2]))}</ins>")
+    return " ".join(parts)
 
 
 def revision_diff(old: MemoryRevision | None, new: MemoryRevision) -> RevisionDiff:

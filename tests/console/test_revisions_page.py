@@ -26,6 +26,34 @@ def project(planes: Path) -> Project:
     return services.project_create(slug="billing-api")
 
 
+def test_a_small_change_in_a_long_body_is_shown_with_its_context_not_the_whole_body() -> None:
+    # A one-word change in a 200,000-character body printed the whole body twice:
+    # a 155,000 px page to scroll for one marked word.
+    lines = [f"Line {n} of the runbook says step {n}." for n in range(1, 101)]
+    edited = [*lines[:49], "Line 50 of the runbook says step fifty.", *lines[50:]]
+    words = " ".join(f"w{n}" for n in range(1000))
+
+    diff = str(history.body_diff("\n".join(lines), "\n".join(edited)))
+    one_line = str(history.body_diff(words, words.replace(" w500 ", " changed ")))
+
+    assert diff.splitlines() == [
+        '<span class="diff-skip">… 46 unchanged lines …</span>',
+        "Line 47 of the runbook says step 47.",
+        "Line 48 of the runbook says step 48.",
+        "Line 49 of the runbook says step 49.",
+        "Line 50 of the runbook says step <del>50.</del> <ins>fifty.</ins>",
+        "Line 51 of the runbook says step 51.",
+        "Line 52 of the runbook says step 52.",
+        "Line 53 of the runbook says step 53.",
+        '<span class="diff-skip">… 47 unchanged lines …</span>',
+    ]
+    assert one_line.startswith('<span class="diff-skip">… 475 unchanged words …</span> w475 ')
+    assert "<del>w500</del> <ins>changed</ins>" in one_line
+    assert one_line.endswith(' w525 <span class="diff-skip">… 474 unchanged words …</span>')
+    short = str(history.body_diff("Deploy on Fridays.\nOK.", "Never deploy on Fridays.\nOK."))
+    assert short == "<del>Deploy</del> <ins>Never deploy</ins> on Fridays.\nOK."  # all shown
+
+
 def test_each_revision_is_listed_and_diffed_against_its_predecessor(
     admin_client: Client, project: Project
 ) -> None:
