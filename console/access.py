@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from console import history, raw, selectors, services, withheld
-from console.models import NAME_RE, AgentToken, Edge, Memory, Note, Project, new_id
+from console.models import AGENT_SOURCE, NAME_RE, AgentToken, Edge, Memory, Note, Project, new_id
 from console.store import now as store_now
 from recall import decay
 from recall.errors import QueryError, RecallError
@@ -506,7 +506,11 @@ def memory_supersede(access: Access, *, memory_id: str, fields: Mapping[str, Any
             f"no active memory named {memory_id!r}; {archived.pk} of that name is archived: "
             "restore it first, then supersede it"
         ) from None
-    new = services.memory_supersede(memory=old, **withheld.restored(old, fields))
+    # The replacement's text is the superseding agent's (as a person's supersede in the
+    # console is theirs): it carried the old version's author and source, so other
+    # agents read an agent's rewrite as what a user stated.
+    by = {"agent_id": access.agent, "source": fields.get("source") or AGENT_SOURCE}
+    new = services.memory_supersede(memory=old, **withheld.restored(old, fields) | by)
     return Written(new, True, _hint(new))
 
 

@@ -17,6 +17,7 @@ from ulid import ULID
 from recall.types import ISOLATIONS, MEMORY_KINDS
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,119}$")
+AGENT_SOURCE = "agent_inferred"  # what an agent's write is learnt as unless it says otherwise
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 # A note's source: http(s):// and no ASCII space, control character, quote,
 # angle bracket or backslash. The API schema publishes this same pattern

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from ninja import Field
 from pydantic import ConfigDict, StringConstraints, field_validator, model_validator
 
-from console.models import SOURCE_URL_RE
+from console.models import AGENT_SOURCE, SOURCE_URL_RE
 from console.schemas.common import (
     Altitude,
     AssociatedCap,
@@ -425,7 +425,7 @@ class MemoryItem(MemoryFields):
 
     kind: MemoryKind = Field("fact", description="constraint, gotcha, fact, episode, ...")
     name: Name = Field(description="its slug, e.g. chroma-boot-race")
-    source: str = Field("agent_inferred", max_length=32, description="user_stated, ...")
+    source: str = Field(AGENT_SOURCE, max_length=32, description="user_stated, ...")
 
 
 class MemoryIn(MemoryItem, WriteReply):

@@ -322,7 +322,7 @@ def memory_supersede(*, memory: Memory, **fields: Any) -> Memory:
         carried.pop(own, None)
     if fields.get("session_id", old.session_id) != old.session_id:
         carried.pop("session_order", None)  # its place in the old session: the next in the new
-    if _unchanged(old, fields):
+    if _unchanged(old, fields, ignore=(*SUPERSEDE_OWN, "agent_id", "source")):  # who, not what
         raise StateConflict(
             "The new version would be the same as this one: change what is new first."
         )
@@ -369,11 +369,14 @@ def _replacement(memory: Memory) -> str:
     return f"{chain[-1].pk} ({chain[-1].name!r})" if chain else "its replacement"
 
 
+SUPERSEDE_OWN = ("external_id", "invalid_at")  # a supersede's own fields (`_unchanged`)
+
+
 def _unchanged(
     old: Memory,
     fields: Mapping[str, Any],
     *,
-    ignore: tuple[str, ...] = ("external_id", "invalid_at"),
+    ignore: tuple[str, ...] = SUPERSEDE_OWN,
 ) -> bool:
     """Whether writing `fields` over `old` would leave it as it is (texts compared
     without their outer spaces, tags cleaned; the fields in `ignore` are not

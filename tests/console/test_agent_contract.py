@@ -917,3 +917,21 @@ def test_a_batch_already_stored_whole_answers_200_as_one_write_does(world: World
     assert again.status_code == 200, again.json()
     assert again.json()["created"] == 0 and again.json()["existing"] == 2
     assert [i["id"] for i in again.json()["items"]] == [i["id"] for i in first.json()["items"]]
+
+
+def test_a_supersede_is_credited_to_the_agent_that_wrote_it(world: World) -> None:
+    # The replacement carried the old version's author and source: an agent's
+    # rewrite of a person's memory read as user_stated to every other agent.
+    old = world.memories["alpha"]
+    assert old.agent_id == "" and old.source == "user_stated"  # made in the console
+    client = world.client("alpha")
+
+    rewritten = call(client, "post", f"/memories/{old.pk}/supersede", {"description": "Newer"})
+    said = call(client, "post", f"/memories/{rewritten.json()['memory']['id']}/supersede",
+                {"description": "Newest", "source": "user_stated"})  # fmt: skip
+
+    assert rewritten.status_code == 201, rewritten.json()
+    first = Memory.objects.get(pk=rewritten.json()["memory"]["id"])
+    assert (first.agent_id, first.source) == ("agent-alpha", "agent_inferred")
+    second = Memory.objects.get(pk=said.json()["memory"]["id"])
+    assert (second.agent_id, second.source) == ("agent-alpha", "user_stated")  # as it said
