@@ -295,9 +295,15 @@ class NewMemoryForm(ChoicesForm, MemoryForm):
         "project", "kind", "name", "description", "body", "tags", "importance", "expires_at",
     ]  # fmt: skip
 
-    def __init__(self, *args: Any, projects: Sequence[str] = (), **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, projects: Sequence[str] = (), global_choice: bool = True, **kwargs: Any
+    ) -> None:
+        """`global_choice` False: one of `projects` must be chosen (a person without the
+        staff flag: global memories reach every project's agents, `roles.can_change`)."""
         super().__init__(*args, **kwargs)
-        self._choices("project", project_choices(projects, blank="Global (every open project)"))
+        choices = project_choices(projects, blank="Global (every open project)")
+        self._choices("project", choices if global_choice else choices[1:])
+        self.fields["project"].required = not global_choice
         self.order_fields(self.field_order)
 
 

@@ -6,6 +6,9 @@
 - Everyone else logged in sees the global items (no project) and the
   projects granted to them (`ProjectMember` rows, from the admin or
   `manage.py project grant`), a sealed project only when granted like any other.
+- Global memories and the global digest reach every project's agents, so only
+  staff change them (`can_change`): write, edit, supersede, archive, restore,
+  delete or star one. Agents may not either (console/access.py).
 
 An item outside a person's projects is answered like an unknown id (404), so
 the console never confirms it exists. Isolation (open/confidential/sealed)
@@ -63,6 +66,18 @@ def can_see(user: Person, project: str | None) -> bool:
         return True
     visible = visible_projects(user)
     return visible is None or project in visible
+
+
+def can_change(user: Person, project: str | None) -> bool:
+    """Whether the person may change an item of `project` (None: a global memory or
+    the global digest, which every project's agents read: staff alone)."""
+    return can_see(user, project) and (project is not None or is_staff(user))
+
+
+GLOBAL_CHANGES = (
+    "Global memories and the global digest reach every project's agents, so staff "
+    "curate them: ask a staff member, or write it in one of your projects."
+)
 
 
 def project_of(item: Memory | Note) -> str | None:

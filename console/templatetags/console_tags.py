@@ -23,9 +23,12 @@ from markdown_it.common.utils import escapeHtml as escape_html
 from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline
 
+from console import roles
 from console.forms import QUERY_CHARS
+from console.models import Note
 from recall import sanitize
 from recall.links import WIKILINK
+from recall.results import Hit
 
 register = template.Library()
 
@@ -166,6 +169,17 @@ def home(item: Any) -> str:
     if project:
         return str(getattr(project, "slug", project))
     return "inbox" if getattr(item, "kind", "") == "note" else "global"
+
+
+@register.filter
+def starrable(item: Any, user: Any) -> bool:
+    """Whether the person may star `item` (a hit, a memory or a note): a global
+    memory's star pins it in every project's briefing, so staff alone star one
+    (`roles.can_change`)."""
+    if isinstance(item, Note) or (isinstance(item, Hit) and item.kind == "note"):
+        return True
+    project = getattr(item, "project", None)
+    return roles.can_change(user, getattr(project, "slug", project) or None)
 
 
 @register.filter

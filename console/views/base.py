@@ -131,6 +131,14 @@ def visible_or_404(request: HttpRequest, project: str | None) -> None:
         raise Http404("No such item.")
 
 
+def changeable_or_403(request: HttpRequest, project: str | None) -> None:
+    """`visible_or_404`, then a 403 saying why when the person may see the item but not
+    change it (a global one, for a person without the staff flag: `roles.can_change`)."""
+    visible_or_404(request, project)
+    if not roles.can_change(request.user, project):
+        raise PermissionDenied(roles.GLOBAL_CHANGES)
+
+
 def partial(request: HtmxHttpRequest) -> bool:
     """An htmx request that wants a fragment (not a history restore)."""
     return bool(request.htmx) and not request.htmx.history_restore_request

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 
 from console import browse, services
 from console.models import Digest, Project
-from console.views.base import login_required, or_404, visible_or_404
+from console.views.base import changeable_or_403, login_required, or_404
 
 DIGEST = "digest"  # its messages show in the digest section, where the person is
 
@@ -24,7 +24,7 @@ DIGEST = "digest"  # its messages show in the digest section, where the person i
 def digest_update(request: HttpRequest, key: str) -> HttpResponse:
     project: Project | None = or_404(browse.project_for, key=key)
     slug = project.slug if project else None
-    visible_or_404(request, slug)
+    changeable_or_403(request, slug)  # the global digest: staff (`roles.can_change`)
     url = reverse("project_detail", args=[key]) + "#digest"
     if request.POST.get("action") == "rebuild":
         built = services.digest_rebuild(project=slug)

@@ -31,6 +31,7 @@ from console.models import Memory, Note
 from console.views.base import (
     HtmxHttpRequest,
     add_errors,
+    changeable_or_403,
     done,
     login_required,
     next_url,
@@ -42,9 +43,11 @@ from console.views.base import (
 from recall.worth import worth
 
 
-def _memory(request: HtmxHttpRequest, memory_id: str) -> Memory:
+def _memory(request: HtmxHttpRequest, memory_id: str, *, change: bool = False) -> Memory:
+    """The memory the person sees (404 otherwise); `change`: one they may change (403
+    for a global memory without the staff flag: `roles.can_change`)."""
     memory: Memory = or_404(selectors.memory_get, memory_id=memory_id)
-    visible_or_404(request, roles.project_of(memory))
+    (changeable_or_403 if change else visible_or_404)(request, roles.project_of(memory))
     return memory
 
 
@@ -91,6 +94,7 @@ def _detail_context(request: HtmxHttpRequest, memory_id: str) -> dict[str, Any]:
     return context | {
         "worth": worth(memory.feedback_helpful, memory.feedback_harmful),
         "withheld": _for_people(withheld.warnings(texts)),
+        "may_change": roles.can_change(request.user, roles.project_of(memory)),
     }
 
 
@@ -290,8 +294,9 @@ def _created(
 def memory_new(request: HtmxHttpRequest) -> HttpResponse:
     """Write a memory by hand (the palette's "New memory")."""
     projects = roles.project_slugs(request.user)  # a hidden project is an invalid choice
+    curates = roles.can_change(request.user, None)  # "Global" is a choice for staff alone
     if request.method == "POST":
-        form = NewMemoryForm(request.POST, projects=projects)
+        form = NewMemoryForm(request.POST, projects=projects, global_choice=curates)
         made = _created(
             request, form, lambda **data: services.memory_create(source="user_stated", **data),
             lambda m: (m.name, "memory_detail"), said=lambda data: _warn_withheld(request, data),
@@ -302,6 +307,7 @@ def memory_new(request: HtmxHttpRequest) -> HttpResponse:
         wanted = request.GET.get("project", "")
         form = NewMemoryForm(
             projects=projects,
+            global_choice=curates,
             initial={"project": wanted if wanted in projects else "", "kind": "fact"},
         )
     return page(request, "console/memory_new.html", {"form": form}, "memory-form")
@@ -311,14 +317,14 @@ def memory_new(request: HtmxHttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
 def memory_edit(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
-    return _memory_form(request, _memory(request, memory_id), supersede=False)
+    return _memory_form(request, _memory(request, memory_id, change=True), supersede=False)
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
 def memory_supersede(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
-    return _memory_form(request, _memory(request, memory_id), supersede=True)
+    return _memory_form(request, _memory(request, memory_id, change=True), supersede=True)
 
 
 def _curate(
@@ -344,7 +350,7 @@ def _curate(
 @require_POST
 @vary_on_headers("HX-Request")
 def memory_archive(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
-    memory = _memory(request, memory_id)
+    memory = _memory(request, memory_id, change=True)
     return _curate(request, memory, services.memory_archive, verb="Archived")
 
 
@@ -352,7 +358,7 @@ def memory_archive(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
 @require_POST
 @vary_on_headers("HX-Request")
 def memory_restore(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
-    memory = _memory(request, memory_id)
+    memory = _memory(request, memory_id, change=True)
     return _curate(request, memory, services.memory_restore, verb="Restored")
 
 
@@ -361,7 +367,7 @@ def memory_restore(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def memory_delete(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
     """GET asks for confirmation (inline for htmx); POST deletes."""
-    memory = _memory(request, memory_id)
+    memory = _memory(request, memory_id, change=True)
     if request.method == "POST":
         services.memory_delete(memory=memory)
         messages.success(request, f"Deleted {memory.name}.")
@@ -419,7 +425,7 @@ def _star(request: HtmxHttpRequest, item: Memory | Note, *, kind: str, url: str)
 @require_POST
 @vary_on_headers("HX-Request")
 def memory_star(request: HtmxHttpRequest, memory_id: str) -> HttpResponse:
-    memory = _memory(request, memory_id)
+    memory = _memory(request, memory_id, change=True)
     url = reverse("memory_detail", args=[memory.pk])
     return _star(request, memory, kind="memory", url=url)
 
