@@ -35,7 +35,7 @@ from recall.types import Record
 
 MIN_WARNING_CHARS = 24  # a warning is not cut shorter than this while items can go
 MIN_TEXT_CHARS = 24  # a cut shorter than this says too little to be worth its envelope
-NOTHING_FITS = "nothing packed: the best hit needs a budget of about"
+NOTHING_FITS = "nothing packed: the best hit needs a budget of"
 NOTHING_FITS_SHORT = "nothing packed: needs a budget of"  # its figures kept where room is short
 # Sentence and line ends (a CJK stop needs no space after it), then word ends, then
 # every few characters: a text of one long sentence, or of no spaces, is still cut.
@@ -234,12 +234,14 @@ def pack(
     associated: bool = False,
     pack_id: str | None = None,
     focus: Focus | None = None,
+    explain: bool = True,
 ) -> Packed:
     """The longest prefix of `ranked` whose reply fits `budget` (see the module docstring).
 
     `total_found` rides in the envelope when given; `associated=True` makes
     room for an (empty) `associated` list, which `attach` then fills; `focus`
-    is asked only for an item that must be cut.
+    is asked only for an item that must be cut; `explain` False leaves out the warning
+    naming the budget an empty pack needs (`_nothing_fits` packs to find it).
     """
     if budget < MIN_BUDGET:
         raise BudgetError(f"budget must be at least {MIN_BUDGET} tokens, not {budget}")
@@ -252,8 +254,19 @@ def pack(
         ranked, left, counter=counter, detail=detail, item_tokens=item_tokens, focus=focus
     )
     said = tuple(warnings)
-    if ranked and not items:
-        said += (_nothing_fits(ranked[0], budget - left, counter=counter, detail=detail),)
+    if ranked and not items and explain:
+
+        def holds(at: int, as_: str) -> bool:
+            again = pack(
+                ranked, budget=at, counter=counter, detail=as_, item_tokens=item_tokens,
+                warnings=warnings, total_found=total_found, associated=associated,
+                pack_id=pack_id, focus=focus, explain=False,
+            )  # fmt: skip
+            return bool(again.items)
+
+        said += (
+            _nothing_fits(ranked[0], budget - left, counter=counter, detail=detail, holds=holds),
+        )
     return _settle(
         counter, items, len(ranked), budget, said, detail, total_found,
         [] if associated else None, pack_id,
@@ -261,21 +274,40 @@ def pack(
 
 
 def _nothing_fits(
-    best: tuple[Hit, Record], envelope_: int, *, counter: TokenCounter, detail: str
+    best: tuple[Hit, Record],
+    envelope_: int,
+    *,
+    counter: TokenCounter,
+    detail: str,
+    holds: Callable[[int, str], bool],
 ) -> str:
     """NOTHING_FITS and the least budget that would hold the best hit (its text cut to
     `MIN_TEXT_CHARS`), and at detail "index" when less: at 100 tokens no memory fits in full
     (the envelope takes about 47, an item's fields about 70), and an agent told only
-    "exceeds" had no way to know what to ask for."""
+    "exceeds" had no way to know what to ask for. Each figure is the estimate made good
+    by `holds` (whether a pack at that budget and detail holds an item): the reply's own
+    figures (its budget, its count, what it left out) took a token or two more than the
+    estimate, and an agent asking with the figure it was given got nothing again."""
     hit, record = best
-    least = envelope_ + _cost(counter, hit, INDEX)
+    least = _least(envelope_ + _cost(counter, hit, INDEX), INDEX, holds)
     if detail == INDEX:
         return f"{NOTHING_FITS} {least}"
     head = replace(hit, text=_cut(text_of(record, limit=MIN_TEXT_CHARS)), truncated=True)
-    full = envelope_ + _cost(counter, head, FULL)
+    full = _least(envelope_ + _cost(counter, head, FULL), FULL, holds)
     if least >= full:  # a long description costs more than a cut text
         return f"{NOTHING_FITS} {full}"
     return f"{NOTHING_FITS} {full} ({least} with detail 'index')"
+
+
+LEAST_TRIES = 16  # budgets tried above an estimate (it falls short by a token or two)
+
+
+def _least(estimate: int, detail: str, holds: Callable[[int, str], bool]) -> int:
+    """The least budget from `estimate` at which a pack holds an item (`_nothing_fits`)."""
+    for budget in range(max(estimate, MIN_BUDGET), estimate + LEAST_TRIES):
+        if holds(budget, detail):
+            return budget
+    return estimate
 
 
 def _shorter(warning: str) -> str:

@@ -337,3 +337,31 @@ def test_a_budget_below_the_envelope_is_refused():
 )
 def test_an_age_under_a_minute_is_now_not_zero_minutes(seconds: int, shown: str):
     assert age(NOW - timedelta(seconds=seconds), NOW) == shown
+
+
+@pytest.mark.parametrize("others", [0, 9, 99])
+@pytest.mark.parametrize("words", [3, 12, 40])
+def test_the_budget_a_nothing_fits_warning_names_is_the_least_that_holds_an_item(
+    others: int, words: int
+):
+    # An agent walk: the figure was an estimate a token or two short ("about 110";
+    # at 110 nothing again, "about 111"), the reply's own figures left out of it.
+    first = make_memory(1, "stripe-api-version", description=" ".join(["pinned"] * words),
+                        body="Pinned to 2024-06-20. " * 20)  # fmt: skip
+    rest = [make_memory(n, f"other-{n}", description="other") for n in range(2, others + 2)]
+    found = ranked(first, *rest)
+
+    packed = pack(found, budget=MIN_BUDGET, counter=COUNT, total_found=others + 1)
+    said = re.fullmatch(
+        re.escape(NOTHING_FITS) + r" (\d+)(?: \((\d+) with detail 'index'\))?",
+        packed.warnings[0],
+    )
+
+    assert packed.items == () and said is not None, packed.warnings
+    for figure, detail in ((said.group(1), "full"), (said.group(2), INDEX)):
+        if figure is None:
+            continue
+        least = int(figure)
+        at = pack(found, budget=least, counter=COUNT, detail=detail, total_found=others + 1)
+        below = pack(found, budget=least - 1, counter=COUNT, detail=detail, total_found=others + 1)
+        assert len(at.items) >= 1 and below.items == (), (detail, least)
