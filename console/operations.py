@@ -42,6 +42,7 @@ from console.schemas import (
 from recall.agent import dumps, pack_view
 from recall.associated import FIELDS as GRAPH_FIELDS
 from recall.neighbourhood import FIELDS as SESSION_FIELDS
+from recall.packing import cut_to_fit
 from recall.requests import FILTER_FIELDS, KNOB_FIELDS, WORTH_FIELDS
 from recall.results import SearchResult
 
@@ -341,35 +342,28 @@ def memory_read(who: Access, p: MemoryRef) -> Answer:
 
 def _within(view: dict[str, Any], budget: int | None) -> Answer:
     """A memory read whose whole reply fits `budget` tokens: the longest head of its body
-    (cut at a word, " …" after it) that fits, with `truncated` and the whole body's
-    `body_chars`. A 100 KB runbook read by name put 26,000 tokens in an agent's context."""
+    that fits, cut as Recall cuts an item's text (`recall.packing.cut_to_fit`: at a
+    line or sentence end first, an ellipsis after it, a code block it leaves open
+    closed), with `truncated` and the whole body's `body_chars`. A 100 KB runbook read
+    by name put 26,000 tokens in an agent's context; a cut inside a fenced command
+    left the fence open and the command half."""
     whole = _json(view)
     if budget is None or selectors.tokens(whole.text) <= budget:
         return whole
     body = view["body"]
 
-    def cut(n: int) -> Answer:
-        head = body[:n]
-        if n < len(body) and " " in head:
-            head = head[: head.rindex(" ")]
-        return _json({**view, "body": f"{head} …" if head else "", "body_chars": len(body),
-                      "truncated": True})  # fmt: skip
+    def cut(head: str) -> Answer:
+        return _json({**view, "body": head, "body_chars": len(body), "truncated": True})
 
     needs = selectors.tokens(whole.text)
-    least = min(needs, selectors.tokens(cut(0).text))  # a short body: the whole is less
+    least = min(needs, selectors.tokens(cut("").text))  # a short body: the whole is less
     if least > budget:  # not even the memory's fields: a reply past the budget, or none
         raise services.StateConflict(  # well-formed, and in conflict with this memory
             {"budget": f"budget {budget} holds not even this memory's fields: ask with at "
                        f"least {least} (the whole memory takes {needs})"}
         )  # fmt: skip
-    low, high = 0, len(body)  # the longest cut that fits, by halves
-    while low < high:
-        mid = (low + high + 1) // 2
-        if selectors.tokens(cut(mid).text) <= budget:
-            low = mid
-        else:
-            high = mid - 1
-    return cut(low)
+    head = cut_to_fit(body, lambda text: selectors.tokens(cut(text).text) <= budget, room=budget)
+    return cut(head or "")
 
 
 def memory_list(who: Access, p: MemoryListIn) -> Answer:

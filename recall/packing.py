@@ -35,6 +35,7 @@ from recall.types import Record
 
 MIN_WARNING_CHARS = 24  # a warning is not cut shorter than this while items can go
 MIN_TEXT_CHARS = 24  # a cut shorter than this says too little to be worth its envelope
+MIN_WORD_CHARS = 12  # ... unless it ends a word where the next cut would split one
 NOTHING_FITS = "nothing packed: the best hit needs a budget of"
 NOTHING_FITS_SHORT = "nothing packed: needs a budget of"  # its figures kept where room is short
 # Sentence and line ends (a CJK stop needs no space after it), then word ends, then
@@ -88,7 +89,10 @@ def _cuts(text: str) -> list[list[int]]:
         sorted({m.start() for m in _WORD.finditer(text)}, reverse=True),
         list(range(len(text) - 1, MIN_TEXT_CHARS - 1, -CHAR_STEP)),
     ]
-    return [[e for e in ends if e >= MIN_TEXT_CHARS] for ends in levels]
+    # A word end a little short of MIN_TEXT_CHARS beats a cut inside the next word
+    # ("Stripe retries webhooks…", not "Stripe retries webhooks f…").
+    floors = (MIN_TEXT_CHARS, MIN_WORD_CHARS, MIN_TEXT_CHARS)
+    return [[e for e in ends if e >= floor] for ends, floor in zip(levels, floors, strict=True)]
 
 
 Focus = Callable[[Record], str | None]  # the sentence of a record that answered, if known
@@ -158,15 +162,39 @@ def _longest(
     counter: TokenCounter, hit: Hit, cuts: Sequence[int], shape: Callable[[int], str], room: int
 ) -> Hit | None:
     """`hit` with the text `shape` makes of the longest of `cuts` (longest first) that fits."""
+
+    def fits(text: str) -> bool:
+        return _cost(counter, replace(hit, text=text, truncated=True), FULL) <= room
+
+    found = _longest_text(cuts, shape, fits)
+    return None if found is None else replace(hit, text=found, truncated=True)
+
+
+def _longest_text(
+    cuts: Sequence[int], shape: Callable[[int], str], fits: Callable[[str], bool]
+) -> str | None:
+    """The text `shape` makes of the longest of `cuts` (longest first) that `fits`."""
     lo, hi, best = 0, len(cuts) - 1, None
     while lo <= hi:  # cuts run longest first: find the first (longest) that fits
         mid = (lo + hi) // 2
-        candidate = replace(hit, text=shape(cuts[mid]), truncated=True)
-        if _cost(counter, candidate, FULL) <= room:
+        candidate = shape(cuts[mid])
+        if fits(candidate):
             best, hi = candidate, mid - 1
         else:
             lo = mid + 1
     return best
+
+
+def cut_to_fit(text: str, fits: Callable[[str], bool], *, room: int) -> str | None:
+    """The longest head of `text` that `fits` in `room` tokens, cut as a packed item's
+    text is: at a sentence or line end if one fits, else a word end, else anywhere, an
+    ellipsis after it and a fenced code block it leaves open closed (None: not even
+    the shortest cut fits). For a text cut outside a pack (a memory read with a budget)."""
+    for cuts in _cuts(text[: _reach(room)]):
+        found = _longest_text(cuts, lambda cut: _cut(text[:cut]), fits)
+        if found is not None:
+            return found
+    return None
 
 
 def _locate(text: str, sentence: str) -> tuple[int, int] | None:
@@ -281,8 +309,8 @@ def _nothing_fits(
     detail: str,
     holds: Callable[[int, str], bool],
 ) -> str:
-    """NOTHING_FITS and the least budget that would hold the best hit (its text cut to
-    `MIN_TEXT_CHARS`), and at detail "index" when less: at 100 tokens no memory fits in full
+    """NOTHING_FITS and the least budget that would hold the best hit (its text cut as
+    short as it may be), and at detail "index" when less: at 100 tokens no memory fits in full
     (the envelope takes about 47, an item's fields about 70), and an agent told only
     "exceeds" had no way to know what to ask for. Each figure is the estimate made good
     by `holds` (whether a pack at that budget and detail holds an item): the reply's own
@@ -292,7 +320,7 @@ def _nothing_fits(
     least = _least(envelope_ + _cost(counter, hit, INDEX), INDEX, holds)
     if detail == INDEX:
         return f"{NOTHING_FITS} {least}"
-    head = replace(hit, text=_cut(text_of(record, limit=MIN_TEXT_CHARS)), truncated=True)
+    head = replace(hit, text=_cut(text_of(record, limit=MIN_WORD_CHARS)), truncated=True)
     full = _least(envelope_ + _cost(counter, head, FULL), FULL, holds)
     if least >= full:  # a long description costs more than a cut text
         return f"{NOTHING_FITS} {full}"
@@ -448,5 +476,6 @@ def relabel(pack_: ContextPack, pack_id: str | None, counter: TokenCounter) -> C
 
 
 __all__ = [
-    "FULL", "INDEX", "MIN_BUDGET", "NOTHING_FITS", "Packed", "attach", "pack", "relabel",
+    "FULL", "INDEX", "MIN_BUDGET", "NOTHING_FITS", "Packed", "attach", "cut_to_fit", "pack",
+    "relabel",
 ]  # fmt: skip

@@ -849,6 +849,26 @@ def test_every_operation_refuses_an_unknown_field(world: World) -> None:
             assert ("bogus_param", "unknown_field") in listed, (method, path, body)
 
 
+def test_a_read_with_a_budget_cuts_a_runbook_at_a_line_and_closes_its_code_block(
+    world: World,
+) -> None:
+    # An agent walk: the cut fell inside `$(date ...)` of a fenced command and left
+    # the fence open, where Recall cuts the same memory at a line end and closes it.
+    steps = "\n".join(f"git tag -a billing-{n} -m 'release {n}' && git push origin billing-{n}"
+                      for n in range(40))  # fmt: skip
+    body = f"Tag, then push.\n\n```bash\n{steps}\n```\n"
+    call(world.client("alpha"), "post", "/memories",
+         {"name": "tag-runbook", "description": "Tagging", "body": body})  # fmt: skip
+
+    cut = call(world.client("alpha"), "get", "/memories/tag-runbook", {"budget": 220}).json()
+
+    assert cut["truncated"] is True
+    head, closing = cut["body"].rsplit("\n", 1)
+    assert closing == "```" and head.endswith("…")  # the fence closed on a line of its own
+    last = head[:-1].rsplit("\n", 1)[1]
+    assert last in steps.splitlines()  # a whole command, not half of one
+
+
 def test_a_read_with_a_budget_cuts_a_long_body_to_fit(world: World, monkeypatch: Any) -> None:
     # memory_read had no cap: a 100 KB runbook read by name put 26,000 tokens in context.
     body = " ".join(f"Step {n}: check the albatross gauge." for n in range(3000))
@@ -866,7 +886,7 @@ def test_a_read_with_a_budget_cuts_a_long_body_to_fit(world: World, monkeypatch:
     short = cut.json()
     assert count(cut.content.decode()) <= 300 < count(whole.content.decode())
     assert short["truncated"] is True and short["body_chars"] == len(body)
-    assert short["body"].endswith(" …") and body.startswith(short["body"][:-2])
+    assert short["body"].endswith("gauge.…") and body.startswith(short["body"][:-1])  # a sentence
     assert status == 200 and by_mcp == short
     roomy = call(world.client("alpha"), "get", "/memories/long-runbook", {"budget": 100_000})
     assert roomy.json()["body"] == body  # a budget it fits leaves it whole

@@ -365,3 +365,20 @@ def test_the_budget_a_nothing_fits_warning_names_is_the_least_that_holds_an_item
         at = pack(found, budget=least, counter=COUNT, detail=detail, total_found=others + 1)
         below = pack(found, budget=least - 1, counter=COUNT, detail=detail, total_found=others + 1)
         assert len(at.items) >= 1 and below.items == (), (detail, least)
+
+
+def test_a_text_cut_short_ends_at_a_word_where_one_ends_near_the_least_cut():
+    # An agent walk got "Stripe retries webhooks f…": a word end under MIN_TEXT_CHARS
+    # (24) was no place to cut, so a budget a word short of "for" cut inside it, or
+    # packed nothing; every cut here ends a word, the shortest too.
+    text = "Stripe retries webhooks for three days with exponential backoff"
+    record = make_memory(1, "stripe-webhook-retries", description=text, body="")
+    cuts = set()
+    for budget in range(MIN_BUDGET, 200):
+        packed = pack(ranked(record), budget=budget, counter=COUNT, total_found=7)
+        for item in packed.items:
+            if item.truncated and item.text is not None:
+                shown = item.text.removesuffix("…")
+                assert text.startswith(shown) and text[len(shown)] == " ", item.text
+                cuts.add(item.text)
+    assert "Stripe retries webhooks…" in cuts
