@@ -210,6 +210,15 @@ CSRF_FAILURE_VIEW = "console.views.base.csrf_failure"  # logged out too: to the 
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
+# Served over HTTPS (a TLS proxy or load balancer in front, which sets
+# X-Forwarded-Proto and redirects plain HTTP itself): RECALL_HTTPS=1 keeps the
+# session and CSRF cookies off plain HTTP and tells browsers to use HTTPS for a
+# year (HSTS; RECALL_HSTS_SECONDS). Off by default: `make run` serves plain HTTP
+# on 127.0.0.1, where secure cookies would never be sent back.
+if env_bool("RECALL_HTTPS", False):
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = env_int("RECALL_HSTS_SECONDS", "31536000")
 
 LOGGING = {
     "version": 1,

@@ -69,3 +69,23 @@ def test_a_server_started_without_manage_py_refuses_a_bad_retrieval_setting(
 
     assert done.returncode != 0
     assert "ImproperlyConfigured" in done.stderr and "RECALL_SEARCH_LIMIT" in done.stderr
+
+
+def test_recall_https_keeps_the_cookies_off_plain_http(tmp_path: Path) -> None:
+    # Behind the README's load balancer the session cookie travelled over plain HTTP:
+    # nothing set SESSION_COOKIE_SECURE, and no variable could (a security review).
+    env = {**os.environ, "RECALL_DATA_DIR": str(tmp_path), "RECALL_HTTPS": "1"}
+    probe = (
+        "import django; django.setup(); from django.conf import settings as s; "
+        "print(s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SECURE_HSTS_SECONDS, "
+        "s.SECURE_PROXY_SSL_HEADER)"
+    )
+
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env={**env, "DJANGO_SETTINGS_MODULE": "console.settings"},
+    )  # fmt: skip
+
+    assert done.stdout.split(None, 3) == [
+        "True", "True", "31536000", "('HTTP_X_FORWARDED_PROTO', 'https')\n",
+    ], done.stderr  # fmt: skip
