@@ -394,16 +394,18 @@ class Written:
     dedup_hint: Hit | None
 
 
-def _hint(memory: Memory) -> Hit | None:
-    """The dedup hint of a memory just committed: advisory, so a plane that cannot
-    answer leaves it out rather than turning a kept write into an error."""
+def _hint(memory: Memory, later: Sequence[str] = ()) -> Hit | None:
+    """The dedup hint of a memory just committed, never one of `later` (a batch's items
+    after it: two like items each named the other, and an agent following both
+    superseded both): advisory, so a plane that cannot answer leaves it out rather
+    than turning a kept write into an error."""
     try:
         return selectors.memory_dedup_hint(
             project=memory.project.slug if memory.project else None,
             name=memory.name,
             description=memory.description,
             body=memory.body,
-            exclude_id=memory.pk,
+            exclude=[memory.pk, *later],
             kind=memory.kind,
         )
     except RecallError as exc:
@@ -480,9 +482,12 @@ def memory_write_batch(
     outcomes = services.memory_write_batch(
         project=target, items=rows, force=force, embedded=embedded
     )
+    made = [o.memory.pk if o.created else "" for o in outcomes]  # this batch's new ones
     return [
-        Written(o.memory, o.created, _hint(o.memory) if hinted and o.created else None)
-        for o in outcomes
+        Written(
+            o.memory, o.created, _hint(o.memory, made[i + 1 :]) if hinted and o.created else None
+        )
+        for i, o in enumerate(outcomes)
     ]
 
 

@@ -10,7 +10,7 @@ layers here.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -284,7 +284,7 @@ def memory_dedup_hint(
     name: str,
     description: str,
     body: str = "",
-    exclude_id: str | None = None,
+    exclude: Collection[str] = (),
     kind: str = "fact",
 ) -> Hit | None:
     """The most similar active in-scope memory (advisory; None on embedder trouble),
@@ -294,7 +294,7 @@ def memory_dedup_hint(
         name=name,
         description=description,
         body=body,
-        exclude_id=exclude_id,
+        exclude=exclude,
         kind=kind,
         pending=indexing.unindexed_vectors(project=project),
     )

@@ -32,7 +32,7 @@ On LoCoMo this adds false hints on 0.17% of observations (0.83% in all) and
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -86,12 +86,13 @@ def hint(
     name: str,
     description: str,
     body: str = "",
-    exclude_id: str | None = None,
+    exclude: Collection[str] = (),
     kind: str = "fact",
     config: DedupConfig,
     pending: Sequence[tuple[str, Vector]] = (),
 ) -> Hit | None:
-    """The hint for a memory about to be (or just) written. `pending`: memories
+    """The hint for a memory about to be (or just) written, none of `exclude` (itself,
+    and in a batch the items written after it). `pending`: memories
     written but not in the vector plane yet (the index lags its writes), each with
     the vector its write embedded: an agent writing a burst of memories is shown
     the one it wrote a moment ago too."""
@@ -105,7 +106,7 @@ def hint(
         found = planes.vectors.search(vector, where=where, limit=config.candidates + 1)
         found = _nearest(found, vector, pending)
         floor = min(minimum, WORDS_FLOOR)
-        found = [c for c in found if c.id != exclude_id and c.score >= floor]
+        found = [c for c in found if c.id not in exclude and c.score >= floor]
         records = planes.store.hydrate([c.id for c in found])
     except RecallError as exc:
         log.warning("dedup hint skipped: %s", exc)

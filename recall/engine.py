@@ -12,7 +12,7 @@ this module imports it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -148,7 +148,7 @@ class Engine:
         name: str,
         description: str,
         body: str = "",
-        exclude_id: str | None = None,
+        exclude: Collection[str] = (),
         kind: str = "fact",
         config: DedupConfig | None = None,
         pending: Sequence[tuple[str, Vector]] = (),
@@ -161,7 +161,7 @@ class Engine:
             name=name,
             description=description,
             body=body,
-            exclude_id=exclude_id,
+            exclude=exclude,
             kind=kind,
             config=self._resolved(DedupConfig, config),
             pending=pending,

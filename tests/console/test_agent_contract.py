@@ -935,3 +935,21 @@ def test_a_supersede_is_credited_to_the_agent_that_wrote_it(world: World) -> Non
     assert (first.agent_id, first.source) == ("agent-alpha", "agent_inferred")
     second = Memory.objects.get(pk=said.json()["memory"]["id"])
     assert (second.agent_id, second.source) == ("agent-alpha", "user_stated")  # as it said
+
+
+def test_two_like_items_of_a_batch_do_not_each_name_the_other(world: World) -> None:
+    # An agent walk: each item's hint said "supersede" the other; following both
+    # superseded both. The later names the earlier; the earlier names neither.
+    items = [
+        {"name": "ios-push-crash-a", "description": "iOS push notification crash on cold start",
+         "body": "The app crashes on cold start when a push notification opens it."},
+        {"name": "ios-push-crash-b", "description": "iOS push notification crash on cold start",
+         "body": "The app crashes on a cold start when a push notification opens it."},
+    ]  # fmt: skip
+
+    r = call(world.client("alpha"), "post", "/memories/batch", {"memories": items})
+
+    first, second = r.json()["items"]
+    assert r.status_code == 201 and first["created"] and second["created"], r.json()
+    assert second["dedup_hint"] is not None and second["dedup_hint"]["id"] == first["id"]
+    assert first["dedup_hint"] is None or first["dedup_hint"]["id"] != second["id"]

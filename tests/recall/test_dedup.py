@@ -57,7 +57,7 @@ def test_a_memory_not_in_the_vector_plane_yet_is_hinted_from_its_pending_vector(
 def test_the_memory_being_edited_is_excluded(make_engine: MakeEngine):
     engine = make_engine([make_memory(1, **TEXT)])
 
-    assert engine.dedup_hint(project="alpha", exclude_id=uid(1), **TEXT) is None
+    assert engine.dedup_hint(project="alpha", exclude=[uid(1)], **TEXT) is None
 
 
 def test_other_projects_are_out_of_scope(make_engine: MakeEngine):
