@@ -126,12 +126,9 @@ def token_find(id_or_prefix: str) -> AgentToken:
     if not rows and len(key) >= MIN_PREFIX:  # the start of a prefix, as `list` shows it
         rows = list(AgentToken.objects.filter(prefix__startswith=key)[:2])
     if not rows:
-        short = (
-            ""
-            if key.isdigit() or len(key) >= MIN_PREFIX
-            else (f" (a prefix's start needs at least {MIN_PREFIX} characters)")
-        )
-        raise AgentToken.DoesNotExist(f"no token with id or prefix {id_or_prefix!r}{short}")
+        why = f" (a prefix's start needs at least {MIN_PREFIX} characters)"
+        said = "" if key.isdigit() or len(key) >= MIN_PREFIX else why
+        raise AgentToken.DoesNotExist(f"no token with id or prefix {id_or_prefix!r}{said}")
     if len(rows) > 1:
         raise ValidationError(f"{id_or_prefix!r} matches several tokens; give the numeric id.")
     return rows[0]
