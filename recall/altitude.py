@@ -40,6 +40,12 @@ ALTITUDES = (AUTO, ENTITY, SCOPE, TENANT)
 DIGEST = "digest"
 NO_DIGEST = "altitude {altitude}: no digest of {where} is built yet; answered with rows"
 TOO_BIG = "altitude {altitude}: the digest's first sentence exceeds the budget; answered with rows"
+# A digest is rebuilt a few seconds after the rows it summarises change (an edited one
+# when a person asks): until then a sentence may say what was archived or replaced.
+STALE = (
+    "altitude {altitude}: the digest predates the latest changes to its memories (being "
+    "rebuilt); the memories listed after it are current"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +135,14 @@ def answer(
         where = "the visible projects" if altitude == TENANT else project or "the global memories"
         said = NO_DIGEST.format(altitude=altitude, where=where)
     else:
-        packed, covered = with_digest(chosen, ranked, altitude=altitude, project=project, how=how)
+        told = (*how.warnings, STALE.format(altitude=altitude)) if chosen.stale else how.warnings
+        packed, covered = with_digest(
+            chosen, ranked, altitude=altitude, project=project, how=replace(how, warnings=told)
+        )
+        if packed is None and chosen.stale:  # no room to say so: the digest all the same
+            packed, covered = with_digest(
+                chosen, ranked, altitude=altitude, project=project, how=how
+            )
         said = TOO_BIG.format(altitude=altitude)
     if packed is None:  # fall back to the rows, and say so
         fallback = pack(

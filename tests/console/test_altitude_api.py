@@ -92,6 +92,25 @@ def test_a_write_marks_the_digest_stale_and_the_worker_rebuilds_it_once(world: W
     assert _jobs() == [] and not Digest.objects.filter(key="beta").exists()
 
 
+def test_a_digest_read_before_its_rebuild_says_it_predates_the_changes(world: World):
+    # An agent walk: right after an archive, altitude scope served the archived text
+    # in the digest for a few seconds, with no warning.
+    digesting.rebuild("alpha")
+    asked = {"query": "albatross", "altitude": "scope"}
+    fresh = call(world.client("alpha"), "post", "/recall", asked).json()
+    services.memory_archive(memory=world.memories["alpha"])
+    indexing.apply_pending()  # the worker marks it stale; its rebuild comes after
+
+    stale = call(world.client("alpha"), "post", "/recall", asked).json()
+    indexing.apply_digests()
+    rebuilt = call(world.client("alpha"), "post", "/recall", asked).json()
+
+    assert fresh["items"][0]["kind"] == "digest" and not fresh["warnings"]
+    assert stale["items"][0]["kind"] == "digest"
+    assert any("the digest predates the latest changes" in w for w in stale["warnings"])
+    assert not any("predates" in w for w in rebuilt["warnings"])
+
+
 def test_deleting_a_covered_memory_marks_its_digest_stale(world: World):
     digesting.rebuild("alpha")
     services.memory_delete(memory=world.memories["alpha"])
