@@ -190,6 +190,11 @@ def _assemble(
     if kept_fixed < len(fixed):  # the block must say so: room for the longest such trailer
         worst = max(count(_cut_trailer(cut, always, more)) for cut in (always - 1, always))
         kept_fixed = _fit(fixed, room=hard_cap - used - worst, count=count)
+        if not any(i is not None for _, i in fixed[:kept_fixed]):  # not one line under it:
+            # a line and "(+24 not shown)" say more than that trailer alone (at 58 to 74
+            # tokens the block held the trailer alone, though a line fitted)
+            shortest = count(_short_trailers(always + more)[-1])
+            kept_fixed = _fit(fixed, room=hard_cap - used - shortest, count=count)
     lines += fixed[:kept_fixed]
     used += sum(count(text) for text, _ in fixed[:kept_fixed])
     while len(lines) > 1 and lines[-1][1] is None:  # a section header with no line under it

@@ -8,6 +8,7 @@ import pytest
 from recall.config import BriefingConfig
 from recall.errors import QueryError
 from recall.requests import BriefingRequest
+from recall.tokens import ByteEstimate
 from tests.recall.conftest import MakeEngine, invalidate, make_memory, uid
 
 
@@ -290,6 +291,28 @@ def test_at_every_small_budget_a_block_ends_with_a_whole_line_or_is_a_warning(
         assert result.tokens <= budget
         if result.omitted:  # what was left out is said, in a whole last line
             assert re.fullmatch(r"\(\+\d+ [^()]*\)", last), (budget, result.text)
+
+
+def test_a_budget_that_holds_a_line_and_the_shortest_last_line_shows_the_line(
+    make_engine: MakeEngine,
+):
+    # An agent walk: at 58 to 74 tokens the block held only "(+6 constraint, relevant
+    # or pinned lines and 19 more not shown: ...)", though the first constraint line
+    # and "(+24 not shown)" fitted (room was kept for the longest last line).
+    rules = [
+        make_memory(i, f"rule-{i}", kind="constraint", description="must hold " * 3)
+        for i in range(1, 7)
+    ]
+    facts = [make_memory(i, f"fact-{i}", description="a fact " * 10) for i in range(10, 29)]
+    engine = make_engine([*rules, *facts])
+    first = engine.briefing(brief(budget=2000)).text.split("\n")[1:3]  # header, rule line
+    block = ['<memory-briefing project="alpha">', *first, "(+24 not shown)", "</memory-briefing>"]
+    least = sum(ByteEstimate().count(line + "\n") for line in block)  # as lines are counted
+
+    for budget in range(least, least + 40):
+        result = engine.briefing(brief(budget=budget))
+        assert result.ids, (budget, result.text)
+        assert result.tokens <= budget
 
 
 def test_a_global_line_in_a_projects_briefing_says_it_is_global(make_engine: MakeEngine):
