@@ -258,24 +258,38 @@ def render(
     matched, in the budget too: a cut block read as every match there was."""
     head = [f"<{config.tag}>", "Memories that may bear on this prompt (memory_read by name):"]
     tail = [f"</{config.tag}>"]
+
+    def fits(lines: Sequence[str], left: int, *, short: bool = False) -> bool:
+        text = "\n".join([*head, *lines, *_more(left, short=short), *tail])
+        return counter.count(text) <= budget
+
     shown: list[str] = []
     ids: list[str] = []
     for n, r in enumerate(records):
         desc = sanitize.field(lead(r.description, r.body), config.description_chars)
         line = listed(sanitize.name(r.name), sanitize.name(r.kind), desc)
-        after = _more(len(records) - n - 1)
-        if counter.count("\n".join([*head, *shown, line, *after, *tail])) > budget:
+        left = len(records) - n - 1
+        # The short last line for a first line alone: no line at all says less than
+        # one line and "(+1 more matched)" (at 50 tokens: "no line of them fits").
+        if not (fits([*shown, line], left) or (not shown and fits([line], left, short=True))):
             break
         shown.append(line)
         ids.append(r.id)
     if not shown:
         return "", ()
-    return "\n".join([*head, *shown, *_more(len(records) - len(shown)), *tail]), tuple(ids)
+    left = len(records) - len(shown)
+    last = _more(left, short=not fits(shown, left))
+    return "\n".join([*head, *shown, *last, *tail]), tuple(ids)
 
 
-def _more(left: int) -> list[str]:
-    """The block's last line when `left` matches did not fit it."""
-    return [f"(+{left} more matched: ask with a larger budget)"] if left else []
+def _more(left: int, *, short: bool = False) -> list[str]:
+    """The block's last line when `left` matches did not fit it (`short`: the fewest
+    words that say so, for a budget with no room for more)."""
+    if not left:
+        return []
+    return [
+        f"(+{left} more matched)" if short else f"(+{left} more matched: ask with a larger budget)"
+    ]
 
 
 Refresh = Callable[[Corpus], Corpus | None]  # None: too much changed, build it whole

@@ -533,3 +533,25 @@ def test_matches_the_budget_cut_are_counted_in_a_warning(make_engine: MakeEngine
     # The block says so too, within the budget: a hook injects the text alone.
     assert "\n(+1 more matched: ask with a larger budget)\n</memory-recall>" in cut.text
     assert cut.tokens == estimate_tokens(cut.text) <= estimate_tokens(roomy.text) - 1
+
+
+def test_a_budget_that_holds_one_line_and_the_short_last_line_shows_the_line(
+    make_engine: MakeEngine,
+):
+    # An agent walk: at 50 tokens "2 memories matched, but no line of them fits", though
+    # the wrapper and one line took 43: room was kept for the long last line only.
+    deploys = [
+        make_memory(1, "deploy-rollback", description="deploy rollback steps for the api"),
+        make_memory(2, "deploy-rollback-db", description="deploy rollback of the db schema"),
+    ]
+    engine = make_engine([*deploys, *FILLERS])
+    ask = "how do I deploy a rollback"
+    roomy = engine.prompt_recall(PromptRequest("alpha", ask))
+    first = roomy.text.split("\n")[2]
+    one = roomy.text.replace(f"\n{roomy.text.split(chr(10))[3]}", "\n(+1 more matched)")
+    assert first in one and estimate_tokens(one) < estimate_tokens(roomy.text)
+
+    cut = engine.prompt_recall(PromptRequest("alpha", ask, budget=estimate_tokens(one)))
+
+    assert cut.text == one and cut.ids == roomy.ids[:1], cut
+    assert cut.tokens <= estimate_tokens(one)
