@@ -334,7 +334,7 @@
   // A swap replaces the element that had focus (a star, Archive): focus goes to
   // its successor, found by the same data-focus-key; a form coming back with
   // errors focuses its first invalid field, scrolled clear of the header.
-  let focusKey = null;
+  let lastFocusKey = null; // the last swap's (a target without an id)
 
   function focusFirstInvalid(root) {
     const field = root.querySelector("[aria-invalid=true]");
@@ -390,9 +390,15 @@
     }
   });
 
-  document.body.addEventListener("htmx:beforeSwap", function () {
+  // Kept per swap target too: a second swap landing between a swap and its settle
+  // (the settings preview, refreshed by the save it answers) found the focus on
+  // <body> and wiped the key the first swap's settle needed (seen on a busy machine).
+  const focusKeys = new Map();
+  document.body.addEventListener("htmx:beforeSwap", function (event) {
     const active = document.activeElement;
-    focusKey = active && active.dataset ? active.dataset.focusKey || null : null;
+    lastFocusKey = active && active.dataset ? active.dataset.focusKey || null : null;
+    const target = event.detail.target;
+    if (target && target.id) focusKeys.set(target.id, lastFocusKey);
   });
 
   document.body.addEventListener("htmx:afterSettle", function (event) {
@@ -401,6 +407,8 @@
     markUnsaved(swapped);
     if (!(swapped instanceof Element) || swapped.closest("[data-no-focus]")) return;
     const lost = !document.activeElement || document.activeElement === document.body;
+    const focusKey = swapped.id && focusKeys.has(swapped.id) ? focusKeys.get(swapped.id) : lastFocusKey;
+    focusKeys.delete(swapped.id);
     const asked = swapped.matches("[data-autofocus]") ? swapped : swapped.querySelector("[data-autofocus]");
     if (asked) {
       asked.focus();
