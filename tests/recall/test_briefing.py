@@ -6,6 +6,7 @@ import re
 import pytest
 
 from recall.config import BriefingConfig
+from recall.engine import Engine
 from recall.errors import QueryError
 from recall.requests import BriefingRequest
 from recall.tokens import ByteEstimate
@@ -265,17 +266,22 @@ def test_a_memory_without_a_description_is_listed_by_its_bodys_first_line(
     assert "Zebra queue" in line and "#" not in line, line
 
 
+def rules_and_facts(make_engine: MakeEngine, *, rule_words: int) -> Engine:
+    """Six constraints of `rule_words` times "must hold" and nineteen facts."""
+    rules = [
+        make_memory(i, f"rule-{i}", kind="constraint", description="must hold " * rule_words)
+        for i in range(1, 7)
+    ]
+    facts = [make_memory(i, f"fact-{i}", description="a fact " * 10) for i in range(10, 29)]
+    return make_engine([*rules, *facts])
+
+
 def test_at_every_small_budget_a_block_ends_with_a_whole_line_or_is_a_warning(
     make_engine: MakeEngine,
 ):
     # At 15-24 tokens the block was the empty wrapper (its warning only in REST's
     # `warnings`: MCP shows the block); at 25-36 its last line was cut mid-word.
-    rules = [
-        make_memory(i, f"rule-{i}", kind="constraint", description="must hold " * 10)
-        for i in range(1, 7)
-    ]
-    facts = [make_memory(i, f"fact-{i}", description="a fact " * 10) for i in range(10, 29)]
-    engine = make_engine([*rules, *facts])
+    engine = rules_and_facts(make_engine, rule_words=10)
 
     # And at 200 tokens (a fix of the above) the six constraint and pinned lines showed
     # with no last line at all: the block read as complete, 19 index lines left out.
@@ -299,12 +305,7 @@ def test_a_budget_that_holds_a_line_and_the_shortest_last_line_shows_the_line(
     # An agent walk: at 58 to 74 tokens the block held only "(+6 constraint, relevant
     # or pinned lines and 19 more not shown: ...)", though the first constraint line
     # and "(+24 not shown)" fitted (room was kept for the longest last line).
-    rules = [
-        make_memory(i, f"rule-{i}", kind="constraint", description="must hold " * 3)
-        for i in range(1, 7)
-    ]
-    facts = [make_memory(i, f"fact-{i}", description="a fact " * 10) for i in range(10, 29)]
-    engine = make_engine([*rules, *facts])
+    engine = rules_and_facts(make_engine, rule_words=3)
     first = engine.briefing(brief(budget=2000)).text.split("\n")[1:3]  # header, rule line
     block = ['<memory-briefing project="alpha">', *first, "(+24 not shown)", "</memory-briefing>"]
     least = sum(ByteEstimate().count(line + "\n") for line in block)  # as lines are counted
