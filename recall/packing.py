@@ -89,10 +89,18 @@ def _cuts(text: str) -> list[list[int]]:
         sorted({m.start() for m in _WORD.finditer(text)}, reverse=True),
         list(range(len(text) - 1, MIN_TEXT_CHARS - 1, -CHAR_STEP)),
     ]
+    levels[0] = [e for e in levels[0] if not _opens_empty(text, e)]
     # A word end a little short of MIN_TEXT_CHARS beats a cut inside the next word
     # ("Stripe retries webhooks…", not "Stripe retries webhooks f…").
     floors = (MIN_TEXT_CHARS, MIN_WORD_CHARS, MIN_TEXT_CHARS)
     return [[e for e in ends if e >= floor] for ends, floor in zip(levels, floors, strict=True)]
+
+
+def _opens_empty(text: str, end: int) -> bool:
+    """Whether the line ending at `end` opens a code block: cut there, the text ended in
+    an empty block whose language read "bash…" (a runbook read at 160 tokens)."""
+    line = text[text.rfind("\n", 0, end) + 1 : end]
+    return bool(fence(line)) and bool(open_fence(text[:end]))
 
 
 Focus = Callable[[Record], str | None]  # the sentence of a record that answered, if known

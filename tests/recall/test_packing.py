@@ -382,3 +382,16 @@ def test_a_text_cut_short_ends_at_a_word_where_one_ends_near_the_least_cut():
                 assert text.startswith(shown) and text[len(shown)] == " ", item.text
                 cuts.add(item.text)
     assert "Stripe retries webhooks…" in cuts
+
+
+def test_no_cut_ends_in_a_code_block_it_has_just_opened():
+    # A runbook read at 160 tokens ended "```bash…\n```": cut after the line opening
+    # the block, the block was empty and its language read "bash…".
+    body = "Mind the freeze.\n\n```bash\ngit tag -a billing-1 -m 'release'\ngit push --tags\n```\n"
+    record = make_memory(1, "deploy-billing", description="Deploy billing", body=body)
+    seen = set()
+    for budget in range(MIN_BUDGET, 400):
+        for item in pack(ranked(record), budget=budget, counter=COUNT).items:
+            assert "```bash…" not in (item.text or ""), (budget, item.text)
+            seen.add(item.text)
+    assert any(t and t.endswith("freeze.…") for t in seen), seen  # cut before the block
