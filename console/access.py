@@ -482,13 +482,19 @@ def memory_write_batch(
     outcomes = services.memory_write_batch(
         project=target, items=rows, force=force, embedded=embedded
     )
-    made = [o.memory.pk if o.created else "" for o in outcomes]  # this batch's new ones
     return [
         Written(
-            o.memory, o.created, _hint(o.memory, made[i + 1 :]) if hinted and o.created else None
+            o.memory,
+            o.created,
+            _hint(o.memory, _made_after(outcomes, i)) if hinted and o.created else None,
         )
         for i, o in enumerate(outcomes)
     ]
+
+
+def _made_after(outcomes: Sequence[services.Outcome], i: int) -> list[str]:
+    """The memories the batch created after its item `i` (`_hint` leaves them out)."""
+    return [o.memory.pk for o in outcomes[i + 1 :] if o.created]
 
 
 def memory_update(access: Access, *, memory_id: str, fields: Mapping[str, Any]) -> Memory:

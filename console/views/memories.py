@@ -8,8 +8,6 @@ history that belong to projects the person does not see.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC
@@ -26,7 +24,15 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from console import browse, history, roles, selectors, services, withheld
-from console.forms import MemoryForm, NewMemoryForm, NewNoteForm, NoteForm, merge_edit
+from console.forms import (
+    MemoryForm,
+    NewMemoryForm,
+    NewNoteForm,
+    NoteForm,
+    base_from_digests,
+    merge_edit,
+    opened_digests,
+)
 from console.models import Memory, Note
 from console.views.base import (
     HtmxHttpRequest,
@@ -449,47 +455,13 @@ def note_detail(request: HtmxHttpRequest, note_id: str) -> HttpResponse:
     return page(request, "console/note.html", context, "note-main")
 
 
-def _fingerprints(values: Mapping[str, Any]) -> str:
-    """A note's form values as its edit form opened, as short digests (a note keeps
-    no revisions to merge on, and its body may be 200,000 characters)."""
-    return json.dumps({name: _digest(value) for name, value in values.items()})
-
-
-def _digest(value: Any) -> str:
-    return hashlib.sha256(repr(value).encode()).hexdigest()[:16]
-
-
-def _base_from(opened: str, mine: Mapping[str, Any], saved: Mapping[str, Any]) -> dict[str, Any]:
-    """The values an edit form opened with, as far as `merge_edit` needs them, from
-    their digests: a field's saved or typed value where its digest matches, else a
-    value equal to neither (changed in both); none without digests (every field that
-    differs is then the person's to check)."""
-    try:
-        digests = json.loads(opened)
-    except ValueError:
-        return {}
-    if not isinstance(digests, dict):
-        return {}
-    base: dict[str, Any] = {}
-    for name in mine:
-        if name not in digests:
-            continue
-        if _digest(saved.get(name)) == digests[name]:
-            base[name] = saved.get(name)
-        elif _digest(mine[name]) == digests[name]:
-            base[name] = mine[name]
-        else:
-            base[name] = object()  # changed here and there
-    return base
-
-
 @login_required
 @require_http_methods(["GET", "POST"])
 @vary_on_headers("HX-Request")
 def note_edit(request: HtmxHttpRequest, note_id: str) -> HttpResponse:
     """Edit a note's text, tags and source (its slug stays: links name it)."""
     note = _note(request, note_id)
-    seen, stale, base = _stamp(note), False, _fingerprints(NoteForm.initial_from(note))
+    seen, stale, base = _stamp(note), False, opened_digests(NoteForm.initial_from(note))
     if request.method == "POST":
         form = NoteForm(request.POST)
         seen = request.POST.get("seen") or seen  # kept through a form back with errors
@@ -497,10 +469,8 @@ def note_edit(request: HtmxHttpRequest, note_id: str) -> HttpResponse:
         merged: dict[str, Any] | None = None
         if form.is_valid() and seen != _stamp(note):  # saved meanwhile: merge, as memories do
             saved_values = NoteForm.initial_from(note)
-            form, merged = _merged_with(
-                form, note, saved_values, _base_from(opened, form.cleaned_data, saved_values),
-                "the link",
-            )  # fmt: skip
+            base_values = base_from_digests(opened, form.cleaned_data, saved_values)
+            form, merged = _merged_with(form, note, saved_values, base_values, "the link")
             if merged is None:  # the same field changed in both: the person decides
                 seen, stale = _stamp(note), True
         if form.is_valid() and not stale:
