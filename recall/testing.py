@@ -107,10 +107,19 @@ class InMemoryTextIndex:
             return []
         exact = {stem(w) for w in query}
         last = query[-1] if prefix else None
-        n = len(self._terms) or 1
-        avg = sum(len(t) for t in self._terms.values()) / n
+        # The collection's statistics over the projects the search may see alone
+        # (`Filter.visible`): no score depends on text outside them.
+        visible = where.visible
+        seen = Filter(where.projects, where.include_global, active_only=False)
+        counted = [
+            terms
+            for doc_id, terms in self._terms.items()
+            if visible is None or seen.admits_record(self._docs[doc_id])
+        ]
+        n = len(counted) or 1
+        avg = sum(len(t) for t in counted) / n
         df: dict[str, int] = {}
-        for terms in self._terms.values():
+        for terms in counted:
             for term in set(terms):
                 df[term] = df.get(term, 0) + 1
         scored: list[tuple[str, float, str | None]] = []

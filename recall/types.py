@@ -135,6 +135,11 @@ class Doc:
         return "\n".join(p for p in parts if p)
 
 
+# The projects a search may see and whether the global items are among them
+# (None: every project), `Filter.visible`.
+Visible = tuple[tuple[str, ...], bool] | None
+
+
 @dataclass(frozen=True, slots=True)
 class Filter:
     """Scope, validity and Recall's filters, applied INSIDE a plane's query, before its limit.
@@ -175,6 +180,17 @@ class Filter:
             or self.session_id is not None
             or self.min_importance is not None
         )
+
+    @property
+    def visible(self) -> Visible:
+        """The projects whose text the search may read, and whether global items are
+        among them; None when every project is (the whole index). The full-text
+        planes count BM25's collection statistics (rows, mean length, each word's
+        document frequency) over this alone, so no score depends on, or tells a
+        caller about, text in a project it cannot see."""
+        if self.projects is None:
+            return None
+        return (tuple(sorted(set(self.projects))), self.include_global)
 
     @property
     def narrowed(self) -> bool:

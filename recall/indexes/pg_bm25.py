@@ -18,6 +18,8 @@ from typing import Any
 
 from psycopg import sql
 
+from recall.types import Visible
+
 # Field weights, in ts_rank_cd's order {D, C, B, A}: context, body, description and tags,
 # name and title. A word's term frequency and a row's length both count each word at its
 # field's weight (BM25F). The parameters follow the embedded profile's scorer
@@ -68,6 +70,9 @@ class DocumentFrequencies:
     """Each word's document frequency, the row count and the average weighted length,
     for IDF and BM25's length normalisation, cached for `ttl_s`.
 
+    All three are counted over the projects the search may see (`Filter.visible`,
+    `recall.indexes.scope_statistics` says why), kept per scope.
+
     Counting a word's rows through the GIN index is cheap for a rare word
     and costs milliseconds for one in most rows, so counts are kept a while:
     IDF only weighs words against each other, and a count a minute old
@@ -91,18 +96,23 @@ class DocumentFrequencies:
     def __init__(self, config: str, ttl_s: float = 60.0) -> None:
         self.config = config
         self.ttl_s = ttl_s
-        self._counts: dict[str, tuple[float, float]] = {}
+        self._counts: dict[tuple[Visible, str], tuple[float, float]] = {}
         self._lock = threading.Lock()
 
     def invalidate(self) -> None:
         """After a write by this process: forget the counts of a small table (see class)."""
         with self._lock:
-            rows = self._counts.get(self.ROWS)
-            if rows is None or rows[0] < self.EXACT_BELOW:
+            rows = [c for (_, k), (c, _) in self._counts.items() if k == self.ROWS]
+            if not rows or max(rows) < self.EXACT_BELOW:
                 self._counts.clear()
 
     def idf(
-        self, cur: Any, table: sql.Identifier, query: Sequence[str], typed: str | None
+        self,
+        cur: Any,
+        table: sql.Identifier,
+        query: Sequence[str],
+        typed: str | None,
+        visible: Visible = None,
     ) -> tuple[dict[str, tuple[float, bool]], float]:
         """word (and the typed prefix) -> (BM25 idf, whether it is common); the average length.
 
@@ -112,14 +122,17 @@ class DocumentFrequencies:
         keys = [self.ROWS, self.AVERAGE, *query, *([typed] if typed is not None else [])]
         now = time.monotonic()
         with self._lock:
-            known = {
-                k: c for k, (c, at) in self._counts.items() if k in keys and now - at < self.ttl_s
-            }
+            known = {}
+            for k in keys:
+                kept = self._counts.get((visible, k))
+                if kept is not None and now - kept[1] < self.ttl_s:
+                    known[k] = kept[0]
         missing = [k for k in dict.fromkeys(keys) if k not in known]
         if missing:
-            known.update(zip(missing, self._count(cur, table, missing, typed), strict=True))
+            counted = self._count(cur, table, missing, typed, visible)
+            known.update(zip(missing, counted, strict=True))
             with self._lock:
-                self._counts.update({k: (known[k], now) for k in missing})
+                self._counts.update({(visible, k): (known[k], now) for k in missing})
         total = known[self.ROWS]
         out: dict[str, tuple[float, bool]] = {}
         for key in keys[2:]:
@@ -130,29 +143,37 @@ class DocumentFrequencies:
         return out, known[self.AVERAGE]
 
     def _count(
-        self, cur: Any, table: sql.Identifier, keys: list[str], typed: str | None
+        self, cur: Any, table: sql.Identifier, keys: list[str], typed: str | None, visible: Visible
     ) -> list[float]:
+        seen, seen_params = _visible_sql(visible)
         parts: list[sql.Composable] = []
         params: list[Any] = []
         for key in keys:
             if key == self.ROWS:
-                parts.append(sql.SQL("(SELECT count(*) FROM {t})").format(t=table))
+                part = "(SELECT count(*) FROM {t} WHERE {seen})"
             elif key == self.AVERAGE:
-                parts.append(sql.SQL("(SELECT coalesce(avg(doclen), 0) FROM {t})").format(t=table))
+                part = "(SELECT coalesce(avg(doclen), 0) FROM {t} WHERE {seen})"
             elif key == typed:
-                parts.append(
-                    sql.SQL(
-                        "(SELECT count(*) FROM {t} WHERE words @@ to_tsquery('simple', %s))"
-                    ).format(t=table)
+                part = (
+                    "(SELECT count(*) FROM {t} WHERE words @@ to_tsquery('simple', %s) AND {seen})"
                 )
                 params.append(key)
             else:
-                parts.append(
-                    sql.SQL(
-                        "(SELECT count(*) FROM {t} WHERE document @@ to_tsquery({c}, %s))"
-                    ).format(t=table, c=sql.Literal(self.config))
-                )
+                part = "(SELECT count(*) FROM {t} WHERE document @@ to_tsquery({c}, %s)"
+                part += " AND {seen})"
                 params.append(key)
+            parts.append(sql.SQL(part).format(t=table, c=sql.Literal(self.config), seen=seen))
+            params.extend(seen_params)
         cur.execute(sql.SQL("SELECT {}").format(sql.SQL(", ").join(parts)), params)
         row = cur.fetchone()
         return [float(v) for v in row] if row else [0.0] * len(keys)
+
+
+def _visible_sql(visible: Visible) -> tuple[sql.Composable, list[Any]]:
+    """The rows of the projects a search may see (`Filter.visible`; NULL: global)."""
+    if visible is None:
+        return sql.SQL("TRUE"), []
+    projects, include_global = visible
+    if include_global:
+        return sql.SQL("(project = ANY(%s) OR project IS NULL)"), [list(projects)]
+    return sql.SQL("project = ANY(%s)"), [list(projects)]

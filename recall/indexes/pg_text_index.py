@@ -271,7 +271,7 @@ class PgTextIndex(PgTable):
         predicate, params = filter_sql(where)
         typed = query[-1] + ":*" if prefix else None
         with self._db.cursor() as cur:
-            idf, average = self._stats.idf(cur, t, query, typed)
+            idf, average = self._stats.idf(cur, t, query, typed, where.visible)
             terms, score, match, match_params = self._scoring(query, typed, idf, average)
             fields = sql.SQL(", name, title, description, body" if snippets else "")
             statement = sql.SQL(

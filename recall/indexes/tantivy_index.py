@@ -65,6 +65,7 @@ import tantivy
 from recall import bm25
 from recall.errors import IndexUnavailable
 from recall.indexes import layout
+from recall.indexes.scope_statistics import ScopeStatistics
 from recall.query import CJK, words
 from recall.types import MEMORY, Candidate, Doc, Filter, micros
 
@@ -330,7 +331,7 @@ class TantivyIndex:
             self._opened = self._open()
         self._expansions: dict[str, list[str]] = {}
         self._expansions_shape: tuple[int, int] = (-1, -1)
-        self._mean_length: tuple[tuple[int, int], float] = ((-1, -1), 0.0)
+        self._statistics: ScopeStatistics[tuple[int, float]] = ScopeStatistics()
         self._meta = self._read_meta()
         # `bulk`'s writer while it runs, and the thread that holds it (another
         # thread's writes wait for the lock, as another process's do).
@@ -454,7 +455,6 @@ class TantivyIndex:
         self._meta = self._read_meta()  # before the reload: it sees at least this commit
         self._index.reload()
         self._expansions.clear()
-        self._mean_length = ((-1, -1), 0.0)
 
     def _holding(self) -> tantivy.IndexWriter | None:
         """`bulk`'s writer, if this thread holds one."""
@@ -506,11 +506,12 @@ class TantivyIndex:
             if prefix or not self.rescore:
                 ranked = self._top(searcher, query, limit)
             else:
-                dfs = {t: self._df(searcher, t) for t in terms}
+                rows, avglen, dfs = self._figures(searcher, where, terms)
                 pool = self._top(searcher, query, max(limit, RESCORE_POOL))
                 pool += self._rare_matches(searcher, dfs, where, pool)
                 sequence = [t for word in query_words for t in stems(word)]
-                ranked = self._rescored(searcher, dfs, sequence, pool, loaded)[:limit]
+                figures = (rows, avglen, dfs)
+                ranked = self._rescored(searcher, figures, sequence, pool, loaded)[:limit]
             marked = self._snippet_query(terms) if snippets else None
             generators: dict[str, tantivy.SnippetGenerator] = {}
             out = []
@@ -524,10 +525,47 @@ class TantivyIndex:
         except (OSError, ValueError) as exc:
             raise IndexUnavailable(f"cannot search the text index at {self.path}: {exc}") from exc
 
+    def _figures(
+        self, searcher: tantivy.Searcher, where: Filter, terms: list[str]
+    ) -> tuple[int, float, dict[str, int]]:
+        """BM25's collection statistics over the projects `where` may see
+        (`recall.indexes.scope_statistics`): rows, mean own-text length and how
+        many rows hold each term (own text first, else a turn's context)."""
+        reader = (self._meta, int(searcher.num_docs), int(searcher.num_segments))
+        visible = where.visible
+        if visible is None:
+            (rows, mean), dfs = self._statistics.figures(
+                reader,
+                None,
+                terms,
+                shape=lambda: self._shape(searcher, tantivy.Query.all_query()),
+                frequency=lambda _, t: int(
+                    searcher.doc_freq("text", t) or searcher.doc_freq("context", t)
+                ),
+            )
+            return rows, mean, dfs
+        projects, include_global = visible
+        scope = any_of(self._schema, "project", (*projects, *([GLOBAL] if include_global else [])))
+
+        def frequency(_: object, term: str) -> int:
+            for field in ("text", "context"):
+                held = tantivy.Query.term_query(self._schema, field, term)
+                both = [(tantivy.Occur.Must, held), (tantivy.Occur.Must, scope)]
+                found: Any = searcher.search(tantivy.Query.boolean_query(both), limit=1, count=True)
+                if found.count:
+                    return int(found.count)
+            return 0
+
+        (rows, mean), dfs = self._statistics.figures(
+            reader, visible, terms, shape=lambda: self._shape(searcher, scope), frequency=frequency
+        )
+        return rows, mean, dfs
+
     @staticmethod
-    def _df(searcher: tantivy.Searcher, term: str) -> int:
-        """How many documents hold `term` (own text first, else a turn's context)."""
-        return int(searcher.doc_freq("text", term) or searcher.doc_freq("context", term))
+    def _shape(searcher: tantivy.Searcher, scope: tantivy.Query) -> tuple[int, float]:
+        """How many documents `scope` holds and their mean own-text length."""
+        found: Any = searcher.aggregate(scope, {"s": {"stats": {"field": LENGTH_FIELD}}})
+        return int(found["s"]["count"] or 0), float(found["s"]["avg"] or 0.0)
 
     def _rare_matches(
         self,
@@ -556,14 +594,14 @@ class TantivyIndex:
     def _rescored(
         self,
         searcher: tantivy.Searcher,
-        dfs: Mapping[str, int],
+        figures: tuple[int, float, Mapping[str, int]],
         sequence: list[str],
         ranked: list[tuple[float, str, tantivy.DocAddress]],
         loaded: dict[tuple[int, int], tantivy.Document],
     ) -> list[tuple[float, str, tantivy.DocAddress]]:
         """`ranked` scored again with BM25F (`recall.bm25`), best first, ties by id.
 
-        `dfs` holds each query term's document frequency; `sequence` is the
+        `figures` are the scope's statistics (`_figures`); `sequence` is the
         query's terms in its order (with repeats), for the pairs of
         neighbouring words. The documents read are kept in `loaded`, by
         address, for the snippets.
@@ -571,10 +609,10 @@ class TantivyIndex:
         if not ranked:
             return ranked
         params = self.params
-        weights = bm25.term_weights(dfs, searcher.num_docs, params)
+        rows, avglen, dfs = figures
+        weights = bm25.term_weights(dfs, rows, params)
         pairs = bm25.pairs(sequence, weights) if params.proximity > 0 else []
         weights = bm25.pair_weights(pairs, weights, params)
-        avglen = self._average_length(searcher)
         out = []
         for _, doc_id, address in ranked:
             doc = searcher.doc(address)
@@ -585,15 +623,6 @@ class TantivyIndex:
             out.append((value, doc_id, address))
         out.sort(key=lambda r: (-r[0], r[1]))
         return out
-
-    def _average_length(self, searcher: tantivy.Searcher) -> float:
-        """The mean own-text length over the index, kept until its shape changes."""
-        shape = (searcher.num_docs, searcher.num_segments)
-        if self._mean_length[0] != shape:
-            spec = {"mean": {"avg": {"field": LENGTH_FIELD}}}
-            found: Any = searcher.aggregate(tantivy.Query.all_query(), spec)
-            self._mean_length = (shape, float(found["mean"]["value"] or 0.0))
-        return self._mean_length[1]
 
     def _terms(
         self, searcher: tantivy.Searcher, query_words: list[str], *, prefix: bool

@@ -46,6 +46,8 @@ from whoosh.writing import CLEAR, IndexWriter
 
 from recall.errors import IndexUnavailable
 from recall.indexes import layout
+from recall.indexes.scope_statistics import ScopeStatistics
+from recall.indexes.whoosh_scoring import Scope, ScopedBM25F, held_by, scope_of
 from recall.query import FOLDS, WORD, words
 from recall.types import MEMORY, Candidate, Doc, Filter, micros
 
@@ -166,6 +168,10 @@ def filter_queries(where: Filter) -> tuple[Query | None, Query | None]:
     return (And(must) if must else None), mask
 
 
+def _none(scope: Scope, word: str) -> int:
+    raise AssertionError("no word is counted with a scope's shape")
+
+
 class SentinelFormatter(highlight.Formatter):  # type: ignore[misc]
     """Raw text with each match wrapped in \\x01 ... \\x02 (no HTML)."""
 
@@ -195,6 +201,7 @@ class WhooshIndex:
         with suppress(IndexUnavailable):  # a damaged folder: see `_index`
             self._opened = self._open()
         self._searcher: Searcher | None = None
+        self._statistics: ScopeStatistics[Scope] = ScopeStatistics()
         self._highlighter = highlight.Highlighter(
             fragmenter=highlight.ContextFragmenter(maxchars=SNIPPET_CHARS, surround=40),
             formatter=SentinelFormatter(),
@@ -320,7 +327,7 @@ class WhooshIndex:
             query = self._query(searcher, query_words, prefix=prefix)
             if query is None:
                 return []
-            hits = self._top(searcher, query, where, limit)
+            hits = self._top(self._scoped(searcher, where), query, where, limit)
             return [
                 Candidate(
                     id=hit["id"],
@@ -352,6 +359,37 @@ class WhooshIndex:
             for term in terms
         ]
         return Or(clauses)
+
+    def _scoped(self, searcher: Searcher, where: Filter) -> Searcher:
+        """`searcher`, or one on its reader scoring by the statistics of the projects
+        `where` may see (`recall.indexes.whoosh_scoring`) when that is not all."""
+        visible = where.visible
+        if visible is None:
+            return searcher
+        projects, include_global = visible
+        seen = Or([Term("project", p) for p in (*projects, *([GLOBAL] if include_global else []))])
+        reader = searcher.reader().generation()  # moves with every commit
+        scope, _ = self._statistics.figures(
+            reader,
+            visible,
+            [],
+            shape=lambda: scope_of(searcher, seen, TEXT_FIELDS),
+            frequency=_none,
+        )
+
+        def frequency(field: str, text: Any) -> int:
+            key = f"{field}\x00{text!r}"
+            _, held = self._statistics.figures(
+                reader,
+                visible,
+                [key],
+                shape=lambda: scope,
+                frequency=lambda kept, _: held_by(searcher, kept, field, text),
+            )
+            return held[key]
+
+        weighting = ScopedBM25F(scope, frequency)
+        return Searcher(searcher.reader(), weighting=weighting, closereader=False)
 
     def _top(
         self, searcher: Searcher, query: Query, where: Filter, limit: int

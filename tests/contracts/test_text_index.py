@@ -1021,3 +1021,38 @@ def test_another_thread_does_not_write_with_a_kept_writer(tmp_path: Path) -> Non
 
     assert len(failures) == 1 and "locked" in str(failures[0])
     assert search(index, "harbour") == ["kept", "kept-2"]
+
+
+# -- statistics over the visible projects -----------------------------------------
+
+
+def scores(index: Any, text: str, where: Filter) -> list[tuple[str, float]]:
+    return [(c.id, c.score) for c in index.search(text, where=where, limit=10)]
+
+
+def test_no_score_depends_on_text_outside_the_projects_searched(index: Any) -> None:
+    """A token bound to one project could plant a memory holding a word, search
+    for it, and read from its score whether another (sealed) project's memories
+    hold that word too: BM25's document counts, frequencies and mean length are
+    counted over the projects the search may see alone."""
+    index.upsert(
+        [
+            make_doc(id="a1", project="alpha", body="the glacier migration runbook"),
+            make_doc(id="a2", project="alpha", body="deploy notes for the billing service"),
+            make_doc(id="g1", project=None, body="glacier storage is cold"),
+        ]
+    )
+    alpha = Filter(projects=("alpha",), include_global=True)
+    before = scores(index, "glacier migration", alpha)
+    assert [i for i, _ in before] == ["a1", "g1"]
+
+    index.upsert(
+        [make_doc(id=f"s{n}", project="sealed", body=f"glacier secret {n}") for n in range(6)]
+        + [make_doc(id="s-long", project="sealed", body="word " * 300)]
+    )
+
+    after = scores(index, "glacier migration", alpha)
+    assert [i for i, _ in after] == [i for i, _ in before]
+    assert [s for _, s in after] == pytest.approx([s for _, s in before], rel=1e-6)
+    everything = scores(index, "glacier migration", EVERYTHING)
+    assert dict(everything)["a1"] != pytest.approx(dict(after)["a1"], rel=1e-6)
