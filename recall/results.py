@@ -14,7 +14,9 @@ from datetime import datetime
 from recall.types import MEMORY, Record
 from recall.worth import worth_of
 
-SOURCES = ("semantic", "fts", "fused", "graph", "browse", "identifier", "digest")
+# What found a hit: one channel's name (every channel in `recall.channels`), "fused"
+# when several did, "browse" without a query, "digest" for an altitude digest.
+SOURCES = ("semantic", "fts", "fused", "graph", "browse", "identifier", "digest", "session")
 
 
 @dataclass(frozen=True, slots=True)

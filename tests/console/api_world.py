@@ -56,6 +56,8 @@ def mcp(world: World, who: str, tool: str, args: dict[str, Any], monkeypatch: An
     spec = next(s for s in SPECS if s.name == tool)
     result = spec.build().fn(**args)
     body = json.loads(result.content[0].text)
+    if not result.is_error:  # the SDK's server checks a reply against its published schema
+        spec.reply.model_validate(result.structured_content)
     return (body["status"] if result.is_error else 200), body
 
 

@@ -15,7 +15,7 @@ from tests.console.api_world import World, call, mcp, world_fixture  # noqa: F40
 PACK_ITEM = {"id", "kind", "name", "memory_kind", "project", "text", "valid_from", "source",
              "score", "tokens"}  # fmt: skip
 SEARCH_HIT = set(SearchHitOut.model_fields)
-SOURCES = {"semantic", "fts", "fused", "graph", "browse", "identifier"}
+SOURCES = {"semantic", "fts", "fused", "graph", "browse", "identifier", "session"}
 ERROR = {"detail", "field", "code"}
 
 
