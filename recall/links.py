@@ -6,7 +6,8 @@ engine's stores import them.
 
 - `WIKILINK` / `names(body)`: `[[name]]`, `[[name|shown text]]` and
   `[[name#section]]` name the memory `name`; names are taken in order of
-  first appearance.
+  first appearance, outside code (a fenced block or an inline code span: TOML's
+  `[[tool.mypy.overrides]]` links nothing, as the console's renderer shows it).
 - `prefer(rows, project)`: a name means the active memory of that name in the
   linking project if there is one, else the global one (project beats
   global); among several in one scope the newest id wins (a replacement
@@ -19,6 +20,8 @@ import re
 from collections.abc import Iterable
 from typing import TypeVar
 
+from recall.markdown import without_code
+
 WIKILINK = re.compile(r"\[\[([^\[\]|#\n]{1,120})(?:#[^\[\]|\n]*)?(?:\|([^\[\]\n]{0,200}))?\]\]")
 
 Key = TypeVar("Key")
@@ -27,7 +30,7 @@ Key = TypeVar("Key")
 def names(body: str | None) -> list[str]:
     """The distinct `[[name]]` targets of a body, in order of first appearance."""
     seen: list[str] = []
-    for match in WIKILINK.finditer(body or ""):
+    for match in WIKILINK.finditer(without_code(body or "")):
         name = match.group(1).strip()
         if name and name not in seen:
             seen.append(name)

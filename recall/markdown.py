@@ -15,6 +15,8 @@ import re
 # A line opening or closing a fenced code block (CommonMark: three or more ` or ~,
 # indented at most three spaces); a closing fence is the same character, as long or longer.
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.MULTILINE)
+# An inline code span: a run of backticks up to the next run of the same length.
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
 # A table's separator row (| --- | :-: |) or a thematic break (---, ***, * * *).
 _RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$|^\s*(?:[-*_]\s*){3,}$")
 
@@ -64,6 +66,22 @@ def prose(text: str) -> str:
             continue
         out.append(line)
     return "\n".join(out)
+
+
+def without_code(text: str) -> str:
+    """`text` with its fenced code blocks and inline code spans left out (each span
+    a space): what reads as markup there is code (`[[tool.mypy.overrides]]` is
+    TOML, no link)."""
+    out: list[str] = []
+    opened = ""
+    for line in text.splitlines():
+        mark = fence(line)
+        if mark:
+            opened = "" if opened and _closes(mark, opened) else opened or mark
+            continue
+        if not opened:
+            out.append(line)
+    return _CODE_SPAN.sub(" ", "\n".join(out))
 
 
 def _table_row(line: str) -> bool:

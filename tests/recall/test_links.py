@@ -16,6 +16,12 @@ from recall.links import WIKILINK, names, prefer
         ("no links, [single] brackets, [[]] and [[bad\nname]]", []),
         ("", []),
         (None, []),
+        # Code is not link syntax: TOML's array-of-tables, in a span or a fenced block.
+        ("Set `[[tool.mypy.overrides]]` per module, see [[typing-rules]].", ["typing-rules"]),
+        ("``a `[[x]]` b`` then [[y]]", ["y"]),
+        ('```toml\n[[package]]\nname = "a"\n```\nafter [[lockfile]]', ["lockfile"]),
+        ("~~~~\n[[inside]]\n~~~\n[[still-inside]]\n~~~~\n[[out]]", ["out"]),
+        ("an unclosed `[[tick]] is prose", ["tick"]),
     ],
 )
 def test_names_in_order_of_first_appearance(body: str | None, expected: list[str]):
