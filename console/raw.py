@@ -33,7 +33,8 @@ def memory_search_plane(
     offset: int = 0,
     include_global: bool = True,
 ) -> SearchResult:
-    """One plane's own ranking (no fusion, no pins, no floor), one page from `offset`."""
+    """One plane's own ranking (no fusion, no pins, no floor, no session prior), one
+    page from `offset`: its scores descend."""
     engine = wiring.engine()
     channel = PLANES[plane]
     config = replace(
@@ -41,6 +42,7 @@ def memory_search_plane(
         channel_weights={channel: 1.0},
         semantic_floor=0.0,
         favorites_first=False,
+        session_prior=0.0,
     )
     request = SearchRequest(
         query=query, projects=tuple(projects), limit=limit, offset=offset,

@@ -794,6 +794,30 @@ def test_a_planes_raw_ranking_is_ordered_by_its_own_score_stars_and_all(world: W
         assert hits[0]["id"] == strong.pk, (path, hits)
 
 
+def test_a_planes_raw_ranking_is_not_lifted_by_the_session_prior(world: World) -> None:
+    """The session prior lifts the turns of the best hit's session in Search; a
+    plane's own ranking is that plane's alone, its scores descending (a turn of
+    the best hit's session came back above a better hit: 4.65, 1.23, 1.72)."""
+    alpha = Project.objects.get(slug="alpha")
+    memories = (  # (name, session, body): turn-0 a little below the gotcha, in turn-1's session
+        ("turn-0", "s1", "The ledger lists the weekly payout report and the closing totals."),
+        ("turn-1", "s1", "The refund ledger: refund ledger entries, refund ledger totals."),
+        ("refund-gotcha", "", "A refund posted twice answers 409 and no second charge."),
+    )
+    for name, session, body in memories:
+        services.memory_create(
+            project=alpha, kind="episode", name=name, body=body, session_id=session
+        )
+    indexing.apply_pending()
+
+    hits = call(
+        world.client("alpha"), "get", "/search/text", {"q": "refund ledger", "record": "false"}
+    ).json()["hits"]
+
+    scores = [h["score"] for h in hits]
+    assert scores == sorted(scores, reverse=True), [(h["name"], h["score"]) for h in hits]
+
+
 def test_a_memory_with_no_text_answers_no_other_empty_write(world: World) -> None:
     """The same text again is answered with the stored memory; no text is nobody's."""
     empty = ({"name": "no-body"}, {"name": "ws-body", "body": "   \n ", "description": " "})
