@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 from django.db import OperationalError, connection, connections
 
 from console import indexing, migrating, services, tokens
-from console.models import Project
+from console.models import IndexJob, Project
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.django_db
@@ -246,3 +246,36 @@ def test_project_create_names_the_field_each_error_is_about() -> None:
     said = str(caught.value)
     assert said.startswith("slug: This field cannot be blank.")
     assert "name (default: the slug): This field cannot be blank." in said
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_index_worker_reconnects_after_the_server_drops_its_connection(
+    planes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database restart or failover drops the worker's connection: it looped on
+    "the connection is closed" forever (2-3 tracebacks a second) and applied
+    nothing until an operator ran sync_indexes; the gunicorn workers recovered."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has no server to drop a connection (the PostgreSQL pass runs this)")
+    from console.management.commands import index_worker
+
+    made = services.memory_create(
+        project=services.project_create(slug="ops"), name="pager-rota", description="Mondays"
+    )
+    indexing.apply_pending()
+    indexing.enqueue("memory", made.pk, "upsert")
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_backend_pid()")
+        (pid,) = cur.fetchone()
+    other = connections.create_connection("default")
+    with closing(other), other.cursor() as cur:
+        cur.execute("SELECT pg_terminate_backend(%s)", [pid])
+    monkeypatch.setattr(index_worker, "RETRY_PAUSE_S", 0.0)
+    passes = iter(range(3))
+    options = {"interval": 0.01, "maintain_every": 0, "expire_every": 0}
+
+    index_worker.Command(stdout=StringIO(), stderr=StringIO())._loop(
+        lambda: next(passes, None) is None, 0, options, services.plane_folders()
+    )
+
+    assert not IndexJob.objects.exists()

@@ -32,6 +32,7 @@ from types import FrameType
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
+from django.db import connections
 
 from console import services
 from console.management.commands._unreadable import refused, told
@@ -145,6 +146,9 @@ class Command(BaseCommand):
             except Exception as exc:  # the database stayed locked, say: the jobs wait
                 log.exception("applying index jobs failed; retrying")
                 self.stderr.write(f"applying failed ({type(exc).__name__}: {exc}); retrying")
+                # A connection the server dropped (a restart, a failover) stays broken:
+                # closed, the next pass opens a new one.
+                connections.close_all()
                 time.sleep(max(interval, RETRY_PAUSE_S))
                 continue
             if report.applied or report.failed:
