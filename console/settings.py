@@ -37,14 +37,19 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name}={raw!r}: expected 1/0, true/false, yes/no or on/off")
 
 
-def env_int(name: str, default: str) -> int:
+def env_int(name: str, default: str, minimum: int | None = None) -> int:
     raw = env(name, default)
     try:
-        return int(raw.strip())
+        value = int(raw.strip())
     except ValueError:
         raise ImproperlyConfigured(
             f"{name}={raw!r}: expected a whole number (default {default})"
         ) from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(
+            f"{name}={raw!r}: expected a whole number >= {minimum} (default {default})"
+        )
+    return value
 
 
 def env_level(name: str, default: str) -> str:
@@ -163,8 +168,8 @@ if DATABASE_URL:
     DATABASES = {
         "default": database_url.parse(
             DATABASE_URL,
-            pool_size=env_int("RECALL_DB_POOL_SIZE", "8"),
-            conn_max_age=env_int("RECALL_DB_CONN_MAX_AGE", "60"),
+            pool_size=env_int("RECALL_DB_POOL_SIZE", "8", 0),
+            conn_max_age=env_int("RECALL_DB_CONN_MAX_AGE", "60", 0),
         )
     }
 else:
@@ -218,7 +223,7 @@ SECURE_REFERRER_POLICY = "same-origin"
 if env_bool("RECALL_HTTPS", False):
     SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    SECURE_HSTS_SECONDS = env_int("RECALL_HSTS_SECONDS", "31536000")
+    SECURE_HSTS_SECONDS = env_int("RECALL_HSTS_SECONDS", "31536000", 0)
 
 LOGGING = {
     "version": 1,
@@ -236,8 +241,8 @@ LOGGING = {
 # cannot buy fresh attempts. Locking a login from every address would let anyone
 # lock the console's owner out. Failures live in the database (tests roll them
 # back); `manage.py axes_reset` lifts every lock.
-AXES_FAILURE_LIMIT = env_int("RECALL_LOGIN_FAILURE_LIMIT", "5")
-AXES_COOLOFF_TIME = timedelta(minutes=env_int("RECALL_LOGIN_COOLOFF_MINUTES", "15"))
+AXES_FAILURE_LIMIT = env_int("RECALL_LOGIN_FAILURE_LIMIT", "5", 1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("RECALL_LOGIN_COOLOFF_MINUTES", "15", 0))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "console.lockout.lockout_response"  # the login page, with why
@@ -273,7 +278,7 @@ BACKEND_OPTIONS: dict[str, dict[str, Any]] = {
         # Build the ANN (IVF_HNSW_SQ) index past this many rows: an exact scan
         # costs ~6 ms at 5k rows and ~15 ms at 10k, the index ~7 ms at either
         # (tests/bench/bench_vector_index.py), with recall@24 of 1.000 at 10k.
-        "index_threshold": env_int("RECALL_VECTOR_INDEX_THRESHOLD", "5000"),
+        "index_threshold": env_int("RECALL_VECTOR_INDEX_THRESHOLD", "5000", 0),
         # Never inside a request: `indexing.maintain()` builds it off the hot path.
         "auto_index": False,
         # Searches go to the in-process copy (VECTOR_CACHE): small LanceDB caches.
@@ -281,7 +286,7 @@ BACKEND_OPTIONS: dict[str, dict[str, Any]] = {
     },
     "console.pgplanes.DjangoPgVectorIndex": {
         # HNSW candidates per search (pgvector's default is 40).
-        "ef_search": env_int("RECALL_PG_EF_SEARCH", "100"),
+        "ef_search": env_int("RECALL_PG_EF_SEARCH", "100", 1),
     },
 }
 RECALL: dict[str, Any] = {
@@ -304,10 +309,10 @@ RECALL: dict[str, Any] = {
             "BACKEND": embedder_backend,
             "OPTIONS": {
                 # Threads per query (1 is fastest per query on small machines).
-                "threads": env_int("RECALL_EMBEDDER_THREADS", "1"),
+                "threads": env_int("RECALL_EMBEDDER_THREADS", "1", 1),
                 # Texts embedded at once when a batch is indexed (one per core): a
                 # write of many memories embeds on every core; a query is one text.
-                "parallel": env_int("RECALL_EMBEDDER_PARALLEL", str(os.cpu_count() or 1)),
+                "parallel": env_int("RECALL_EMBEDDER_PARALLEL", str(os.cpu_count() or 1), 1),
                 # The derived dynamic-int8 copy (about 2x faster; False = the packaged
                 # fp32-compute model). Switching changes the vectors: `reindex`.
                 "quantized": env_bool("RECALL_EMBEDDER_QUANTIZED", True),
@@ -318,7 +323,7 @@ RECALL: dict[str, Any] = {
                 # Windows of 128 word pieces averaged for a long text (1: cut at 128;
                 # 2 costs a long memory twice the embedding for +0.004 nDCG@10 fused
                 # on SciFact). Switching changes the vectors' model name: `reindex`.
-                "max_chunks": env_int("RECALL_EMBEDDER_MAX_CHUNKS", "1"),
+                "max_chunks": env_int("RECALL_EMBEDDER_MAX_CHUNKS", "1", 1),
             }
             if embedder_backend
             else {},
@@ -353,10 +358,10 @@ RECALL: dict[str, Any] = {
     "VECTOR_CACHE": env_bool("RECALL_VECTOR_CACHE", True),
     # After this many failed attempts an index job is retried once a minute instead of
     # at every apply (it stays visible in index_status; sync_indexes retries it now).
-    "MAX_JOB_ATTEMPTS": env_int("RECALL_MAX_JOB_ATTEMPTS", "20"),
+    "MAX_JOB_ATTEMPTS": env_int("RECALL_MAX_JOB_ATTEMPTS", "20", 1),
     # A process's claim on a batch of index jobs lapses after this long (sooner
     # when the process is gone); the lock file serialises plane writes machine-wide.
-    "JOB_CLAIM_SECONDS": env_int("RECALL_JOB_CLAIM_SECONDS", "120"),
+    "JOB_CLAIM_SECONDS": env_int("RECALL_JOB_CLAIM_SECONDS", "120", 1),
     "INDEX_LOCK_FILE": DATA_DIR / "index.lock",
     # Retrieval knobs per section (recall/config.py has every knob and its default);
     # RECALL_<SECTION>_<KNOB> environment variables and the console's override

@@ -21,6 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
     ("variable", "value", "said"),
     [
         ("RECALL_JOB_CLAIM_SECONDS", "abc", "expected a whole number (default 120)"),
+        # It passed the checks, then every call answered 500, writes after committing.
+        ("RECALL_PG_EF_SEARCH", "0", "expected a whole number >= 1 (default 100)"),
         ("RECALL_SYNC_ON_COMMIT", "maybe", "expected 1/0, true/false, yes/no or on/off"),
         ("RECALL_EMBEDDER_QUANTIZED", "false-ish", "expected 1/0, true/false, yes/no or on/off"),
         ("RECALL_LOG_LEVEL", "LOUD", "expected DEBUG, INFO, WARNING, ERROR or CRITICAL"),
