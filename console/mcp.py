@@ -159,6 +159,15 @@ class Spec:
     destructive: bool = False
     idempotent: bool = True
 
+    def said(self) -> str:
+        """The description an agent reads: a tool that changes anything says it needs a
+        write token (or names the scope it needs), so a read-only agent skips it."""
+        text = " ".join(self.description.split())
+        needs = ("write token", "admin scope")
+        if self.read_only or any(n in text for n in needs):
+            return text
+        return f"{text} Needs a write token."
+
     def fields(self) -> tuple[str, ...]:
         """The argument names the tool takes, as its schema spells them."""
         return field_names(self.args)
@@ -186,7 +195,7 @@ class Spec:
             fn=call,
             name=self.name,
             title=self.name.replace("_", " ").capitalize(),
-            description=" ".join(self.description.split()),
+            description=self.said(),
             parameters=compact(self.args.model_json_schema(by_alias=True)),
             fn_metadata=FuncMetadata(arg_model=AnyArguments, output_model=self.reply),
             is_async=False,
@@ -325,7 +334,7 @@ SPECS = (
         Save something a future session must know (a convention, gotcha, decision,
         constraint, fact, or a conversation turn with session_id). Call it when you learn
         it. A retry with the same idempotency_key gets the first answer; the same text
-        already stored comes back with created=false. Needs a write token.""",
+        already stored comes back with created=false.""",
         **WRITE,
     ),
     Spec(
@@ -336,7 +345,7 @@ SPECS = (
         """
         Save up to 500 memories in one transaction (all or none): for importing a
         conversation or a document's facts at once. A batch of up to 20 gets each new
-        item's dedup_hint, as memory_write does. Needs a write token.""",
+        item's dedup_hint, as memory_write does.""",
         **WRITE,
     ),
     Spec(
@@ -357,7 +366,7 @@ SPECS = (
         """
         Change a memory in place (fix a typo, add a tag, move its expiry): only the fields
         you give change. For a fact that is no longer true, use memory_supersede instead,
-        so its history stays. Needs a write token.""",
+        so its history stays.""",
         read_only=False,
     ),
     Spec(
@@ -368,7 +377,7 @@ SPECS = (
         """
         Link a memory to another (its id or name; same project or global) with a type
         (caused, depends-on, ...) and a weight 0-1, so recall of one brings the other.
-        Again with the same type sets its weight. Needs a write token.""",
+        Again with the same type sets its weight.""",
         read_only=False,
     ),
     Spec(
@@ -434,7 +443,7 @@ SPECS = (
         _notes_write,
         """
         Write a longer note for people; with `id`, update that note. Use memory_write for
-        short facts a future agent must recall. Needs a write token.""",
+        short facts a future agent must recall.""",
         **WRITE,
     ),
     Spec(

@@ -172,6 +172,10 @@ def test_every_tool_documents_itself_and_refuses_unknown_fields(
         hints = tool.annotations
         assert hints is not None and hints.read_only_hint == (tool.name in READ_ONLY)
         assert hints.destructive_hint == (tool.name in DESTRUCTIVE), tool.name
+        # A read-only agent knows which tools are not for it (six did not say so).
+        says = tool.description or ""
+        needs = "write token" in says or "admin scope" in says
+        assert needs != (tool.name in READ_ONLY), tool.name
         result = out["refused"][tool.name]
         error = json.loads(result.content[0].text)
         assert result.is_error and error["status"] == 422, (tool.name, error)
