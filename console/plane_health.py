@@ -25,15 +25,32 @@ FILE_ADAPTERS = (
 )
 
 
+# What to do about a plane that cannot be read, by where it lives.
+FOLDER_ADVICE = (
+    "`manage.py reindex` sets a damaged folder aside (renamed, not deleted) and rebuilds "
+    "the plane from the database"
+)
+TABLE_ADVICE = (
+    "the plane is a table in the database: check that the database is up and this login "
+    "may use it, and that the `vector` extension exists (`CREATE EXTENSION vector;` as "
+    'an administrator, README "Deployment: PostgreSQL"), then `manage.py sync_indexes`'
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Unreadable:
     plane: str  # "full-text" or "vector"
     error: str  # the first line of what reading it raised
     folder: Path | None  # its folder, when it is a plane of files that exists
+    in_database: bool = False  # a table (the PostgreSQL planes), not a folder
 
     def __str__(self) -> str:
         where = f" at {self.folder}" if self.folder else ""
         return f"the {self.plane} plane{where} cannot be read ({self.error})"
+
+    @property
+    def advice(self) -> str:
+        return TABLE_ADVICE if self.in_database else FOLDER_ADVICE
 
 
 def unreadable() -> list[Unreadable]:
@@ -49,7 +66,8 @@ def unreadable() -> list[Unreadable]:
                 made.fingerprints()
         except Exception as exc:  # noqa: BLE001 - whatever a damaged folder raises
             error = (f"{type(exc).__name__}: {exc}".splitlines() or [""])[0][:300]
-            found.append(Unreadable(plane, error, _folder(backend)))
+            table = not wiring.backend(backend)[0].startswith(FILE_ADAPTERS)
+            found.append(Unreadable(plane, error, _folder(backend), in_database=table))
     return found
 
 

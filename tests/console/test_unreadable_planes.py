@@ -77,6 +77,29 @@ def test_a_damaged_plane_is_named_and_reindex_rebuilds_it(
     assert [h.id for h in found.hits][:1] == [memory.pk]
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_damaged_plane_table_gets_advice_for_a_table(planes: Path) -> None:
+    """On PostgreSQL the planes are tables: index_status, sync_indexes and reindex
+    told the operator to let reindex set "a damaged folder" aside, and reindex then
+    failed asking whether the database was up."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the embedded planes are folders (the test above runs on them)")
+    services.memory_create(project=services.project_create(slug="ops"), name="pager-rota")
+    indexing.apply_pending()
+    table = wiring.text_index().table  # type: ignore[attr-defined]
+    with connection.cursor() as cur:
+        cur.execute(f'ALTER TABLE "{table}" RENAME COLUMN fingerprint TO fingerprint_gone')
+    try:
+        for command in (["index_status"], ["sync_indexes"], ["reindex"]):
+            with pytest.raises(CommandError, match=r"the full-text plane cannot be read") as said:
+                call_command(*command, stdout=StringIO())
+            assert "the plane is a table in the database" in str(said.value), command
+            assert "folder" not in str(said.value), command
+    finally:
+        with connection.cursor() as cur:
+            cur.execute(f'ALTER TABLE "{table}" RENAME COLUMN fingerprint_gone TO fingerprint')
+
+
 def test_an_index_worker_started_on_a_damaged_text_plane_says_so_in_one_line(
     planes: Path,
 ) -> None:

@@ -8,11 +8,7 @@ from contextlib import contextmanager
 from django.core.management.base import CommandError
 
 from console import selectors
-
-ADVICE = (
-    "`manage.py reindex` sets a damaged folder aside (renamed, not deleted) and rebuilds "
-    "the plane from the database"
-)
+from console.plane_health import Unreadable
 
 
 @contextmanager
@@ -27,15 +23,17 @@ def told() -> Iterator[None]:
         bad = selectors.planes_unreadable()
         if not bad:
             raise
-        raise CommandError(_named(bad)) from None
+        raise CommandError(named(bad)) from None
 
 
 def refused() -> None:
     """Raise that one line when a plane cannot be read now (the adapters open a damaged
     folder lazily, so a command that would only fail job after job asks first)."""
     if bad := selectors.planes_unreadable():
-        raise CommandError(_named(bad))
+        raise CommandError(named(bad))
 
 
-def _named(bad: Sequence[object]) -> str:
-    return "; ".join(map(str, bad)) + ". " + ADVICE
+def named(bad: Sequence[Unreadable]) -> str:
+    """The planes that cannot be read, then what to do about each kind (folder, table)."""
+    advice = dict.fromkeys(b.advice for b in bad)
+    return "; ".join(map(str, bad)) + ". " + "; ".join(advice)

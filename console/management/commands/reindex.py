@@ -34,8 +34,10 @@ class Command(BaseCommand):
                 "deployment whose vectors to copy)"
             )
         for bad in selectors.planes_unreadable():  # a damaged folder: rebuilt from empty
+            if bad.in_database:  # a table: nothing to set aside
+                raise CommandError(f"{bad}. {bad.advice}")
             if bad.folder is None:
-                raise CommandError(f"{bad}: make it readable (is its database up?) and run again")
+                raise CommandError(f"{bad}: make it readable and run again")
             moved = services.plane_set_aside(bad)
             self.stdout.write(f"{bad}: set it aside as {moved}, to rebuild it from the database")
         with tqdm(total=total, unit="item", desc="reindex", disable=total < 50) as bar:
