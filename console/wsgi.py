@@ -1,9 +1,12 @@
-"""The WSGI application (gunicorn's `console.wsgi`), refused when a setting is bad.
+"""The WSGI application (gunicorn's `console.wsgi`), refused when a setting is bad
+or the database cannot be reached.
 
 `make serve` runs `migrate` first, whose system checks stop on a bad setting or
 environment value; a server started on its own (the README's Deployment line)
 runs the same checks here, so a bad `RECALL_*` value stops start-up instead of
-answering 503 on every search.
+answering 503 on every search. It connects once too: a DATABASE_URL naming a
+database that is not there (or a server that is down) stops start-up in one line
+with the server's reason, instead of a server answering every request 500.
 """
 
 from __future__ import annotations
@@ -13,8 +16,15 @@ import os
 from django.core.checks import run_checks
 from django.core.exceptions import ImproperlyConfigured
 from django.core.wsgi import get_wsgi_application
+from django.db import OperationalError, connections
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 application = get_wsgi_application()
 if serious := [str(m) for m in run_checks() if m.is_serious()]:
     raise ImproperlyConfigured("; ".join(serious))
+try:
+    connections["default"].ensure_connection()
+except OperationalError as exc:
+    raise ImproperlyConfigured(" ".join(str(exc).split())) from None
+finally:
+    connections.close_all()  # no connection crosses gunicorn's fork (--preload)

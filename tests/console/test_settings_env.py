@@ -73,6 +73,25 @@ def test_a_server_started_without_manage_py_refuses_a_bad_retrieval_setting(
     assert "ImproperlyConfigured" in done.stderr and "RECALL_SEARCH_LIMIT" in done.stderr
 
 
+def test_a_server_started_on_a_database_it_cannot_reach_stops_in_one_line(
+    tmp_path: Path,
+) -> None:
+    # gunicorn started, logged a traceback from its warm-up thread and went on
+    # listening: the login page answered 200 and every API call 500.
+    env = {**os.environ, "RECALL_DATA_DIR": str(tmp_path)}
+    env["DATABASE_URL"] = "postgres://recall@127.0.0.1:9/recall?connect_timeout=5"
+
+    done = subprocess.run(
+        [sys.executable, "-c", "import console.wsgi"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("django.core.exceptions.ImproperlyConfigured: cannot connect to")
+    assert "'recall'" in last, last
+
+
 def test_recall_https_keeps_the_cookies_off_plain_http(tmp_path: Path) -> None:
     # Behind the README's load balancer the session cookie travelled over plain HTTP:
     # nothing set SESSION_COOKIE_SECURE, and no variable could (a security review).
