@@ -8,13 +8,14 @@ breaks the same way whichever door an agent came in by.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig, SuspiciousOperation
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import DataError
+from django.db import DataError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from pydantic import ValidationError as PydanticValidationError
@@ -23,6 +24,8 @@ from console.access import AccessDenied, NotVisible
 from console.services import BatchError, IdempotencyConflict, StateConflict
 from recall.agent import dumps
 from recall.errors import BudgetError, ConfigError, IndexUnavailable, QueryError
+
+log = logging.getLogger(__name__)
 
 API_PREFIX = "/api/v1/"
 JSON = "application/json; charset=utf-8"
@@ -157,6 +160,9 @@ def describe(exc: BaseException) -> ErrorReply | None:
         return simple(400, f"the request was refused: {exc}")
     if isinstance(exc, IndexUnavailable | ConfigError):
         return simple(503, str(exc))
+    if isinstance(exc, OperationalError):  # the server dropped us, a failover, a lock held
+        log.warning("the database could not be used: %s", " ".join(str(exc).split()))
+        return simple(503, "the database cannot be used just now; try again shortly")
     if isinstance(exc, DataError):  # e.g. a NUL, which PostgreSQL text cannot hold
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid value"
         return simple(400, f"the database cannot store a value of this request: {reason}")
