@@ -254,7 +254,10 @@ class IdempotencyKey(models.Model):
     key = models.CharField(max_length=200)
     request_hash = models.CharField(max_length=64)
     status = models.PositiveSmallIntegerField()
-    response = models.JSONField()
+    response = models.JSONField()  # queried (a deleted memory's keys go with it)
+    # The answer as sent, so a retry gets it byte for byte (PostgreSQL's jsonb keeps
+    # no key order); "" on keys kept before it was.
+    text = models.TextField(blank=True, default="")
     created = models.DateTimeField(default=timezone.now, db_index=True)
 
     class Meta:

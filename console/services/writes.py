@@ -182,13 +182,13 @@ def idempotent(
                 raise IdempotencyConflict(
                     f"Idempotency-Key {key!r} was used for a different request"
                 )
-            return seen.status, seen.response, True
+            return seen.status, json.loads(seen.text) if seen.text else seen.response, True
         status, response = write()
         try:
             with transaction.atomic():
                 IdempotencyKey.objects.create(
                     token_id=token_id, key=key, request_hash=digest, status=status,
-                    response=response,
+                    response=response, text=json.dumps(response),
                 )  # fmt: skip
         except IntegrityError:  # a concurrent twin committed first: roll this one back
             message = f"Idempotency-Key {key!r} is in use by a concurrent call; retry it"
