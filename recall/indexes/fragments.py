@@ -11,8 +11,9 @@ same stemmer as its index).
 
 A fragment is a window of `WINDOW` words starting `LEAD` words before a
 matched word: of those, the one holding the most matched words (the earliest
-on a tie), widened to whitespace on both ends so punctuation stays with its
-word.
+on a tie), moved back to hold `WINDOW` words when the text ends first (a text
+that short is shown whole, as tantivy's snippets show it), widened to
+whitespace on both ends so punctuation stays with its word.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def fragment(text: str, matched: Callable[[str], bool]) -> str | None:
     # Each window starts LEAD words before a match; the one holding most matches wins.
     starts = sorted({max(0, i - LEAD) for i, hit in enumerate(hits) if hit})
     start = max(starts, key=lambda i: (seen[min(i + WINDOW, n)] - seen[i], -i))
+    start = max(0, min(start, n - WINDOW))  # a window short of the end takes earlier words
     end = min(n, start + WINDOW)
     return _marked(text, spans[start:end], hits[start:end])
 

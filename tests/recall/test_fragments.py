@@ -39,6 +39,25 @@ def test_the_window_leads_with_a_few_words_before_the_match() -> None:
     assert words.index("\x01walrus\x02") == fragments.LEAD
 
 
+def test_a_text_shorter_than_the_window_is_shown_whole() -> None:
+    """The PostgreSQL plane showed "near the Straße office; naïve café résumé." of a
+    fourteen-word memory (six words before the match), tantivy the whole text."""
+    text = "Keep the signed copies in the drawer near the Straße office; naïve café résumé."
+
+    snippet = fragments.fragment(text, lambda w: w == "resume")
+
+    assert snippet is not None and snippet.replace("\x01", "").replace("\x02", "") == text
+
+
+def test_a_window_near_the_end_takes_earlier_words() -> None:
+    text = " ".join(["lorem"] * 100 + ["walrus", "ipsum"])
+
+    snippet = fragments.fragment(text, lambda w: w == "walrus")
+
+    assert snippet is not None and len(snippet.split()) == fragments.WINDOW
+    assert snippet.endswith("\x01walrus\x02 ipsum")
+
+
 def test_the_window_with_most_matches_wins() -> None:
     text = "kiwi " + "x " * 40 + "kiwi mango kiwi " + "y " * 40
 
