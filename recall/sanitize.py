@@ -233,10 +233,16 @@ def _compatible(text: str) -> Iterator[tuple[int, int, str]]:
 # --- the steps ----------------------------------------------------------------
 
 
+# Every other way to break a line, made "\n": a role marker after a carriage return
+# or U+2028 passed the scrub, and a block written on one line put "SYSTEM: ..."
+# after a space in a briefing (a security review).
+_LINE_BREAK = re.compile(r"\r\n?|[\u2028\u2029\x85\v\f]")
+
+
 def normalise(text: str) -> str:
     """Invisible characters dropped (a joiner kept where it joins two characters),
-    look-alike angle brackets made real."""
-    text = _INVISIBLE.sub("", text)
+    every line break made "\n", look-alike angle brackets made real."""
+    text = _INVISIBLE.sub("", _LINE_BREAK.sub("\n", text))
     if "\u200c" in text or "\u200d" in text:
         text = _STRAY_JOINER.sub("", text)
     return text if text.isascii() else text.translate(_BRACKETS)
