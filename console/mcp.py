@@ -464,7 +464,9 @@ SPECS = (
         """
         The memories a user prompt names by their words, as a short block: a memory
         whose name and description share at least two words (3+ letters, not stopwords)
-        with the prompt, at most 3; when none does, "(no memory matched this prompt)"
+        with the prompt, and words rare enough in the project to clear a score floor (a
+        word many memories hold weighs little), at most 3; when none does, "(no memory
+        matched this prompt)"
         (structured `text` ""). Cheap; call it on each new user
         prompt, and memory_recall for a question in other words.""",
     ),
