@@ -54,7 +54,7 @@ import heapq
 import struct
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from functools import lru_cache
 from pathlib import Path
@@ -67,7 +67,7 @@ from recall.errors import IndexUnavailable
 from recall.indexes import layout
 from recall.indexes.scope_statistics import ScopeStatistics
 from recall.query import CJK, words
-from recall.types import MEMORY, Candidate, Doc, Filter, micros
+from recall.types import MEMORY, Candidate, Doc, Filter, Visible, micros
 
 GLOBAL = "_global_"
 TEXT_FIELDS = ("name", "title", "description", "body", "tags")
@@ -329,7 +329,7 @@ class TantivyIndex:
         self._opened: tantivy.Index | None = None
         with suppress(IndexUnavailable):  # a damaged folder: see `_index`
             self._opened = self._open()
-        self._expansions: dict[str, list[str]] = {}
+        self._expansions: dict[tuple[str, Visible], list[str]] = {}
         self._expansions_shape: tuple[int, int] = (-1, -1)
         self._statistics: ScopeStatistics[tuple[int, float]] = ScopeStatistics()
         self._meta = self._read_meta()
@@ -492,18 +492,21 @@ class TantivyIndex:
         snippets: bool = False,
         prefix: bool = False,
     ) -> list[Candidate]:
-        """BM25F (tantivy's BM25 for a prefix) filtered by `where`, ties by id ascending."""
+        """BM25F filtered by `where`, ties by id ascending (tantivy's own BM25 with
+        `rescore` off, and for a prefix over every project)."""
         query_words = words(text, keep_short_last=prefix)
         if not query_words or limit <= 0:
             return []
         try:
             searcher = self._searcher()
-            terms = self._terms(searcher, query_words, prefix=prefix)
+            terms = self._terms(searcher, query_words, where, prefix=prefix)
             if not terms:
                 return []
             query = self._query(terms, where)
             loaded: dict[tuple[int, int], tantivy.Document] = {}
-            if prefix or not self.rescore:
+            if not self.rescore or (prefix and where.visible is None):
+                # As you type over every project: tantivy's own score, its statistics
+                # the whole index's (re-scoring doubled the palette's 3-letter p50).
                 ranked = self._top(searcher, query, limit)
             else:
                 rows, avglen, dfs = self._figures(searcher, where, terms)
@@ -533,33 +536,43 @@ class TantivyIndex:
         many rows hold each term (own text first, else a turn's context)."""
         reader = (self._meta, int(searcher.num_docs), int(searcher.num_segments))
         visible = where.visible
-        if visible is None:
-            (rows, mean), dfs = self._statistics.figures(
-                reader,
-                None,
-                terms,
-                shape=lambda: self._shape(searcher, tantivy.Query.all_query()),
-                frequency=lambda _, t: int(
-                    searcher.doc_freq("text", t) or searcher.doc_freq("context", t)
-                ),
-            )
-            return rows, mean, dfs
-        projects, include_global = visible
-        scope = any_of(self._schema, "project", (*projects, *([GLOBAL] if include_global else [])))
+        scope = self._scope(visible)
+        text, context = (self._counter(searcher, where, f) for f in ("text", "context"))
 
         def frequency(_: object, term: str) -> int:
-            for field in ("text", "context"):
-                held = tantivy.Query.term_query(self._schema, field, term)
-                both = [(tantivy.Occur.Must, held), (tantivy.Occur.Must, scope)]
-                found: Any = searcher.search(tantivy.Query.boolean_query(both), limit=1, count=True)
-                if found.count:
-                    return int(found.count)
-            return 0
+            if text is None or context is None:  # the whole index: its own counts
+                return int(searcher.doc_freq("text", term) or searcher.doc_freq("context", term))
+            return text(term) or context(term)
 
+        whole = scope if scope is not None else tantivy.Query.all_query()
         (rows, mean), dfs = self._statistics.figures(
-            reader, visible, terms, shape=lambda: self._shape(searcher, scope), frequency=frequency
+            reader, visible, terms, shape=lambda: self._shape(searcher, whole), frequency=frequency
         )
         return rows, mean, dfs
+
+    def _scope(self, visible: Visible) -> tantivy.Query | None:
+        """The documents of the visible projects (None: the whole index)."""
+        if visible is None:
+            return None
+        projects, include_global = visible
+        return any_of(self._schema, "project", (*projects, *([GLOBAL] if include_global else [])))
+
+    def _counter(
+        self, searcher: tantivy.Searcher, where: Filter, field: str
+    ) -> Callable[[str], int] | None:
+        """How many documents of `where`'s visible projects hold a term in `field`
+        (None when every project is visible: the index's own counts say it)."""
+        scope = self._scope(where.visible)
+        if scope is None:
+            return None
+
+        def count(term: str) -> int:
+            held = tantivy.Query.term_query(self._schema, field, term)
+            both = [(tantivy.Occur.Must, held), (tantivy.Occur.Must, scope)]
+            found: Any = searcher.search(tantivy.Query.boolean_query(both), limit=1, count=True)
+            return int(found.count)
+
+        return count
 
     @staticmethod
     def _shape(searcher: tantivy.Searcher, scope: tantivy.Query) -> tuple[int, float]:
@@ -625,39 +638,55 @@ class TantivyIndex:
         return out
 
     def _terms(
-        self, searcher: tantivy.Searcher, query_words: list[str], *, prefix: bool
+        self, searcher: tantivy.Searcher, query_words: list[str], where: Filter, *, prefix: bool
     ) -> list[str]:
         """The stemmed terms to look for, with the last word's prefix expansion."""
         out: list[str] = []
         for word in query_words:
             out.extend(t for t in stems(word) if t not in out)
         if prefix:
-            for word in self._expand(searcher, query_words[-1]):
+            for word in self._expand(searcher, query_words[-1], where):
                 out.extend(t for t in stems(word) if t not in out)
         return out
 
-    def _expand(self, searcher: tantivy.Searcher, typed: str) -> list[str]:
-        """The most frequent indexed words starting with `typed`.
+    def _expand(self, searcher: tantivy.Searcher, typed: str, where: Filter) -> list[str]:
+        """The words starting with `typed` that most documents `where` may see hold.
+
+        Counted over the visible projects alone (`Filter.visible`): ten words of
+        a project the caller cannot see crowded its own out of the expansions, and
+        the palette said "no memory matches" (a security review). The term
+        dictionary gives every word with its index-wide count, best first; a
+        word's count in scope is at most that, so counting stops once the next
+        word's index-wide count cannot reach the tenth best in scope.
 
         Scanning the term dictionary for a 1- or 2-letter prefix costs about
-        0.3 ms, so those expansions are cached until this process commits or
-        the index's shape (docs, segments) changes; a stale entry only
+        0.3 ms, so those expansions are cached per scope until this process
+        commits or the index's shape (docs, segments) changes; a stale entry only
         misses a brand-new word for a moment.
         """
         shape = (searcher.num_docs, searcher.num_segments)
         if shape != self._expansions_shape:
             self._expansions.clear()
             self._expansions_shape = shape
-        cached = self._expansions.get(typed)
+        key = (typed, where.visible)
+        cached = self._expansions.get(key)
         if cached is not None:
             return cached
         found = searcher.terms_with_prefix(PREFIX_FIELD, typed, limit=PREFIX_SCAN)
-        common = max(PREFIX_COMMON_MIN, PREFIX_COMMON_SHARE * searcher.num_docs)
-        useful = [tf for tf in found if tf[1] <= common]
-        frequent = sorted(useful, key=lambda tf: (-tf[1], tf[0]))[:PREFIX_EXPANSIONS]
-        expanded = [word for word, _ in frequent]
+        ranked = sorted(found, key=lambda tf: (-tf[1], tf[0]))
+        rows, _, _ = self._figures(searcher, where, [])
+        common = max(PREFIX_COMMON_MIN, PREFIX_COMMON_SHARE * rows)
+        count = self._counter(searcher, where, PREFIX_FIELD)
+        best: list[tuple[int, str]] = []  # (-count in scope, word), at most PREFIX_EXPANSIONS
+        for word, most in ranked:
+            if len(best) == PREFIX_EXPANSIONS and most < -best[-1][0]:
+                break
+            held = most if count is None else count(word)
+            if 0 < held <= common:
+                best = sorted([*best, (-held, word)])[:PREFIX_EXPANSIONS]
+        expanded = [word for _, word in best]
         if len(typed) <= 2:
-            self._expansions[typed] = expanded
+            self._expansions[key] = expanded
         return expanded
 
     def _snippet_query(self, terms: list[str]) -> tantivy.Query:

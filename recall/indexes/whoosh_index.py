@@ -58,6 +58,7 @@ SNIPPET_FIELDS = ("body", "description", "title")
 PREFIX_FIELD = "words"
 PREFIX_MIN_CHARS = 3
 PREFIX_EXPANSIONS = 10
+PREFIX_SCAN = 4096  # words read from the term list for a prefix searched in a scope
 FETCH_SLACK = 8
 SNIPPET_CHARS = 150
 HEAD_WORDS = 24
@@ -324,10 +325,11 @@ class WhooshIndex:
             return []
         searcher = self._current()
         try:
-            query = self._query(searcher, query_words, prefix=prefix)
+            scoped = self._scoped(searcher, where)
+            query = self._query(scoped, query_words, prefix=prefix)
             if query is None:
                 return []
-            hits = self._top(self._scoped(searcher, where), query, where, limit)
+            hits = self._top(scoped, query, where, limit)
             return [
                 Candidate(
                     id=hit["id"],
@@ -344,9 +346,7 @@ class WhooshIndex:
         typed = list(query_words)
         last = query_words[-1]
         if prefix and len(last) >= PREFIX_MIN_CHARS:
-            reader = searcher.reader()
-            frequent = reader.most_frequent_terms(PREFIX_FIELD, PREFIX_EXPANSIONS, prefix=last)
-            typed.extend(_text(term) for _, term in frequent)
+            typed.extend(self._expand(searcher, last))
         analyzer = self._index.schema["body"].analyzer
         terms: list[str] = []
         for word in typed:
@@ -359,6 +359,26 @@ class WhooshIndex:
             for term in terms
         ]
         return Or(clauses)
+
+    @staticmethod
+    def _expand(searcher: Searcher, typed: str) -> list[str]:
+        """The words starting with `typed` that most documents in the searcher's scope
+        hold (`ScopedBM25F`; every document without one): ten words of a project the
+        caller cannot see crowded its own out. A word's count in scope is at most its
+        frequency in the index, so counting stops once that cannot reach the tenth."""
+        reader = searcher.reader()
+        weighting = searcher.weighting
+        if not isinstance(weighting, ScopedBM25F):
+            frequent = reader.most_frequent_terms(PREFIX_FIELD, PREFIX_EXPANSIONS, prefix=typed)
+            return [_text(term) for _, term in frequent]
+        best: list[tuple[int, str]] = []  # (-count in scope, word)
+        for most, term in reader.most_frequent_terms(PREFIX_FIELD, PREFIX_SCAN, prefix=typed):
+            if len(best) == PREFIX_EXPANSIONS and most < -best[-1][0]:
+                break
+            held = weighting.frequency(PREFIX_FIELD, term)
+            if held:
+                best = sorted([*best, (-held, _text(term))])[:PREFIX_EXPANSIONS]
+        return [word for _, word in best]
 
     def _scoped(self, searcher: Searcher, where: Filter) -> Searcher:
         """`searcher`, or one on its reader scoring by the statistics of the projects

@@ -1026,15 +1026,17 @@ def test_another_thread_does_not_write_with_a_kept_writer(tmp_path: Path) -> Non
 # -- statistics over the visible projects -----------------------------------------
 
 
-def scores(index: Any, text: str, where: Filter) -> list[tuple[str, float]]:
-    return [(c.id, c.score) for c in index.search(text, where=where, limit=10)]
+def scores(index: Any, text: str, where: Filter, prefix: bool) -> list[tuple[str, float]]:
+    return [(c.id, c.score) for c in index.search(text, where=where, limit=10, prefix=prefix)]
 
 
-def test_no_score_depends_on_text_outside_the_projects_searched(index: Any) -> None:
+@pytest.mark.parametrize("prefix", [False, True], ids=["words", "palette"])
+def test_no_score_depends_on_text_outside_the_projects_searched(index: Any, prefix: bool) -> None:
     """A token bound to one project could plant a memory holding a word, search
     for it, and read from its score whether another (sealed) project's memories
     hold that word too: BM25's document counts, frequencies and mean length are
-    counted over the projects the search may see alone."""
+    counted over the projects the search may see alone, as-you-type too (the
+    console's Search and palette)."""
     index.upsert(
         [
             make_doc(id="a1", project="alpha", body="the glacier migration runbook"),
@@ -1043,7 +1045,7 @@ def test_no_score_depends_on_text_outside_the_projects_searched(index: Any) -> N
         ]
     )
     alpha = Filter(projects=("alpha",), include_global=True)
-    before = scores(index, "glacier migration", alpha)
+    before = scores(index, "glacier migration", alpha, prefix)
     assert [i for i, _ in before] == ["a1", "g1"]
 
     index.upsert(
@@ -1051,8 +1053,25 @@ def test_no_score_depends_on_text_outside_the_projects_searched(index: Any) -> N
         + [make_doc(id="s-long", project="sealed", body="word " * 300)]
     )
 
-    after = scores(index, "glacier migration", alpha)
+    after = scores(index, "glacier migration", alpha, prefix)
     assert [i for i, _ in after] == [i for i, _ in before]
     assert [s for _, s in after] == pytest.approx([s for _, s in before], rel=1e-6)
-    everything = scores(index, "glacier migration", EVERYTHING)
+    everything = scores(index, "glacier migration", EVERYTHING, prefix)
     assert dict(everything)["a1"] != pytest.approx(dict(after)["a1"], rel=1e-6)
+
+
+def test_a_prefix_expands_over_the_projects_searched_alone(index: Any) -> None:
+    """Ten words of a project the caller cannot see crowded its own out of the last
+    word's expansions: the palette said "no memory matches" (a security review), and
+    told a login that hidden projects hold words with that prefix."""
+    index.upsert([make_doc(id="mine", project="alpha", body="zqxalpha marker")])
+    alpha = Filter(projects=("alpha",), include_global=True)
+    before = [(c.id, c.score) for c in index.search("zqx", where=alpha, limit=10, prefix=True)]
+    assert [i for i, _ in before] == ["mine"]
+
+    hidden = " ".join(f"zqxc{i}" for i in range(12))
+    index.upsert([make_doc(id=f"c{n}", project="conf", body=hidden) for n in range(3)])
+
+    after = [(c.id, c.score) for c in index.search("zqx", where=alpha, limit=10, prefix=True)]
+    assert [i for i, _ in after] == ["mine"]
+    assert [s for _, s in after] == pytest.approx([s for _, s in before], rel=1e-6)
