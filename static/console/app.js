@@ -238,6 +238,22 @@
     return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || el.isContentEditable;
   }
 
+  // A search opened by a link or a reload has its box focused (autofocus) with the
+  // caret at the start, so what was typed next went in front of the query.
+  function caretAtEnd(box) {
+    if (box.value && box.selectionStart === 0 && box.selectionEnd === 0) {
+      box.setSelectionRange(box.value.length, box.value.length);
+    }
+  }
+  function caretAtEndOnFocus() {
+    const box = document.querySelector("[data-hit-nav]");
+    if (!box) return;
+    if (document.activeElement === box) caretAtEnd(box);
+    else box.addEventListener("focus", function () { caretAtEnd(box); }, { once: true });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", caretAtEndOnFocus);
+  else caretAtEndOnFocus();
+
   function hitLinks() {
     return Array.from(document.querySelectorAll("[data-hits] .hit-title"));
   }
@@ -269,6 +285,13 @@
     const active = document.activeElement;
     if (active && active.hasAttribute("data-hit-nav") && event.key === "ArrowDown") {
       if (moveHit(1)) event.preventDefault();
+      return;
+    }
+    if (active && active.hasAttribute("data-hit-nav") && event.key === "Escape") {
+      // A search box's own Escape empties it, and as-you-type search then threw
+      // the results away: Escape leaves the box instead, for j/k.
+      event.preventDefault();
+      active.blur();
       return;
     }
     if (typing(active)) return;

@@ -282,6 +282,30 @@ def test_search_as_you_type_open_star_and_find_it_under_favorites(page: Any, use
     assert Memory.objects.get(pk=memory.pk).favorite is False
 
 
+def test_a_search_opened_by_link_types_after_its_query_and_escape_keeps_it(
+    page: Any, user: User
+) -> None:
+    """Opened by a link or a reload, the focused box had its caret at the start:
+    " web" typed after "stripe" searched " webstripe". Escape in the box emptied it
+    (a search box's own Escape), and as-you-type search threw the results away."""
+    seed()
+    log_in(page, user)
+    page.goto("/?q=stripe")
+    page.wait_for_selector("#results .hit")
+
+    page.keyboard.type(" webhooks")
+    page.wait_for_selector('#results .results-body[data-q="stripe webhooks"]')
+    assert page.input_value("#id_q") == "stripe webhooks"
+    page.wait_for_function("() => location.search === '?q=stripe%20webhooks'")
+
+    page.locator("#id_q").press("Escape")
+    assert page.input_value("#id_q") == "stripe webhooks"
+    assert page.evaluate("document.activeElement.id") != "id_q"  # left the box, for j/k
+    page.keyboard.press("j")
+    assert page.evaluate("document.activeElement.textContent") == "stripe-webhook-retries"
+    assert page.evaluate("location.search") == "?q=stripe%20webhooks"
+
+
 def test_edit_with_inline_errors_then_supersede_and_follow_the_chain(page: Any, user: User) -> None:
     memories = seed()
     old = memories["stream-backpressure"]
