@@ -139,6 +139,7 @@ class Memory(models.Model):
     feedback_harmful = models.IntegerField(default=0)
 
     class Meta:
+        verbose_name_plural = "memories"  # the admin said "Memorys"
         ordering = ["-updated", "-id"]
         indexes = [
             # expires_at last: the briefing's count over a scope reads only this index

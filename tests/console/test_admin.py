@@ -77,3 +77,8 @@ def test_a_token_without_projects_is_a_form_error(admin_client: Client) -> None:
 def test_every_admin_list_and_add_page_renders(admin_client: Client, model: str) -> None:
     assert admin_client.get(f"/admin/console/{model}/").status_code == 200
     assert admin_client.get(f"/admin/console/{model}/add/").status_code == 200
+
+
+def test_the_admin_names_its_models_in_english(admin_client: Client) -> None:
+    page = admin_client.get("/admin/").content.decode()
+    assert ">Memories<" in page and "Memorys" not in page
