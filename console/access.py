@@ -112,11 +112,12 @@ def _writer(access: Access) -> None:
 
 def _seen(
     access: Access, kind: str, ids: Sequence[str], *, query: str, project: str | None,
-    pack_id: str = "",
+    pack_id: str = "", budget: int | None = None,
 ) -> None:  # fmt: skip
     services.retrieval_record(
-        kind=kind, ids=ids, query=query, project=project, agent=access.agent, pack_id=pack_id
-    )
+        kind=kind, ids=ids, query=query, project=project, agent=access.agent, pack_id=pack_id,
+        budget=budget,
+    )  # fmt: skip
 
 
 def recall(
@@ -140,7 +141,8 @@ def recall(
         shown = (*pack.items, *(pack.associated or ()))  # each carries worth to rate
         ids = [h.id for h in shown if h.covers is None]  # rows, not a digest
         query = options.get("query", "")
-        _seen(access, "recalled", ids, query=query, project=bound, pack_id=pack_id)
+        _seen(access, "recalled", ids, query=query, project=bound, pack_id=pack_id,
+              budget=pack.budget)  # fmt: skip
     return pack
 
 

@@ -301,6 +301,8 @@ class RetrievalEvent(models.Model):
     at = models.DateTimeField(default=timezone.now, db_index=True)
     # A recall's pack id (its reply's `pack_id`): what `POST /feedback` names.
     pack_id = models.CharField(max_length=26, blank=True, default="", db_index=True)
+    # A recall's token budget, so the inspector can ask again what the agent asked.
+    budget = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["-at"]

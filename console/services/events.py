@@ -20,9 +20,10 @@ def retrieval_record(
     agent: str = "",
     at: datetime | None = None,
     pack_id: str = "",
+    budget: int | None = None,
 ) -> None:
     """One RetrievalEvent (`miss` when nothing was shown): feeds usage and history;
-    a recall's carries its `pack_id` (what `POST /feedback` names)."""
+    a recall's carries its `pack_id` (what `POST /feedback` names) and its budget."""
     RetrievalEvent.objects.create(
         kind=kind if ids else "miss",
         ids=list(ids),
@@ -31,6 +32,7 @@ def retrieval_record(
         agent=agent,
         at=at or timezone.now(),
         pack_id=pack_id,
+        budget=budget,
     )
 
 
