@@ -314,6 +314,9 @@ def test_edit_with_inline_errors_then_supersede_and_follow_the_chain(page: Any, 
 
     page.click("text=Edit")
     page.fill("#id_name", "Not A Slug")
+    # The body resized by its handle (an inline height): htmx's settle copied that
+    # style attribute onto the swapped-in form, which the CSP refused, once a field.
+    page.evaluate("() => { document.getElementById('id_body').style.height = '240px'; }")
     page.click("#memory-form button[type=submit]")
     page.wait_for_selector(".field-error")
     assert "not a valid name" in page.locator(".field-error").inner_text()
