@@ -69,6 +69,18 @@ def _marked(text: str, spans: Sequence[tuple[int, int]], hits: Sequence[bool]) -
     return "".join(parts).strip()
 
 
+def widen(text: str, shown: str) -> tuple[str, str]:
+    """What stands in `text` right before and after `shown` (where it first occurs) up
+    to whitespace: an engine's fragment ends at the last word it scored, and so cut a
+    full stop or a link's brackets off ("see [[idempotency-keys")."""
+    at = text.find(shown) if shown else -1
+    if at < 0:
+        return "", ""
+    before = re.search(r"\S*$", text[:at])
+    after = re.match(r"\S*", text[at + len(shown) :])
+    return (before.group() if before else ""), (after.group() if after else "")
+
+
 def head(texts: Sequence[str]) -> str:
     """The first words of the first non-empty text (no match to show)."""
     for text in texts:

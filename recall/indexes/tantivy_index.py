@@ -64,7 +64,7 @@ import tantivy
 
 from recall import bm25
 from recall.errors import IndexUnavailable
-from recall.indexes import layout
+from recall.indexes import fragments, layout
 from recall.indexes.scope_statistics import ScopeStatistics
 from recall.query import CJK, words
 from recall.types import MEMORY, Candidate, Doc, Filter, Visible, micros
@@ -786,7 +786,11 @@ class TantivyIndex:
             snippet = generator.snippet_from_doc(doc)
             ranges = [(r.start, r.end) for r in snippet.highlighted()]
             if ranges:
-                return mark(snippet.fragment(), ranges)
+                shown = snippet.fragment()
+                before, after = fragments.widen(_first(doc, field), shown)
+                shift = len(before.encode("utf-8"))  # the ranges are byte offsets
+                moved = [(start + shift, end + shift) for start, end in ranges]
+                return mark(before + shown + after, moved)
         return head({name: _first(doc, name) for name in (*SNIPPET_FIELDS, "name")})
 
     def ids(self) -> set[str]:

@@ -45,7 +45,7 @@ from whoosh.searching import Searcher
 from whoosh.writing import CLEAR, IndexWriter
 
 from recall.errors import IndexUnavailable
-from recall.indexes import layout
+from recall.indexes import fragments, layout
 from recall.indexes.scope_statistics import ScopeStatistics
 from recall.indexes.whoosh_scoring import Scope, ScopedBM25F, held_by, scope_of
 from recall.query import FOLDS, WORD, words
@@ -433,9 +433,12 @@ class WhooshIndex:
             text = stored.get(field) or ""
             if not text:
                 continue
-            fragment = self._highlighter.highlight_hit(hit, field, text=text, top=1)
+            fragment = str(self._highlighter.highlight_hit(hit, field, text=text, top=1)).strip()
             if "\x01" in fragment:
-                return str(fragment).strip()
+                shown = fragment.replace("\x01", "").replace("\x02", "")
+                edges = fragments.widen(text, shown)
+                before, after = (e.replace("\x01", "").replace("\x02", "") for e in edges)
+                return before + fragment + after
         for field in (*SNIPPET_FIELDS, "name"):
             text = stored.get(field) or ""
             if text.strip():

@@ -1075,3 +1075,18 @@ def test_a_prefix_expands_over_the_projects_searched_alone(index: Any) -> None:
     after = [(c.id, c.score) for c in index.search("zqx", where=alpha, limit=10, prefix=True)]
     assert [i for i, _ in after] == ["mine"]
     assert [s for _, s in after] == pytest.approx([s for _, s in before], rel=1e-6)
+
+
+def test_a_short_texts_snippet_is_the_whole_text_punctuation_and_links_included(
+    index: Any,
+) -> None:
+    """tantivy's fragment ended at the last word it scored: "... see
+    [[idempotency-keys" (the link's brackets and the full stop cut off), where the
+    PostgreSQL plane showed the text whole."""
+    body = "Store the event id before acting; see [[idempotency-keys]]."
+    index.upsert([make_doc(body=body)])
+
+    (hit,) = index.search("idempotency", where=EVERYTHING, limit=1, snippets=True)
+
+    assert hit.snippet is not None
+    assert hit.snippet.replace("\x01", "").replace("\x02", "") == body
