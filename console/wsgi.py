@@ -22,9 +22,15 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 application = get_wsgi_application()
 if serious := [str(m) for m in run_checks() if m.is_serious()]:
     raise ImproperlyConfigured("; ".join(serious))
+database = connections["default"]
 try:
-    connections["default"].ensure_connection()
+    database.ensure_connection()
 except OperationalError as exc:
     raise ImproperlyConfigured(" ".join(str(exc).split())) from None
 finally:
-    connections.close_all()  # no connection crosses gunicorn's fork (--preload)
+    # Nothing connected crosses gunicorn's fork (--preload): the connection, and the
+    # pool it came from, whose sockets two workers would share (their replies mixed:
+    # "the last operation didn't produce records").
+    database.close()
+    if hasattr(database, "close_pool"):
+        database.close_pool()

@@ -110,3 +110,21 @@ def test_recall_https_keeps_the_cookies_off_plain_http(tmp_path: Path) -> None:
     assert done.stdout.split(None, 3) == [
         "True", "True", "31536000", "('HTTP_X_FORWARDED_PROTO', 'https')\n",
     ], done.stderr  # fmt: skip
+
+
+def test_a_preloaded_server_forks_with_nothing_connected(tmp_path: Path) -> None:
+    # console.wsgi connects once to say at start-up that the database cannot be
+    # reached; on PostgreSQL that made a connection pool in gunicorn's master
+    # (--preload), whose sockets the forked workers then shared: a worker's warm-up
+    # read another's reply ("the last operation didn't produce records").
+    from tests.console import api_server
+
+    probe = (
+        "import console.wsgi\nfrom django.db import connections\n"
+        "d = connections['default']\n"
+        "print(d.connection is None, bool(getattr(d, '_connection_pools', {})))\n"
+    )
+
+    shown = api_server.run_python(tmp_path, probe)
+
+    assert shown.split() == ["True", "False"]
