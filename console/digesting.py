@@ -85,7 +85,10 @@ def touched(projects: Iterable[str | None], gone: Iterable[str] = ()) -> None:
 
 
 def _records(project: Project | None) -> list[Any]:
-    rows = Memory.objects.filter(project=project, invalid_at__isnull=True).order_by("id")
+    """The project's live memories: active and not expired (an expired one is gone from
+    every read at its instant, before `expire` purges it)."""
+    rows = Memory.objects.filter(project=project, invalid_at__isnull=True)
+    rows = rows.exclude(expires_at__lte=timezone.now()).order_by("id")
     return store.memory_records(rows)
 
 

@@ -8,13 +8,15 @@ vault sealed, one memory each plus a global one).
 from __future__ import annotations
 
 import html
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from console import digesting, indexing, services, tokens
-from console.models import Digest, IndexJob, Project
+from console.models import Digest, IndexJob, Memory, Project
 from tests.console.api_world import WORDS, World, call, mcp, recall_both, world_fixture
 
 __all__ = ["world_fixture"]
@@ -109,6 +111,28 @@ def test_a_digest_read_before_its_rebuild_says_it_predates_the_changes(world: Wo
     assert stale["items"][0]["kind"] == "digest"
     assert any("the digest predates the latest changes" in w for w in stale["warnings"])
     assert not any("predates" in w for w in rebuilt["warnings"])
+
+
+def test_a_digest_built_after_a_memory_expired_leaves_it_out(world: World):
+    # A REST walk: an expired memory (404 to a read, left out of the briefing) was
+    # still told in the scope digest the worker built after it expired.
+    alpha = Project.objects.get(slug="alpha")
+    gone = services.memory_create(
+        project=alpha, kind="constraint", name="deploy-freeze",
+        description="Temporary freeze on albatross deploys",
+        expires_at=timezone.now() + timedelta(seconds=1),
+    )  # fmt: skip
+    Memory.objects.filter(pk=gone.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+
+    digesting.rebuild("alpha")
+    reply = call(
+        world.client("alpha"), "post", "/recall",
+        {"query": "albatross deploys", "altitude": "scope", "budget": 4000},
+    ).json()  # fmt: skip
+
+    assert reply["items"][0]["kind"] == "digest"
+    assert "freeze" not in reply["items"][0]["text"]
+    assert "Warm the albatross cache" in reply["items"][0]["text"]
 
 
 def test_deleting_a_covered_memory_marks_its_digest_stale(world: World):
