@@ -605,6 +605,12 @@ def memory_associate(
     except NotVisible as exc:  # 409, not 404: the memory in the path is there
         missing = f"No memory {target!r} this token can see to associate with."
         raise services.StateConflict({"target": missing}) from exc
+    for field, end in (("id", src), ("target", dst)):
+        if end.superseded_by_id:  # a walk never reaches it: the edge would be dead
+            chain = selectors.memory_successors(end)
+            now = f"{chain[-1].pk} ({chain[-1].name!r})" if chain else "its replacement"
+            said = f"{end.name!r} was superseded; associate the current version, {now}."
+            raise services.StateConflict({field: said})
     return services.association_write(src=src, dst=dst, rel=rel, weight=weight)
 
 

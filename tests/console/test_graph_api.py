@@ -224,6 +224,25 @@ def test_supersede_carries_associations_to_the_replacement(world: World, chain) 
     assert [n["id"] for n in walked.json()["nodes"]][:2] == [new, chain["far"].pk]
 
 
+def test_an_association_with_a_superseded_memory_names_the_current_version(
+    world: World, chain
+) -> None:
+    """It answered 201 'created', and no walk ever reached the edge."""
+    r = call(world.client("alpha"), "post", f"/memories/{chain['near'].pk}/supersede",
+             {"description": "postgres, then redis, then the rest"})  # fmt: skip
+    new = r.json()["memory"]["id"]
+
+    to_old = call(world.client("alpha"), "post", f"/memories/{chain['far'].pk}/associate",
+                  {"target": chain["near"].pk, "rel": "caused"})  # fmt: skip
+    from_old = call(world.client("alpha"), "post", f"/memories/{chain['near'].pk}/associate",
+                    {"target": chain["far"].pk, "rel": "caused"})  # fmt: skip
+
+    assert to_old.status_code == 409 and to_old.json()["field"] == "target"
+    assert from_old.status_code == 409 and from_old.json()["field"] == "id"
+    assert new in to_old.json()["detail"] and new in from_old.json()["detail"]
+    assert not Edge.objects.filter(rel="caused").exists()
+
+
 def test_a_saved_link_override_carries_over_to_the_graph_channel() -> None:
     import importlib
     from types import SimpleNamespace
