@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import F
 
 from console import wiring
-from console.models import Feedback, Memory, RetrievalEvent
+from console.models import Feedback, Memory, Note, RetrievalEvent
 from console.services.memories import StateConflict
 from recall.worth import worth
 
@@ -67,9 +67,12 @@ def _check(event: RetrievalEvent, items: Sequence[Mapping[str, Any]]) -> list[st
         if item.get("helpful") and item.get("harmful"):
             raise StateConflict(f"item {item_id}: helpful and harmful cannot both be true")
     memories = set(Memory.objects.filter(pk__in=ids).values_list("pk", flat=True))
+    notes = set(Note.objects.filter(pk__in=ids).values_list("pk", flat=True))
     for item_id in ids:
-        if item_id not in memories:
-            raise ItemNotInPack(f"item {item_id} is not a memory (only memories carry worth)")
+        if item_id in notes:
+            raise ItemNotInPack(f"item {item_id} is a note (only memories carry worth)")
+        if item_id not in memories:  # it was a memory of the pack: deleted since
+            raise ItemNotInPack(f"item {item_id} was deleted since the recall")
     return ids
 
 

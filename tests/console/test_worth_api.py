@@ -124,6 +124,19 @@ def test_feedback_names_an_item_by_name_as_other_calls_do(world: World, pair: An
     assert other.json()["detail"] == f"item 'quokka-b' is not in pack {pack}"
 
 
+def test_feedback_on_a_memory_deleted_since_the_recall_says_so(world: World, pair: Any) -> None:
+    # It said "item ... is not a memory (only memories carry worth)": it was one.
+    a, _ = pair
+    pack = _recall(world, limit=1)["pack_id"]  # holds a only
+    services.memory_delete(memory=a)
+
+    r = call(world.client("alpha"), "post", "/feedback", {"pack_id": pack, "items": [
+        {"id": a.pk, "helpful": True}]})  # fmt: skip
+
+    assert r.status_code == 404
+    assert r.json()["detail"] == f"item {a.pk} was deleted since the recall"
+
+
 def test_memory_feedback_over_mcp(world: World, pair: Any, monkeypatch: Any) -> None:
     a, b = pair
     status, pack = mcp(world, "alpha", "memory_recall",
