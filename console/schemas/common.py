@@ -97,14 +97,15 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
 
 
 def _without_nul(value: Any) -> Any:
-    """`value` with NUL characters dropped from every string in it.
+    """`value` with each NUL character in every string in it made a space.
 
     JSON allows U+0000 in a string; PostgreSQL's text and jsonb hold none (SQLite
-    would), so the API drops it on every database alike rather than refusing a
-    schema-valid request on one of them.
+    would), so the API replaces it on every database alike rather than refusing a
+    schema-valid request on one of them; a space, as dropped it joined the words
+    it stood between ("nul\\u0000inside" stored "nulinside").
     """
     if isinstance(value, str):
-        return value.replace("\x00", "")
+        return value.replace("\x00", " ")
     if isinstance(value, list):
         return [_without_nul(v) for v in value]
     if isinstance(value, dict):
@@ -113,7 +114,7 @@ def _without_nul(value: Any) -> Any:
 
 
 class Body(Schema):
-    """A JSON body: strict types, unknown fields refused, NUL characters dropped
+    """A JSON body: strict types, unknown fields refused, NUL characters made spaces
     once the value is valid (a length limit counts them, as the schema does)."""
 
     model_config = ConfigDict(strict=True, extra="forbid")

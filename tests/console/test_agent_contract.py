@@ -977,3 +977,12 @@ def test_two_like_items_of_a_batch_do_not_each_name_the_other(world: World) -> N
     assert r.status_code == 201 and first["created"] and second["created"], r.json()
     assert second["dedup_hint"] is not None and second["dedup_hint"]["id"] == first["id"]
     assert first["dedup_hint"] is None or first["dedup_hint"]["id"] != second["id"]
+
+
+def test_a_nul_character_is_a_space_not_a_join(world: World) -> None:
+    # PostgreSQL holds no NUL, so the API takes it out on every database; dropped, it
+    # joined the words beside it ("nul\u0000inside body" was stored "nulinside body").
+    made = write(world, {"name": "nul-split", "body": "nul\x00inside body"})
+
+    assert made.status_code == 201, made.content
+    assert Memory.objects.get(name="nul-split").body == "nul inside body"
