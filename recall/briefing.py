@@ -71,7 +71,8 @@ def run(
         for r in _browse(planes, where, config.scan_limit, favorites_only=True)
         if r.kind != CONSTRAINT and r.id not in seen
     ]
-    unseen = max(0, planes.store.count(where=where) - len(constraints) - len(rest))
+    total = planes.store.count(where=where)
+    unseen = max(0, total - len(constraints) - len(rest))
     now = planes.clock()
     fixed: list[_Line] = []
     if constraints:
@@ -86,7 +87,9 @@ def run(
         if relevant:
             fixed.append(("RELEVANT to your task:", None))
             fixed += [_line(r, config, now, req.project) for r in relevant]
-    if not req.agent_type:  # a main agent's prompt adds RELEVANT; the rest is as ever
+    if req.agent_type:  # no index: every memory but the lines shown is left out
+        unseen = max(0, total - len(constraints) - len(relevant))
+    else:  # a main agent's prompt adds RELEVANT; the rest is as ever
         shown = {r.id for r in relevant}
         pinned = _important_first([r for r in rest if r.favorite and r.id not in shown])
         if pinned:

@@ -130,6 +130,24 @@ def test_subagent_gets_constraints_and_relevant_only(make_engine: MakeEngine):
     assert result.ids == (uid(1), uid(2))
 
 
+def test_a_subagents_trailer_counts_every_memory_it_was_not_shown(make_engine: MakeEngine):
+    # It counted only those past the 200 newest the briefing reads (+587 of 787).
+    records = [
+        make_memory(1, "no-force-push", kind="constraint", description="never force-push main"),
+        make_memory(2, "chroma-boot-race", description="chroma boot race during startup ordering"),
+        *(make_memory(i, f"note-{i}", description=f"lunch menu number {i}") for i in range(3, 43)),
+    ]
+    engine = make_engine(records)
+
+    result = engine.briefing(
+        brief(agent_type="debugger", prompt="fix the chroma boot race at startup"),
+        config=BriefingConfig(scan_limit=10),
+    )
+
+    assert result.ids == (uid(1), uid(2))
+    assert "(+40 more not shown" in result.text, result.text
+
+
 def test_a_main_agent_that_names_its_task_gets_relevant_above_pins_and_index(
     make_engine: MakeEngine,
 ):
