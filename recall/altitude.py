@@ -114,6 +114,7 @@ class Packing:
     total_found: int | None = None
     associated: bool = False
     pack_id: str | None = None
+    limit: int | None = None  # items at most, the digest one of them
 
 
 def answer(
@@ -199,7 +200,8 @@ def with_digest(
     covered = frozenset(i for s in digest.sentences[:n] for i in s.covers)
     rows = [(h, r) for h, r in ranked if h.id not in covered]
     room = left - (hit.tokens or 0)
-    items = [hit, *_fill(rows, room, counter=how.counter, detail=how.detail,
+    places = rows if how.limit is None else rows[: max(0, how.limit - 1)]
+    items = [hit, *_fill(places, room, counter=how.counter, detail=how.detail,
                          item_tokens=how.item_tokens)]  # fmt: skip
     packed = _settle(how.counter, items, 1 + len(rows), how.budget, how.warnings, how.detail,
                      how.total_found, [] if how.associated else None, how.pack_id)  # fmt: skip

@@ -318,7 +318,7 @@ def run(
     )  # fmt: skip
     how = altitude.Packing(
         budget, planes.tokens, req.detail, cap, tuple(gathered.warnings),
-        len(scored), req.include_associated, req.pack_id,
+        len(scored), req.include_associated, req.pack_id, limit,
     )  # fmt: skip
     answered = altitude.answer(
         req.altitude or altitude.ENTITY, packed, ranked, project=req.project,

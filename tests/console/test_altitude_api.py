@@ -135,6 +135,26 @@ def test_a_digest_built_after_a_memory_expired_leaves_it_out(world: World):
     assert "Warm the albatross cache" in reply["items"][0]["text"]
 
 
+@pytest.mark.parametrize("limit", [1, 2, 3])
+def test_a_digest_takes_one_of_the_items_a_limit_allows(world: World, limit: int):
+    # A REST walk: limit 1 answered the digest and a row, limit 2 three items (rows
+    # the digest does not cover: here, written since it was built).
+    alpha = Project.objects.get(slug="alpha")
+    digesting.rebuild("alpha")
+    for n in range(4):
+        services.memory_create(
+            project=alpha, kind="fact", name=f"quokka-{n}",
+            description=f"Quokka ledger export {n} writes CSV files to the billing bucket",
+        )  # fmt: skip
+    indexing.apply_pending()
+    asked = {"query": "quokka ledger export", "altitude": "scope", "budget": 4000}
+
+    reply = call(world.client("alpha"), "post", "/recall", {**asked, "limit": limit}).json()
+
+    assert reply["items"][0]["kind"] == "digest"
+    assert len(reply["items"]) == limit, [i["id"] for i in reply["items"]]
+
+
 def test_deleting_a_covered_memory_marks_its_digest_stale(world: World):
     digesting.rebuild("alpha")
     services.memory_delete(memory=world.memories["alpha"])
