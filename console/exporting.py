@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from django.db import connection, transaction
 
 from console.models import Digest, Edge, Memory, MemoryRevision, Note, Project
 from console.records import (
@@ -116,13 +119,42 @@ def export_records(
         edges = edges.filter(src__project__slug=project)
         history = history.filter(project__slug=project)
         edited = edited.filter(key=project)
-    yield from (project_record(p) for p in projects)
-    yield from (memory_record(m) for m in memories.iterator(chunk_size=1000))
-    yield from (note_record(n) for n in notes.iterator(chunk_size=1000))
-    yield from (edge_record(e) for e in edges)
-    if revisions:
-        yield from (revision_record(r) for r in history.iterator(chunk_size=1000))
-        yield from (digest_record(d) for d in edited)
+    with snapshot():
+        yield from (project_record(p) for p in projects)
+        yield from (memory_record(m) for m in memories.iterator(chunk_size=1000))
+        yield from (note_record(n) for n in notes.iterator(chunk_size=1000))
+        yield from (edge_record(e) for e in edges)
+        if revisions:
+            yield from (revision_record(r) for r in history.iterator(chunk_size=1000))
+            yield from (digest_record(d) for d in edited)
+
+
+@contextmanager
+def snapshot() -> Iterator[None]:
+    """Every read inside sees the database as it was at the first: an export taken
+    while agents write is one moment's rows. Read in separate statements, a memory
+    came out at its 140th edit beside its 144th revision, and revisions of memories
+    the file did not hold (an import took them silently).
+
+    PostgreSQL: a read-only REPEATABLE READ transaction. SQLite: a deferred read
+    transaction, WAL's snapshot (Django's own would BEGIN IMMEDIATE and hold the
+    write lock, stopping every writer for the whole export).
+    """
+    if connection.vendor == "postgresql":
+        with transaction.atomic(), connection.cursor() as cur:
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield
+        return
+    if connection.vendor != "sqlite" or not connection.get_autocommit():
+        yield  # inside a caller's transaction already: its view
+        return
+    with connection.cursor() as cur:
+        cur.execute("BEGIN DEFERRED")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cur:
+            cur.execute("ROLLBACK")  # it read, and wrote nothing
 
 
 def _settled(record: dict[str, Any]) -> dict[str, Any]:

@@ -808,3 +808,39 @@ _VALUES = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan
 )
 def test_a_markdown_file_reads_back_exactly_what_was_written(record: dict[str, Any]) -> None:
     assert records.parse_markdown(records.markdown_text(record)) == record
+
+
+def test_an_export_taken_while_agents_write_is_one_moments_rows(tmp_path: Path) -> None:
+    """Read in separate statements, an export taken during writes held a memory at its
+    140th edit beside its 144th revision, and revisions of memories it did not hold;
+    an import took that file silently. The export reads one snapshot (a file database
+    here, as a deployment's, with a writer on another connection)."""
+    from tests.console import api_server
+
+    code = """
+import threading
+from console import exporting, services
+from console.models import Memory
+ops = services.project_create(slug="ops")
+kept = services.memory_create(project=ops, name="rota", description="Mondays")
+
+def write():  # another connection, as a server's request would be
+    services.memory_update(memory=Memory.objects.get(pk=kept.pk), description="Tuesdays")
+    services.memory_create(project=ops, name="late", description="written mid-export")
+
+records = exporting.export_records()
+first = next(records)  # the snapshot is taken
+writer = threading.Thread(target=write)
+writer.start(); writer.join()
+rest = [first, *records]
+memories = {r["name"]: r["description"] for r in rest if r["type"] == "memory"}
+revisions = [r for r in rest if r["type"] == "revision"]
+print(sorted(memories.items()), len(revisions))
+after = [r for r in exporting.export_records() if r["type"] == "memory"]
+print(len(after))
+"""
+
+    before, now = api_server.run_python(tmp_path, code).strip().splitlines()
+
+    assert before == "[('rota', 'Mondays')] 1"
+    assert now == "2"
