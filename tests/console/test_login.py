@@ -132,3 +132,21 @@ def test_a_second_login_made_by_ensure_login_keeps_the_first_ones_line(
     for name, password in lines:
         assert User.objects.get(username=name).check_password(password)
     assert again.getvalue().startswith(f"Console login: admin / {lines[0][1]} ")
+
+
+def test_ensure_login_keeps_the_password_of_a_login_its_file_does_not_hold(
+    settings: Any, tmp_path: Path
+) -> None:
+    # A restored backup (the README lists the database and the secret key, not
+    # login.txt): `make run` set the admin a new password, printed it as ever, and
+    # the operator's own was refused.
+    settings.DATA_DIR = tmp_path
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    User.objects.create_superuser(username="admin", password="the-operators-own")
+    said = StringIO()
+
+    call_command("ensure_login", stdout=said)
+
+    assert User.objects.get(username="admin").check_password("the-operators-own")
+    assert "its password is the one it had" in said.getvalue()
+    assert "--reset" in said.getvalue() and not (tmp_path / "login.txt").exists()

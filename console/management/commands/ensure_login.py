@@ -27,7 +27,17 @@ class Command(BaseCommand):
         secret_file = settings.DATA_DIR / "login.txt"
         stored = _logins(secret_file)
         user = users.objects.filter(username=username).first()
-        if user is None or options["reset"] or username not in stored:
+        if user is not None and not options["reset"] and username not in stored:
+            # A restored backup or a moved database without this folder's login.txt:
+            # the login keeps the password it has (it was set to a new one, silently,
+            # and the operator's own was refused).
+            self.stdout.write(
+                f"Console login: {username} (its password is the one it had: {secret_file} "
+                f"does not hold it; `manage.py ensure_login --reset` sets a new one)"
+            )
+            self._check_flags(user)
+            return
+        if user is None or options["reset"]:
             password = secrets.token_urlsafe(12)
             if user is None:
                 user = users.objects.create_superuser(username=username, password=password)
@@ -42,6 +52,9 @@ class Command(BaseCommand):
             secret_file.chmod(0o600)  # a file made before keeps its mode otherwise
         password = stored[username]
         self.stdout.write(f"Console login: {username} / {password}  (stored in {secret_file})")
+        self._check_flags(user)
+
+    def _check_flags(self, user: Any) -> None:
         if not (user.is_staff and user.is_superuser):
             # The operator's login is made a superuser; one that lost the flags
             # sees only its granted projects and no settings. Say so rather than
