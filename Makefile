@@ -24,8 +24,9 @@ migrate: venv
 
 run: migrate
 	$(PY) manage.py demo --if-empty
-	@# Indexes reconverge from the database (e.g. after an embedding model change).
-	@$(PY) manage.py index_status --fail-on-drift >/dev/null || $(PY) manage.py reindex
+	@# Indexes reconverge from the database: queued jobs applied (a worker killed with
+	@# work left), and a rebuild only for drift beyond them (an embedding model change).
+	@($(PY) manage.py sync_indexes >/dev/null && $(PY) manage.py index_status --fail-on-drift >/dev/null) || $(PY) manage.py reindex
 	$(PY) manage.py ensure_login
 	@echo "Serving the console on http://$(ADDRESS)/ (Ctrl-C stops it and the index worker)"
 	@$(WITH_WORKER) $(PY) manage.py runserver $(ADDRESS) --insecure
