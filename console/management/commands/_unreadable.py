@@ -6,8 +6,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from django.core.management.base import CommandError
+from django.db import OperationalError, connection
 
 from console import selectors
+from console.pgbackend import DatabaseUnreachable
 from console.plane_health import Unreadable
 
 
@@ -20,6 +22,7 @@ def told() -> Iterator[None]:
     except CommandError:
         raise
     except Exception:
+        _database()
         bad = selectors.planes_unreadable()
         if not bad:
             raise
@@ -29,8 +32,22 @@ def told() -> Iterator[None]:
 def refused() -> None:
     """Raise that one line when a plane cannot be read now (the adapters open a damaged
     folder lazily, so a command that would only fail job after job asks first)."""
+    _database()
     if bad := selectors.planes_unreadable():
         raise CommandError(named(bad))
+
+
+def _database() -> None:
+    """The database's own one line when it cannot be reached (a DATABASE_URL naming a
+    database that is not there): every plane fails then, and their advice (create
+    the extension, run sync_indexes) sent the operator the wrong way."""
+    try:
+        connection.ensure_connection()
+    except DatabaseUnreachable as exc:  # the pool's probe: it names the database
+        raise CommandError(str(exc)) from None
+    except OperationalError as exc:  # no pool (RECALL_DB_POOL_SIZE=0)
+        said = " ".join(str(exc).split())
+        raise CommandError(f"cannot connect to the database: {said}") from None
 
 
 def named(bad: Sequence[Unreadable]) -> str:
