@@ -24,6 +24,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.color import no_style
 from django.db import DEFAULT_DB_ALIAS, connections, models, transaction
+from django.db.migrations.executor import MigrationExecutor
 
 from console import database_url
 from console.models import (
@@ -114,6 +115,15 @@ def copy(
             for statement in reset:
                 cursor.execute(statement)
     return counts
+
+
+def behind(alias: str) -> list[str]:
+    """The migrations of this release the database at `alias` has not applied
+    ("app.name"), first to last: a source an older release made lacks columns the
+    copy reads ("no such column: console_idempotencykey.text")."""
+    executor = MigrationExecutor(connections[alias])
+    plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    return [f"{m.app_label}.{m.name}" for m, backwards in plan if not backwards]
 
 
 def describe(url: str) -> str:

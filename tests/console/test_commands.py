@@ -119,6 +119,30 @@ def test_migrate_data_names_a_source_that_is_no_database(tmp_path: Path) -> None
     assert f"cannot copy sqlite:///{text}: file is not a database" in done.stderr
 
 
+def test_migrate_data_from_an_older_releases_database_says_to_migrate_it_first(
+    tmp_path: Path,
+) -> None:
+    # It ended "cannot copy ...: no such column: console_idempotencykey.text" and left
+    # the operator to guess that the source wanted this release's migrations.
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "RECALL_PROFILE"}}
+    old = {**env, "RECALL_DATA_DIR": str(tmp_path / "old")}
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "console", "0021", "-v0"], cwd=ROOT, env=old, check=True)
+    source = f"sqlite:///{tmp_path / 'old' / 'recall.sqlite3'}"
+    target = f"sqlite:///{tmp_path / 'new' / 'recall.sqlite3'}"
+
+    done = subprocess.run(
+        [*manage, "migrate_data", "--from", source, "--to", target],
+        cwd=ROOT, env={**env, "RECALL_DATA_DIR": str(tmp_path / "data")},
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "the source database is an older release's" in done.stderr
+    assert f"`DATABASE_URL={source} manage.py migrate`" in done.stderr
+    assert "nothing was copied" in done.stderr and not (tmp_path / "new").exists()
+
+
 SMALL_DEPLOYMENT = """
 import django; django.setup()
 from console import services

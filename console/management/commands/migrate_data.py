@@ -108,9 +108,19 @@ class Command(BaseCommand):
             target = _connect(migrating.TARGET, options["target"], "--to")
         try:
             skipped = migrating.skipped_rows(source)
+            missing = migrating.behind(source)
         except DatabaseError as exc:  # no such database, not a database: the target untouched
             migrating.close(source)
             raise CommandError(f"cannot copy {self._where(options)}: {_said(exc)}") from exc
+        if missing:  # an older release's database: its tables lack this release's columns
+            migrating.close(source)
+            url = migrating.describe(options["source"])
+            raise CommandError(
+                f"the source database is an older release's: {len(missing)} of this release's "
+                f"migrations are not applied to it (the first {missing[0]}). Bring it up to "
+                f"date first, `DATABASE_URL={url} manage.py migrate`, then move it; nothing "
+                "was copied"
+            )
         if options["target"]:
             made = _make_sqlite_place(target)
         try:
