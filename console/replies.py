@@ -18,6 +18,7 @@ from console.models import Edge, Memory, Note, Project
 from console.raw import Walked
 from recall import sanitize
 from recall.agent import DESCRIPTION_CHARS, body_text, iso
+from recall.config import MAX_SEARCH_DEPTH
 from recall.graph import Reached
 from recall.results import Hit, SearchResult
 from recall.types import MEMORY_KINDS, Record
@@ -178,7 +179,12 @@ def search_view(
         "hits": [search_hit_view(h, found.get(h.id, ())) for h in result.hits],
         "total": result.total,
         "offset": result.offset,
-        "next_offset": after if after < result.total and len(result.hits) == limit else None,
+        # None past the deepest page a search reaches: it was handed out (550), then refused.
+        "next_offset": (
+            after
+            if after < result.total and len(result.hits) == limit and after <= MAX_SEARCH_DEPTH
+            else None
+        ),
         "warnings": [_line(w, 300) for w in result.warnings],
     }
 

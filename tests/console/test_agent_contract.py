@@ -986,3 +986,25 @@ def test_a_nul_character_is_a_space_not_a_join(world: World) -> None:
 
     assert made.status_code == 201, made.content
     assert Memory.objects.get(name="nul-split").body == "nul inside body"
+
+
+def test_search_hands_out_no_offset_past_the_deepest_page(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A REST walk: the last page's next_offset was 550, and sending it was refused
+    # ("offset: Input should be less than or equal to 500").
+    from console import replies
+
+    alpha = Project.objects.get(slug="alpha")
+    for n in range(3):
+        services.memory_create(project=alpha, name=f"albatross-{n}", description="albatross")
+    indexing.apply_pending()
+    monkeypatch.setattr(replies, "MAX_SEARCH_DEPTH", 2, raising=False)  # 500 in the schema
+    client = world.client("alpha")
+
+    def page(offset: int) -> Any:
+        asked = {"q": "albatross", "limit": 1, "offset": offset, "semantic": "false"}
+        return call(client, "get", "/search", asked).json()
+
+    assert page(0)["next_offset"] == 1 and page(1)["next_offset"] == 2
+    assert page(2)["next_offset"] is None and page(2)["total"] > 3
