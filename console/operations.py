@@ -423,8 +423,14 @@ def _page_within(
     return empty
 
 
+# Fields an edit clears with an explicit null (every other null means "not sent"): an
+# expiry, an event time and a place in a session, once set, could never be taken back.
+CLEARABLE = ("expires_at", "occurred_at", "session_order")
+
+
 def memory_update(who: Access, memory_id: str, p: MemoryChange) -> Answer:
     fields = _set(p, drop=("id", "detail"))
+    fields |= {f: None for f in CLEARABLE if f in p.model_fields_set and getattr(p, f) is None}
     memory = access.memory_update(who, memory_id=memory_id, fields=fields)
     said = withheld.warnings(fields)  # as a supersede: the lines this edit sends
     if "body" in fields:

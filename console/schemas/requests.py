@@ -380,9 +380,13 @@ class MemoryFields(Body):
         None, max_length=120, description="the conversation or run it came from"
     )
     session_order: Order | None = Field(
-        None, description="its place in the session, from 0 (default: the next one)"
+        None,
+        description="its place in the session, from 0 (default: the next one); null on an "
+        "edit clears it",
     )
-    occurred_at: DateTime | None = Field(None, description="when the event it records happened")
+    occurred_at: DateTime | None = Field(
+        None, description="when the event it records happened; null on an edit clears it"
+    )
     source: str | None = Field(None, max_length=32, description="user_stated, agent_inferred, ...")
     valid_from: Instant | None = Field(
         None,
@@ -397,7 +401,9 @@ class MemoryFields(Body):
     # Expiry (recall/decay.py): from then on it leaves every read; `manage.py expire` purges it.
     ttl_seconds: Ttl | None = Field(None, description="expire this many seconds from now")
     expires_at: DateTime | None = Field(
-        None, description="expire at this instant (ISO 8601); not with ttl_seconds"
+        None,
+        description="expire at this instant (ISO 8601; with ttl_seconds too, the earlier); "
+        "null on an edit clears it",
     )
 
     @field_validator("description", "body", "tags")

@@ -1008,3 +1008,26 @@ def test_search_hands_out_no_offset_past_the_deepest_page(
 
     assert page(0)["next_offset"] == 1 and page(1)["next_offset"] == 2
     assert page(2)["next_offset"] is None and page(2)["total"] > 3
+
+
+def test_an_edit_clears_an_expiry_an_event_time_and_a_session_place_with_null(
+    world: World,
+) -> None:
+    # A REST walk: each null answered 200 with no warning and changed nothing, so an
+    # expiry, once set, could never be taken back.
+    made = write(world, {
+        "name": "null-clears", "description": "the freeze", "session_id": "s1",
+        "session_order": 4, "occurred_at": "2026-01-02T03:04:05Z", "ttl_seconds": 3600,
+    }).json()["memory"]  # fmt: skip
+    client = world.client("alpha")
+    path = f"/memories/{made['id']}"
+    assert Memory.objects.get(pk=made["id"]).expires_at is not None
+
+    cleared = call(client, "patch", path, {
+        "expires_at": None, "occurred_at": None, "session_order": None, "description": None,
+    })  # fmt: skip
+
+    assert cleared.status_code == 200, cleared.content
+    stored = Memory.objects.get(pk=made["id"])
+    assert (stored.expires_at, stored.occurred_at, stored.session_order) == (None, None, None)
+    assert stored.description == "the freeze"  # any other null is "not sent"
