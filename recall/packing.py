@@ -354,7 +354,17 @@ def _shorter(warning: str) -> str:
         return NOTHING_FITS_SHORT + warning[len(NOTHING_FITS) :]
     if warning.startswith(NOTHING_FITS_SHORT) or len(warning) <= MIN_WARNING_CHARS:
         return warning
-    return warning[: max(MIN_WARNING_CHARS, len(warning) // 2)]
+    return _head(warning, max(MIN_WARNING_CHARS, len(warning) // 2))
+
+
+def _head(warning: str, chars: int) -> str:
+    """The first `chars` of `warning`, back to a word's end, and an ellipsis: an agent
+    read "altitude scope: the dige"."""
+    if len(warning) <= chars:
+        return warning
+    cut = warning[: chars - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space >= chars // 2 else cut).rstrip(" ,;:") + "…"
 
 
 def attach(
@@ -464,8 +474,11 @@ def _settle(
             said = shorter
         elif items:
             items.pop()
+        elif len(said) > 1 and (figures := [w for w in said if w.startswith(NOTHING_FITS_SHORT)]):
+            said = figures  # the budget to ask with, before any other word (an agent read
+            # "altitude scope: the dige" and "nothing packed: needs a", and no figure)
         elif any(len(w) > MIN_WARNING_CHARS for w in said):  # even the figures: the head
-            said = [w[:MIN_WARNING_CHARS] for w in said]
+            said = [_head(w, MIN_WARNING_CHARS) for w in said]
         else:
             raise BudgetError(f"budget {budget} cannot hold this reply's own envelope")
 

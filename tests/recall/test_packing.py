@@ -286,6 +286,28 @@ def test_at_every_small_budget_the_warning_keeps_the_budget_it_names(budget: int
     assert int(said.group(1)) > budget and int(said.group(2)) < int(said.group(1))
 
 
+@pytest.mark.parametrize("budget", range(MIN_BUDGET, 80))
+def test_at_every_small_budget_another_warning_gives_way_to_the_figure(budget: int):
+    # A digest altitude at budget 50 said "altitude scope: the dige" and "nothing
+    # packed: needs a": both cut mid-word, the budget to ask with lost.
+    record = make_memory(1, "queue-depth", description="Queue depth", body="z " * 4500)
+    asked = {"total_found": 12, "pack_id": "01M9525H09BZF84GTHCJRVCSFP"}
+    other = "altitude scope: the digest predates the latest changes (being rebuilt)"
+
+    packed = pack(ranked(record), budget=budget, counter=COUNT, warnings=[other], **asked)
+
+    assert COUNT.count(reply(packed, budget, **asked)) <= budget
+    for said in packed.warnings:  # whole, or cut at a word's end with an ellipsis
+        if said.startswith((NOTHING_FITS, NOTHING_FITS_SHORT)) or said == other:
+            continue
+        kept = said.removesuffix("…")
+        assert said.endswith("…") and other.startswith(kept), said
+        assert other[len(kept)] in " ,;:(", said  # not inside a word
+    if not packed.items:
+        figures = [w for w in packed.warnings if re.search(r"needs a budget of \d+", w)]
+        assert figures, packed.warnings
+
+
 def test_nothing_fitting_names_the_budget_that_would_hold_the_best_hit():
     # At 100 tokens an agent got "exceeds the token budget" and no way to know what
     # to ask for: the envelope and an item's fields take more than that.
