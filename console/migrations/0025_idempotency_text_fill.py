@@ -10,10 +10,11 @@ from django.db import migrations
 
 
 def fill(apps: Any, schema_editor: Any) -> None:
+    db = schema_editor.connection.alias  # the database migrated (`migrate_data`'s target)
     keys = apps.get_model("console", "IdempotencyKey")
-    for key in keys.objects.filter(text="").iterator(chunk_size=500):
+    for key in keys.objects.using(db).filter(text="").iterator(chunk_size=500):
         key.text = json.dumps(key.response)
-        key.save(update_fields=["text"])
+        key.save(using=db, update_fields=["text"])
 
 
 class Migration(migrations.Migration):
