@@ -140,13 +140,16 @@ def snapshot() -> Iterator[None]:
     transaction, WAL's snapshot (Django's own would BEGIN IMMEDIATE and hold the
     write lock, stopping every writer for the whole export).
     """
+    if connection.in_atomic_block or not connection.get_autocommit():
+        yield  # inside a caller's transaction already: its view
+        return
     if connection.vendor == "postgresql":
         with transaction.atomic(), connection.cursor() as cur:
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield
         return
-    if connection.vendor != "sqlite" or not connection.get_autocommit():
-        yield  # inside a caller's transaction already: its view
+    if connection.vendor != "sqlite":
+        yield
         return
     with connection.cursor() as cur:
         cur.execute("BEGIN DEFERRED")
