@@ -218,6 +218,7 @@ def test_a_failed_migrate_data_takes_away_the_sqlite_target_it_made(
         raise OperationalError("disk I/O error")
 
     monkeypatch.setattr(migrating, "skipped_rows", lambda source: {})
+    monkeypatch.setattr(migrating, "behind", lambda source: [])
     monkeypatch.setattr(migrating, "copy", fail)
     with pytest.raises(CommandError, match=f"disk I/O error; removed {target}, which this"):
         call_command("migrate_data", "--from", f"sqlite:///{source}", "--to", f"sqlite:///{target}")
