@@ -11,6 +11,7 @@ the same way (console/views/text.py `plain_blocks`).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 # A line opening or closing a fenced code block (CommonMark: three or more ` or ~,
 # indented at most three spaces); a closing fence is the same character, as long or longer.
@@ -55,33 +56,26 @@ def open_fence(text: str) -> str:
 
 def prose(text: str) -> str:
     """`text` without its fenced code blocks, table rows and rules (line by line)."""
-    out: list[str] = []
-    opened = ""
-    for line in text.splitlines():
-        mark = fence(line)
-        if mark:
-            opened = "" if opened and _closes(mark, opened) else opened or mark
-            continue
-        if opened or rule(line) or _table_row(line):
-            continue
-        out.append(line)
-    return "\n".join(out)
+    kept = (line for line in _outside_fences(text) if not rule(line) and not _table_row(line))
+    return "\n".join(kept)
 
 
 def without_code(text: str) -> str:
     """`text` with its fenced code blocks and inline code spans left out (each span
     a space): what reads as markup there is code (`[[tool.mypy.overrides]]` is
     TOML, no link)."""
-    out: list[str] = []
+    return _CODE_SPAN.sub(" ", "\n".join(_outside_fences(text)))
+
+
+def _outside_fences(text: str) -> Iterator[str]:
+    """The lines of `text` outside its fenced code blocks (the fences' own lines too)."""
     opened = ""
     for line in text.splitlines():
         mark = fence(line)
         if mark:
             opened = "" if opened and _closes(mark, opened) else opened or mark
-            continue
-        if not opened:
-            out.append(line)
-    return _CODE_SPAN.sub(" ", "\n".join(out))
+        elif not opened:
+            yield line
 
 
 def _table_row(line: str) -> bool:
