@@ -54,7 +54,7 @@ import heapq
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from functools import lru_cache
 from pathlib import Path
@@ -509,11 +509,10 @@ class TantivyIndex:
                 # the whole index's (re-scoring doubled the palette's 3-letter p50).
                 ranked = self._top(searcher, query, limit)
             else:
-                rows, avglen, dfs = self._figures(searcher, where, terms)
+                figures = self._figures(searcher, where, terms)
                 pool = self._top(searcher, query, max(limit, RESCORE_POOL))
-                pool += self._rare_matches(searcher, dfs, where, pool)
+                pool += self._rare_matches(searcher, figures[2], where, pool)
                 sequence = [t for word in query_words for t in stems(word)]
-                figures = (rows, avglen, dfs)
                 ranked = self._rescored(searcher, figures, sequence, pool, loaded)[:limit]
             marked = self._snippet_query(terms) if snippets else None
             generators: dict[str, tantivy.SnippetGenerator] = {}
@@ -534,20 +533,20 @@ class TantivyIndex:
         """BM25's collection statistics over the projects `where` may see
         (`recall.indexes.scope_statistics`): rows, mean own-text length and how
         many rows hold each term (own text first, else a turn's context)."""
-        reader = (self._meta, int(searcher.num_docs), int(searcher.num_segments))
-        visible = where.visible
-        scope = self._scope(visible)
-        text, context = (self._counter(searcher, where, f) for f in ("text", "context"))
+        reader = (hash(self._meta), int(searcher.num_docs), int(searcher.num_segments))
+        scope = self._scope(where.visible)
 
         def frequency(_: object, term: str) -> int:
-            if text is None or context is None:  # the whole index: its own counts
+            if scope is None:  # the whole index: its own counts
                 return int(searcher.doc_freq("text", term) or searcher.doc_freq("context", term))
-            return text(term) or context(term)
+            held = (self._count(searcher, scope, f, term) for f in ("text", "context"))
+            return next((n for n in held if n), 0)
 
         whole = scope if scope is not None else tantivy.Query.all_query()
         (rows, mean), dfs = self._statistics.figures(
-            reader, visible, terms, shape=lambda: self._shape(searcher, whole), frequency=frequency
-        )
+            reader, where.visible, terms, shape=lambda: self._shape(searcher, whole),
+            frequency=frequency,
+        )  # fmt: skip
         return rows, mean, dfs
 
     def _scope(self, visible: Visible) -> tantivy.Query | None:
@@ -557,22 +556,14 @@ class TantivyIndex:
         projects, include_global = visible
         return any_of(self._schema, "project", (*projects, *([GLOBAL] if include_global else [])))
 
-    def _counter(
-        self, searcher: tantivy.Searcher, where: Filter, field: str
-    ) -> Callable[[str], int] | None:
-        """How many documents of `where`'s visible projects hold a term in `field`
-        (None when every project is visible: the index's own counts say it)."""
-        scope = self._scope(where.visible)
-        if scope is None:
-            return None
-
-        def count(term: str) -> int:
-            held = tantivy.Query.term_query(self._schema, field, term)
-            both = [(tantivy.Occur.Must, held), (tantivy.Occur.Must, scope)]
-            found: Any = searcher.search(tantivy.Query.boolean_query(both), limit=1, count=True)
-            return int(found.count)
-
-        return count
+    def _count(
+        self, searcher: tantivy.Searcher, scope: tantivy.Query, field: str, term: str
+    ) -> int:
+        """How many documents of `scope` hold `term` in `field`."""
+        held = tantivy.Query.term_query(self._schema, field, term)
+        both = [(tantivy.Occur.Must, held), (tantivy.Occur.Must, scope)]
+        found: Any = searcher.search(tantivy.Query.boolean_query(both), limit=1, count=True)
+        return int(found.count)
 
     @staticmethod
     def _shape(searcher: tantivy.Searcher, scope: tantivy.Query) -> tuple[int, float]:
@@ -676,12 +667,12 @@ class TantivyIndex:
         ranked = sorted(found, key=lambda tf: (-tf[1], tf[0]))
         rows, _, _ = self._figures(searcher, where, [])
         common = max(PREFIX_COMMON_MIN, PREFIX_COMMON_SHARE * rows)
-        count = self._counter(searcher, where, PREFIX_FIELD)
+        scope = self._scope(where.visible)
         best: list[tuple[int, str]] = []  # (-count in scope, word), at most PREFIX_EXPANSIONS
         for word, most in ranked:
             if len(best) == PREFIX_EXPANSIONS and most < -best[-1][0]:
                 break
-            held = most if count is None else count(word)
+            held = most if scope is None else self._count(searcher, scope, PREFIX_FIELD, word)
             if 0 < held <= common:
                 best = sorted([*best, (-held, word)])[:PREFIX_EXPANSIONS]
         expanded = [word for _, word in best]
