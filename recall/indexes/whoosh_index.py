@@ -169,10 +169,6 @@ def filter_queries(where: Filter) -> tuple[Query | None, Query | None]:
     return (And(must) if must else None), mask
 
 
-def _none(scope: Scope, word: str) -> int:
-    raise AssertionError("no word is counted with a scope's shape")
-
-
 class SentinelFormatter(highlight.Formatter):  # type: ignore[misc]
     """Raw text with each match wrapped in \\x01 ... \\x02 (no HTML)."""
 
@@ -389,25 +385,22 @@ class WhooshIndex:
         projects, include_global = visible
         seen = Or([Term("project", p) for p in (*projects, *([GLOBAL] if include_global else []))])
         reader = searcher.reader().generation()  # moves with every commit
-        scope, _ = self._statistics.figures(
-            reader,
-            visible,
-            [],
-            shape=lambda: scope_of(searcher, seen, TEXT_FIELDS),
-            frequency=_none,
-        )
+
+        def counted(scope: Scope, key: str) -> int:
+            field, word = key.split("\x00", 1)
+            return held_by(searcher, scope, field, word)
+
+        def figures(keys: list[str]) -> tuple[Scope, dict[str, int]]:
+            return self._statistics.figures(
+                reader, visible, keys, shape=lambda: scope_of(searcher, seen, TEXT_FIELDS),
+                frequency=counted,
+            )  # fmt: skip
 
         def frequency(field: str, text: Any) -> int:
-            key = f"{field}\x00{text!r}"
-            _, held = self._statistics.figures(
-                reader,
-                visible,
-                [key],
-                shape=lambda: scope,
-                frequency=lambda kept, _: held_by(searcher, kept, field, text),
-            )
-            return held[key]
+            key = f"{field}\x00{_text(text)}"  # a term as Whoosh gives it: bytes or str
+            return figures([key])[1][key]
 
+        scope, _ = figures([])
         weighting = ScopedBM25F(scope, frequency)
         return Searcher(searcher.reader(), weighting=weighting, closereader=False)
 
