@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -304,3 +305,15 @@ def test_the_index_worker_reconnects_after_the_server_drops_its_connection(
     )
 
     assert not IndexJob.objects.exists()
+
+
+def test_reindex_says_vectors_were_copied_only_when_some_were(project: Project) -> None:
+    # "embedded 63 texts, the other vectors copied" of a rebuild that copied none.
+    services.memory_create(project=project, name="rota", description="Mondays")
+    services.memory_create(project=project, name="pager", description="The pager rotates")
+    out = StringIO()
+
+    call_command("reindex", stdout=out)
+
+    assert re.search(r"embedded \d+ texts; writing", out.getvalue()), out.getvalue()
+    assert "copied" not in out.getvalue()

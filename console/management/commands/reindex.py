@@ -44,8 +44,12 @@ class Command(BaseCommand):
             done = services.index_rebuild(progress=bar.update, vectors_from=source)
         seconds = time.perf_counter() - started
         rate = done.items / seconds if seconds else 0.0
+        if done.embedded >= done.items:  # "the other vectors copied" read so with none
+            vectors = f"embedded {done.embedded} texts"
+        else:
+            vectors = f"embedded {done.embedded} texts, the other vectors copied"
         self.stdout.write(
             f"reindexed {done.items} items in {seconds:.1f} s ({rate:.0f} items/s); "
-            f"embedded {done.embedded} texts, the other vectors copied; writing the planes "
-            f"{done.writing_s:.1f} s, compacting them {done.maintaining_s:.1f} s"
+            f"{vectors}; writing the planes {done.writing_s:.1f} s, compacting them "
+            f"{done.maintaining_s:.1f} s"
         )
