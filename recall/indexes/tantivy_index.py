@@ -247,14 +247,21 @@ def filter_clauses(
         must.append(any_of(schema, "item", where.items))
     if where.kinds is not None:
         must.append(any_of(schema, "kind", where.kinds))
-    if where.projects is not None:
-        allowed = (*where.projects, *([GLOBAL] if where.include_global else []))
-        must.append(any_of(schema, "project", allowed))
+    if (visible := visible_query(schema, where.visible)) is not None:
+        must.append(visible)
     clauses = [(tantivy.Occur.Must, tantivy.Query.const_score_query(q, 0.0)) for q in must]
     if where.projects is None and not where.include_global:
         global_ = tantivy.Query.term_query(schema, "project", GLOBAL)
         clauses.append((tantivy.Occur.MustNot, global_))
     return clauses
+
+
+def visible_query(schema: tantivy.Schema, visible: Visible) -> tantivy.Query | None:
+    """The documents of the projects a search may see (`Filter.visible`; None: all)."""
+    if visible is None:
+        return None
+    projects, include_global = visible
+    return any_of(schema, "project", (*projects, *([GLOBAL] if include_global else [])))
 
 
 def any_of(schema: tantivy.Schema, field: str, values: Sequence[str]) -> tantivy.Query:
@@ -534,7 +541,7 @@ class TantivyIndex:
         (`recall.indexes.scope_statistics`): rows, mean own-text length and how
         many rows hold each term (own text first, else a turn's context)."""
         reader = (hash(self._meta), int(searcher.num_docs), int(searcher.num_segments))
-        scope = self._scope(where.visible)
+        scope = visible_query(self._schema, where.visible)
 
         def frequency(_: object, term: str) -> int:
             if scope is None:  # the whole index: its own counts
@@ -548,13 +555,6 @@ class TantivyIndex:
             frequency=frequency,
         )  # fmt: skip
         return rows, mean, dfs
-
-    def _scope(self, visible: Visible) -> tantivy.Query | None:
-        """The documents of the visible projects (None: the whole index)."""
-        if visible is None:
-            return None
-        projects, include_global = visible
-        return any_of(self._schema, "project", (*projects, *([GLOBAL] if include_global else [])))
 
     def _count(
         self, searcher: tantivy.Searcher, scope: tantivy.Query, field: str, term: str
@@ -667,7 +667,7 @@ class TantivyIndex:
         ranked = sorted(found, key=lambda tf: (-tf[1], tf[0]))
         rows, _, _ = self._figures(searcher, where, [])
         common = max(PREFIX_COMMON_MIN, PREFIX_COMMON_SHARE * rows)
-        scope = self._scope(where.visible)
+        scope = visible_query(self._schema, where.visible)
         best: list[tuple[int, str]] = []  # (-count in scope, word), at most PREFIX_EXPANSIONS
         for word, most in ranked:
             if len(best) == PREFIX_EXPANSIONS and most < -best[-1][0]:

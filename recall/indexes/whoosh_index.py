@@ -49,7 +49,7 @@ from recall.indexes import fragments, layout
 from recall.indexes.scope_statistics import ScopeStatistics
 from recall.indexes.whoosh_scoring import Scope, ScopedBM25F, held_by, scope_of
 from recall.query import FOLDS, WORD, words
-from recall.types import MEMORY, Candidate, Doc, Filter, micros
+from recall.types import MEMORY, Candidate, Doc, Filter, Visible, micros
 
 GLOBAL = "_global_"
 TEXT_FIELDS = ("name", "title", "description", "body", "tags", "context")
@@ -152,6 +152,14 @@ def attribute_queries(where: Filter) -> list[Query]:
     return must
 
 
+def visible_query(visible: Visible) -> Query | None:
+    """The documents of the projects a search may see (`Filter.visible`; None: all)."""
+    if visible is None:
+        return None
+    projects, include_global = visible
+    return Or([Term("project", p) for p in (*projects, *([GLOBAL] if include_global else []))])
+
+
 def filter_queries(where: Filter) -> tuple[Query | None, Query | None]:
     """`where` as Whoosh (filter, mask) queries (mirrors `Filter.admits`)."""
     must: list[Query] = attribute_queries(where) if where.narrowed else []
@@ -160,9 +168,8 @@ def filter_queries(where: Filter) -> tuple[Query | None, Query | None]:
     for field, allowed in (("item", where.items), ("kind", where.kinds)):
         if allowed is not None:
             must.append(Or([Term(field, v) for v in allowed]))
-    if where.projects is not None:
-        allowed_projects = list(where.projects) + ([GLOBAL] if where.include_global else [])
-        must.append(Or([Term("project", p) for p in allowed_projects]))
+    if (visible := visible_query(where.visible)) is not None:
+        must.append(visible)
     mask = None
     if where.projects is None and not where.include_global:
         mask = Term("project", GLOBAL)
@@ -380,10 +387,9 @@ class WhooshIndex:
         """`searcher`, or one on its reader scoring by the statistics of the projects
         `where` may see (`recall.indexes.whoosh_scoring`) when that is not all."""
         visible = where.visible
-        if visible is None:
+        seen = visible_query(visible)
+        if seen is None:
             return searcher
-        projects, include_global = visible
-        seen = Or([Term("project", p) for p in (*projects, *([GLOBAL] if include_global else []))])
         reader = searcher.reader().generation()  # moves with every commit
 
         def counted(scope: Scope, key: str) -> int:
