@@ -16,21 +16,21 @@ import os
 from django.core.checks import run_checks
 from django.core.exceptions import ImproperlyConfigured
 from django.core.wsgi import get_wsgi_application
-from django.db import OperationalError, connections
+from django.db import connections
+
+from console.pgbackend import unreachable
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 application = get_wsgi_application()
 if serious := [str(m) for m in run_checks() if m.is_serious()]:
     raise ImproperlyConfigured("; ".join(serious))
+said = unreachable()
+# Nothing connected crosses gunicorn's fork (--preload): the connection, and the pool
+# it came from, whose sockets two workers would share (their replies mixed: "the last
+# operation didn't produce records").
 database = connections["default"]
-try:
-    database.ensure_connection()
-except OperationalError as exc:
-    raise ImproperlyConfigured(" ".join(str(exc).split())) from None
-finally:
-    # Nothing connected crosses gunicorn's fork (--preload): the connection, and the
-    # pool it came from, whose sockets two workers would share (their replies mixed:
-    # "the last operation didn't produce records").
-    database.close()
-    if hasattr(database, "close_pool"):
-        database.close_pool()
+database.close()
+if hasattr(database, "close_pool"):
+    database.close_pool()
+if said:
+    raise ImproperlyConfigured(said)

@@ -17,3 +17,17 @@ from django.db.utils import OperationalError
 
 class DatabaseUnreachable(OperationalError):
     """The database a process was configured with cannot be connected to."""
+
+
+def unreachable() -> str | None:
+    """Why the configured database cannot be connected to, in one line (None: it can):
+    what a server says before it starts and an index command before it blames a plane."""
+    from django.db import connections  # settings are loaded by then
+
+    try:
+        connections["default"].ensure_connection()
+    except DatabaseUnreachable as exc:  # the pool's probe names the database
+        return str(exc)
+    except OperationalError as exc:  # no pool (RECALL_DB_POOL_SIZE=0)
+        return "cannot connect to the database: " + " ".join(str(exc).split())
+    return None

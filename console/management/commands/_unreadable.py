@@ -6,10 +6,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from django.core.management.base import CommandError
-from django.db import OperationalError, connection
 
 from console import selectors
-from console.pgbackend import DatabaseUnreachable
+from console.pgbackend import unreachable
 from console.plane_health import Unreadable
 
 
@@ -41,13 +40,8 @@ def _database() -> None:
     """The database's own one line when it cannot be reached (a DATABASE_URL naming a
     database that is not there): every plane fails then, and their advice (create
     the extension, run sync_indexes) sent the operator the wrong way."""
-    try:
-        connection.ensure_connection()
-    except DatabaseUnreachable as exc:  # the pool's probe: it names the database
-        raise CommandError(str(exc)) from None
-    except OperationalError as exc:  # no pool (RECALL_DB_POOL_SIZE=0)
-        said = " ".join(str(exc).split())
-        raise CommandError(f"cannot connect to the database: {said}") from None
+    if said := unreachable():
+        raise CommandError(said)
 
 
 def named(bad: Sequence[Unreadable]) -> str:
