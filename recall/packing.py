@@ -31,6 +31,7 @@ from recall.errors import BudgetError
 from recall.markdown import fence, open_fence
 from recall.ports import TokenCounter
 from recall.results import ContextPack, Hit
+from recall.sanitize import cap
 from recall.types import Record
 
 MIN_WARNING_CHARS = 24  # a warning is not cut shorter than this while items can go
@@ -354,17 +355,7 @@ def _shorter(warning: str) -> str:
         return NOTHING_FITS_SHORT + warning[len(NOTHING_FITS) :]
     if warning.startswith(NOTHING_FITS_SHORT) or len(warning) <= MIN_WARNING_CHARS:
         return warning
-    return _head(warning, max(MIN_WARNING_CHARS, len(warning) // 2))
-
-
-def _head(warning: str, chars: int) -> str:
-    """The first `chars` of `warning`, back to a word's end, and an ellipsis: an agent
-    read "altitude scope: the dige"."""
-    if len(warning) <= chars:
-        return warning
-    cut = warning[: chars - 1]
-    space = cut.rfind(" ")
-    return (cut[:space] if space >= chars // 2 else cut).rstrip(" ,;:") + "…"
+    return cap(warning, max(MIN_WARNING_CHARS, len(warning) // 2))  # at a word's end
 
 
 def attach(
@@ -478,7 +469,7 @@ def _settle(
             said = figures  # the budget to ask with, before any other word (an agent read
             # "altitude scope: the dige" and "nothing packed: needs a", and no figure)
         elif any(len(w) > MIN_WARNING_CHARS for w in said):  # even the figures: the head
-            said = [_head(w, MIN_WARNING_CHARS) for w in said]
+            said = [cap(w, MIN_WARNING_CHARS) for w in said]
         else:
             raise BudgetError(f"budget {budget} cannot hold this reply's own envelope")
 
