@@ -505,6 +505,35 @@ def test_text_typed_when_the_session_ended_stays_and_the_page_says_so(
     assert page.input_value("#id_briefing_config-tag") == "team-brief"
 
 
+def test_typing_while_a_preview_is_on_its_way_logs_no_error(
+    page: Any, user: User, watch: Watch
+) -> None:
+    """A keystroke while the last preview was still on its way aborted it (hx-sync
+    replace), and htmx logs every abort as a console error: on a slow server, typing in
+    Settings filled the console with errors (and failed CI's logged-out test)."""
+    seed()
+    log_in(page, user)
+    page.goto("/settings/?preview_project=billing-api")
+    held: list[Any] = []
+
+    def hold_the_first(route: Any) -> None:
+        if held:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route(re.compile(r"/settings/preview/"), hold_the_first)
+    page.fill("#id_briefing_config-tag", "first")
+    page.wait_for_function("() => document.querySelector('#preview[aria-busy]')")
+    page.fill("#id_briefing_config-tag", "second")
+    page.wait_for_timeout(600)  # past the trigger's delay: the next preview asks now
+    held[0].continue_()
+    page.wait_for_function(
+        "() => document.querySelector('[data-briefing]').textContent.startsWith('<second')"
+    )
+    assert watch.errors == []
+
+
 def test_archive_restore_and_delete_with_confirmation(page: Any, user: User) -> None:
     memory = seed()["idempotency-keys"]
     log_in(page, user)
