@@ -182,7 +182,9 @@ def search_view(
         # None past the deepest page a search reaches: it was handed out (550), then refused.
         "next_offset": (
             after
-            if after < result.total and len(result.hits) == limit and after <= MAX_SEARCH_DEPTH
+            if (after < result.total or result.more)
+            and len(result.hits) == limit
+            and after <= MAX_SEARCH_DEPTH
             else None
         ),
         "warnings": [_line(w, 300) for w in result.warnings],

@@ -191,8 +191,10 @@ def memory_search(
     as_of: datetime | None = None,
     recorded_as_of: datetime | None = None,
     snippets: bool = True,
+    paged: bool = True,
 ) -> SearchResult:
-    """Search every project (None) or a list -> SearchResult (one page from `offset`)."""
+    """Search every project (None) or a list -> SearchResult (one page from `offset`;
+    `paged=False`: no later page will be asked, see `SearchRequest`)."""
     request = SearchRequest(
         offset=offset,
         query=query,
@@ -208,6 +210,7 @@ def memory_search(
         as_of=as_of,
         recorded_as_of=recorded_as_of,
         snippets=snippets,
+        paged=paged,
     )
     return wiring.engine().search(request)
 

@@ -117,7 +117,10 @@ class SearchRequest:
     `since` keeps items updated at or after that instant;
     `include_global=False` leaves global items out (a sealed project's view);
     `snippets=False` leaves the full-text hits' snippets out (a caller that cuts
-    its own: the palette, when they could mark nothing more).
+    its own: the palette, when they could mark nothing more);
+    `paged=False`: the caller never asks a later page by offset (the palette, the
+    console's window), so the fast path reads only what the page shows
+    (`recall.search.depth_for`).
     """
 
     query: str
@@ -135,6 +138,7 @@ class SearchRequest:
     as_of: datetime | None = None
     recorded_as_of: datetime | None = None
     snippets: bool = True
+    paged: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -137,7 +137,9 @@ class SearchResult:
     `timings` holds milliseconds per stage (embed, each channel, fusion,
     hydrate, total); `embedded` says whether the query was embedded. `hits`
     is the page from `offset`; `total` counts every hit found (the channels
-    read deep enough for the page, so it is a floor when it reaches their depth).
+    read deep enough for the page, so it is a floor when it reaches their depth);
+    `more`: a channel stopped at its depth, so hits may follow past `total` (a
+    later page reads deeper).
     """
 
     hits: tuple[Hit, ...]
@@ -146,6 +148,7 @@ class SearchResult:
     embedded: bool = False
     total: int = 0
     offset: int = 0
+    more: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,7 @@ from recall.channels import FTS, SEMANTIC
 from recall.config import SearchConfig
 from recall.errors import QueryError
 from recall.fusion import Fused, fuse, session_prior
-from recall.gather import gather, select
+from recall.gather import Gathered, gather, select
 from recall.planes import Planes
 from recall.ports import PIN, RANK, Channel
 from recall.query import NO_WORDS, clean, words
@@ -76,21 +76,30 @@ def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 3)
 
 
-def depth_for(req: SearchRequest, config: SearchConfig, *, limit: int, pinned: int) -> int:
-    """How deep each rank channel reads.
+def depth_for(req: SearchRequest, config: SearchConfig, *, page: int, pinned: int) -> int:
+    """How deep each rank channel reads for a page that ends at `page`.
 
-    No fusion on the fast path: full-text order is the final order, so fetch
-    (and snippet, and hydrate) only what the page can show beside the pinned
-    hits, and one more to know whether another page follows. With `since`,
-    read deeper so that old items cannot starve recent ones.
+    A paged search (`req.paged`) reads in two rungs, so that the pages of one walk
+    by offset share their rankings (fusion's normalisation, the favourites' lead and
+    the full-text re-score all depend on how deep the channels read): every page
+    ending within `config.depth` reads that deep, every later one `config.max_depth`
+    (`run` keeps the first rung's order ahead of the second's). A search that does
+    not page (the palette; the console's window) reads `config.depth` or the page,
+    and on the fast path, where full-text order is the final order, only what the
+    page can show beside the pinned hits and one more to know whether another page
+    follows. With `since`, read deeper so that old items cannot starve recent ones.
     """
-    page = req.offset + limit
-    depth = max(config.depth, page)
-    if not req.semantic:
-        depth = min(depth, page + pinned + 1)
+    if req.paged:
+        depth = config.depth if page <= config.depth else config.max_depth
+        if not req.semantic:
+            depth += pinned + 1
+    else:
+        depth = max(config.depth, page)
+        if not req.semantic:
+            depth = min(depth, page + pinned + 1)
     if req.since is not None:
         depth = min(max(depth, config.max_depth), depth * config.since_depth_factor)
-    return min(depth, max(config.max_depth, page))
+    return depth
 
 
 def floor(fused: Sequence[Fused], minimum: float) -> list[Fused]:
@@ -120,44 +129,93 @@ def run(
         return timetravel.search(req, planes=planes, where=where, limit=limit, depth=depth,
                                  k=config.k)  # fmt: skip
     query = ChannelQuery(text, prefix=req.prefix, snippets=req.snippets)
-    weights = config.channel_weights
     pins = gather(
-        select(channels, PIN, weights),
+        select(channels, PIN, config.channel_weights),
         query,
         where=where,
         depth=config.identifier_limit,
         embedder=None,
     )
-    pinned = [c for found in pins.lists.values() for c in found]
-    off = () if req.semantic else (SEMANTIC,)
-    gathered = gather(
-        select(channels, RANK, weights, off=off),
-        query,
-        where=where,
-        depth=depth_for(req, config, limit=limit, pinned=len(pinned)),
-        embedder=planes.embedder,
-    )
-    gathered.merge(pins)
-    timings = gathered.timings
+    search = Ranking(req, planes, channels, config, query, where, pins)
+    page = req.offset + limit
+    found, more = search.ranked(depth_for(req, config, page=page, pinned=search.pinned))
+    if req.paged and page > config.depth:  # the first rung's pages came first, as shown
+        first = depth_for(req, config, page=config.depth, pinned=search.pinned)
+        head = search.ranked(first)[0][: config.depth]
+        shown = {a.record.id for a in head}
+        found = head + [a for a in found if a.record.id not in shown]
     start = time.perf_counter()
-    fused = fuse(gathered.lists, method=config.fusion, weights=weights, k=config.k)
-    fused = floor(fused, config.semantic_floor)
-    timings["fusion"] = _ms(start)
-
-    start = time.perf_counter()
-    found = admitted(planes, pins.lists, pinned, fused, where, prior=config.session_prior)
-    if req.since is not None:
-        found = since(found, req.since)
-    # What was typed (an id or a name) stays first; favorites lead the rest.
-    typed = {c.id for c in pinned}
-    lead = config.favorites_first
-    found.sort(key=lambda a: (a.record.id not in typed, lead and not a.favorite))
     now = planes.clock()
-    page = tuple(a.hit(now) for a in found[req.offset : req.offset + limit])
-    timings["hydrate"] = _ms(start)
+    hits = tuple(a.hit(now) for a in found[req.offset : req.offset + limit])
+    timings = search.timings
+    timings["hydrate"] = round(timings.get("hydrate", 0.0) + _ms(start), 3)
     timings["total"] = _ms(started)
-    warnings = tuple(gathered.warnings)
-    return SearchResult(page, warnings, timings, gathered.embedded, len(found), req.offset)
+    return SearchResult(hits, tuple(search.warnings), timings, search.embedded, len(found),
+                        req.offset, more)  # fmt: skip
+
+
+class Ranking:
+    """One search's rank channels, fused and hydrated at a depth (`ranked`): a paged
+    search past the first rung ranks at two depths (`depth_for`)."""
+
+    def __init__(
+        self,
+        req: SearchRequest,
+        planes: Planes,
+        channels: Sequence[Channel],
+        config: SearchConfig,
+        query: ChannelQuery,
+        where: Filter,
+        pins: Gathered,
+    ) -> None:
+        self.req, self.planes, self.channels, self.config = req, planes, channels, config
+        self.query, self.where, self.pins = query, where, pins
+        self.pinned_hits = [c for found in pins.lists.values() for c in found]
+        self.pinned = len(self.pinned_hits)
+        self.timings: dict[str, float] = dict(pins.timings)
+        self.warnings: list[str] = list(pins.warnings)
+        self.embedded = False
+
+    def ranked(self, depth: int) -> tuple[list[Admitted], bool]:
+        """(the admitted hits in their order, whether a channel stopped at `depth` so
+        that more may follow deeper)."""
+        config, weights = self.config, self.config.channel_weights
+        gathered = gather(
+            select(self.channels, RANK, weights, off=() if self.req.semantic else (SEMANTIC,)),
+            self.query,
+            where=self.where,
+            depth=depth,
+            embedder=self.planes.embedder,
+        )
+        more = any(_full(name, found, depth, config) for name, found in gathered.lists.items())
+        gathered.merge(self.pins)
+        self.timings.update(gathered.timings)
+        self.warnings += [w for w in gathered.warnings if w not in self.warnings]
+        self.embedded = self.embedded or gathered.embedded
+        start = time.perf_counter()
+        fused = fuse(gathered.lists, method=config.fusion, weights=weights, k=config.k)
+        fused = floor(fused, config.semantic_floor)
+        self.timings["fusion"] = _ms(start)
+
+        start = time.perf_counter()
+        lists, pinned = self.pins.lists, self.pinned_hits
+        found = admitted(self.planes, lists, pinned, fused, self.where, prior=config.session_prior)
+        if self.req.since is not None:
+            found = since(found, self.req.since)
+        # What was typed (an id or a name) stays first; favorites lead the rest.
+        typed = {c.id for c in pinned}
+        lead = config.favorites_first
+        found.sort(key=lambda a: (a.record.id not in typed, lead and not a.favorite))
+        self.timings["hydrate"] = _ms(start)
+        return found, more
+
+
+def _full(channel: str, found: Sequence[Candidate], depth: int, config: SearchConfig) -> bool:
+    """Whether a channel's list stopped at `depth` with hits that could still show:
+    past a meaning list's floor, every deeper neighbour is below it too."""
+    if len(found) < depth:
+        return False
+    return channel != SEMANTIC or found[-1].score >= config.semantic_floor
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,7 +60,10 @@ def _hidden(params: dict[str, Any]) -> int:
         return 0
     try:
         found = selectors.memory_search(
-            **{**params, "semantic": False, "include_inactive": True}, prefix=True, limit=WINDOW
+            **{**params, "semantic": False, "include_inactive": True},
+            prefix=True,
+            limit=WINDOW,
+            paged=False,
         )
     except RecallError:
         return 0
@@ -86,7 +89,7 @@ def _results(form: SearchForm, data: QueryDict, scope: list[str] | None) -> dict
     params = form.cleaned_query(now=timezone.now())
     scoped = {**params, "projects": scope}
     try:
-        result = selectors.memory_search(**scoped, prefix=True, limit=WINDOW)
+        result = selectors.memory_search(**scoped, prefix=True, limit=WINDOW, paged=False)
     except RecallError as exc:
         return {"error": str(exc)}
     if not result.hits and NO_WORDS in result.warnings:
@@ -193,6 +196,7 @@ def palette(request: HtmxHttpRequest) -> HttpResponse:
                 prefix=True,
                 limit=PALETTE_HITS,
                 snippets=Matcher.marks_more(query, prefix=True),
+                paged=False,
             )
         except RecallError as exc:
             context["error"] = str(exc)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -1008,6 +1009,45 @@ def test_search_hands_out_no_offset_past_the_deepest_page(
 
     assert page(0)["next_offset"] == 1 and page(1)["next_offset"] == 2
     assert page(2)["next_offset"] is None and page(2)["total"] > 3
+
+
+def test_next_offset_follows_a_page_that_ends_where_the_channels_stopped() -> None:
+    # Sixty found at the first rung's depth, sixty shown: the walk ended there, though
+    # the channels had stopped at their depth with more to give.
+    from console.replies import search_view
+    from recall.results import Hit, SearchResult
+
+    hit = Hit("memory", "h", "n", "n", "", "alpha", "", "fts", 1.0)
+    ended = SearchResult((hit,) * 20, total=60, offset=40)
+
+    assert search_view(ended, limit=20)["next_offset"] is None
+    assert search_view(replace(ended, more=True), limit=20)["next_offset"] == 60
+
+
+def test_a_search_walked_by_next_offset_meets_every_memory_once(world: World) -> None:
+    # A REST walk: each page fused at a depth that grew with its offset, so pages
+    # overlapped (550 hits walked gave 281 memories) and some memories never came.
+    alpha = Project.objects.get(slug="alpha")
+    topics = ["tides", "harbour", "gulls", "nesting", "storms", "wingspan", "ocean", "islands"]
+    for n in range(75):
+        about = " and ".join(topics[(n * k) % 8] for k in range(1, 2 + n % 4))
+        services.memory_create(
+            project=alpha, name=f"albatross-{n}", description=f"albatross {about}"
+        )
+    indexing.apply_pending()
+    client = world.client("alpha")
+
+    walked: list[str] = []
+    offset: int | None = 0
+    while offset is not None:
+        asked = {"q": "albatross nesting storms", "limit": 20, "offset": offset}
+        page = call(client, "get", "/search", asked).json()
+        walked += [h["id"] for h in page["hits"]]
+        offset = page["next_offset"]
+
+    names = set(Memory.objects.filter(pk__in=walked).values_list("name", flat=True))
+    assert len(walked) == len(set(walked))
+    assert {f"albatross-{n}" for n in range(75)} <= names
 
 
 def test_an_edit_clears_an_expiry_an_event_time_and_a_session_place_with_null(

@@ -261,15 +261,55 @@ def test_floor_drops_semantic_only_hits_below_it_and_keeps_everything_else():
 
 
 @pytest.mark.parametrize(
-    ("semantic", "since", "expected"),
-    [(True, False, 60), (False, False, 20 + 2 + 1), (True, True, 300), (False, True, 115)],
+    ("semantic", "since", "paged", "page", "expected"),
+    [
+        (True, False, True, 20, 60),
+        (True, False, True, 80, 500),  # past the first rung: the deepest
+        (False, False, True, 20, 60 + 2 + 1),
+        (False, False, True, 80, 500 + 2 + 1),
+        (True, True, True, 20, 300),
+        (False, True, True, 20, 315),
+        (False, False, False, 20, 20 + 2 + 1),  # the palette: only what the page shows
+        (True, False, False, 100, 100),
+        (False, True, False, 20, 115),
+    ],
 )
-def test_depth_reads_only_the_page_on_the_fast_path_and_deeper_with_since(
-    semantic: bool, since: bool, expected: int
+def test_depth_reads_by_rungs_when_paged_and_only_the_page_on_the_unpaged_fast_path(
+    semantic: bool, since: bool, paged: bool, page: int, expected: int
 ):
-    req = SearchRequest("x", semantic=semantic, since=NOW if since else None)
+    req = SearchRequest("x", semantic=semantic, since=NOW if since else None, paged=paged)
 
-    assert depth_for(req, SearchConfig(), limit=20, pinned=2) == expected
+    assert depth_for(req, SearchConfig(), page=page, pinned=2) == expected
+
+
+@pytest.mark.parametrize("semantic", [True, False])
+def test_a_walk_by_offset_meets_every_hit_once(make_engine: MakeEngine, semantic: bool):
+    """Each page fused at a depth that grew with its offset, and fusion's normalisation,
+    the favourites' lead and the pool re-scored all move with depth: a walk of 550 hits
+    met 281 memories, some twice, and missed others."""
+    words = ["chroma", "boot", "race", "vector", "shard", "index", "cache", "query"]
+    records = [
+        make_memory(
+            i,
+            description=" ".join(words[(i * k) % 8] for k in range(1, 4 + i % 5)),
+            favorite=i % 9 == 0,
+        )
+        for i in range(1, 161)
+    ]
+    engine = make_engine(records)
+    config = SearchConfig(depth=12, max_depth=90, semantic_floor=0.0)
+    request = SearchRequest("chroma boot shard", limit=7, semantic=semantic)
+
+    walked: list[str] = []
+    for offset in range(0, 91, 7):
+        page = engine.search(replace(request, offset=offset), config=config)
+        walked += ids(page.hits)
+    whole = engine.search(replace(request, offset=84), config=config)  # the deep rung's own
+    first = engine.search(replace(request, limit=12), config=config)
+
+    assert len(walked) == len(set(walked)) > 40
+    assert walked[:12] == ids(first.hits)  # the first rung's pages as they were shown
+    assert walked[84:] == ids(whole.hits)
 
 
 def test_since_keeps_hits_updated_at_or_after_the_instant():
@@ -280,3 +320,12 @@ def test_since_keeps_hits_updated_at_or_after_the_instant():
 
 def _hits(n: int) -> list[Hit]:
     return [Hit("memory", f"h{i}", "n", "n", "", "alpha", "", "fts", 1.0) for i in range(n)]
+
+
+def test_more_says_a_channel_stopped_at_its_depth(make_engine: MakeEngine):
+    config = SearchConfig(depth=12, semantic_floor=0.0)
+    many = make_engine([make_memory(i, description=f"chroma boot {i}") for i in range(1, 31)])
+    few = make_engine([make_memory(i, description=f"chroma boot {i}") for i in range(1, 6)])
+
+    assert many.search(SearchRequest("chroma", limit=5), config=config).more
+    assert not few.search(SearchRequest("chroma", limit=5), config=config).more
