@@ -52,7 +52,8 @@ class TextIndex(Protocol):
     words) returns no candidates, not an error. With `prefix=True` the last
     word also matches as a prefix (the palette's word being typed). With
     `snippets=True` each candidate carries the best fragment with matched
-    terms wrapped in \\x01 ... \\x02.
+    terms wrapped in \\x01 ... \\x02; `snippets` gives the same fragment for
+    the listed ids alone (a page's hits, once a deeper ranking read without them).
 
     `upsert` replaces documents by id (one row per id, whoever writes);
     `delete` ignores unknown ids. Writes are durable when the call returns.
@@ -74,6 +75,10 @@ class TextIndex(Protocol):
         snippets: bool = False,
         prefix: bool = False,
     ) -> list[Candidate]: ...
+
+    def snippets(
+        self, text: str, ids: Sequence[str], *, where: Filter, prefix: bool = False
+    ) -> dict[str, str]: ...
 
     def ids(self) -> set[str]: ...
 

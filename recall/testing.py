@@ -150,6 +150,14 @@ class InMemoryTextIndex:
             scored.append((doc_id, score, snippet))
         return _ranked(scored, limit)
 
+    def snippets(
+        self, text: str, ids: Sequence[str], *, where: Filter, prefix: bool = False
+    ) -> dict[str, str]:
+        """Each of `ids` that `search` finds: the snippet it gives."""
+        found = self.search(text, where=where, limit=len(self._docs), snippets=True, prefix=prefix)
+        wanted = set(ids)
+        return {c.id: c.snippet for c in found if c.id in wanted and c.snippet is not None}
+
     @staticmethod
     def _snippet(doc: Doc, matched: set[str]) -> str:
         fields = [doc.body, doc.description, doc.title]

@@ -295,6 +295,34 @@ class PgTextIndex(PgTable):
             for n, row in enumerate(rows, 1)
         ]
 
+    def snippets(
+        self, text: str, ids: Sequence[str], *, where: Filter, prefix: bool = False
+    ) -> dict[str, str]:
+        """Each of `ids` that `search` finds: the snippet it gives (a page's hits
+        after a deeper ranking read without them)."""
+        query = [w for w in words(text, keep_short_last=prefix) if len(w) <= MAX_WORD]
+        if not query or not ids:
+            return {}
+        t = self._ready()
+        predicate, params = filter_sql(where)
+        typed = query[-1] + ":*" if prefix else None
+        with self._db.cursor() as cur:
+            idf, average = self._stats.idf(cur, t, query, typed, where.visible)
+            match, match_params = self._scoring(query, typed, idf, average)[2:]
+            statement = sql.SQL(
+                "SELECT id, 0, name, title, description, body FROM {t}"
+                " WHERE {match} AND {p} AND id = ANY(%s)"
+            ).format(t=t, match=match, p=predicate)
+            cur.execute(statement, [*match_params, *params, list(ids)])
+            rows = cur.fetchall()
+            if not rows:
+                return {}
+            marks = self._marker(cur, query, rows, prefix=prefix)
+        return {
+            row[0]: fragments.snippet([row[5], row[4], row[3]], marks, fallback=row[2])
+            for row in rows
+        }
+
     def _scoring(
         self,
         query: list[str],

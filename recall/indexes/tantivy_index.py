@@ -534,6 +534,33 @@ class TantivyIndex:
         except (OSError, ValueError) as exc:
             raise IndexUnavailable(f"cannot search the text index at {self.path}: {exc}") from exc
 
+    def snippets(
+        self, text: str, ids: Sequence[str], *, where: Filter, prefix: bool = False
+    ) -> dict[str, str]:
+        """Each of `ids` that `search` finds: the snippet it gives (a page's hits
+        after a deeper ranking read without them)."""
+        query_words = words(text, keep_short_last=prefix)
+        if not query_words or not ids:
+            return {}
+        try:
+            searcher = self._searcher()
+            terms = self._terms(searcher, query_words, where, prefix=prefix)
+            if not terms:
+                return {}
+            chosen = tantivy.Query.term_set_query(self._schema, "id", list(ids))
+            query = tantivy.Query.boolean_query(
+                [(tantivy.Occur.Must, self._query(terms, where)), (tantivy.Occur.Must, chosen)]
+            )
+            marked = self._snippet_query(terms)
+            generators: dict[str, tantivy.SnippetGenerator] = {}
+            out = {}
+            for _, address in searcher.search(query, limit=len(ids), count=False).hits:
+                doc = searcher.doc(address)
+                out[_first(doc, "id")] = self._snippet(searcher, marked, doc, generators)
+            return out
+        except (OSError, ValueError) as exc:
+            raise IndexUnavailable(f"cannot search the text index at {self.path}: {exc}") from exc
+
     def _figures(
         self, searcher: tantivy.Searcher, where: Filter, terms: list[str]
     ) -> tuple[int, float, dict[str, int]]:

@@ -345,6 +345,27 @@ class WhooshIndex:
         except Exception as exc:
             raise IndexUnavailable(f"cannot search the text index at {self.path}: {exc}") from exc
 
+    def snippets(
+        self, text: str, ids: Sequence[str], *, where: Filter, prefix: bool = False
+    ) -> dict[str, str]:
+        """Each of `ids` that `search` finds: the snippet it gives (a page's hits
+        after a deeper ranking read without them)."""
+        query_words = words(text, keep_short_last=prefix)
+        if not query_words or not ids:
+            return {}
+        searcher = self._current()
+        try:
+            scoped = self._scoped(searcher, where)
+            query = self._query(scoped, query_words, prefix=prefix)
+            if query is None:
+                return {}
+            chosen = And([query, Or([Term("id", doc_id) for doc_id in ids])])
+            filter_, mask = filter_queries(where)
+            found = scoped.search(chosen, limit=len(ids), filter=filter_, mask=mask)
+            return {hit["id"]: self._snippet(hit) for hit in found}
+        except Exception as exc:
+            raise IndexUnavailable(f"cannot search the text index at {self.path}: {exc}") from exc
+
     def _query(self, searcher: Searcher, query_words: list[str], *, prefix: bool) -> Query | None:
         typed = list(query_words)
         last = query_words[-1]

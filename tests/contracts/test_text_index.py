@@ -235,6 +235,36 @@ HOSTILE = [
 ]
 
 
+@pytest.mark.parametrize(
+    ("text", "prefix", "where"),
+    [
+        ("chroma boot", False, EVERYTHING),
+        ("boot chro", True, EVERYTHING),
+        ("race", False, Filter(projects=("alpha",), include_global=False, active_only=False)),
+        ("boot ra", True, Filter(projects=("beta",), active_only=False)),
+    ],
+)
+def test_snippets_for_some_ids_are_the_ones_search_gives(
+    index: Any, text: str, prefix: bool, where: Filter
+) -> None:
+    # A search ranks 500 deep without snippets, then asks them for its page alone.
+    index.upsert([
+        make_doc(id=f"m{n}", project=("alpha", "beta", None)[n % 3],
+                 title=f"Chroma note {n}", description="a boot race" if n % 2 else "chrome",
+                 body=" ".join(["filler words here"] * n + ["chroma boot race", "the end"]))
+        for n in range(12)
+    ])  # fmt: skip
+    found = index.search(text, where=where, limit=20, snippets=True, prefix=prefix)
+    asked = [c.id for c in found][1::2] + ["m404", "m1", "m2"]  # out of scope in some
+
+    given = index.snippets(text, asked, where=where, prefix=prefix)
+
+    assert len(found) > 2
+    assert given == {c.id: c.snippet for c in found if c.id in asked}
+    assert index.snippets(text, [], where=where, prefix=prefix) == {}
+    assert index.snippets("?!", asked, where=where, prefix=prefix) == {}
+
+
 @pytest.mark.parametrize("text", HOSTILE, ids=range(len(HOSTILE)))
 @pytest.mark.parametrize("prefix", [False, True])
 def test_hostile_text_never_raises(index: Any, text: str, prefix: bool) -> None:
