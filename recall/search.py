@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol, TypeVar
 
 from recall import timetravel
 from recall.channels import FTS, SEMANTIC
 from recall.config import SearchConfig
-from recall.errors import QueryError
+from recall.errors import QueryError, RecallError
 from recall.fusion import Fused, fuse, session_prior
 from recall.gather import Gathered, gather, select
 from recall.planes import Planes
@@ -136,22 +136,54 @@ def run(
         depth=config.identifier_limit,
         embedder=None,
     )
-    search = Ranking(req, planes, channels, config, query, where, pins)
+    pinned = sum(len(found) for found in pins.lists.values())
     page = req.offset + limit
-    found, more = search.ranked(depth_for(req, config, page=page, pinned=search.pinned))
+    depth = depth_for(req, config, page=page, pinned=pinned)
+    # Snippets while ranking only when it reads no more than the page shows; else the
+    # page asks for its own (`with_snippets`).
+    inline = req.snippets and depth <= page + pinned + 1
+    search = Ranking(req, planes, channels, config, replace(query, snippets=inline), where, pins)
+    found, more = search.ranked(depth)
     if req.paged and page > config.depth:  # the first rung's pages came first, as shown
-        first = depth_for(req, config, page=config.depth, pinned=search.pinned)
+        first = depth_for(req, config, page=config.depth, pinned=pinned)
         head = search.ranked(first)[0][: config.depth]
-        shown = {a.record.id for a in head}
-        found = head + [a for a in found if a.record.id not in shown]
+        seen = {a.record.id for a in head}
+        found = head + [a for a in found if a.record.id not in seen]
     start = time.perf_counter()
+    shown = found[req.offset : req.offset + limit]
+    if req.snippets and not inline:
+        shown = with_snippets(planes, text, shown, where, prefix=req.prefix,
+                              warnings=search.warnings)  # fmt: skip
     now = planes.clock()
-    hits = tuple(a.hit(now) for a in found[req.offset : req.offset + limit])
+    hits = tuple(a.hit(now) for a in shown)
     timings = search.timings
     timings["hydrate"] = round(timings.get("hydrate", 0.0) + _ms(start), 3)
     timings["total"] = _ms(started)
     return SearchResult(hits, tuple(search.warnings), timings, search.embedded, len(found),
                         req.offset, more)  # fmt: skip
+
+
+def with_snippets(
+    planes: Planes,
+    text: str,
+    page: Sequence[Admitted],
+    where: Filter,
+    *,
+    prefix: bool,
+    warnings: list[str],
+) -> list[Admitted]:
+    """The page's hits with the snippets the full-text plane gives the ones it found
+    (a ranking deeper than the page read without them: at 500 deep they were a third
+    of a page's time)."""
+    wanted = [a.record.id for a in page if a.lexical]
+    if not wanted:
+        return list(page)
+    try:
+        given = planes.text.snippets(text, wanted, where=where, prefix=prefix)
+    except RecallError as exc:
+        warnings.append(f"snippets unavailable ({exc})")
+        return list(page)
+    return [replace(a, snippet=given.get(a.record.id, a.snippet)) for a in page]
 
 
 class Ranking:
@@ -171,7 +203,6 @@ class Ranking:
         self.req, self.planes, self.channels, self.config = req, planes, channels, config
         self.query, self.where, self.pins = query, where, pins
         self.pinned_hits = [c for found in pins.lists.values() for c in found]
-        self.pinned = len(self.pinned_hits)
         self.timings: dict[str, float] = dict(pins.timings)
         self.warnings: list[str] = list(pins.warnings)
         self.embedded = False
@@ -229,6 +260,7 @@ class Admitted:
     sources: tuple[Provenance, ...]
     snippet: str | None
     similarity: float | None
+    lexical: bool  # the full-text channel found it: a snippet is owed
 
     @property
     def updated(self) -> datetime | None:
@@ -279,14 +311,18 @@ def admitted(
         prov = Provenance(channel_of[cand.id], cand.rank, cand.score)
         also = by_id.get(record.id)
         snippet, similarity = (also.snippet, also.raw(SEMANTIC)) if also else (None, None)
+        lexical = also is not None and FTS in also.channels
         hits.append(Admitted(record, channel_of[cand.id], 1 / (1 + cand.score), (prov,),
-                             snippet, similarity))  # fmt: skip
+                             snippet, similarity, lexical))  # fmt: skip
     for f in fused:
         record = records.get(f.id)
         if record is None or f.id in taken or not admits(where, record):
             continue
-        snippet = f.snippet if FTS in f.channels else None
-        hits.append(Admitted(record, f.source, f.score, f.sources, snippet, f.raw(SEMANTIC)))
+        lexical = FTS in f.channels
+        snippet = f.snippet if lexical else None
+        hits.append(
+            Admitted(record, f.source, f.score, f.sources, snippet, f.raw(SEMANTIC), lexical)
+        )
     return hits
 
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -329,3 +330,25 @@ def test_more_says_a_channel_stopped_at_its_depth(make_engine: MakeEngine):
 
     assert many.search(SearchRequest("chroma", limit=5), config=config).more
     assert not few.search(SearchRequest("chroma", limit=5), config=config).more
+
+
+def test_a_ranking_deeper_than_its_page_asks_snippets_for_the_page_alone(
+    make_engine: MakeEngine,
+):
+    # 60 deep for a page of 5: 55 snippets made and thrown away (at 500 deep, a third
+    # of a page's time); the palette, which reads only its page, makes them inline.
+    engine = make_engine([make_memory(i, description=f"chroma boot {i}") for i in range(1, 41)])
+    text: Any = engine.planes.text
+    searched: list[bool] = []
+    asked: list[list[str]] = []
+    search, snippets = text.search, text.snippets
+    text.search = lambda *a, **kw: searched.append(kw["snippets"]) or search(*a, **kw)
+    text.snippets = lambda t, wanted, **kw: asked.append(list(wanted)) or snippets(t, wanted, **kw)
+
+    page = engine.search(SearchRequest("chroma", limit=5))
+    palette = engine.search(SearchRequest("chro", semantic=False, prefix=True, paged=False))
+
+    assert (searched[0], searched[-1]) == (False, True)  # (the reference's snippets search)
+    assert asked == [ids(page.hits)]
+    assert all(h.snippet and "\x01chroma\x02" in h.snippet for h in page.hits)
+    assert all(h.snippet for h in palette.hits)
