@@ -177,3 +177,13 @@ def test_every_page_has_no_axe_violations_in_both_themes_and_sizes(
     found = {key: lines for key, lines in problems.items() if lines}
     assert checked == 2 * 2 * (len(urls) + 5)
     assert found == {}, "\n".join(f"{k}: {line}" for k, v in found.items() for line in v)
+
+
+def test_the_api_docs_page_draws_under_the_console_policy(page: Any, watch: Watch) -> None:
+    # The docs page was sent without a Content-Security-Policy at all.
+    page.goto("/api/v1/docs")
+    page.wait_for_selector("#swagger-ui .opblock-summary-path[data-path='/api/v1/recall']")
+
+    sent = page.request.get("/api/v1/docs").headers.get("content-security-policy", "")
+    assert "script-src 'self';" in sent
+    assert watch.csp == []
