@@ -15,7 +15,12 @@ neighbour does not match what was typed), no post-fusion boosts. It adds:
 - `since`: the channels run `since_depth_factor` times deeper (capped at
   `max_depth`), then hits updated before `since` are dropped after
   hydration, so old items cannot starve recent ones within that depth;
-- favourites first, stable within each group.
+- favourites first, stable within each group;
+- pages that agree: a walk by offset reads in two rungs (`depth_for`), the
+  first rung's order kept ahead of the deep one's, so it meets each hit once;
+  `more` says a channel stopped at its depth;
+- snippets for the page alone when the ranking read deeper than it
+  (`with_snippets`).
 `semantic=False` is the palette's fast path: the embedder and the vector
 index are never touched. An empty or unusable query returns no hits.
 """
