@@ -40,6 +40,22 @@ def test_manage_search_marks_matches_apart_from_wiki_brackets(project: Project) 
     assert "[[«rollback»-billing" in out.getvalue() and "[[[" not in out.getvalue()
 
 
+def test_manage_search_says_when_more_hits_follow_the_ones_it_counted(
+    project: Project,
+) -> None:
+    # "hits 1-3 of 3" when the full-text channel had stopped at its depth.
+    for n in range(70):
+        services.memory_create(project=project, name=f"tern-{n}", description=f"tern {n}")
+    indexing.apply_pending()
+    out = StringIO()
+
+    call_command("search", "tern", "--no-semantic", "--limit", "3", stdout=out)
+    call_command("search", "tern", "--no-semantic", "--offset", "60", stdout=out)
+
+    counted = [line for line in out.getvalue().splitlines() if line.startswith("hits ")]
+    assert counted == ["hits 1-3 of 61 or more (--offset reads on)", "hits 61-70 of 70"]
+
+
 @pytest.mark.parametrize("command", ["recall", "search"])
 def test_manage_recall_and_search_refuse_a_project_no_one_has(
     command: str, project: Project

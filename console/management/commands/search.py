@@ -54,4 +54,5 @@ class Command(BaseCommand):
         for warning in result.warnings:
             self.stderr.write(self.style.WARNING(warning))
         shown = f"{result.offset + 1}-{result.offset + len(result.hits)}" if result.hits else "0"
-        self.stdout.write(f"hits {shown} of {result.total}")
+        more = " or more (--offset reads on)" if result.more else ""
+        self.stdout.write(f"hits {shown} of {result.total}{more}")
