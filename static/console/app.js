@@ -356,7 +356,10 @@
   // --- focus after a swap ------------------------------------------------------------
   // A swap replaces the element that had focus (a star, Archive): focus goes to
   // its successor, found by the same data-focus-key; a form coming back with
-  // errors focuses its first invalid field, scrolled clear of the header.
+  // errors focuses its first invalid field, scrolled clear of the header. A swap
+  // into [data-no-focus] (the settings preview) never moves focus: landing between
+  // a Save and the section's answer, it gave focus back to Save, and the section
+  // with an invalid field then found nothing lost.
   let lastFocusKey = null; // the last swap's (a target without an id)
 
   function focusFirstInvalid(root) {

@@ -534,6 +534,35 @@ def test_typing_while_a_preview_is_on_its_way_logs_no_error(
     assert watch.errors == []
 
 
+def test_an_invalid_save_focuses_its_field_when_the_preview_lands_first(
+    page: Any, user: User
+) -> None:
+    """The preview of the value typed landed between the click on Save and the
+    section's answer: its settle gave focus back to Save (the control the person had
+    last), so the section's settle found nothing lost and the invalid field stayed
+    unfocused under the header (2 of 4 runs on a busy machine)."""
+    seed()
+    log_in(page, user)
+    page.goto("/settings/")
+    held: list[Any] = []
+    page.route(
+        re.compile(r"/settings/briefing_config/"),
+        lambda route: held.append(route) if route.request.method == "POST" else route.continue_(),
+    )
+
+    # A busy machine's timing, made certain: each swap settles 400 ms after it lands.
+    page.evaluate("() => { htmx.config.defaultSettleDelay = 400 }")
+
+    with page.expect_response(re.compile(r"/settings/preview/")):
+        page.fill("#id_briefing_config-budget", "0")
+        page.click("#section-briefing_config .actions button[value=save]")
+    page.wait_for_timeout(50)  # the preview swapped in, not yet settled
+    held[0].continue_()
+    page.wait_for_timeout(1200)  # both settled
+
+    assert page.evaluate("() => document.activeElement.id") == "id_briefing_config-budget"
+
+
 def test_archive_restore_and_delete_with_confirmation(page: Any, user: User) -> None:
     memory = seed()["idempotency-keys"]
     log_in(page, user)
