@@ -148,12 +148,15 @@ def run(
     # page asks for its own (`with_snippets`).
     inline = req.snippets and depth <= page + pinned + 1
     search = Ranking(req, planes, channels, config, replace(query, snippets=inline), where, pins)
-    found, more = search.ranked(depth)
+    found, full = search.ranked(depth)
+    more = full and depth < config.max_depth  # a later page reads deeper
     if req.paged and page > config.depth:  # the first rung's pages came first, as shown
         first = depth_for(req, config, page=config.depth, pinned=pinned)
         head = search.ranked(first)[0][: config.depth]
         seen = {a.record.id for a in head}
         found = head + [a for a in found if a.record.id not in seen]
+    if full and not more and page >= len(found):  # the deepest page: say what is left
+        search.warnings.append(deepest(config.max_depth))
     start = time.perf_counter()
     shown = found[req.offset : req.offset + limit]
     if req.snippets and not inline:
@@ -166,6 +169,13 @@ def run(
     timings["total"] = _ms(started)
     return SearchResult(hits, tuple(search.warnings), timings, search.embedded, len(found),
                         req.offset, more)  # fmt: skip
+
+
+def deepest(depth: int) -> str:
+    return (
+        f"more match than a search reads: it ranks the best {depth} of each kind "
+        "(words, meaning); narrow the query or filter to reach the rest"
+    )
 
 
 def with_snippets(
@@ -213,8 +223,8 @@ class Ranking:
         self.embedded = False
 
     def ranked(self, depth: int) -> tuple[list[Admitted], bool]:
-        """(the admitted hits in their order, whether a channel stopped at `depth` so
-        that more may follow deeper)."""
+        """(the admitted hits in their order, whether a channel stopped at `depth`:
+        more may match than it read)."""
         config, weights = self.config, self.config.channel_weights
         gathered = gather(
             select(self.channels, RANK, weights, off=() if self.req.semantic else (SEMANTIC,)),
@@ -223,7 +233,7 @@ class Ranking:
             depth=depth,
             embedder=self.planes.embedder,
         )
-        more = any(_full(name, found, depth, config) for name, found in gathered.lists.items())
+        full = any(_full(name, found, depth, config) for name, found in gathered.lists.items())
         gathered.merge(self.pins)
         self.timings.update(gathered.timings)
         self.warnings += [w for w in gathered.warnings if w not in self.warnings]
@@ -243,7 +253,7 @@ class Ranking:
         lead = config.favorites_first
         found.sort(key=lambda a: (a.record.id not in typed, lead and not a.favorite))
         self.timings["hydrate"] = _ms(start)
-        return found, more
+        return found, full
 
 
 def _full(channel: str, found: Sequence[Candidate], depth: int, config: SearchConfig) -> bool:

@@ -11,7 +11,7 @@ from recall.errors import ConfigError, QueryError
 from recall.fusion import Fused
 from recall.requests import SearchRequest
 from recall.results import Hit, Provenance
-from recall.search import depth_for, floor, since
+from recall.search import deepest, depth_for, floor, since
 from recall.testing import FakeEmbedder
 from tests.recall.conftest import (
     BAD_QUERIES,
@@ -330,6 +330,22 @@ def test_more_says_a_channel_stopped_at_its_depth(make_engine: MakeEngine):
 
     assert many.search(SearchRequest("chroma", limit=5), config=config).more
     assert not few.search(SearchRequest("chroma", limit=5), config=config).more
+
+
+def test_the_deepest_page_says_more_matched_than_a_search_reads(make_engine: MakeEngine):
+    # The page that ended at the deepest rung handed out another offset, whose page
+    # was empty, and nothing said that more matched than the search had read.
+    config = SearchConfig(depth=12, max_depth=24, semantic_floor=0.0)
+    engine = make_engine([make_memory(i, description=f"chroma boot {i}") for i in range(1, 41)])
+
+    first = engine.search(SearchRequest("chroma", limit=6), config=config)
+    before = engine.search(SearchRequest("chroma", limit=6, offset=12), config=config)
+    last = engine.search(SearchRequest("chroma", limit=6, offset=18 + 6), config=config)
+
+    assert first.more and not first.warnings
+    assert not before.more and not before.warnings and before.total > 18
+    assert not last.more and last.hits and last.total == 24 + len(last.hits)
+    assert last.warnings == (deepest(24),)
 
 
 def test_a_ranking_deeper_than_its_page_asks_snippets_for_the_page_alone(
