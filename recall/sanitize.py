@@ -457,16 +457,26 @@ def kept_snippet(
     which are never scrubbed). Else None. A snippet is a window: one that starts
     after an injection phrase on its line would show the rest of that line, which
     every other agent-facing field cuts. Its first and last word may be cut short
-    by the window, so they are not compared."""
+    by the window, so they are not compared. A window that also shows a withheld line
+    keeps the first of its lines that holds a match and may be read (it was dropped
+    whole, so a match beside an injection showed no snippet at all)."""
     if snippet is None:
         return None
+    sources = [*(scrub(t) for t in texts if t), *(normalise(t) for t in unscrubbed if t)]
+    if _readable(snippet, sources):
+        return snippet
+    lines = [line.strip() for line in snippet.splitlines() if MARK_START in line]
+    return next((line for line in lines if _readable(line, sources)), None)
+
+
+def _readable(snippet: str, sources: Sequence[str]) -> bool:
+    """Whether the words `snippet` shows (but its first and last) are in one of `sources`."""
     plain = normalise(snippet.replace(MARK_START, "").replace(MARK_END, ""))
     shown = _WORD.findall(plain.casefold())[1:-1]
     if not shown:
-        return snippet
+        return True
     wanted = _apart(shown)
-    sources = [*(scrub(t) for t in texts if t), *(normalise(t) for t in unscrubbed if t)]
-    return snippet if any(wanted in _apart(_WORD.findall(s.casefold())) for s in sources) else None
+    return any(wanted in _apart(_WORD.findall(s.casefold())) for s in sources)
 
 
 def snippet_html(snippet: str | None) -> str | None:
