@@ -266,11 +266,23 @@ class FeedbackIn(Body):
     )
 
 
-class SearchIn(Params):
+class Searching(Params):
+    """What every search takes: the words and the projects."""
+
     q: str = Field("", max_length=4000, description="what to look for")
     project: list[Slug] | None = Field(
-        None, description="repeatable; default: the token's projects"
+        None, description="one project or a list (repeatable); default: the token's projects"
     )
+
+    @field_validator("project", mode="before")
+    @classmethod
+    def _one_as_a_list(cls, value: Any) -> Any:
+        """One project where a list is taken (memory_recall's `project` is one string:
+        the same argument made memory_search answer 422)."""
+        return [value] if isinstance(value, str) else value
+
+
+class SearchIn(Searching):
     limit: int = Field(DEFAULT_SEARCH_LIMIT, ge=1, le=MAX_SEARCH_LIMIT, description="hits per page")
     offset: int = Field(0, ge=0, le=MAX_SEARCH_DEPTH, description="hits to skip (paging)")
     semantic: bool = Field(True, description="false = full-text only (fastest)")
@@ -280,13 +292,9 @@ class SearchIn(Params):
     recorded_as_of: Instant | None = Field(None, description=RECORDED_AS_OF)
 
 
-class PlaneSearchIn(Params):
+class PlaneSearchIn(Searching):
     """One plane alone (full text, or vectors): its own ranking and raw scores."""
 
-    q: str = Field("", max_length=4000, description="what to look for")
-    project: list[Slug] | None = Field(
-        None, description="repeatable; default: the token's projects"
-    )
     limit: int = Field(DEFAULT_SEARCH_LIMIT, ge=1, le=MAX_SEARCH_LIMIT, description="hits per page")
     offset: int = Field(0, ge=0, le=MAX_SEARCH_DEPTH, description="hits to skip (paging)")
     record: bool = Field(True, description=RECORD)

@@ -1011,6 +1011,23 @@ def test_search_hands_out_no_offset_past_the_deepest_page(
     assert page(2)["next_offset"] is None and page(2)["total"] > 3
 
 
+@pytest.mark.parametrize("tool", ["memory_search", "memory_search_text", "memory_search_vector"])
+def test_a_search_tool_takes_one_project_as_memory_recall_does(
+    world: World, tool: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # memory_recall's project is one string, memory_search's a list: the string that
+    # recall takes made search answer 422 "project: Input should be a valid list".
+    write(world, {"name": "kestrel-notes", "description": "kestrel hovering"})
+    indexing.apply_pending()
+
+    status, body = mcp(world, "alpha", tool, {"q": "kestrel", "project": "alpha"}, monkeypatch)
+    listed = call(world.client("alpha"), "get", "/search", {"q": "kestrel", "project": "alpha"})
+
+    assert status == 200, body
+    assert body["hits"][0]["name"] == "kestrel-notes"
+    assert listed.json()["hits"][0]["name"] == "kestrel-notes"
+
+
 def test_next_offset_follows_a_page_that_ends_where_the_channels_stopped() -> None:
     # Sixty found at the first rung's depth, sixty shown: the walk ended there, though
     # the channels had stopped at their depth with more to give.
