@@ -1028,6 +1028,22 @@ def test_a_search_tool_takes_one_project_as_memory_recall_does(
     assert listed.json()["hits"][0]["name"] == "kestrel-notes"
 
 
+def test_a_batch_too_big_for_rest_is_too_big_for_mcp(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 12 bodies of 190,000 characters: REST answered 413, memory_write_batch wrote all.
+    items = [{"name": f"huge-{n}", "body": "word " * 38_000} for n in range(12)]
+
+    rest = call(world.client("alpha"), "post", "/memories/batch", {"memories": items})
+    status, body = mcp(world, "alpha", "memory_write_batch", {"memories": items}, monkeypatch)
+
+    assert rest.status_code == status == 413, body
+    assert (
+        rest.json()["detail"] == body["detail"] == "the request body is larger than the 2 MB limit"
+    )
+    assert not Memory.objects.filter(name__startswith="huge-").exists()
+
+
 def test_next_offset_follows_a_page_that_ends_where_the_channels_stopped() -> None:
     # Sixty found at the first rung's depth, sixty shown: the walk ended there, though
     # the channels had stopped at their depth with more to give.
