@@ -263,8 +263,8 @@ def run(
     if not req.include_history:
         _drop_expired(gathered, planes.store)
     _filtered_out(gathered, where, planes.store)  # before the meaning floor drops any
-    _meaning_floor(gathered, config.meaning_floor)
-    _nothing_held(gathered)
+    _meaning_floor(gathered, config.meaning_floor, where)
+    _nothing_held(gathered, where)
     timings = gathered.timings
 
     start = time.perf_counter()
@@ -414,10 +414,10 @@ def browse(
 
 ANSWERS_NOTHING = "no memory answers this"
 NOTHING_CLOSE = (
-    "nothing in scope holds the query's words, and nothing is close enough in meaning "
+    "{nothing} holds the query's words, and nothing is close enough in meaning "
     "(below {floor}): " + ANSWERS_NOTHING
 )
-NOTHING_HELD = "nothing in scope holds the query's words: " + ANSWERS_NOTHING
+NOTHING_HELD = "{nothing} holds the query's words: " + ANSWERS_NOTHING
 NOTHING_LISTED = "nothing in scope passes the filters ({names}): nothing to list"
 
 
@@ -461,16 +461,24 @@ def _filters_named(where: Filter) -> str:
     return ", ".join(f for f in FILTER_FIELDS if getattr(where, f, None) not in (None, ()))
 
 
-def _nothing_held(gathered: Gathered) -> None:
+def _nothing(where: Filter) -> str:
+    """What held nothing: the scope, and the filters when some narrow it (a `since`
+    that left out the memories holding the words read as though none held them)."""
+    if where.kinds is None and not where.narrowed:
+        return "nothing in scope"
+    return f"nothing in scope that passes the filters ({_filters_named(where)})"
+
+
+def _nothing_held(gathered: Gathered, where: Filter) -> None:
     """When full text ran, found nothing, and no other channel found anything (an
     identifier is searched by its words alone), say so: the pack was bare."""
     if gathered.status.get(FTS) != "on" or any(gathered.lists.values()):
         return
     if not any(w.endswith(ANSWERS_NOTHING) for w in gathered.warnings):
-        gathered.warnings.append(NOTHING_HELD)
+        gathered.warnings.append(NOTHING_HELD.format(nothing=_nothing(where)))
 
 
-def _meaning_floor(gathered: Gathered, floor: float) -> None:
+def _meaning_floor(gathered: Gathered, floor: float, where: Filter) -> None:
     """With no memory holding any of the query's words (full text ran and found none),
     drop the meaning-only candidates below `floor`: the nearest of unrelated memories
     is no answer, and the pack says so instead of filling the budget with them."""
@@ -484,4 +492,4 @@ def _meaning_floor(gathered: Gathered, floor: float) -> None:
         return
     gathered.lists[SEMANTIC] = kept
     if not kept:
-        gathered.warnings.append(NOTHING_CLOSE.format(floor=floor))
+        gathered.warnings.append(NOTHING_CLOSE.format(nothing=_nothing(where), floor=floor))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from recall.config import RecallConfig
@@ -21,7 +23,7 @@ from recall.routing import (
     route,
 )
 from recall.testing import FakeEmbedder
-from tests.recall.conftest import MakeEngine, SpySearches, ids, make_memory, make_note
+from tests.recall.conftest import NOW, MakeEngine, SpySearches, ids, make_memory, make_note
 
 WEIGHTS = {"fts": 0.6, "semantic": 0.4, "graph": 0.3}
 SHARES = {IDENTIFIER: 0.0, TEMPORAL: 0.1, KEYWORD: 0.25, NATURAL: 0.75}
@@ -221,6 +223,25 @@ def test_an_identifier_nothing_holds_gets_an_empty_pack_that_says_so(
 
     assert pack.items == ()
     assert any("nothing in scope holds the query's words" in w for w in pack.warnings)
+
+
+def test_words_held_only_outside_the_filters_get_a_warning_that_names_them(
+    make_engine: MakeEngine,
+) -> None:
+    # A `since` left out the one memory holding the words, and the warning said that
+    # nothing in scope held them (an agent then wrote the memory again).
+    engine = make_engine([
+        make_memory(1, description="chroma boot race", created=NOW - timedelta(days=3)),
+        make_memory(2, description="the lunch order", created=NOW),
+    ])  # fmt: skip
+
+    pack = engine.recall(ask("chroma boot", since=NOW - timedelta(days=1)))
+
+    assert pack.items == ()
+    assert any(
+        w.startswith("nothing in scope that passes the filters (since) holds the query's words")
+        for w in pack.warnings
+    ), pack.warnings
 
 
 def test_a_browse_no_memory_passes_says_so(make_engine: MakeEngine) -> None:
