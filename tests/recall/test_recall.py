@@ -11,7 +11,7 @@ from recall.gather import Gathered
 from recall.recall import _meaning_floor
 from recall.requests import RecallRequest
 from recall.testing import FakeEmbedder
-from recall.types import Candidate
+from recall.types import Candidate, Filter
 from tests.recall.conftest import (
     BAD_QUERIES,
     MakeEngine,
@@ -445,15 +445,15 @@ def test_with_no_word_matched_only_meaning_above_the_floor_is_kept():
         return Gathered(lists={FTS: fts, SEMANTIC: near}, status={FTS: "on", SEMANTIC: "on"})
 
     nothing = gathered([])
-    _meaning_floor(nothing, 0.40)
+    _meaning_floor(nothing, 0.40, Filter())
     assert [c.id for c in nothing.lists[SEMANTIC]] == [uid(1)] and nothing.warnings == []
 
     worded = gathered([Candidate(uid(3), 1, 2.0)])  # a word matched: meaning is left alone
-    _meaning_floor(worded, 0.40)
+    _meaning_floor(worded, 0.40, Filter())
     assert len(worded.lists[SEMANTIC]) == 2
 
     far = gathered([])
-    _meaning_floor(far, 0.60)  # nothing close: an empty pack that says why
+    _meaning_floor(far, 0.60, Filter())  # nothing close: an empty pack that says why
     assert far.lists[SEMANTIC] == [] and "no memory answers this" in far.warnings[0]
 
 
