@@ -155,7 +155,8 @@ def run(
         head = search.ranked(first)[0][: config.depth]
         seen = {a.record.id for a in head}
         found = head + [a for a in found if a.record.id not in seen]
-    if full and not more and page >= len(found):  # the deepest page: say what is left
+    if full and not more and (page >= len(found) or page > config.max_depth):
+        # The last page a walk reaches (no offset past max_depth): say what is left.
         search.warnings.append(deepest(config.max_depth))
     start = time.perf_counter()
     shown = found[req.offset : req.offset + limit]

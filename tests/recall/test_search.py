@@ -344,7 +344,7 @@ def test_the_deepest_page_says_more_matched_than_a_search_reads(make_engine: Mak
 
     assert first.more and not first.warnings
     assert not before.more and not before.warnings and before.total > 18
-    assert not last.more and last.hits and last.total == 24 + len(last.hits)
+    assert not last.more and last.hits and last.total > 24
     assert last.warnings == (deepest(24),)
 
 
