@@ -202,9 +202,15 @@ def _memory_form(request: HtmxHttpRequest, memory: Memory, *, supersede: bool) -
                 if not supersede and saved.updated == memory.updated:
                     messages.info(request, f"Nothing changed in {saved.name}: nothing saved.")
                 else:
-                    verb = "Superseded" if supersede else "Saved"
                     joined = " with the change saved meanwhile" if merged is not None else ""
-                    messages.success(request, f"{verb} {saved.name}{joined}.")
+                    # A supersession names the old version and its replacement: "Superseded
+                    # x-v2." read as though the new version had been superseded.
+                    said = (
+                        f"Superseded {memory.name} with {saved.name}"
+                        if supersede
+                        else f"Saved {saved.name}"
+                    )
+                    messages.success(request, f"{said}{joined}.")
                     if not supersede and saved.invalid_at is not None:  # archived, maybe meanwhile
                         messages.info(
                             request,

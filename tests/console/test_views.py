@@ -825,6 +825,18 @@ def test_supersede_is_prefilled_and_links_the_chain_both_ways(
     assert "superseded" in old_html
 
 
+def test_a_supersession_message_names_the_old_version_and_its_replacement(
+    admin_client: Client, memory: Memory
+) -> None:
+    # "Superseded chroma-boot-v2." read as though the new version had been superseded.
+    data = form_data(memory, name=f"{memory.name}-v2", description="Chroma starts lazily now")
+
+    page = admin_client.post(f"/memories/{memory.pk}/supersede/", data, follow=True)
+
+    said = f"Superseded {memory.name} with {memory.name}-v2."
+    assert said in page.content.decode()
+
+
 def test_archive_and_restore_swap_the_header(admin_client: Client, memory: Memory) -> None:
     archived = admin_client.post(f"/memories/{memory.pk}/archive/", **HX)
     memory.refresh_from_db()
