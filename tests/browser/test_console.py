@@ -534,6 +534,36 @@ def test_typing_while_a_preview_is_on_its_way_logs_no_error(
     assert watch.errors == []
 
 
+def test_changing_a_search_filter_while_results_are_on_their_way_logs_no_error(
+    page: Any, user: User, watch: Watch
+) -> None:
+    """Arrows over the Updated filter sent a search per step and aborted the one on
+    its way (hx-sync replace): htmx logged each abort as a console error."""
+    seed()
+    log_in(page, user)
+    page.goto("/?q=stripe")
+    page.wait_for_selector("#results .hit")
+    held: list[Any] = []
+
+    def hold_the_first(route: Any) -> None:
+        if held or "archived=on" not in route.request.url:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route(re.compile(r"/\?q=stripe"), hold_the_first)
+    page.check("#id_archived")
+    page.wait_for_function("() => document.querySelector('#results[aria-busy]')")
+    page.uncheck("#id_archived")
+    page.wait_for_timeout(300)
+    held[0].continue_()
+    page.wait_for_function("() => !document.querySelector('#results[aria-busy]')")
+    page.wait_for_timeout(300)
+
+    assert not page.is_checked("#id_archived") and "archived=on" not in page.url
+    assert watch.errors == []
+
+
 def test_an_invalid_save_focuses_its_field_when_the_preview_lands_first(
     page: Any, user: User
 ) -> None:
