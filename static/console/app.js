@@ -504,7 +504,10 @@
   // --- a request that failed says so -------------------------------------------------
   // htmx swaps nothing for an error answer: without this a star, a save or an archive
   // that the server refused would look like a click that did nothing.
-  function requestFailed(message) {
+  // `acted`: the element whose request failed; `login`: the login page when the
+  // session ended (the notice then offers it in a new tab, where logging in keeps this
+  // page and its text; "Reload the page" there contradicted its own advice).
+  function requestFailed(message, acted, login) {
     let box = document.getElementById("request-error");
     if (!box) {
       box = document.createElement("div");
@@ -512,6 +515,11 @@
       box.className = "request-error";
       box.setAttribute("role", "alert");
       const text = document.createElement("p");
+      const again = document.createElement("a");
+      again.className = "button";
+      again.target = "_blank";
+      again.rel = "noopener";
+      again.textContent = "Log in in a new tab";
       const reload = document.createElement("button");
       reload.type = "button";
       reload.textContent = "Reload the page";
@@ -526,14 +534,30 @@
         box.hidden = true;
         document.body.style.paddingBottom = "";
       });
-      box.append(text, reload, close);
+      box.append(text, again, reload, close);
       document.body.append(box);
     }
     box.querySelector("p").textContent = message;
+    const again = box.querySelector("a");
+    again.hidden = !login;
+    if (login) again.href = login;
+    box.querySelector("button").hidden = Boolean(login);
     box.hidden = false;
     // Room under the page for the fixed notice: on a phone it covered the form's Save
     // and Cancel, however far the page was scrolled.
     document.body.style.paddingBottom = box.offsetHeight + 32 + "px";
+    // Focus stays where the person was (a disabled Save had dropped it to <body>), and
+    // that control is scrolled clear of the notice: on a phone it sat under it.
+    window.setTimeout(function () {
+      let here = document.activeElement;
+      if ((!here || here === document.body) && acted instanceof Element && acted.isConnected) {
+        here = acted.matches("form") ? acted.querySelector("[type=submit]") : acted;
+        if (here) here.focus({ preventScroll: true });
+      }
+      if (!here || here === document.body) return;
+      const under = here.getBoundingClientRect().bottom - box.getBoundingClientRect().top + 16;
+      if (under > 0) window.scrollBy(0, under);
+    }, 0);
   }
   // A save that failed saved nothing: its form's text is unsaved again, so leaving the
   // page (the notice's own "Reload the page", Cancel, a link) still asks first.
@@ -555,6 +579,8 @@
     requestFailed(
       "You are logged out (in another tab, or the session ended), so nothing was saved. " +
         "Your text is still here: log in again in another tab, then come back and save.",
+      event.detail.elt,
+      xhr.getResponseHeader("HX-Redirect"),
     );
   });
   document.body.addEventListener("htmx:responseError", function (event) {
@@ -574,11 +600,11 @@
     } else {
       message = "The server refused that (answer " + status + "), so nothing was changed. Reload the page and try again.";
     }
-    requestFailed(message);
+    requestFailed(message, event.detail.elt);
   });
   document.body.addEventListener("htmx:sendError", function (event) {
     unsavedAgain(event.detail.elt);
-    requestFailed("The server could not be reached, so nothing was changed. Try again when it is back.");
+    requestFailed("The server could not be reached, so nothing was changed. Try again when it is back.", event.detail.elt);
   });
 
   // --- loading ----------------------------------------------------------------------

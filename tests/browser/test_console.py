@@ -593,6 +593,42 @@ def test_an_invalid_save_focuses_its_field_when_the_preview_lands_first(
     assert page.evaluate("() => document.activeElement.id") == "id_briefing_config-budget"
 
 
+def test_the_logged_out_notice_on_a_phone_keeps_save_in_view_and_focused(
+    page: Any, user: User, watch: Watch
+) -> None:
+    """On a phone the fixed notice sat on top of Save and Cancel, focus fell to <body>
+    (the disabled Save dropped it), and its "Reload the page" contradicted its advice
+    to log in in another tab."""
+    seed()
+    page.set_viewport_size({"width": 390, "height": 844})
+    log_in(page, user)
+    page.goto("/memories/new/")
+    page.fill("#id_name", "draft-on-a-phone")
+    page.fill("#id_description", "Typed on a phone while the session ended elsewhere")
+    watch.expected = ("status of 403",)
+    log_out_in_another_tab(page)
+    save = page.locator("#memory-form button[type=submit]")
+    save.scroll_into_view_if_needed()
+
+    save.click()
+    notice = page.locator("#request-error")
+    notice.wait_for(state="visible")
+    page.wait_for_function(  # focus back on Save, scrolled clear of the notice
+        """() => {
+            const save = document.querySelector('#memory-form button[type=submit]');
+            const box = document.getElementById('request-error');
+            return document.activeElement === save
+                && save.getBoundingClientRect().bottom <= box.getBoundingClientRect().top;
+        }"""
+    )
+
+    login = notice.locator("a", has_text="Log in in a new tab")
+    assert login.is_visible() and login.get_attribute("target") == "_blank"
+    assert "/login/" in (login.get_attribute("href") or "")
+    assert not notice.locator("button", has_text="Reload the page").is_visible()
+    watch.leave_unsaved = True
+
+
 def test_archive_restore_and_delete_with_confirmation(page: Any, user: User) -> None:
     memory = seed()["idempotency-keys"]
     log_in(page, user)
