@@ -119,10 +119,24 @@ class CompactJSON(BaseRenderer):
         return dumps(data)
 
 
+# What the docs page tells someone writing an agent (the module docstring is for us).
+DESCRIBED = (
+    "Long-term memory for agents: recall a ranked context pack within a token budget, "
+    "search, brief a session, write, supersede and archive. Send `Authorization: Bearer "
+    "<token>` (`manage.py agent_token create`); a token sees its projects and the global "
+    "memories. Replies are compact JSON, and a pack's `tokens` counts the reply's bytes "
+    "as an agent's context receives them. Every error is `{detail, field, code}`: 400 bad "
+    "input, 401 no or revoked token, 403 a project the token may not name or a write "
+    "without a write token, 404 an item not in the token's scope (an id in another "
+    "project reads the same), 409 a reused Idempotency-Key or a state the request cannot "
+    "apply to, 413 a body over 2 MB, 422 a field the call does not take or a wrong value "
+    "(the detail names the fields it takes), 503 try again shortly."
+)
+
 api = NinjaAPI(
     title="Recall agent API",
     version="1",
-    description=__doc__,
+    description=DESCRIBED,
     urls_namespace="api-v1",
     auth=TokenAuth(),
     parser=ObjectParser(),

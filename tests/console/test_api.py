@@ -791,6 +791,9 @@ def test_openapi_schema_and_docs_are_served(world: World) -> None:
     ids = [op["operationId"] for ops in paths.values() for op in ops.values()]
     assert len(ids) == len(set(ids))
     assert Client().get("/api/v1/docs").status_code == 200
+    # The docs page speaks to someone writing an agent, not of our modules.
+    said = schema.json()["info"]["description"]
+    assert "Bearer" in said and "budget" in said and "console." not in said
 
 
 # --- every operation, generated from the OpenAPI schema ---------------------------
