@@ -503,6 +503,9 @@ def test_text_typed_when_the_session_ended_stays_and_the_page_says_so(
     page.wait_for_selector("#request-error:not([hidden])")
     assert urlsplit(page.url).path == "/settings/"
     assert page.input_value("#id_briefing_config-tag") == "team-brief"
+    # Logging in in a new tab leads back to this page, not to the preview's own URL.
+    again = page.locator("#request-error a").get_attribute("href") or ""
+    assert again.startswith("/login/?next=%2Fsettings%2F"), again
 
 
 def test_typing_while_a_preview_is_on_its_way_logs_no_error(
@@ -624,7 +627,7 @@ def test_the_logged_out_notice_on_a_phone_keeps_save_in_view_and_focused(
 
     login = notice.locator("a", has_text="Log in in a new tab")
     assert login.is_visible() and login.get_attribute("target") == "_blank"
-    assert "/login/" in (login.get_attribute("href") or "")
+    assert (login.get_attribute("href") or "").startswith("/login/?next=%2Fmemories%2Fnew%2F")
     assert not notice.locator("button", has_text="Reload the page").is_visible()
     watch.leave_unsaved = True
 
