@@ -410,17 +410,22 @@ class MemoryRevision(models.Model):
     """
 
     OPS = [
-        (op, op)
-        for op in (
-            "initial",
-            "create",
-            "import",
-            "edit",
-            "supersede",
-            "archive",
-            "restore",
-            "delete",
-        )
+        *(
+            (op, op)
+            for op in (
+                "initial",
+                "create",
+                "import",
+                "edit",
+                "supersede",
+                "archive",
+                "restore",
+                "delete",
+            )
+        ),
+        # The old version of a chain whose replacement was deleted: its link is gone
+        # (it read "edit", beside a raw superseded_by_id -> blank).
+        ("unsupersede", "replacement deleted"),
     ]
     memory_id = models.CharField(max_length=26)
     number = models.PositiveIntegerField()

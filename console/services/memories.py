@@ -431,7 +431,7 @@ def memory_delete(*, memory: Memory) -> None:
     Memory.objects.filter(superseded_by_id=pk).update(superseded_by=None)
     for old in replaced:
         old.superseded_by = None
-        revision_record(memory=old, op="edit")
+        revision_record(memory=old, op="unsupersede")
     gone = Memory.objects.filter(pk=pk).first()
     if gone is not None:
         revision_record(memory=gone, op="delete")

@@ -127,6 +127,21 @@ def test_a_deleted_memorys_history_stays_readable(admin_client: Client, project:
     assert [r.op for r in history.revisions_of(memory_id=pk)] == ["create", "delete"]
 
 
+def test_deleting_a_replacement_is_recorded_as_such_on_the_old_version(
+    admin_client: Client, project: Project
+) -> None:
+    # The old version's history read "edit", its one row superseded_by_id -> blank.
+    old = services.memory_create(project=project, name="webhooks", body="retry for 3 days")
+    new = services.memory_supersede(memory=old, name="webhooks-v2", body="retry for 5 days")
+    services.memory_delete(memory=new)
+
+    page = admin_client.get(f"/memories/{old.pk}/revisions/").content.decode()
+
+    ops = [r.op for r in history.revisions_of(memory_id=old.pk)]
+    assert ops == ["create", "supersede", "unsupersede"]
+    assert '<span class="badge">replacement deleted</span>' in page
+
+
 def test_a_project_the_person_does_not_see_is_a_404(client: Client, project: Project) -> None:
     m = services.memory_create(project=project, name="secret", body="x")
     other = services.project_create(slug="other")
