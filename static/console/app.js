@@ -607,6 +607,24 @@
     requestFailed("The server could not be reached, so nothing was changed. Try again when it is back.", event.detail.elt);
   });
 
+  // --- the settings preview: the last asked is the one shown -------------------------
+  // Two elements ask for it (the form as values change, the preview itself after a
+  // save), and a save replaces the form, so no hx-sync orders them: a preview of the
+  // values before a reset, answered late, overwrote the reset's own.
+  let previewAsked = 0;
+  let previewShown = 0;
+  document.body.addEventListener("htmx:beforeRequest", function (event) {
+    if (event.detail.target && event.detail.target.id === "preview") {
+      event.detail.xhr.previewNumber = ++previewAsked;
+    }
+  });
+  document.body.addEventListener("htmx:beforeSwap", function (event) {
+    if (!event.detail.target || event.detail.target.id !== "preview") return;
+    const number = event.detail.xhr.previewNumber || 0;
+    if (number < previewShown) event.detail.shouldSwap = false;
+    else previewShown = number;
+  });
+
   // --- loading ----------------------------------------------------------------------
   // htmx marks indicators with .htmx-request; aria-busy tells assistive tech too.
   document.body.addEventListener("htmx:beforeRequest", function (event) {

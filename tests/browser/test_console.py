@@ -567,6 +567,39 @@ def test_changing_a_search_filter_while_results_are_on_their_way_logs_no_error(
     assert watch.errors == []
 
 
+def test_a_late_preview_of_older_values_does_not_overwrite_a_newer_one(
+    page: Any, user: User
+) -> None:
+    """The form asks for a preview as values change and the preview asks again after a
+    save; nothing ordered the two, so a preview of the values before a save, answered
+    late, overwrote the save's own (a full run: the reset's preview never showed)."""
+    seed()
+    log_in(page, user)
+    page.goto("/settings/?preview_project=billing-api")
+    page.wait_for_selector("[data-briefing]")
+    held: list[Any] = []
+
+    def hold_the_first(route: Any) -> None:
+        if held:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route(re.compile(r"/settings/preview/"), hold_the_first)
+    page.fill("#id_briefing_config-tag", "older-tag")
+    page.wait_for_function("() => document.querySelector('#preview[aria-busy]')")
+    page.fill("#id_briefing_config-tag", "newer-tag")
+    page.click("#section-briefing_config .actions button[value=save]")
+    page.wait_for_function(
+        "() => document.querySelector('[data-briefing]').textContent.startsWith('<newer-tag')"
+    )
+    held[0].continue_()
+    page.wait_for_timeout(800)  # the older preview's answer has come
+
+    shown = page.locator("[data-briefing]").inner_text()
+    assert shown.startswith("<newer-tag"), shown[:40]
+
+
 def test_an_invalid_save_focuses_its_field_when_the_preview_lands_first(
     page: Any, user: User
 ) -> None:
