@@ -466,6 +466,21 @@ def log_out_in_another_tab(page: Any) -> None:
     other.close()
 
 
+def hold_the_first(page: Any, pattern: str) -> list[Any]:
+    """Hold the first request whose URL matches `pattern` (the list gets its route:
+    `continue_()` answers it late); every other request goes on."""
+    held: list[Any] = []
+
+    def hold(route: Any) -> None:
+        if held:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route(re.compile(pattern), hold)
+    return held
+
+
 def test_text_typed_when_the_session_ended_stays_and_the_page_says_so(
     page: Any, user: User, watch: Watch
 ) -> None:
@@ -517,15 +532,7 @@ def test_typing_while_a_preview_is_on_its_way_logs_no_error(
     seed()
     log_in(page, user)
     page.goto("/settings/?preview_project=billing-api")
-    held: list[Any] = []
-
-    def hold_the_first(route: Any) -> None:
-        if held:
-            route.continue_()
-        else:
-            held.append(route)
-
-    page.route(re.compile(r"/settings/preview/"), hold_the_first)
+    held = hold_the_first(page, r"/settings/preview/")
     page.fill("#id_briefing_config-tag", "first")
     page.wait_for_function("() => document.querySelector('#preview[aria-busy]')")
     page.fill("#id_briefing_config-tag", "second")
@@ -546,15 +553,7 @@ def test_changing_a_search_filter_while_results_are_on_their_way_logs_no_error(
     log_in(page, user)
     page.goto("/?q=stripe")
     page.wait_for_selector("#results .hit")
-    held: list[Any] = []
-
-    def hold_the_first(route: Any) -> None:
-        if held or "archived=on" not in route.request.url:
-            route.continue_()
-        else:
-            held.append(route)
-
-    page.route(re.compile(r"/\?q=stripe"), hold_the_first)
+    held = hold_the_first(page, r"/\?q=stripe.*archived=on")
     page.check("#id_archived")
     page.wait_for_function("() => document.querySelector('#results[aria-busy]')")
     page.uncheck("#id_archived")
@@ -577,15 +576,7 @@ def test_a_late_preview_of_older_values_does_not_overwrite_a_newer_one(
     log_in(page, user)
     page.goto("/settings/?preview_project=billing-api")
     page.wait_for_selector("[data-briefing]")
-    held: list[Any] = []
-
-    def hold_the_first(route: Any) -> None:
-        if held:
-            route.continue_()
-        else:
-            held.append(route)
-
-    page.route(re.compile(r"/settings/preview/"), hold_the_first)
+    held = hold_the_first(page, r"/settings/preview/")
     page.fill("#id_briefing_config-tag", "older-tag")
     page.wait_for_function("() => document.querySelector('#preview[aria-busy]')")
     page.fill("#id_briefing_config-tag", "newer-tag")
