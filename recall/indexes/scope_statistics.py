@@ -76,3 +76,25 @@ class ScopeStatistics(Generic[S]):
                     known[word] = df
             out[word] = df
         return kept.shape, out
+
+
+def most_held(
+    ranked: Iterable[tuple[str, int]],
+    held: Callable[[str, int], int],
+    *,
+    limit: int,
+    admit: Callable[[int], bool] = lambda n: n > 0,
+) -> list[str]:
+    """The `limit` words most documents of a scope hold (a prefix's expansions), best
+    first, ties by word. `ranked` gives each word with its index-wide count, best first;
+    `held(word, that count)` its count in the scope, which is never more: counting stops
+    once the next word's index-wide count cannot reach the last word kept. `admit`
+    says which counts may be kept."""
+    best: list[tuple[int, str]] = []  # (-count in scope, word)
+    for word, most in ranked:
+        if len(best) == limit and most < -best[-1][0]:
+            break
+        count = held(word, most)
+        if admit(count):
+            best = sorted([*best, (-count, word)])[:limit]
+    return [word for _, word in best]

@@ -65,7 +65,7 @@ import tantivy
 from recall import bm25
 from recall.errors import IndexUnavailable
 from recall.indexes import fragments, layout
-from recall.indexes.scope_statistics import ScopeStatistics
+from recall.indexes.scope_statistics import ScopeStatistics, most_held
 from recall.query import CJK, words
 from recall.types import MEMORY, Candidate, Doc, Filter, Visible, micros
 
@@ -695,14 +695,11 @@ class TantivyIndex:
         rows, _, _ = self._figures(searcher, where, [])
         common = max(PREFIX_COMMON_MIN, PREFIX_COMMON_SHARE * rows)
         scope = visible_query(self._schema, where.visible)
-        best: list[tuple[int, str]] = []  # (-count in scope, word), at most PREFIX_EXPANSIONS
-        for word, most in ranked:
-            if len(best) == PREFIX_EXPANSIONS and most < -best[-1][0]:
-                break
-            held = most if scope is None else self._count(searcher, scope, PREFIX_FIELD, word)
-            if 0 < held <= common:
-                best = sorted([*best, (-held, word)])[:PREFIX_EXPANSIONS]
-        expanded = [word for _, word in best]
+
+        def held(word: str, most: int) -> int:
+            return most if scope is None else self._count(searcher, scope, PREFIX_FIELD, word)
+
+        expanded = most_held(ranked, held, limit=PREFIX_EXPANSIONS, admit=lambda n: 0 < n <= common)
         if len(typed) <= 2:
             self._expansions[key] = expanded
         return expanded

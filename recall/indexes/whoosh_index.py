@@ -46,7 +46,7 @@ from whoosh.writing import CLEAR, IndexWriter
 
 from recall.errors import IndexUnavailable
 from recall.indexes import fragments, layout
-from recall.indexes.scope_statistics import ScopeStatistics
+from recall.indexes.scope_statistics import ScopeStatistics, most_held
 from recall.indexes.whoosh_scoring import Scope, ScopedBM25F, held_by, scope_of
 from recall.query import FOLDS, WORD, words
 from recall.types import MEMORY, Candidate, Doc, Filter, Visible, micros
@@ -395,14 +395,12 @@ class WhooshIndex:
         if not isinstance(weighting, ScopedBM25F):
             frequent = reader.most_frequent_terms(PREFIX_FIELD, PREFIX_EXPANSIONS, prefix=typed)
             return [_text(term) for _, term in frequent]
-        best: list[tuple[int, str]] = []  # (-count in scope, word)
-        for most, term in reader.most_frequent_terms(PREFIX_FIELD, PREFIX_SCAN, prefix=typed):
-            if len(best) == PREFIX_EXPANSIONS and most < -best[-1][0]:
-                break
-            held = weighting.frequency(PREFIX_FIELD, term)
-            if held:
-                best = sorted([*best, (-held, _text(term))])[:PREFIX_EXPANSIONS]
-        return [word for _, word in best]
+        frequent = reader.most_frequent_terms(PREFIX_FIELD, PREFIX_SCAN, prefix=typed)
+        return most_held(
+            ((_text(term), int(most)) for most, term in frequent),
+            lambda word, _: int(weighting.frequency(PREFIX_FIELD, word)),
+            limit=PREFIX_EXPANSIONS,
+        )
 
     def _scoped(self, searcher: Searcher, where: Filter) -> Searcher:
         """`searcher`, or one on its reader scoring by the statistics of the projects
