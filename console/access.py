@@ -169,6 +169,7 @@ def search(
     projects: Sequence[str] | None = None,
     limit: int | None = None,
     offset: int = 0,
+    cursor: str | None = None,
     semantic: bool = True,
     since: datetime | None = None,
     record: bool = True,
@@ -184,6 +185,7 @@ def search(
         projects=scope,
         limit=limit,
         offset=offset,
+        cursor=cursor,
         semantic=semantic,
         since=since,
         include_global=not access.sealed,
@@ -204,12 +206,13 @@ def search_plane(
     projects: Sequence[str] | None = None,
     limit: int | None = None,
     offset: int = 0,
+    cursor: str | None = None,
     record: bool = True,
 ) -> SearchResult:
     """One plane alone ("text" or "vector") over the token's projects, plus global unless sealed."""
     scope = projects_of(access, projects)
     result = raw.memory_search_plane(
-        plane=plane, query=query, projects=scope, limit=limit, offset=offset,
+        plane=plane, query=query, projects=scope, limit=limit, offset=offset, cursor=cursor,
         include_global=not access.sealed,
     )  # fmt: skip
     if record:

@@ -23,7 +23,13 @@ from pydantic import ValidationError as PydanticValidationError
 from console.access import AccessDenied, NotVisible
 from console.services import BatchError, IdempotencyConflict, StateConflict
 from recall.agent import dumps
-from recall.errors import BudgetError, ConfigError, IndexUnavailable, QueryError
+from recall.errors import (
+    BudgetError,
+    ConfigError,
+    IndexUnavailable,
+    QueryError,
+    WalkConflict,
+)
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +139,8 @@ def describe(exc: BaseException) -> ErrorReply | None:
         return ErrorReply(400, str(exc), CODES.get(400, "invalid"), exc.field)
     if isinstance(exc, BudgetError):
         return simple(400, str(exc))
+    if isinstance(exc, WalkConflict):
+        return ErrorReply(409, str(exc), "conflict", "cursor")
     if isinstance(exc, BatchError):
         listed = tuple(
             {"detail": message, "field": f"memories.{i}", "code": "invalid"}

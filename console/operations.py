@@ -96,11 +96,11 @@ def feedback(who: Access, p: FeedbackIn) -> Answer:
 
 def search(who: Access, p: SearchIn) -> Answer:
     result = access.search(
-        who, query=p.q, projects=p.project, limit=p.limit, offset=p.offset,
+        who, query=p.q, projects=p.project, limit=p.limit, offset=p.offset, cursor=p.cursor,
         semantic=p.semantic, since=p.since, record=p.record,
         as_of=p.as_of, recorded_as_of=p.recorded_as_of,
     )  # fmt: skip
-    return _json(replies.search_view(result, limit=p.limit, sources=_snippet_sources(result)))
+    return _json(replies.search_view(result, sources=_snippet_sources(result)))
 
 
 def _snippet_sources(result: SearchResult) -> dict[str, tuple[str, ...]]:
@@ -120,9 +120,9 @@ def search_vector(who: Access, p: PlaneSearchIn) -> Answer:
 def _plane(who: Access, p: PlaneSearchIn, plane: str) -> Answer:
     result = access.search_plane(
         who, plane=plane, query=p.q, projects=p.project, limit=p.limit, offset=p.offset,
-        record=p.record,
+        cursor=p.cursor, record=p.record,
     )  # fmt: skip
-    return _json(replies.search_view(result, limit=p.limit, sources=_snippet_sources(result)))
+    return _json(replies.search_view(result, sources=_snippet_sources(result)))
 
 
 def memory_graph(who: Access, p: GraphIn) -> Answer:

@@ -31,6 +31,7 @@ def memory_search_plane(
     projects: Sequence[str],
     limit: int | None = None,
     offset: int = 0,
+    cursor: str | None = None,
     include_global: bool = True,
 ) -> SearchResult:
     """One plane's own ranking (no fusion, no pins, no floor, no session prior), one
@@ -45,7 +46,7 @@ def memory_search_plane(
         session_prior=0.0,
     )
     request = SearchRequest(
-        query=query, projects=tuple(projects), limit=limit, offset=offset,
+        query=query, projects=tuple(projects), limit=limit, offset=offset, cursor=cursor,
         semantic=channel == SEMANTIC, include_global=include_global,
     )  # fmt: skip
     result = engine.search(request, config=config)

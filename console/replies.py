@@ -18,7 +18,6 @@ from console.models import Edge, Memory, Note, Project
 from console.raw import Walked
 from recall import sanitize
 from recall.agent import DESCRIPTION_CHARS, body_text, iso
-from recall.config import MAX_SEARCH_DEPTH
 from recall.graph import Reached
 from recall.results import Hit, SearchResult
 from recall.types import MEMORY_KINDS, Record
@@ -169,24 +168,18 @@ def search_hit_view(h: Hit, source: tuple[str, ...] = ()) -> dict[str, Any]:
 
 
 def search_view(
-    result: SearchResult, *, limit: int, sources: Mapping[str, tuple[str, ...]] | None = None
+    result: SearchResult, *, sources: Mapping[str, tuple[str, ...]] | None = None
 ) -> dict[str, Any]:
-    """One page of a search (`result.hits` from `result.offset`) and the total found;
-    `sources`: each hit's description and body, by id (see `search_hit_view`)."""
-    after = result.offset + len(result.hits)
+    """One page of a search (`result.hits` from `result.offset`), the total found and how
+    to ask for the next page; `sources`: each hit's description and body, by id (see
+    `search_hit_view`)."""
     found = sources or {}
     return {
         "hits": [search_hit_view(h, found.get(h.id, ())) for h in result.hits],
         "total": result.total,
         "offset": result.offset,
-        # None past the deepest page a search reaches: it was handed out (550), then refused.
-        "next_offset": (
-            after
-            if (after < result.total or result.more)
-            and len(result.hits) == limit
-            and after <= MAX_SEARCH_DEPTH
-            else None
-        ),
+        "next_offset": result.next_offset,
+        "next_cursor": result.cursor,
         "warnings": [_line(w, 300) for w in result.warnings],
     }
 

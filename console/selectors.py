@@ -192,11 +192,14 @@ def memory_search(
     recorded_as_of: datetime | None = None,
     snippets: bool = True,
     paged: bool = True,
+    cursor: str | None = None,
 ) -> SearchResult:
-    """Search every project (None) or a list -> SearchResult (one page from `offset`;
-    `paged=False`: no later page will be asked, see `SearchRequest`)."""
+    """Search every project (None) or a list -> SearchResult (one page from `offset`, or
+    from where `cursor` left off; `paged=False`: no later page will be asked, see
+    `SearchRequest`)."""
     request = SearchRequest(
         offset=offset,
+        cursor=cursor,
         query=query,
         projects=tuple(projects) if projects is not None else None,  # (): global only
         limit=limit,

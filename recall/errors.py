@@ -15,6 +15,11 @@ class QueryError(RecallError):
         self.field = field
 
 
+class WalkConflict(RecallError):
+    """A search cursor handed out by another search (maps to 409: the request is well
+    formed, but the walk it continues is not this search's)."""
+
+
 class IndexUnavailable(RecallError):
     """A derived plane cannot be read or written (maps to 503 when no degrade)."""
 

@@ -120,7 +120,9 @@ class SearchRequest:
     its own: the palette, when they could mark nothing more);
     `paged=False`: the caller never asks a later page by offset (the palette, the
     console's window), so the fast path reads only what the page shows
-    (`recall.search.depth_for`).
+    (`recall.search.depth_for`); `cursor`: a page after the first by the
+    `SearchResult.cursor` of the page before it, instead of `offset`
+    (`recall.walks`: no hit twice, whatever changes between pages).
     """
 
     query: str
@@ -139,6 +141,7 @@ class SearchRequest:
     recorded_as_of: datetime | None = None
     snippets: bool = True
     paged: bool = True
+    cursor: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -139,7 +139,9 @@ class SearchResult:
     is the page from `offset`; `total` counts every hit found (the channels
     read deep enough for the page, so it is a floor when it reaches their depth);
     `more`: a channel stopped at its depth, so hits may follow past `total` (a
-    later page reads deeper).
+    later page reads deeper); `next_offset` and `cursor` ask for the next page
+    (None on the last: a page short of the limit, or the deepest a search reads),
+    the cursor without meeting a hit twice (`recall.walks`).
     """
 
     hits: tuple[Hit, ...]
@@ -149,6 +151,8 @@ class SearchResult:
     total: int = 0
     offset: int = 0
     more: bool = False
+    next_offset: int | None = None
+    cursor: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,9 @@ neighbour does not match what was typed), no post-fusion boosts. It adds:
   first rung's order kept ahead of the deep one's, so it meets each hit once;
   `more` says a channel stopped at its depth;
 - snippets for the page alone when the ranking read deeper than it
-  (`with_snippets`).
+  (`with_snippets`);
+- a cursor for the next page (`recall.walks`): the pages of a walk by cursor
+  meet each hit once even when memories change between them.
 `semantic=False` is the palette's fast path: the embedder and the vector
 index are never touched. An empty or unusable query returns no hits.
 """
@@ -33,7 +35,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol, TypeVar
 
-from recall import timetravel
+from recall import timetravel, walks
 from recall.channels import FTS, SEMANTIC
 from recall.config import SearchConfig
 from recall.errors import QueryError, RecallError
@@ -118,6 +120,12 @@ def run(
     """Search for `req` under `config` (see the module docstring)."""
     started = time.perf_counter()
     limit = validate(req, config)
+    skip = req.offset  # with a cursor: how many of the hits it has not shown to pass over
+    if req.cursor is None:
+        walk = walks.start(req)
+    else:
+        walk = walks.read(req.cursor, req, deepest=config.max_depth)
+        req = replace(req, offset=min(walk.position + skip, config.max_depth))
     where = search_filter(
         projects=req.projects,
         kinds=req.kinds,
@@ -129,10 +137,15 @@ def run(
     if not words(text, keep_short_last=req.prefix):  # nothing to look for: say so
         said = NO_WORDS if text else EMPTY_QUERY
         return SearchResult((), (said,), {"total": _ms(started)}, False)
-    if timetravel.asked(req):
+    if timetravel.asked(req):  # a past ranking holds still: its pages go by offset
         depth = max(config.max_depth, req.offset + limit)
-        return timetravel.search(req, planes=planes, where=where, limit=limit, depth=depth,
+        past = timetravel.search(req, planes=planes, where=where, limit=limit, depth=depth,
                                  k=config.k)  # fmt: skip
+        ids = [h.id for h in past.hits]
+        left = req.offset + len(ids) < past.total
+        after, onward = _onward(walk, req.offset, ids, len(ids), left=left, limit=limit,
+                                config=config)  # fmt: skip
+        return replace(past, next_offset=after, cursor=onward)
     query = ChannelQuery(text, prefix=req.prefix, snippets=req.snippets)
     pins = gather(
         select(channels, PIN, config.channel_weights),
@@ -159,7 +172,17 @@ def run(
         # The last page a walk reaches (no offset past max_depth): say what is left.
         search.warnings.append(deepest(config.max_depth))
     start = time.perf_counter()
-    shown = found[req.offset : req.offset + limit]
+    if req.cursor is None:
+        shown = found[req.offset : req.offset + limit]
+        passed = [a.record.id for a in found[: req.offset + len(shown)]]
+        left = len(found) > req.offset + len(shown)
+    else:  # the best the walk has not shown, wherever the ranking has moved them
+        rest = [a for a in found if not walk.shown(a.record.id)]
+        shown = rest[skip : skip + limit]
+        passed = [a.record.id for a in rest[: skip + len(shown)]]
+        left = len(rest) > skip + len(shown)
+    after, onward = _onward(walk, req.offset, passed, len(shown), left=left or more,
+                            limit=limit, config=config)  # fmt: skip
     if req.snippets and not inline:
         shown = with_snippets(planes, text, shown, where, prefix=req.prefix,
                               warnings=search.warnings)  # fmt: skip
@@ -169,7 +192,20 @@ def run(
     timings["hydrate"] = round(timings.get("hydrate", 0.0) + _ms(start), 3)
     timings["total"] = _ms(started)
     return SearchResult(hits, tuple(search.warnings), timings, search.embedded, len(found),
-                        req.offset, more)  # fmt: skip
+                        req.offset, more, after, onward)  # fmt: skip
+
+
+def _onward(
+    walk: walks.Walk, position: int, passed: Sequence[str], count: int, *, left: bool,
+    limit: int, config: SearchConfig,
+) -> tuple[int | None, str | None]:  # fmt: skip
+    """The next page's `next_offset` and `cursor` (None on the last page: one short of
+    the limit, with nothing left, or past the deepest a search reads): `count` hits
+    shown from `position`, `passed` the ids the walk has now gone by."""
+    after = position + count
+    if count < limit or not left or after > config.max_depth:
+        return None, None
+    return after, walk.on(passed, after)
 
 
 def deepest(depth: int) -> str:

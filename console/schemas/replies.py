@@ -148,6 +148,10 @@ class SearchOut(Reply):
     )
     offset: int
     next_offset: int | None = Field(description="offset of the next page; null on the last")
+    next_cursor: str | None = Field(
+        description="pass as cursor for the next page (instead of next_offset: it meets each "
+        "hit once even when memories change between pages); null on the last"
+    )
     warnings: list[str]
 
 

@@ -60,6 +60,7 @@ from recall.config import (
 )
 from recall.graph import REL_RE
 from recall.types import RELATED
+from recall.walks import CURSOR_PATTERN as SEARCH_CURSOR
 
 Rel = Annotated[str, Field(pattern=REL_RE.pattern, description="a-z, 0-9, _ and -")]
 # Stripped first: Python's `$` (schemathesis's generator) admits a final newline.
@@ -285,6 +286,12 @@ class Searching(Params):
 class SearchIn(Searching):
     limit: int = Field(DEFAULT_SEARCH_LIMIT, ge=1, le=MAX_SEARCH_LIMIT, description="hits per page")
     offset: int = Field(0, ge=0, le=MAX_SEARCH_DEPTH, description="hits to skip (paging)")
+    cursor: str | None = Field(
+        None, pattern=SEARCH_CURSOR,
+        description="the next_cursor of the page before (instead of offset): a walk by "
+        "cursor meets each hit once, even when memories change between its pages; an offset "
+        "beside it passes over that many more",
+    )  # fmt: skip
     semantic: bool = Field(True, description="false = full-text only (fastest)")
     since: DateTime | None = Field(None, description="only items updated at or after this")
     record: bool = Field(True, description=RECORD)
@@ -297,6 +304,12 @@ class PlaneSearchIn(Searching):
 
     limit: int = Field(DEFAULT_SEARCH_LIMIT, ge=1, le=MAX_SEARCH_LIMIT, description="hits per page")
     offset: int = Field(0, ge=0, le=MAX_SEARCH_DEPTH, description="hits to skip (paging)")
+    cursor: str | None = Field(
+        None, pattern=SEARCH_CURSOR,
+        description="the next_cursor of the page before (instead of offset): a walk by "
+        "cursor meets each hit once, even when memories change between its pages; an offset "
+        "beside it passes over that many more",
+    )  # fmt: skip
     record: bool = Field(True, description=RECORD)
 
 

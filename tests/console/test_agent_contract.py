@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -994,13 +993,17 @@ def test_search_hands_out_no_offset_past_the_deepest_page(
 ) -> None:
     # A REST walk: the last page's next_offset was 550, and sending it was refused
     # ("offset: Input should be less than or equal to 500").
-    from console import replies
+    from dataclasses import replace
+
+    from console import wiring
 
     alpha = Project.objects.get(slug="alpha")
-    for n in range(3):
+    for n in range(5):
         services.memory_create(project=alpha, name=f"albatross-{n}", description="albatross")
     indexing.apply_pending()
-    monkeypatch.setattr(replies, "MAX_SEARCH_DEPTH", 2, raising=False)  # 500 in the schema
+    engine = wiring.engine()
+    shallow = replace(engine.base.search, depth=1, max_depth=2)  # 60 and 500 by default
+    monkeypatch.setattr(engine, "base", replace(engine.base, search=shallow))
     client = world.client("alpha")
 
     def page(offset: int) -> Any:
@@ -1008,7 +1011,9 @@ def test_search_hands_out_no_offset_past_the_deepest_page(
         return call(client, "get", "/search", asked).json()
 
     assert page(0)["next_offset"] == 1 and page(1)["next_offset"] == 2
-    assert page(2)["next_offset"] is None and page(2)["total"] > 3
+    last = page(2)  # five match: the walk stops at the deepest page with hits left unread
+    assert last["hits"] and last["next_offset"] is last["next_cursor"] is None
+    assert any("more match than a search reads" in w for w in last["warnings"])
 
 
 @pytest.mark.parametrize("tool", ["memory_search", "memory_search_text", "memory_search_vector"])
@@ -1028,6 +1033,27 @@ def test_a_search_tool_takes_one_project_as_memory_recall_does(
     assert listed.json()["hits"][0]["name"] == "kestrel-notes"
 
 
+@pytest.mark.parametrize("tool", ["memory_search", "memory_search_text"])
+def test_a_search_tool_walks_its_pages_by_next_cursor(
+    world: World, tool: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(5):
+        write(world, {"name": f"merlin-{n}", "description": "merlin falcon " * (n + 1)})
+    indexing.apply_pending()
+
+    walked: list[str] = []
+    asked: dict[str, Any] = {"q": "merlin falcon", "limit": 2}
+    while True:
+        status, page = mcp(world, "alpha", tool, asked, monkeypatch)
+        assert status == 200, page
+        walked += [h["name"] for h in page["hits"]]
+        if page["next_cursor"] is None:
+            break
+        asked["cursor"] = page["next_cursor"]
+
+    assert sorted(walked) == [f"merlin-{n}" for n in range(5)]
+
+
 def test_a_batch_too_big_for_rest_is_too_big_for_mcp(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1042,19 +1068,6 @@ def test_a_batch_too_big_for_rest_is_too_big_for_mcp(
         rest.json()["detail"] == body["detail"] == "the request body is larger than the 2 MB limit"
     )
     assert not Memory.objects.filter(name__startswith="huge-").exists()
-
-
-def test_next_offset_follows_a_page_that_ends_where_the_channels_stopped() -> None:
-    # Sixty found at the first rung's depth, sixty shown: the walk ended there, though
-    # the channels had stopped at their depth with more to give.
-    from console.replies import search_view
-    from recall.results import Hit, SearchResult
-
-    hit = Hit("memory", "h", "n", "n", "", "alpha", "", "fts", 1.0)
-    ended = SearchResult((hit,) * 20, total=60, offset=40)
-
-    assert search_view(ended, limit=20)["next_offset"] is None
-    assert search_view(replace(ended, more=True), limit=20)["next_offset"] == 60
 
 
 def test_a_search_walked_by_next_offset_meets_every_memory_once(world: World) -> None:
@@ -1081,6 +1094,42 @@ def test_a_search_walked_by_next_offset_meets_every_memory_once(world: World) ->
     names = set(Memory.objects.filter(pk__in=walked).values_list("name", flat=True))
     assert len(walked) == len(set(walked))
     assert {f"albatross-{n}" for n in range(75)} <= names
+
+
+def test_a_search_walked_by_next_cursor_meets_every_memory_once_while_agents_write(
+    world: World,
+) -> None:
+    # A REST walk by next_offset while another agent wrote: writes between two pages
+    # moved the ranking under it, and it met 5 memories twice and missed 5 others.
+    alpha = Project.objects.get(slug="alpha")
+    topics = ["tides", "harbour", "gulls", "nesting", "storms", "wingspan", "ocean", "islands"]
+    for n in range(75):
+        about = " and ".join(topics[(n * k) % 8] for k in range(1, 2 + n % 4))
+        services.memory_create(
+            project=alpha, name=f"albatross-{n}", description=f"albatross {about}"
+        )
+    indexing.apply_pending()
+    client = world.client("alpha")
+
+    walked: list[str] = []
+    asked: dict[str, object] = {"q": "albatross nesting storms", "limit": 20}
+    for n in range(10):
+        page = call(client, "get", "/search", asked).json()
+        walked += [h["id"] for h in page["hits"]]
+        if page["next_cursor"] is None:
+            break
+        assert page["next_offset"] == len(walked)
+        for k in range(4):  # another agent's writes rank first on the next page
+            services.memory_create(project=alpha, name=f"fresh-{n}-{k}",
+                                   description="albatross nesting storms " * (k + 1))  # fmt: skip
+        indexing.apply_pending()
+        asked["cursor"] = page["next_cursor"]
+
+    names = set(Memory.objects.filter(pk__in=walked).values_list("name", flat=True))
+    assert len(walked) == len(set(walked))
+    assert {f"albatross-{n}" for n in range(75)} <= names
+    refused = call(client, "get", "/search", {"q": "albatross gulls", "cursor": asked["cursor"]})
+    assert refused.status_code == 409 and "another search" in refused.json()["detail"]
 
 
 def test_an_edit_clears_an_expiry_an_event_time_and_a_session_place_with_null(

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from recall.config import SearchConfig
-from recall.errors import ConfigError, QueryError
+from recall.errors import ConfigError, QueryError, WalkConflict
 from recall.fusion import Fused
 from recall.requests import SearchRequest
 from recall.results import Hit, Provenance
@@ -18,6 +18,7 @@ from tests.recall.conftest import (
     NOW,
     MakeEngine,
     ids,
+    index,
     invalidate,
     make_memory,
     make_note,
@@ -311,6 +312,132 @@ def test_a_walk_by_offset_meets_every_hit_once(make_engine: MakeEngine, semantic
     assert len(walked) == len(set(walked)) > 40
     assert walked[:12] == ids(first.hits)  # the first rung's pages as they were shown
     assert walked[84:] == ids(whole.hits)
+
+
+WORDS = ["chroma", "boot", "race", "vector", "shard", "index", "cache", "query"]
+
+
+def _varied(first: int, last: int, **overrides: Any) -> list[Any]:
+    return [
+        make_memory(i, description=" ".join(WORDS[(i * k) % 8] for k in range(1, 4 + i % 5)),
+                    favorite=i % 9 == 0, **overrides)
+        for i in range(first, last + 1)
+    ]  # fmt: skip
+
+
+def _walk(engine: Any, request: SearchRequest, config: SearchConfig, between: Any) -> list[str]:
+    walked: list[str] = []
+    cursor: str | None = None
+    for n in range(40):
+        page = engine.search(replace(request, cursor=cursor), config=config)
+        walked += ids(page.hits)
+        if page.cursor is None:
+            return walked
+        assert page.next_offset == len(walked)
+        between(n, walked)
+        cursor = page.cursor
+    raise AssertionError("the walk did not end")
+
+
+@pytest.mark.parametrize("semantic", [True, False])
+def test_a_walk_by_cursor_meets_every_hit_once_while_memories_change(
+    make_engine: MakeEngine, semantic: bool
+):
+    """By offset, a write or an archive between two pages moved the ranking under the
+    walk: an agent walking /search met 5 hits twice and missed 5 others."""
+    engine = make_engine(_varied(1, 40))
+    config = SearchConfig(depth=12, max_depth=90, semantic_floor=0.0)
+    request = SearchRequest("chroma boot shard", limit=7, semantic=semantic)
+    archived: list[str] = []
+
+    def change(n: int, walked: list[str]) -> None:  # strong new hits; one unseen archived
+        index(engine, [make_memory(100 + 3 * n + k, description="chroma boot shard " * (k + 1),
+                                   updated=NOW) for k in range(3)])  # fmt: skip
+        unseen = [uid(i) for i in range(40, 0, -3) if uid(i) not in walked + archived]
+        if unseen:
+            archived.append(unseen[0])
+            invalidate(engine, unseen[0])
+
+    walked = _walk(engine, request, config, change)
+
+    everything = engine.search(replace(request, limit=90), config=config)
+    assert len(walked) == len(set(walked))
+    assert set(ids(everything.hits)) <= set(walked)  # nothing live was skipped
+    assert not set(archived) & set(walked[7:])  # archived before its page: not shown
+
+
+def test_a_walk_by_cursor_that_nothing_changes_pages_as_offsets_do(make_engine: MakeEngine):
+    engine = make_engine(_varied(1, 60))
+    config = SearchConfig(depth=12, max_depth=90, semantic_floor=0.0)
+    request = SearchRequest("chroma boot shard", limit=7)
+
+    walked = _walk(engine, request, config, lambda n, walked: None)
+    by_offset = [
+        h for offset in range(0, 91, 7)
+        for h in ids(engine.search(replace(request, offset=offset), config=config).hits)
+    ]  # fmt: skip
+
+    assert walked == by_offset
+
+
+def test_a_cursor_is_refused_for_another_search_or_when_not_ours(
+    make_engine: MakeEngine,
+):
+    engine = make_engine(_varied(1, 30))
+    config = SearchConfig(depth=12, semantic_floor=0.0)
+    first = engine.search(SearchRequest("chroma boot", limit=5), config=config)
+    assert first.cursor is not None
+
+    with pytest.raises(WalkConflict, match="another search"):
+        engine.search(SearchRequest("chroma race", limit=5, cursor=first.cursor), config=config)
+    with pytest.raises(WalkConflict, match="another search"):
+        engine.search(SearchRequest("chroma boot", projects=("beta",), cursor=first.cursor))
+    for bad in ("", "x", "!!!", first.cursor[:-3], first.cursor + "A"):
+        with pytest.raises(QueryError, match="not one a search handed out"):
+            engine.search(SearchRequest("chroma boot", cursor=bad), config=config)
+    # The page size may change along a walk: it is not part of the search; an offset
+    # passes over that many more of the hits the walk has not shown.
+    second = engine.search(
+        SearchRequest("chroma boot", limit=4, cursor=first.cursor), config=config
+    )
+    skipped = engine.search(
+        SearchRequest("chroma boot", limit=2, offset=2, cursor=first.cursor), config=config
+    )
+    assert ids(skipped.hits) == ids(second.hits)[2:]
+    assert skipped.next_offset == second.next_offset == 5 + 4
+
+
+def test_the_last_page_hands_out_no_cursor(make_engine: MakeEngine):
+    # All found shown: the walk ends there, unless a channel stopped at its depth with
+    # more to give, or the page is the deepest a search reads.
+    config = SearchConfig(depth=12, max_depth=24, semantic_floor=0.0)
+    few = make_engine([make_memory(i, description=f"chroma boot {i}") for i in range(1, 11)])
+    many = make_engine([make_memory(i, description=f"chroma boot {i}") for i in range(1, 41)])
+
+    ended = few.search(SearchRequest("chroma", limit=5, offset=5), config=config)
+    going = many.search(SearchRequest("chroma", limit=6, offset=6), config=config)
+    deepest_page = many.search(SearchRequest("chroma", limit=6, offset=24), config=config)
+
+    assert (ended.next_offset, ended.cursor) == (None, None)
+    assert going.more and going.next_offset == 12 and going.cursor
+    assert deepest_page.hits and (deepest_page.next_offset, deepest_page.cursor) == (None, None)
+
+
+def test_no_next_page_is_handed_out_past_the_deepest_a_search_reads():
+    # The page ending at 510 handed out next_offset 510, which the schema refuses (500):
+    # two channels reading 500 deep each can fuse more than 500 hits.
+    from recall import walks
+    from recall.search import _onward
+
+    walk, config, page = (
+        walks.start(SearchRequest("x")),
+        SearchConfig(),
+        [f"h{n}" for n in range(20)],
+    )
+
+    assert _onward(walk, 490, page, 20, left=True, limit=20, config=config) == (None, None)
+    after, cursor = _onward(walk, 480, page, 20, left=True, limit=20, config=config)
+    assert after == 500 and cursor is not None
 
 
 def test_since_keeps_hits_updated_at_or_after_the_instant():
