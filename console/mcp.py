@@ -31,7 +31,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from ninja import Field
 from pydantic import BaseModel, ConfigDict
 
-from console import access, actor, errors, operations, tokens
+from console import access, actor, errors, mcp_stdio, operations, tokens
 from console.access import Access
 from console.schemas import (
     AssociateIn,
@@ -513,5 +513,6 @@ def build_server() -> MCPServer:
 
 
 def serve() -> None:
-    """Run over stdio until the client closes the pipe."""
-    build_server().run("stdio")
+    """Run over stdio until the client closes the pipe; a malformed line is answered
+    with a JSON-RPC error and the session goes on (console.mcp_stdio)."""
+    mcp_stdio.serve(build_server())

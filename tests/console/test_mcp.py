@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -238,3 +240,63 @@ def test_a_bad_token_stops_the_server_before_it_speaks(prepared: tuple[Path, str
     assert result.returncode != 0
     assert "RECALL_AGENT_TOKEN is missing, invalid or revoked" in result.stderr
     assert result.stdout == ""
+
+
+def _replies(stream: Any, into: queue.Queue[str]) -> None:
+    for line in stream:
+        into.put(line)
+
+
+@pytest.mark.slow
+def test_a_malformed_line_gets_a_json_rpc_error_and_the_session_goes_on(
+    prepared: tuple[Path, str],
+) -> None:
+    """JSON-RPC 2.0 section 5.1: a line that is not JSON is a -32700 with id null, JSON
+    that is no request a -32600 (with its id when it has one); the next line is served.
+    Before, the server answered nothing and the client waited for ever."""
+    data_dir, token = prepared
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "mcp"],
+        cwd=ROOT,
+        env={**os.environ, **_env(data_dir, token)},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    replies: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=_replies, args=(server.stdout, replies), daemon=True).start()
+
+    def exchange(line: str, *, wait: float = 15) -> Any:
+        assert server.stdin is not None
+        server.stdin.write(line + "\n")
+        server.stdin.flush()
+        return json.loads(replies.get(timeout=wait))
+
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {},
+             "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
+    try:
+        opened = exchange(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                      "params": hello}), wait=90)  # fmt: skip
+        server.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        server.stdin.write("\n")
+        not_json = exchange("{this is not json")
+        no_method = exchange(json.dumps({"jsonrpc": "2.0", "id": 7, "method": 5}))
+        a_list = exchange(json.dumps(["not", "a", "request"]))
+        listed = exchange(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+    finally:
+        server.stdin.close()
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+    assert opened["id"] == 1 and "result" in opened
+    assert (not_json["id"], not_json["error"]["code"]) == (None, -32700)
+    assert not_json["error"]["message"] == "Parse error"
+    assert (no_method["id"], no_method["error"]["code"]) == (7, -32600)
+    assert no_method["error"]["message"] == "Invalid Request"
+    assert (a_list["id"], a_list["error"]["code"]) == (None, -32600)
+    assert listed["id"] == 2 and {t["name"] for t in listed["result"]["tools"]} == TOOLS
