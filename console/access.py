@@ -17,7 +17,10 @@ was shown (`services.retrieval_record`: it feeds the usage boost and the
   curated in the console, never by agents (`AccessDenied`), so one project's
   agent cannot change what every other project recalls;
 - creating a project needs a token with the admin scope, which is then
-  granted the new project.
+  granted the new project. Slugs are one namespace, so a create of a taken
+  slug must fail and tells the token it is taken (the one exception to the
+  403 rule above); the refusal is the same whoever holds it, a sealed project
+  or the token's own, and names no holder.
 """
 
 from __future__ import annotations

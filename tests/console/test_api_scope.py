@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.test import Client
 
 from console import indexing
 from console.models import Memory, Note
@@ -193,3 +194,31 @@ def test_a_token_over_a_newly_sealed_project_mix_is_refused(world: World) -> Non
 
     assert r.status_code == 403
     assert "sealed" in r.json()["detail"]
+
+
+def test_creating_a_taken_slug_says_no_more_for_a_sealed_project(world: World) -> None:
+    """Slugs are one namespace, so an admin token's create must fail on a taken one and
+    thereby learns that it is taken; it learns nothing else: the refusal is the same
+    whether the slug is its own project's, an open one's, a confidential or a sealed
+    one's, and asking for a sealed project is refused before the slug is looked at."""
+    from console import tokens
+
+    _, secret = tokens.token_create(
+        agent="admin-bot", projects=["alpha"], may_write=True, may_admin=True
+    )
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+
+    taken = {
+        slug: call(client, "post", "/projects", {"slug": slug})
+        for slug in ("alpha", "beta", "conf", "vault")
+    }
+    sealed = {
+        slug: call(client, "post", "/projects", {"slug": slug, "isolation": "sealed"})
+        for slug in ("vault", "never-made")
+    }
+
+    answers = {(r.status_code, r.content) for r in taken.values()}
+    assert len(answers) == 1 and taken["vault"].status_code == 400
+    assert b"vault" not in taken["vault"].content and b"sealed" not in taken["vault"].content
+    assert sealed["vault"].status_code == 403
+    assert sealed["vault"].content == sealed["never-made"].content
