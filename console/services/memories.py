@@ -396,10 +396,12 @@ def _unchanged(
 
 @transaction.atomic
 def memory_archive(*, memory: Memory) -> Memory:
+    """Archive (close its valid time now); a change like an edit, so `updated` moves
+    (`since` and `updated_after` read it). Archiving an archived memory changes nothing."""
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     if memory.invalid_at is None:
-        memory.invalid_at = timezone.now()
-        memory.save(update_fields=["invalid_at"])
+        memory.invalid_at = memory.updated = timezone.now()
+        memory.save(update_fields=["invalid_at", "updated"])
         revision_record(memory=memory, op="archive")
         indexing.enqueue("memory", memory.pk, "upsert")
     return memory
@@ -407,6 +409,7 @@ def memory_archive(*, memory: Memory) -> Memory:
 
 @transaction.atomic
 def memory_restore(*, memory: Memory) -> Memory:
+    """Bring an archived memory back; `updated` moves, as for an archive."""
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     if memory.superseded_by_id:
         raise StateConflict(
@@ -415,7 +418,8 @@ def memory_restore(*, memory: Memory) -> Memory:
     if memory.invalid_at is not None:
         name_check(project=memory.project, name=memory.name, exclude=[memory.pk])
         memory.invalid_at = None
-        memory.save(update_fields=["invalid_at"])
+        memory.updated = timezone.now()
+        memory.save(update_fields=["invalid_at", "updated"])
         revision_record(memory=memory, op="restore")
         indexing.enqueue("memory", memory.pk, "upsert")
     return memory

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from console import indexing, services
 from console.models import AgentToken, Memory, Note, RetrievalEvent
@@ -664,6 +666,37 @@ def test_archive_and_restore(world: World) -> None:
 
     restored = call(client, "post", f"/memories/{mid}/restore")
     assert restored.status_code == 200 and restored.json()["active"] is True
+
+
+def test_an_archive_and_a_restore_are_changes_since_and_updated_after_see(
+    world: World,
+) -> None:
+    """`since` and `updated_after` filter on `updated`: an archive or a restore left it as
+    it was, so an agent asking what changed since a moment missed both."""
+    mid = world.memories["alpha"].pk
+    Memory.objects.filter(pk=mid).update(updated=timezone.now() - timedelta(hours=1))
+    client = world.client("alpha")
+
+    before_archive = timezone.now()
+    call(client, "post", f"/memories/{mid}/archive")
+    archived = call(
+        client,
+        "get",
+        "/memories",
+        {"archived": "only", "updated_after": before_archive.isoformat()},
+    ).json()
+    before_restore = timezone.now()
+    restored = call(client, "post", f"/memories/{mid}/restore").json()
+    indexing.apply_pending()
+    listed = call(client, "get", "/memories", {"updated_after": before_restore.isoformat()}).json()
+    found = call(
+        client, "get", "/search", {"q": "albatross", "since": before_restore.isoformat()}
+    ).json()
+
+    assert [m["id"] for m in archived["memories"]] == [mid]
+    assert datetime.fromisoformat(restored["updated"]) >= before_restore
+    assert [m["id"] for m in listed["memories"]] == [mid]
+    assert [h["id"] for h in found["hits"]] == [mid]
 
 
 def test_favorite_stars_unstars_and_toggles(world: World) -> None:

@@ -4,9 +4,11 @@ a corpus TTL: the write's commit marks this process's corpora for a refresh."""
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from console import services
 from console.models import Memory
@@ -95,3 +97,34 @@ def test_a_superseded_memory_gives_its_place_in_the_block_to_its_replacement(pla
     assert "5 s at month end" in found["text"]
     briefed = call(agent, "post", "/briefing", {**ask, "agent_type": "helper"}).json()
     assert new in briefed["ids"] and old.pk not in briefed["ids"]
+
+
+def test_a_restored_memory_is_back_in_its_projects_prompts_within_seconds(
+    planes: Any,
+) -> None:
+    """The corpus refresh reads the names updated since its newest row: a restore that
+    left `updated` as it was stayed out of the corpus until its next whole build."""
+    world = build_world()
+    alpha = world.memories["alpha"].project
+    for i in range(40):
+        services.memory_create(
+            project=alpha, name=f"filler-{i}", description=f"Routine chore {i} on spreadsheets"
+        )
+    gone = services.memory_create(
+        project=alpha, name="cron-drift", description="The nightly cron drifts past midnight UTC"
+    )
+    services.memory_archive(memory=gone)
+    Memory.objects.filter(pk=gone.pk).update(updated=timezone.now() - timedelta(hours=1))
+    agent = world.client("alpha")
+    ask = {"prompt": "why does the nightly cron drift past midnight?"}
+    assert call(agent, "post", "/prompt-recall", ask).json()["ids"] == []  # its corpus, built
+
+    assert call(agent, "post", f"/memories/{gone.pk}/restore").status_code == 200
+
+    ids: list[str] = []
+    deadline = time.monotonic() + 10  # the corpus TTL is 30 s, a whole build 5 minutes
+    while gone.pk not in ids and time.monotonic() < deadline:
+        time.sleep(0.2)
+        ids = call(agent, "post", "/prompt-recall", ask).json()["ids"]
+
+    assert ids == [gone.pk]
