@@ -99,7 +99,7 @@ def pick(
     """The scope digest of `project`, or the tenant digest over all of `digests_`."""
     if altitude == SCOPE:
         return next((d for d in digests_ if d.project == project and d.sentences), None)
-    return digests.tenant([d for d in digests_ if d.sentences])
+    return digests.tenant([d for d in digests_ if d.sentences], bound=project)
 
 
 @dataclass(frozen=True, slots=True)

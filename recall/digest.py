@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Protocol
 
@@ -247,20 +248,38 @@ def build(
     return Digest(project, sentences, built_at=now)
 
 
-def tenant(digests: Sequence[Digest]) -> Digest | None:
+def tenant(digests: Sequence[Digest], *, bound: str | None = None) -> Digest | None:
     """One digest over several projects' digests (AltTenant): their sentences taken in
     turn, best first, projects in the given order. None when there is none to merge.
 
+    An agent reads it as one text, so each sentence opens with the project it came
+    from (`scope_label`: "[beta] ...", "[global] ..."), unless the digest is the
+    `bound` project's alone: the pack item names that project already. The names are
+    part of the sentences, so a pack counts them and cuts the digest with them.
     The caller passes only the digests it may see; nothing else is read.
     """
     if not digests:
         return None
+    if len(digests) > 1 or digests[0].project != bound:
+        digests = [_named(d) for d in digests]
     rounds = max(len(d.sentences) for d in digests)
     merged = [d.sentences[i] for i in range(rounds) for d in digests if i < len(d.sentences)]
     return Digest(
         None, tuple(merged), edited=any(d.edited for d in digests),
         stale=any(d.stale for d in digests),
     )  # fmt: skip
+
+
+def scope_label(project: str | None) -> str:
+    """How a tenant digest names a sentence's project: "[slug]", "[global]" for the
+    global memories (as a briefing's "[global constraint]" does)."""
+    return f"[{project or 'global'}]"
+
+
+def _named(digest: Digest) -> Digest:
+    label = scope_label(digest.project)
+    sentences = tuple(replace(s, text=f"{label} {s.text}") for s in digest.sentences)
+    return replace(digest, sentences=sentences)
 
 
 def fingerprint(records: Sequence[Record], model: str) -> str:

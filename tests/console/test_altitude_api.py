@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from console import digesting, indexing, services, tokens
 from console.models import Digest, IndexJob, Memory, Project
+from recall.tokens import ByteEstimate
 from tests.console.api_world import WORDS, World, call, mcp, recall_both, world_fixture
 
 __all__ = ["world_fixture"]
@@ -185,6 +186,40 @@ def test_a_tenant_digest_shows_only_projects_the_caller_may_see(
 
     assert all(WORDS[p] in text for p in seen)
     assert not any(WORDS[p] in text for p in unseen)
+
+
+@pytest.mark.parametrize("budget", [120, 300, 4000])
+def test_a_tenant_digest_names_the_project_of_each_sentence(world: World, budget: int):
+    """One text of several projects' sentences: each line says whose it is (an agent
+    read beta's and the global memories' sentences as its own project's), the names
+    counted in `tokens` and the whole reply within the budget."""
+    for slug in ("alpha", "beta", None):
+        digesting.rebuild(slug)
+    body = {"query": "cache", "project": "alpha", "altitude": "tenant", "budget": budget}
+
+    r = call(world.client("alpha_beta"), "post", "/recall", body)
+
+    got = r.json()
+    lines = _digest_text(got).split("\n")
+    assert got["items"][0]["kind"] == "digest" and lines != [""]
+    for line in lines:
+        label, said = line.split(" ", 1)
+        whose = {"[alpha]": "alpha", "[beta]": "beta", "[global]": None}[label]
+        assert WORDS[whose] in said and not any(  # the line is that project's
+            WORDS[other] in said for other in ("alpha", "beta", None) if other != whose
+        )
+    if budget == 4000:
+        assert {line.split(" ", 1)[0] for line in lines} == {"[alpha]", "[beta]", "[global]"}
+    assert got["tokens"] == ByteEstimate().count(r.content.decode()) <= budget
+
+
+def test_a_tenant_digest_of_the_bound_project_alone_names_no_project(world: World):
+    digesting.rebuild("vault")
+    body = {"query": "cache", "project": "vault", "altitude": "tenant", "budget": 4000}
+
+    text = _digest_text(call(world.client("vault"), "post", "/recall", body).json())
+
+    assert WORDS["vault"] in text and "[vault]" not in text  # sealed: its own digest alone
 
 
 def test_auto_climbs_under_a_tight_budget_and_descends_under_a_loose_one(

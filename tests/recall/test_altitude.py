@@ -103,10 +103,27 @@ def test_tenant_merges_the_given_digests_and_nothing_else(make_engine: MakeEngin
     pack = world(make_engine).recall(ask(altitude="tenant", digests=(SCOPE, BETA), budget=4000))
 
     assert pack.items[0].id == "digest-tenant"
-    assert pack.items[0].text == ("Warm the chroma cache before traffic.\nBeta warms chroma too."
-                                  "\nChroma requests time out when cold.")  # fmt: skip
+    assert pack.items[0].text == (
+        "[alpha] Warm the chroma cache before traffic.\n[beta] Beta warms chroma too."
+        "\n[alpha] Chroma requests time out when cold."
+    )  # each sentence names its project: one text, several projects
     alone = world(make_engine).recall(ask(altitude="tenant", digests=(SCOPE,), budget=4000))
-    assert "Beta" not in (alone.items[0].text or "")
+    assert alone.items[0].text == "\n".join(s.text for s in SCOPE.sentences)  # its own alone
+
+
+@pytest.mark.parametrize("budget", [50, 100, 160, 4000])
+def test_a_tenant_digests_project_names_are_counted_and_fit(make_engine: MakeEngine, budget: int):
+    engine = world(make_engine)
+    pack = engine.recall(
+        RecallRequest(query="chroma", project="alpha", altitude="tenant",
+                      digests=(SCOPE, BETA), budget=budget)
+    )  # fmt: skip
+
+    assert pack.tokens == engine.planes.tokens.count(dumps(pack_view(pack))) <= budget
+    digest = [h for h in pack.items if h.kind == "digest"]
+    assert budget < 160 or digest  # from 160 tokens the first sentence fits
+    for line in (digest[0].text or "").split("\n") if digest else ():
+        assert line.startswith(("[alpha] ", "[beta] "))
 
 
 def test_entity_is_the_default_and_ignores_digests(make_engine: MakeEngine):

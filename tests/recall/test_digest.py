@@ -111,14 +111,35 @@ def test_a_summarizer_replaces_the_extractive_step():
     assert built.text == "WARM THE CACHE BEFORE TRAFFIC." and built.covered == {uid(1)}
 
 
-def test_tenant_takes_each_projects_sentences_in_turn():
+def test_tenant_takes_each_projects_sentences_in_turn_each_named():
     a = Digest("alpha", (Sentence("a1", "1", ("1",)), Sentence("a2", "2", ("2",))))
     b = Digest("beta", (Sentence("b1", "3", ("3",)),))
+    g = Digest(None, (Sentence("g1", "4", ("4",)),))
 
-    merged = digest.tenant([a, b])
+    merged = digest.tenant([a, b, g], bound="alpha")
 
-    assert merged is not None and [s.text for s in merged.sentences] == ["a1", "b1", "a2"]
-    assert merged.covered == {"1", "2", "3"} and digest.tenant([]) is None
+    assert merged is not None
+    assert [s.text for s in merged.sentences] == ["[alpha] a1", "[beta] b1", "[global] g1",
+                                                  "[alpha] a2"]  # fmt: skip
+    assert [s.covers for s in merged.sentences] == [("1",), ("3",), ("4",), ("2",)]
+    assert merged.covered == {"1", "2", "3", "4"} and digest.tenant([]) is None
+
+
+@pytest.mark.parametrize(
+    ("project", "bound", "text"),
+    [
+        ("alpha", "alpha", "a1"),  # the bound project's alone: the pack item names it
+        (None, None, "a1"),  # a recall bound to no project: the global digest alone
+        ("beta", "alpha", "[beta] a1"),  # another project's alone (alpha's not built)
+        (None, "alpha", "[global] a1"),
+    ],
+)
+def test_a_tenant_digest_of_one_project_is_named_unless_it_is_the_bound_one(
+    project: str | None, bound: str | None, text: str
+):
+    merged = digest.tenant([Digest(project, (Sentence("a1", "1", ("1",)),))], bound=bound)
+
+    assert merged is not None and [s.text for s in merged.sentences] == [text]
 
 
 def test_fingerprint_changes_when_an_active_row_changes():
