@@ -312,7 +312,8 @@ def memory_supersede(*, memory: Memory, **fields: Any) -> Memory:
 
     The replacement is valid from its `valid_from` (default: now), and the old
     memory's valid time closes there (its `invalid_at`), so exactly one of
-    them is valid at any instant after the old one began.
+    them is valid at any instant after the old one began. The old one's
+    `updated` moves, as an archive's does.
     """
     old = Memory.objects.select_for_update().get(pk=memory.pk)
     if old.invalid_at is not None:
@@ -337,7 +338,8 @@ def memory_supersede(*, memory: Memory, **fields: Any) -> Memory:
         new.save(update_fields=["favorite"])
     old.invalid_at = closes
     old.superseded_by = new
-    old.save(update_fields=["invalid_at", "superseded_by", "favorite"])
+    old.updated = timezone.now()  # retired: a change `since` and `updated_after` see
+    old.save(update_fields=["invalid_at", "superseded_by", "favorite", "updated"])
     revision_record(memory=old, op="supersede")
     associations_carry(old=old, new=new)
     indexing.enqueue("memory", old.pk, "upsert")

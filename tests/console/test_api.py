@@ -668,6 +668,22 @@ def test_archive_and_restore(world: World) -> None:
     assert restored.status_code == 200 and restored.json()["active"] is True
 
 
+def test_a_superseded_version_is_a_change_updated_after_sees(world: World) -> None:
+    # Supersede saved the old version's invalid_at and superseded_by only: an agent
+    # listing what changed since a moment (archived included) missed the version retired.
+    mid = world.memories["alpha"].pk
+    Memory.objects.filter(pk=mid).update(updated=timezone.now() - timedelta(hours=1))
+    client = world.client("alpha")
+
+    before = timezone.now()
+    made = call(client, "post", f"/memories/{mid}/supersede", {"description": "the new way"})
+    assert made.status_code == 201, made.content
+    asked = {"archived": "include", "updated_after": before.isoformat()}
+    listed = call(client, "get", "/memories", asked).json()
+
+    assert {mid, made.json()["memory"]["id"]} <= {m["id"] for m in listed["memories"]}
+
+
 def test_an_archive_and_a_restore_are_changes_since_and_updated_after_see(
     world: World,
 ) -> None:
