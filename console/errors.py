@@ -15,7 +15,7 @@ from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig, SuspiciousOperation
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import DataError, OperationalError
+from django.db import DataError, IntegrityError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from pydantic import ValidationError as PydanticValidationError
@@ -171,6 +171,11 @@ def describe(exc: BaseException) -> ErrorReply | None:
     if isinstance(exc, OperationalError):  # the server dropped us, a failover, a lock held
         log.warning("the database could not be used: %s", " ".join(str(exc).split()))
         return simple(503, "the database cannot be used just now; try again shortly")
+    if isinstance(exc, IntegrityError):  # two requests took one slug or name at once:
+        # each passed the check before the other committed, and the database kept one
+        log.warning("a write collided with the database's constraints: %s", exc)
+        return simple(409, "the change collided with another made at the same moment (a name "
+                      "or slug taken meanwhile): read the state again and retry")  # fmt: skip
     if isinstance(exc, DataError):  # e.g. a NUL, which PostgreSQL text cannot hold
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid value"
         return simple(400, f"the database cannot store a value of this request: {reason}")

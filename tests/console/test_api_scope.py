@@ -222,3 +222,23 @@ def test_creating_a_taken_slug_says_no_more_for_a_sealed_project(world: World) -
     assert b"vault" not in taken["vault"].content and b"sealed" not in taken["vault"].content
     assert sealed["vault"].status_code == 403
     assert sealed["vault"].content == sealed["never-made"].content
+
+
+def test_a_slug_taken_between_the_check_and_the_insert_is_a_conflict_not_a_crash(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two creates of one slug both passed the uniqueness check before either committed:
+    # the loser's IntegrityError answered 500 "an unexpected error; it has been logged".
+    from console import tokens
+    from console.models import Project
+
+    _, secret = tokens.token_create(
+        agent="admin-bot", projects=["alpha"], may_write=True, may_admin=True
+    )
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    monkeypatch.setattr(Project, "validate_unique", lambda self, exclude=None: None)
+
+    raced = call(client, "post", "/projects", {"slug": "beta"})
+
+    assert raced.status_code == 409, raced.content
+    assert "retry" in raced.json()["detail"]
