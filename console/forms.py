@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields as dc_fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -40,6 +40,25 @@ from recall.worth import MAX_WORTH_WEIGHT
 
 _QUOTED = re.compile(r"('[^']*'|\"[^\"]*\")")  # a value a message quotes back
 
+
+def _amount(value: float) -> str:
+    """A limit as a person reads it: 1.0 as "1", 100000 as "100,000"."""
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:g}"
+
+
+# The engine's limits (recall/config.py) as the console says them (`ConfigForm._plain`).
+_NUMBER = r"-?\d+(?:\.\d+)?"
+_LIMIT_WORDS: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
+    (
+        re.compile(rf"within ({_NUMBER})\.\.({_NUMBER})"),
+        lambda m: f"between {_amount(float(m[1]))} and {_amount(float(m[2]))}",
+    ),
+    (re.compile(r"within \(0, 1\]"), "more than 0 and at most 1"),
+    (re.compile(r"(?:must be )?(?:a finite number |a number )?>= "), "must be at least "),
+    (re.compile(r"(?:must be )?(?:a finite number |a number )?> "), "must be more than "),
+]
+_CHANNEL_WEIGHT = re.compile(r"channel weight (\w+)=\S+")  # "channel weight fts=-1.0 must ..."
+
 SINCE_CHOICES = [
     ("", "Any time"),
     ("1d", "Last 24 hours"),
@@ -57,7 +76,58 @@ CHANNEL_NAMES = {
 }
 
 
-class ChoicesForm(forms.Form):
+def _limits(field: forms.Field) -> str:
+    """A number field's allowed range in words ("between 0 and 1"), or ""."""
+    low, high = getattr(field, "min_value", None), getattr(field, "max_value", None)
+    if low is not None and high is not None:
+        return f"between {_amount(low)} and {_amount(high)}"
+    if low is not None:
+        return f"at least {_amount(low)}"
+    return f"at most {_amount(high)}" if high is not None else ""
+
+
+def field_messages(field: forms.Field, name: str) -> dict[str, str]:
+    """The errors a field can raise, in the console's words: each names the field
+    (`name`, its label as the page shows it) and says what it takes ("Importance must
+    be between 0 and 1."), where Django would say "Ensure this value is less than or
+    equal to 1.0." without saying which field, or why."""
+    name = name.replace("%", "%%")  # the messages are %-formatted with Django's params
+    said = {
+        "required": f"{name} is required.",
+        "invalid_choice": f"{name} must be one of the choices offered, not “%(value)s”.",
+    }
+    if isinstance(field, forms.IntegerField):  # FloatField and DecimalField too
+        limits = _limits(field)
+        kind = "number" if isinstance(field, forms.FloatField) else "whole number"
+        said["invalid"] = f"{name} must be a {kind}{' ' + limits if limits else ''}."
+        if limits:
+            said["min_value"] = said["max_value"] = f"{name} must be {limits}."
+    max_length = getattr(field, "max_length", None)
+    if max_length is not None:
+        said["max_length"] = (
+            f"{name} must be at most {max_length:,} characters (it has %(show_value)d)."
+        )
+    return said
+
+
+class ConsoleForm(forms.Form):
+    """A form a person fills: its errors say which field and what it takes (`field_messages`).
+
+    A label holding a colon ("Weight: meaning") is quoted, so the sentence still reads.
+    """
+
+    def field_name(self, name: str) -> str:
+        label = str(self[name].label)
+        return f"“{label}”" if ":" in label else label
+
+    def full_clean(self) -> None:
+        # At clean time, not in __init__: fields added by a subclass's __init__ count too.
+        for name, field in self.fields.items():
+            field.error_messages.update(field_messages(field, self.field_name(name)))
+        super().full_clean()
+
+
+class ChoicesForm(ConsoleForm):
     """A form whose choice fields get their choices at run time."""
 
     def _choices(self, name: str, choices: list[tuple[str, str]]) -> None:
@@ -192,7 +262,7 @@ class TagsField(forms.CharField):
                 )
 
 
-class TextForm(forms.Form):
+class TextForm(ConsoleForm):
     """What the memory and note forms share: typing starts at `FIRST` on a fresh form
     (a form back with errors focuses its first error instead), an item's values as
     the form's initial ones, and the body as typed."""
@@ -663,7 +733,7 @@ class InspectForm(ChoicesForm):
         return weights or None
 
 
-class ConfigForm(forms.Form):
+class ConfigForm(ConsoleForm):
     """One override field per config knob; blank means "use the base value".
 
     Mapping knobs (channel weights) get one field per key, named `knob.key`.
@@ -769,16 +839,32 @@ class ConfigForm(forms.Form):
                 self.add_error(target, self._plain(problem.message))
         return cleaned
 
+    def field_name(self, name: str) -> str:
+        return f"“{self[name].label}”"  # as `_plain` names a field in the engine's messages
+
     def _plain(self, message: str) -> str:
-        """The engine's message with each setting's key (`scan_limit`) named by the
-        label a person sees on the page ("Scan limit")."""
+        """The engine's message in the console's words: each setting's key (`scan_limit`)
+        named by the label a person sees on the page ("Scan limit"), and its limits
+        said as the other forms say them ("within 0..3" as "between 0 and 3")."""
         parts = _QUOTED.split(message)  # odd parts are values quoted back: left as typed
+        weights = {  # "fts" -> "channel_weights.fts", the row that the next loop names
+            r["name"].partition(".")[2]: r["name"]
+            for r in self.rows
+            if r["name"].startswith("channel_weights.")
+        }
+        for n, part in enumerate(parts):
+            if n % 2 == 0:
+                part = _CHANNEL_WEIGHT.sub(lambda m: weights.get(m[1], m[0]), part)
+                for words, plain in _LIMIT_WORDS:
+                    part = words.sub(plain, part)
+                parts[n] = part
         for name in sorted((r["name"] for r in self.rows), key=len, reverse=True):
             label = self.fields[name].label
             if label and label != name:
                 key = re.compile(rf"(?<![\w.]){re.escape(name)}(?![\w.])")
                 parts = [p if n % 2 else key.sub(f"“{label}”", p) for n, p in enumerate(parts)]
-        return "".join(parts)
+        said = "".join(parts)
+        return said if said.endswith((".", "?", "!")) else f"{said}."
 
     def changed_since(self, seen: str) -> bool:
         """Whether the saved override moved since a page showing stamp `seen` was

@@ -154,7 +154,7 @@ def test_a_save_over_a_newer_save_is_refused_and_the_text_kept(
     [
         ({"source_url": "javascript:alert(1)"}, "source_url", "is not an http(s) URL"),
         ({"tags": "ok, " + "x" * 65}, "tags", "A tag is at most 64 characters"),
-        ({"title": ""}, "title", "This field is required."),
+        ({"title": ""}, "title", "Title is required."),
         ({"description": "d" * 151}, "description", "at most 150 characters"),
     ],
 )
@@ -187,7 +187,7 @@ def test_only_people_who_see_the_project_may_write_there(
     assert client.get(f"/notes/{note.pk}/edit/").status_code == 404
     assert client.post(f"/notes/{note.pk}/edit/", fields(note, body="x")).status_code == 404
     refused = client.post("/notes/new/", {"project": project.slug, "title": "Sneaky"}, **HX)
-    assert "Select a valid choice" in refused.content.decode()
+    assert "Project must be one of the choices offered" in refused.content.decode()
     assert not Note.objects.filter(title="Sneaky").exists()
 
     ProjectMember.objects.create(user=outsider, project=project)

@@ -408,7 +408,7 @@ def test_a_new_memory_goes_only_into_a_visible_project(
 
     assert 'value="vault"' not in page
     assert refused.status_code == 200
-    assert "Select a valid choice" in refused.content.decode()
+    assert "Project must be one of the choices offered" in refused.content.decode()
     assert not Memory.objects.filter(name="planted").exists()
     assert not_global.status_code == 200  # global memories are staff's (test above)
     assert "Global (every open project)" not in not_global.content.decode()
@@ -471,7 +471,8 @@ def test_the_inspector_runs_only_for_visible_projects(
     granted = member.get(f"/inspect/?mode=recall&query={WORD}&project=vault")
 
     assert "data-pack" not in hidden.content.decode()
-    assert "Select a valid choice" in hidden.content.decode()
+    refused = "Project the agent works in must be one of the choices offered"
+    assert refused in hidden.content.decode()
     assert _names(world, hidden) == set()
     assert "data-briefing" not in briefing.content.decode()
     assert _names(world, briefing) == set()

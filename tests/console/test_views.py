@@ -318,8 +318,8 @@ def test_a_hand_written_address_is_read_or_named(admin_client: Client, memory: M
     since = unescape(admin_client.get("/?q=chroma&since=99y", **HX).content.decode())
     inspected = admin_client.get("/inspect/?query=chroma&project=billing-api").content.decode()
 
-    assert "Page: Ensure this value is greater than or equal to 1." in paged
-    assert "Updated: Select a valid choice. 99y is not one" in since
+    assert "Page must be between 1 and 1,000." in paged
+    assert "Updated must be one of the choices offered, not “99y”." in since
     assert "data-pack" in inspected and "This field is required" not in inspected
 
 
@@ -594,7 +594,7 @@ def test_edit_shows_validation_errors_inline_and_changes_nothing(
     assert response.status_code == 200
     assert "<html" not in html
     assert "not a valid name" in html
-    assert "less than or equal to 1" in html
+    assert "Importance must be between 0 and 1." in html
     assert "autofocus" not in html  # the first error takes focus, not a field of choice
     memory.refresh_from_db()
     assert memory.name == "chroma-boot-race"
@@ -1020,8 +1020,8 @@ def test_a_bad_value_shows_the_engines_message_at_its_field(
 
     field = html.split('id="id_prompt_config-max_hits"', 1)[1].split("</td>", 1)[0]
     assert (
-        "“Most memories per prompt”, “Shared words needed” &gt;= 1 and "
-        "“Refresh after (seconds)” &gt;= 0" in field
+        "“Most memories per prompt”, “Shared words needed” must be at least 1 and "
+        "“Refresh after (seconds)” must be at least 0." in field
     )
     assert not Setting.objects.filter(key="prompt_config").exists()
 
@@ -1160,7 +1160,7 @@ def test_inspector_walks_the_graph_and_lists_associated_memories(
     html = linked.content.decode()
     assert "data-associated" in html and "far-away" in html and "(caused)" in html
     assert "and <strong>2 associated</strong>" in html
-    assert "less than or equal to 3" in bad.content.decode()
+    assert "Link hops must be between 0 and 3." in bad.content.decode()
 
 
 def test_inspector_has_a_control_for_routing_k_strict_and_entities(
@@ -1188,7 +1188,8 @@ def test_inspector_has_a_control_for_routing_k_strict_and_entities(
     ran = strict.content.decode()
     assert "Routing auto" in ran and 'role="alert"' not in ran
     refused = bad.content.decode()
-    assert "less than or equal to 200" in refused and "smart is not one of" in refused
+    assert "Candidates per channel (k) must be between 1 and 200." in refused
+    assert "Routing must be one of the choices offered, not “smart”." in refused
 
 
 def test_inspector_shows_a_strict_channel_failure_as_an_error(
@@ -1230,7 +1231,7 @@ def test_inspector_names_a_recalls_least_budget_on_its_field(
     recall = admin_client.get("/inspect/", {**ask, "mode": "recall"}, **HX).content.decode()
     briefing = admin_client.get("/inspect/", {**ask, "mode": "briefing"}, **HX).content.decode()
 
-    said = '<a href="#id_budget">Token budget</a>: A Recall needs a budget of at least 50 tokens.'
+    said = '<a href="#id_budget">A Recall needs a budget of at least 50 tokens.</a>'
     assert said in recall
     assert "A Recall needs" not in briefing and "data-briefing" in briefing
 
@@ -1547,7 +1548,7 @@ def test_a_settings_error_names_its_field_and_quotes_the_value_as_typed(
         return html.split(f'id="err-briefing_config-{name}"', 1)[1].split("</p>", 1)[0]
 
     assert "&#x27;bad tag with spaces&#x27;" in slot("tag")
-    assert "“Size (tokens)” must be within 50..100000, not -3" in slot("budget")
+    assert "“Size (tokens)” must be between 50 and 100,000, not -3." in slot("budget")
     assert "Newest memories read" not in slot("budget")
 
 
@@ -1670,7 +1671,7 @@ def test_inspector_shows_session_neighbours_and_turns_them_off(
     assert "Said next to a top result in its session" in on
     html = off.content.decode()
     assert "turn-one" not in html and "Same session" not in html
-    assert "less than or equal to 20" in bad.content.decode()
+    assert "“Session: turns around” must be between 0 and 20." in bad.content.decode()
     for name in ("session_neighbours", "session_window_minutes", "session_turns", "session_cap"):
         assert f'name="{name}"' in form
 
@@ -1761,4 +1762,5 @@ def test_a_cross_field_settings_error_names_the_other_field(
     data = {"action": "save", "search_config-max_limit": "5"}
     html = admin_client.post("/settings/search_config/", data, **HX).content.decode()
 
-    assert "“Results per search” must be within 1..5 (“Most results allowed”), not 20" in html
+    said = "“Results per search” must be between 1 and 5 (“Most results allowed”), not 20."
+    assert said in html

@@ -47,7 +47,7 @@ def test_inspector_controls_importance_worth_and_decay(admin_client: Client, pai
     # the two tie without importance: their order is the id's (plain was written first)
     assert _order(unweighted.content.decode(), plain.name, vital.name) == [plain.name, vital.name]
     assert decayed.status_code == 200 and vital.name in decayed.content.decode()
-    assert "less than or equal to 2" in bad
+    assert "Worth weight must be between 0 and 2." in bad
 
 
 def test_memory_page_shows_worth_and_expiry_and_the_form_sets_expiry(

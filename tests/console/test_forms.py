@@ -1,0 +1,100 @@
+"""The forms people fill (console/forms.py) say what is wrong in the console's words:
+each error names its field and what it takes, where Django said "Ensure this value
+is less than or equal to 1.0." (which value?) or "Enter a whole number."."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django import forms
+
+from console.forms import ConfigForm, InspectForm, MemoryForm, NewNoteForm, SearchForm
+from console.views import knobs
+from recall.config import BriefingConfig, RecallConfig
+
+CHANNELS = ("fts", "semantic")
+DJANGO = ("Ensure this value", "Enter a whole number", "Enter a number", "Select a valid choice",
+          "This field is required")  # fmt: skip
+
+
+def memory(**changed: str) -> MemoryForm:
+    return MemoryForm({"kind": "fact", "name": "a-name", "importance": "0.5", **changed})
+
+
+def inspect(**changed: Any) -> InspectForm:
+    return InspectForm({"mode": "recall", **changed}, projects=["billing-api"], channels=CHANNELS)
+
+
+def config(section: str, base: Any, **changed: str) -> ConfigForm:
+    data = {f"{section}_config-{name}": value for name, value in changed.items()}
+    labels = knobs.labels(section, base)
+    return ConfigForm(data, key=f"{section}_config", base=base, override={}, labels=labels)
+
+
+@pytest.mark.parametrize(
+    ("form", "field", "said"),
+    [
+        (memory(importance="2"), "importance", "Importance must be between 0 and 1."),
+        (memory(importance="-0.5"), "importance", "Importance must be between 0 and 1."),
+        (memory(importance="lots"), "importance", "Importance must be a number between 0 and 1."),
+        (memory(name=""), "name", "Name is required."),
+        (memory(description="d" * 151), "description",
+         "Description must be at most 150 characters (it has 151)."),
+        (memory(kind="rumour"), "kind", "Kind must be one of the choices offered, not “rumour”."),
+        (NewNoteForm({"title": "t" * 201}), "title",
+         "Title must be at most 200 characters (it has 201)."),
+        (inspect(budget="999999"), "budget", "Token budget must be between 1 and 100,000."),
+        (inspect(hops="1.5"), "hops", "Link hops must be a whole number between 0 and 3."),
+        (inspect(w_semantic="-1"), "w_semantic", "“Weight: meaning” must be between 0 and 1,000."),
+        (inspect(session_turns="99"), "session_turns",
+         "“Session: turns around” must be between 0 and 20."),
+        (inspect(min_importance="2"), "min_importance",
+         "Least importance must be between 0 and 1."),
+        (inspect(project="vault"), "project",
+         "Project the agent works in must be one of the choices offered, not “vault”."),
+        (SearchForm({"q": "x", "page": "0"}), "page", "Page must be between 1 and 1,000."),
+        (config("briefing", BriefingConfig(), budget="many"), "budget",
+         "“Size (tokens)” must be a whole number."),
+        (config("briefing", BriefingConfig(), budget="-3"), "budget",
+         "“Size (tokens)” must be between 50 and 100,000, not -3."),
+        (config("briefing", BriefingConfig(), hard_cap_factor="x"), "hard_cap_factor",
+         "“Hard cap (x size)” must be a number."),
+        (config("recall", RecallConfig(), graph_hops="9"), "graph_hops",
+         "“Link hops” must be between 0 and 3, not 9."),
+        (config("recall", RecallConfig(), **{"channel_weights.fts": "-1"}), "channel_weights.fts",
+         "“Weight: word matches” must be at least 0."),
+    ],
+)  # fmt: skip
+def test_an_error_names_its_field_and_what_it_takes(
+    form: forms.Form, field: str, said: str
+) -> None:
+    assert not form.is_valid()
+    assert form.errors[field] == [said]
+
+
+def bounded(form: forms.Form) -> list[tuple[str, str]]:
+    """(field, a value past its limits) for each field that has a limit to break."""
+    out = []
+    for name, field in form.fields.items():
+        if isinstance(field, forms.IntegerField):
+            high = field.max_value
+            out.append((name, str(high * 10 + 1) if high is not None else "-1"))
+        elif isinstance(field, forms.CharField) and field.max_length:
+            out.append((name, "x" * (field.max_length + 1)))
+    return out
+
+
+@pytest.mark.parametrize(
+    "make",
+    [memory, lambda **c: NewNoteForm(c), inspect, lambda **c: SearchForm(c)],
+    ids=["memory", "note", "inspector", "search"],
+)
+def test_no_field_a_person_fills_speaks_django_s_default_words(make: Any) -> None:
+    for name, value in bounded(make()):
+        form = make(**{name: value})
+        assert not form.is_valid(), name
+        said, label = form.errors[name], str(form[name].label)
+        named = (f"{label} must be ", f"“{label}” must be ")
+        assert any(s.startswith(named) for s in said), said
+        assert not any(default in s for default in DJANGO for s in said), said
