@@ -816,6 +816,32 @@ def test_the_inspector_shows_channels_and_a_briefing(page: Any, user: User) -> N
     assert "never-log-card-numbers" in page.locator("[data-briefing]").inner_text()
 
 
+@pytest.mark.parametrize("size", [(1366, 850), (390, 844)], ids=["desktop", "phone"])
+def test_a_value_the_browser_refuses_is_shown_with_its_label(
+    page: Any, user: User, size: tuple[int, int]
+) -> None:
+    """The browser's own check scrolled the refused field just clear of the sticky
+    header (scroll-padding), and its label, above it, stayed under the header."""
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    log_in(page, user)
+    page.goto("/inspect/")
+    page.fill("#id_query", "stripe")
+    page.click(".advanced summary")
+    page.fill("#id_graph_seeds", "999")  # at most 100; its label takes two lines on a desktop
+    page.evaluate("() => window.scrollTo(0, document.body.scrollHeight)")
+    page.click(".inspect-form button[type=submit]")
+    page.wait_for_function("() => document.activeElement.id === 'id_graph_seeds'")
+    page.wait_for_timeout(200)  # the scroll is instant; nothing more moves
+
+    shown = page.evaluate(
+        """() => ({label: document.querySelector('label[for=id_graph_seeds]')
+                     .getBoundingClientRect().top,
+                   header: Math.max(0, document.querySelector('header.top')
+                     .getBoundingClientRect().bottom)})"""
+    )
+    assert shown["label"] >= shown["header"], shown
+
+
 def test_a_double_click_on_create_writes_one_memory(page: Any, user: User) -> None:
     seed()
     log_in(page, user)
