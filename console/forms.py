@@ -126,6 +126,10 @@ class ConsoleForm(forms.Form):
             field.error_messages.update(field_messages(field, self.field_name(name)))
         super().full_clean()
 
+    def invalid_fields(self) -> list[forms.BoundField]:
+        """The fields with an error, in the form's order (an error summary links each)."""
+        return [self[name] for name in self.fields if name in self.errors]
+
 
 class ChoicesForm(ConsoleForm):
     """A form whose choice fields get their choices at run time."""
@@ -716,6 +720,9 @@ class InspectForm(ChoicesForm):
                 max_value=MAX_WEIGHT,
                 help_text="0 turns it off; blank uses the setting.",
             )
+        for name, field in self.fields.items():  # its help, and its error slot (inspect.html)
+            helped = [f"{self[name].auto_id}_helptext"] if field.help_text else []
+            field.widget.attrs["aria-describedby"] = " ".join([*helped, f"err-inspect-{name}"])
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}

@@ -20,7 +20,7 @@ from django.views.decorators.vary import vary_on_headers
 from console import browse, roles, selectors
 from console.forms import InspectForm
 from console.views import present
-from console.views.base import HtmxHttpRequest, login_required, page
+from console.views.base import HtmxHttpRequest, login_required, page, partial
 from console.views.text import Matcher
 from recall import RecallError
 
@@ -93,6 +93,7 @@ def inspect(request: HtmxHttpRequest) -> HttpResponse:
         initial={"mode": "recall"},
     )
     context: dict[str, Any] = {"form": form, "pack": None, "briefing": None, "error": ""}
+    context["oob"] = partial(request)  # each field's error goes to its slot beside the field
     if form.is_bound and form.is_valid():
         context["no_project"] = not form.cleaned_data["project"]
         try:

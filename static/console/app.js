@@ -365,6 +365,8 @@
   function focusFirstInvalid(root) {
     const field = root.querySelector("[aria-invalid=true]");
     if (!field) return false;
+    const folded = field.closest("details:not([open])"); // the inspector's "More options"
+    if (folded) folded.open = true;
     field.focus({ preventScroll: true });
     field.scrollIntoView({ block: "center" });
     return true;
@@ -436,8 +438,14 @@
     const focusKey = swapped.id && focusKeys.has(swapped.id) ? focusKeys.get(swapped.id) : lastFocusKey;
     focusKeys.delete(swapped.id);
     const asked = swapped.matches("[data-autofocus]") ? swapped : swapped.querySelector("[data-autofocus]");
+    // A result that says which fields to fix (the inspector's: its errors went to
+    // their fields, out of band) sends the focus to the first of them.
+    const fix = swapped.querySelector("[data-fix-fields]");
+    const fixing = fix ? document.getElementById(fix.dataset.fixFields) : null;
     if (asked) {
       asked.focus();
+    } else if (fixing) {
+      focusFirstInvalid(fixing);
     } else if (swapped.querySelector("[aria-invalid=true]") && lost) {
       focusFirstInvalid(swapped);
     } else if (focusKey && lost) {
@@ -636,14 +644,16 @@
     if (target && target.removeAttribute) target.removeAttribute("aria-busy");
   });
 
-  // --- field errors from the live preview --------------------------------------------
-  // The settings preview sends each field's error out of band; the field says so.
+  // --- field errors sent out of band --------------------------------------------------
+  // The settings preview and the inspector send each field's error to its slot; the
+  // field (each box of a group of checkboxes) says so.
   function syncFieldErrors() {
     document.querySelectorAll(".field-error[id^='err-']").forEach(function (error) {
-      const field = document.querySelector('[aria-describedby~="' + CSS.escape(error.id) + '"]');
-      if (!field) return;
-      if (error.hidden || !error.textContent.trim()) field.removeAttribute("aria-invalid");
-      else field.setAttribute("aria-invalid", "true");
+      const said = !error.hidden && error.textContent.trim();
+      document.querySelectorAll('[aria-describedby~="' + CSS.escape(error.id) + '"]').forEach(function (field) {
+        if (said) field.setAttribute("aria-invalid", "true");
+        else field.removeAttribute("aria-invalid");
+      });
     });
   }
 

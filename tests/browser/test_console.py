@@ -816,6 +816,35 @@ def test_the_inspector_shows_channels_and_a_briefing(page: Any, user: User) -> N
     assert "never-log-card-numbers" in page.locator("[data-briefing]").inner_text()
 
 
+def test_the_inspector_shows_an_error_at_its_field(page: Any, user: User) -> None:
+    """The server's errors were listed under Run, a long way below a field of "More
+    options", with nothing at the field: each now shows beside its field, which says
+    it is invalid and takes the focus, and the next run clears it."""
+    seed()
+    log_in(page, user)
+    page.goto("/inspect/")
+    page.fill("#id_query", "stripe webhooks")
+    page.select_option("#id_project", "billing-api")
+    page.click(".advanced summary")
+    page.fill("#id_budget", "10")  # the field takes it; a Recall needs 50
+    page.click(".inspect-form button[type=submit]")
+
+    error = page.locator("#id_budget ~ #err-inspect-budget")  # beside the field
+    error.wait_for(state="visible")
+    page.wait_for_function("() => document.activeElement.id === 'id_budget'")  # once settled
+    assert error.inner_text() == "A Recall needs a budget of at least 50 tokens."
+    assert page.get_attribute("#id_budget", "aria-invalid") == "true"
+    assert "err-inspect-budget" in page.get_attribute("#id_budget", "aria-describedby")
+    said = page.locator("#inspect-result").inner_text()
+    assert "A Recall needs" not in said and "Please fix the field marked above" in said
+
+    page.fill("#id_budget", "200")
+    page.click(".inspect-form button[type=submit]")
+    page.wait_for_selector("[data-pack]")
+    page.wait_for_selector("#id_budget:not([aria-invalid])")  # cleared once settled
+    assert error.is_hidden()
+
+
 @pytest.mark.parametrize("size", [(1366, 850), (390, 844)], ids=["desktop", "phone"])
 def test_a_value_the_browser_refuses_is_shown_with_its_label(
     page: Any, user: User, size: tuple[int, int]

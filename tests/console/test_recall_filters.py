@@ -217,8 +217,8 @@ def test_the_inspector_shows_every_filter_control_and_refuses_a_bad_value(
     for name in ("kinds", "tags", "any_tags", "agent_id", "session_id", "min_importance",
                  "since", "until"):  # fmt: skip
         assert f'name="{name}"' in page
-    said = bad.split('role="alert"', 1)[1].split("</ul>", 1)[0]
-    assert "Least importance must be between 0 and 1." in said, said  # which field, what it takes
+    said = bad.split('id="err-inspect-min_importance"', 1)[1].split("</p>", 1)[0]
+    assert "Least importance must be between 0 and 1." in said, said  # at its field
 
 
 def test_a_bare_time_in_a_filter_is_read_as_utc_on_every_endpoint(world: World) -> None:

@@ -1231,8 +1231,10 @@ def test_inspector_names_a_recalls_least_budget_on_its_field(
     recall = admin_client.get("/inspect/", {**ask, "mode": "recall"}, **HX).content.decode()
     briefing = admin_client.get("/inspect/", {**ask, "mode": "briefing"}, **HX).content.decode()
 
-    said = '<a href="#id_budget">A Recall needs a budget of at least 50 tokens.</a>'
-    assert said in recall
+    slot = 'id="err-inspect-budget" hx-swap-oob="true">A Recall needs a budget of at least 50'
+    assert slot in recall  # at its field
+    alert = recall.split('role="alert"', 1)[1].split("</div>", 1)[0]
+    assert '<a href="#id_budget">Token budget</a>' in alert and "A Recall needs" not in alert
     assert "A Recall needs" not in briefing and "data-briefing" in briefing
 
 
