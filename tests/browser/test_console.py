@@ -282,6 +282,26 @@ def test_search_as_you_type_open_star_and_find_it_under_favorites(page: Any, use
     assert Memory.objects.get(pk=memory.pk).favorite is False
 
 
+def test_tab_through_a_result_in_the_order_it_reads(page: Any, user: User) -> None:
+    """The star sits on the title's line, at its right, yet Tab went from the title
+    to "Why this result" (the line below) and only then back up to the star."""
+    seed()
+    log_in(page, user)
+    page.goto("/?q=stripe")
+    page.wait_for_selector("#results .hit")
+    hit = page.locator("#results .hit").first
+    title, star = hit.locator(".hit-title"), hit.locator(".star")
+    assert abs(title.bounding_box()["y"] - star.bounding_box()["y"]) < 10  # one line
+
+    title.focus()
+    tabbed = []
+    for _ in range(2):
+        page.keyboard.press("Tab")
+        tabbed.append(page.evaluate("() => document.activeElement.textContent.trim()"))
+    assert tabbed == ["☆", "Why this result"]
+    assert page.evaluate("() => document.activeElement.closest('.hit') !== null")
+
+
 def test_a_search_opened_by_link_types_after_its_query_and_escape_keeps_it(
     page: Any, user: User
 ) -> None:
