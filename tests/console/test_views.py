@@ -96,6 +96,20 @@ def test_every_page_renders_full_and_as_its_partial_with_vary(
         assert "HX-Request" in partial["Vary"], url
 
 
+def test_no_page_s_crumbs_end_in_a_bare_separator(admin_client: Client, memory: Memory) -> None:
+    """A project page's crumbs read "Projects ›", and then nothing."""
+    note = services.note_create(project=memory.project, title="Deploy notes")
+    urls = [*pages(memory), f"/notes/{note.pk}/", f"/notes/{note.pk}/edit/", "/notes/new/"]
+    seen = 0
+    for url in urls:
+        html = admin_client.get(url).content.decode()
+        for crumbs in re.findall(r'class="crumbs"[^>]*>(.*?)</(?:p|nav)>', html, re.S):
+            said = " ".join(unescape(re.sub(r"<[^>]+>", " ", crumbs)).split())
+            assert said and not said.endswith(("›", "»", "·", "/", ">")), (url, said)
+            seen += 1
+    assert seen >= 6  # the project pages, the memory, edit, supersede, delete and note pages
+
+
 def test_a_history_restore_request_gets_the_full_page(admin_client: Client, memory: Memory) -> None:
     response = admin_client.get("/?q=chroma", **HX, HTTP_HX_HISTORY_RESTORE_REQUEST="true")
 
