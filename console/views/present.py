@@ -202,25 +202,29 @@ def rows(
     *,
     chars: int = 220,
     lead: int = 60,
+    near: bool = False,
 ) -> list[Row]:
-    """Rows to render (titles marked, snippets cut): only for the hits shown."""
+    """Rows to render (titles marked, snippets cut): only for the hits shown; `near`
+    starts each snippet near its first match (`text.snippet_text`)."""
     out = []
     for j in judged:
         text = texts.get(j.hit.id)
         state = text.state if text else ("active" if j.hit.active else "archived")
-        snippet = _snippet(j.hit, matcher, text, chars=chars, lead=lead)
+        snippet = _snippet(j.hit, matcher, text, chars=chars, lead=lead, near=near)
         title = matcher.mark(j.hit.title)
         out.append(Row(j.hit, title, snippet, j.tier, j.why, j.channels, state))
     return out
 
 
-def _snippet(hit: Any, matcher: Matcher, text: Text | None, *, chars: int, lead: int) -> SafeString:
+def _snippet(
+    hit: Any, matcher: Matcher, text: Text | None, *, chars: int, lead: int, near: bool
+) -> SafeString:
     description = plain(text.description if text else (hit.description or ""))
     blocks = plain_blocks(getattr(hit, "text", None) or (text.body if text else ""))
     lead_in = description.rstrip("…").strip()
     if lead_in and not (blocks and blocks[0].startswith(lead_in[:60])):
         blocks = [description, *blocks]  # unless the body already opens with it
-    passage = snippet_text(blocks, matcher, chars=chars, lead=lead)
+    passage = snippet_text(blocks, matcher, chars=chars, lead=lead, near=near)
     if passage is None:
         passage = description or lead_text(blocks, chars=chars)
     return matcher.mark(passage)

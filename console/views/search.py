@@ -208,7 +208,8 @@ def palette(request: HtmxHttpRequest) -> HttpResponse:
             # Ordered by label as the search page orders them: a starred row that only
             # mentions the word came before the memory named by it, and Enter opened it.
             judged = present.rank(result.hits, matcher, texts)
-            context["rows"] = present.rows(judged, matcher, texts, chars=140, lead=30)
+            # One line each, cut by an ellipsis: each snippet starts near its match.
+            context["rows"] = present.rows(judged, matcher, texts, chars=140, lead=30, near=True)
             context["result"] = result
             if not result.hits:  # as the search page offers them: say so, link there
                 context["hidden"] = _hidden(

@@ -291,13 +291,20 @@ def _window(sentence: str, matcher: Matcher, chars: int, lead: int) -> str:
 
 
 def snippet_text(
-    blocks: Sequence[str], matcher: Matcher, *, chars: int = SNIPPET_CHARS, lead: int = LEAD_CHARS
+    blocks: Sequence[str],
+    matcher: Matcher,
+    *,
+    chars: int = SNIPPET_CHARS,
+    lead: int = LEAD_CHARS,
+    near: bool = False,
 ) -> str | None:
     """The plain-text passage that best shows the matches, or None when nothing matches.
 
     The sentence holding the most query words (the first of equals) starts
     it; following sentences of its block are added while they fit `chars`.
-    A sentence that alone runs past the room is windowed around its first match.
+    A sentence that alone runs past the room is windowed around its first match,
+    and so is one whose first match lies past `lead` when `near` (a snippet shown
+    on one line, cut by an ellipsis: the palette's, which a phone shows 40 letters of).
     """
     most = 0  # query words in the best sentence so far (read in order: the first of equals)
     best: tuple[list[str], int] | None = None  # (its block's sentences, its position)
@@ -316,7 +323,8 @@ def snippet_text(
         return None
     parts, s = best
     first = parts[s]
-    if len(first) > max(chars, LONG_SENTENCE) or matcher_offset(first, matcher) > chars - 20:
+    offset = matcher_offset(first, matcher)
+    if len(first) > max(chars, LONG_SENTENCE) or offset > (lead if near else chars - 20):
         return _window(first, matcher, chars, lead)
     text = first
     for following in parts[s + 1 :]:

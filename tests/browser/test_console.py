@@ -84,6 +84,28 @@ def test_palette_searches_per_keystroke_with_highlights_and_opens_a_memory(
     assert page.locator("h1").inner_text() == "strict-mode-typescript"
 
 
+def test_a_phone_s_palette_shows_the_match_of_each_option(page: Any, user: User) -> None:
+    """An option's snippet is one line cut by an ellipsis: on a phone it showed the
+    first 40 letters of its sentence, and a match further on was cut away."""
+    project = seed()["stripe-webhook-retries"].project
+    services.memory_create(project=project, kind="runbook", name="payout-retries",
+                           description="Every retry of a failed payout waits for the "
+                           "ledger to settle before it reconciles the balance")  # fmt: skip
+    page.set_viewport_size({"width": 390, "height": 844})
+    log_in(page, user)
+
+    page.keyboard.press("Control+k")
+    page.keyboard.type("reconciles")
+    assert palette_titles(page, "reconciles") == ["payout-retries"]
+    shown = page.evaluate(
+        """() => { const snippet = document.querySelector('#palette-results .pal-snippet');
+          const mark = snippet.querySelector('mark').getBoundingClientRect();
+          const box = snippet.getBoundingClientRect();
+          return {mark: [mark.left, mark.right], box: [box.left, box.right]}; }"""
+    )
+    assert shown["box"][0] <= shown["mark"][0] and shown["mark"][1] <= shown["box"][1], shown
+
+
 def test_an_input_method_composing_neither_searches_nor_opens_a_result(
     page: Any, user: User
 ) -> None:

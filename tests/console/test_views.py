@@ -1639,6 +1639,21 @@ def test_a_snippet_starts_at_the_first_sentence_with_the_most_query_words() -> N
     assert snippet_text(blocks, Matcher.for_query("absent"), chars=40) is None
 
 
+def test_a_one_line_snippet_starts_near_its_match() -> None:
+    """The palette's snippets show one line: a match past its first words starts it."""
+    from console.views.text import Matcher, snippet_text
+
+    sentence = "Every retry of a failed payout waits for the ledger before it reconciles."
+    matcher = Matcher.for_query("reconciles")
+
+    assert snippet_text([sentence], matcher, chars=140, lead=30) == sentence  # fits: whole
+    assert snippet_text([sentence], matcher, chars=140, lead=30, near=True) == (
+        "…ledger before it reconciles."
+    )
+    early = "Reconciles the ledger every night, after the payouts run and settle."
+    assert snippet_text([early], matcher, chars=140, lead=30, near=True) == early
+
+
 def test_the_matcher_marks_stems_and_a_typed_prefix() -> None:
     from console.views.text import Matcher
 
