@@ -271,6 +271,8 @@ class SearchConfig:
             )
         if self.depth < 1 or self.since_depth_factor < 1:
             raise ValueError("depth and since_depth_factor must be >= 1")
+        if not -1 <= self.semantic_floor <= 1:  # a cosine; -1 keeps every meaning-only hit
+            raise ValueError(f"semantic_floor must be within -1..1, not {self.semantic_floor}")
         _check_prior(self.session_prior)
 
 

@@ -59,7 +59,8 @@ HELP: dict[str, dict[str, tuple[str, str]]] = {
         "k": K,
         "semantic_floor": (
             "Minimum similarity for meaning-only results",
-            "0 to 1. Results that share no word with the search must be at least this similar.",
+            "-1 to 1. Results that share no word with the search must be at least this "
+            "similar (-1 keeps them all).",
         ),
         "since_depth_factor": (
             "Extra depth with a date filter",

@@ -185,6 +185,15 @@ def test_the_session_prior_defaults_to_0_3_and_refuses_a_negative_weight(section
         section(session_prior=math.inf)
 
 
+@pytest.mark.parametrize("value", [3.0, -2.0, math.nan])
+def test_searchs_floor_is_a_cosine(value: float) -> None:
+    # Settings saved 3 (every meaning-only hit dropped, "meaning" silently off) and -2.
+    with pytest.raises(ValueError, match="semantic_floor"):
+        SearchConfig(semantic_floor=value)
+    assert SearchConfig(semantic_floor=-1).semantic_floor == -1  # the edges: no floor
+    assert SearchConfig(semantic_floor=1).semantic_floor == 1
+
+
 @pytest.mark.parametrize(
     ("knob", "value"),
     [
