@@ -593,6 +593,17 @@ class InspectForm(ChoicesForm):
     )  # fmt: skip
     decay = _setting_or_yes_no("Recency decay", "Older memories fade by a half-life per kind.")
 
+    def options_given(self) -> bool:
+        """Whether "More options" holds something: an error, or a value in any field
+        but the mode, the query and the project (a link that sets a weight opens it)."""
+        if not self.is_bound:
+            return False
+        if not self.is_valid():
+            return True
+        shown = ("mode", "query", "project")
+        given = [v for k, v in self.cleaned_data.items() if k not in shown]
+        return any(v is not None and v is not False and v not in ("", []) for v in given)
+
     def knob_options(self) -> dict[str, Any]:
         """Routing and fabriq's knobs given (`recall.requests.KNOB_FIELDS`), and the
         importance, worth and decay fields (`recall.requests.WORTH_FIELDS`)."""

@@ -1252,6 +1252,28 @@ def test_inspector_names_a_recalls_least_budget_on_its_field(
     assert "A Recall needs" not in briefing and "data-briefing" in briefing
 
 
+@pytest.mark.parametrize(
+    ("asked", "opened"),
+    [
+        ({}, False),
+        ({"mode": "recall", "query": "chroma", "project": "billing-api"}, False),
+        ({"mode": "recall", "query": "chroma", "w_semantic": "0"}, True),
+        ({"mode": "recall", "query": "chroma", "graph_seeds": "3"}, True),
+        ({"mode": "recall", "query": "chroma", "altitude": "scope"}, True),
+        ({"mode": "recall", "query": "chroma", "budget": "10"}, True),  # an error: open
+    ],
+)
+def test_inspector_opens_more_options_when_one_of_them_holds_a_value(
+    admin_client: Client, memory: Memory, asked: dict[str, str], opened: bool
+) -> None:
+    # A link that set a weight (w_semantic=0) opened the page with "More options"
+    # closed: a hand-kept list of fields that open it left out the weights, the graph
+    # knobs, the associated fields and the altitude.
+    page = admin_client.get("/inspect/", asked).content.decode()
+
+    assert ('<details class="advanced" open>' in page) is opened
+
+
 def test_inspector_runs_a_briefing(admin_client: Client, memory: Memory) -> None:
     html = admin_client.get(
         "/inspect/", {"mode": "briefing", "project": "billing-api"}, **HX
