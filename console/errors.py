@@ -94,6 +94,8 @@ def from_pydantic(errors: Sequence[Mapping[str, Any]], *, skip: int = 0) -> Erro
             message = message.split(", ", 1)[1]
         if code == "unknown_field":
             message = f"unknown field {field!r}"
+        elif field == "cursor" and error.get("type") == "string_pattern_mismatch":
+            message = "cursor: not one this API handed out; pass next_cursor as it came"
         elif code == "missing" and field is None:  # the whole body: none was sent
             message = "this call needs a JSON object as its body"
         elif field:

@@ -121,10 +121,11 @@ def run(
     started = time.perf_counter()
     limit = validate(req, config)
     skip = req.offset  # with a cursor: how many of the hits it has not shown to pass over
+    ranking = [name for name, weight in config.channel_weights.items() if weight > 0]
     if req.cursor is None:
-        walk = walks.start(req)
+        walk = walks.start(req, ranking)
     else:
-        walk = walks.read(req.cursor, req, deepest=config.max_depth)
+        walk = walks.read(req.cursor, req, ranking, deepest=config.max_depth)
         req = replace(req, offset=min(walk.position + skip, config.max_depth))
     where = search_filter(
         projects=req.projects,
@@ -181,8 +182,12 @@ def run(
         shown = rest[skip : skip + limit]
         passed = [a.record.id for a in rest[: skip + len(shown)]]
         left = len(rest) > skip + len(shown)
+        # Where the walk is in the ranking as it is now: what it showed that is still
+        # there, not what it showed (hits archived meanwhile would end it early).
+        req = replace(req, offset=len(found) - len(rest) + skip)
     after, onward = _onward(walk, req.offset, passed, len(shown), left=left or more,
-                            limit=limit, config=config)  # fmt: skip
+                            limit=limit, config=config,
+                            ranked=[a.record.id for a in found])  # fmt: skip
     if req.snippets and not inline:
         shown = with_snippets(planes, text, shown, where, prefix=req.prefix,
                               warnings=search.warnings)  # fmt: skip
@@ -197,15 +202,16 @@ def run(
 
 def _onward(
     walk: walks.Walk, position: int, passed: Sequence[str], count: int, *, left: bool,
-    limit: int, config: SearchConfig,
+    limit: int, config: SearchConfig, ranked: Sequence[str] = (),
 ) -> tuple[int | None, str | None]:  # fmt: skip
     """The next page's `next_offset` and `cursor` (None on the last page: one short of
     the limit, with nothing left, or past the deepest a search reads): `count` hits
-    shown from `position`, `passed` the ids the walk has now gone by."""
+    shown from `position`, `passed` the ids the walk has now gone by, `ranked` the
+    ranking's (`walks.Walk.on`)."""
     after = position + count
     if count < limit or not left or after > config.max_depth:
         return None, None
-    return after, walk.on(passed, after)
+    return after, walk.on(passed, after, ranked)
 
 
 def deepest(depth: int) -> str:

@@ -37,6 +37,7 @@ from recall.requests import SearchRequest
 _HEAD = struct.Struct(">IH")  # the search's key, the position: 8 characters
 _MARKS = struct.Struct(">III")  # marks go three at a time: 16 characters
 _GROUPS = -(-MAX_SEARCH_DEPTH // 3)
+CAPACITY = 3 * _GROUPS  # the most marks a cursor holds
 # Every text of this pattern is a walk (a key, a position, marks), so the API schema
 # publishes it and no cursor it allows is refused as malformed.
 CURSOR_PATTERN = rf"^[A-Za-z0-9_-]{{8}}(?:[A-Za-z0-9_-]{{16}}){{0,{_GROUPS}}}$"
@@ -51,12 +52,18 @@ def mark(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "big")
 
 
-def key(req: SearchRequest) -> int:
-    """The mark of the search a walk belongs to: everything that picks its hits."""
+def key(req: SearchRequest, channels: Iterable[str]) -> int:
+    """The mark of the search a walk belongs to: everything that picks its hits, the
+    channels that rank them included (a plane's search is another search); lists
+    that are sets (projects, kinds, items) in any order."""
+
+    def unordered(values: Iterable[str] | None) -> tuple[str, ...] | None:
+        return None if values is None else tuple(sorted(set(values)))
+
     parts = (
-        " ".join(req.query.split()), req.projects, req.kinds, req.items, req.semantic,
-        req.since, req.include_inactive, req.include_global, req.prefix, req.as_of,
-        req.recorded_as_of,
+        " ".join(req.query.split()), unordered(req.projects), unordered(req.kinds),
+        unordered(req.items), req.semantic, req.since, req.include_inactive,
+        req.include_global, req.prefix, req.as_of, req.recorded_as_of, unordered(channels),
     )  # fmt: skip
     return mark(repr(parts))
 
@@ -73,14 +80,21 @@ class Walk:
     def shown(self, id_: str) -> bool:
         return mark(id_) in self.seen
 
-    def on(self, ids: Iterable[str], position: int) -> str:
-        """The cursor of the page after this one: `ids` shown too, now at `position`."""
-        return cursor(self.key, position, self.seen | {mark(i) for i in ids})
+    def on(self, ids: Iterable[str], position: int, ranked: Iterable[str] = ()) -> str | None:
+        """The cursor of the page after this one: `ids` shown too, now at `position`.
+        Past `CAPACITY` marks (a walk through much churn: hits it showed archived or
+        deleted meanwhile) the marks of hits gone from the ranking (`ranked`) go;
+        None if it is still too long (only a cursor made up gets there)."""
+        shown = {mark(i) for i in ids}
+        seen = self.seen | shown
+        if len(seen) > CAPACITY:
+            seen = (self.seen & {mark(i) for i in ranked}) | shown
+        return cursor(self.key, position, seen) if len(seen) <= CAPACITY else None
 
 
-def start(req: SearchRequest) -> Walk:
+def start(req: SearchRequest, channels: Iterable[str]) -> Walk:
     """A walk that has shown nothing yet (a first page, or one asked by offset)."""
-    return Walk(key(req), req.offset, frozenset())
+    return Walk(key(req, channels), req.offset, frozenset())
 
 
 def cursor(search: int, position: int, seen: Iterable[int]) -> str:
@@ -95,7 +109,7 @@ def cursor(search: int, position: int, seen: Iterable[int]) -> str:
     return base64.urlsafe_b64encode(raw).decode()
 
 
-def read(text: str, req: SearchRequest, *, deepest: int) -> Walk:
+def read(text: str, req: SearchRequest, channels: Iterable[str], *, deepest: int) -> Walk:
     """The walk `text` carries (a position past `deepest` read as `deepest`);
     QueryError for a text not of `CURSOR_PATTERN`, WalkConflict for a cursor of
     another search."""
@@ -104,6 +118,6 @@ def read(text: str, req: SearchRequest, *, deepest: int) -> Walk:
     raw = base64.urlsafe_b64decode(text)
     search, position = _HEAD.unpack_from(raw)
     seen = frozenset(m for group in _MARKS.iter_unpack(raw[_HEAD.size :]) for m in group)
-    if search != key(req):
+    if search != key(req, channels):
         raise WalkConflict(OTHER_SEARCH)
     return Walk(search, min(position, deepest), seen)

@@ -285,12 +285,15 @@ class Searching(Params):
 
 class SearchIn(Searching):
     limit: int = Field(DEFAULT_SEARCH_LIMIT, ge=1, le=MAX_SEARCH_LIMIT, description="hits per page")
-    offset: int = Field(0, ge=0, le=MAX_SEARCH_DEPTH, description="hits to skip (paging)")
+    offset: int = Field(
+        0, ge=0, le=MAX_SEARCH_DEPTH,
+        description="hits to skip (paging); beside a cursor, hits it has not shown to pass over",
+    )  # fmt: skip
     cursor: str | None = Field(
         None, pattern=SEARCH_CURSOR,
         description="the next_cursor of the page before (instead of offset): a walk by "
-        "cursor meets each hit once, even when memories change between its pages; an offset "
-        "beside it passes over that many more",
+        "cursor meets each hit once, even when memories change between its pages; it belongs "
+        "to one search (the same q, projects and filters; the limit may change)",
     )  # fmt: skip
     semantic: bool = Field(True, description="false = full-text only (fastest)")
     since: DateTime | None = Field(None, description="only items updated at or after this")
@@ -303,12 +306,15 @@ class PlaneSearchIn(Searching):
     """One plane alone (full text, or vectors): its own ranking and raw scores."""
 
     limit: int = Field(DEFAULT_SEARCH_LIMIT, ge=1, le=MAX_SEARCH_LIMIT, description="hits per page")
-    offset: int = Field(0, ge=0, le=MAX_SEARCH_DEPTH, description="hits to skip (paging)")
+    offset: int = Field(
+        0, ge=0, le=MAX_SEARCH_DEPTH,
+        description="hits to skip (paging); beside a cursor, hits it has not shown to pass over",
+    )  # fmt: skip
     cursor: str | None = Field(
         None, pattern=SEARCH_CURSOR,
         description="the next_cursor of the page before (instead of offset): a walk by "
-        "cursor meets each hit once, even when memories change between its pages; an offset "
-        "beside it passes over that many more",
+        "cursor meets each hit once, even when memories change between its pages; it belongs "
+        "to one search (the same q, projects and filters; the limit may change)",
     )  # fmt: skip
     record: bool = Field(True, description=RECORD)
 

@@ -1130,6 +1130,11 @@ def test_a_search_walked_by_next_cursor_meets_every_memory_once_while_agents_wri
     assert {f"albatross-{n}" for n in range(75)} <= names
     refused = call(client, "get", "/search", {"q": "albatross gulls", "cursor": asked["cursor"]})
     assert refused.status_code == 409 and "another search" in refused.json()["detail"]
+    made_up = call(client, "get", "/search", {"q": "albatross", "cursor": "not-a-cursor"})
+    assert made_up.status_code == 422  # in the agent's words, not the schema's pattern
+    assert made_up.json()["detail"] == (
+        "cursor: not one this API handed out; pass next_cursor as it came"
+    )
 
 
 def test_an_edit_clears_an_expiry_an_event_time_and_a_session_place_with_null(

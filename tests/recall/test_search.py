@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -333,7 +334,6 @@ def _walk(engine: Any, request: SearchRequest, config: SearchConfig, between: An
         walked += ids(page.hits)
         if page.cursor is None:
             return walked
-        assert page.next_offset == len(walked)
         between(n, walked)
         cursor = page.cursor
     raise AssertionError("the walk did not end")
@@ -366,6 +366,66 @@ def test_a_walk_by_cursor_meets_every_hit_once_while_memories_change(
     assert not set(archived) & set(walked[7:])  # archived before its page: not shown
 
 
+def test_a_walk_by_cursor_through_hits_archived_behind_it_reaches_the_rest(
+    make_engine: MakeEngine,
+):
+    """The walk's position counted every hit it had shown: with stronger hits written
+    before each page and archived after it, the walk stopped at the deepest position
+    (500) with none of the memories that matched throughout met, and no warning."""
+    engine = make_engine([make_memory(i, description=f"zephyr {i}") for i in range(1, 9)])
+    config = SearchConfig(depth=12, max_depth=30, semantic_floor=0.0)
+    request = SearchRequest("zephyr", limit=5, semantic=False)
+    strong: list[str] = []
+
+    def churn(n: int, walked: list[str]) -> None:  # 9 pages of 5 new hits, each archived
+        for made in strong:
+            invalidate(engine, made)
+        strong.clear()
+        if n < 9:
+            fresh = [make_memory(100 + 5 * n + k, description="zephyr zephyr zephyr " * 3,
+                                 updated=NOW) for k in range(5)]  # fmt: skip
+            index(engine, fresh)
+            strong.extend(r.id for r in fresh)
+
+    churn(-1, [])
+    walked = _walk(engine, request, config, churn)
+
+    assert len(walked) > 30 and len(walked) == len(set(walked))
+    assert {uid(i) for i in range(1, 9)} <= set(walked)
+
+
+def test_a_cursor_is_its_channels_and_its_projects_in_any_order(make_engine: MakeEngine):
+    records = _varied(1, 30) + _varied(31, 60, project="beta")
+    engine = make_engine(records)
+    request = SearchRequest("chroma boot", limit=5, projects=("alpha", "beta"))
+    first = engine.search(request).cursor
+    text_alone = replace(SearchConfig(), channel_weights={"fts": 1.0})
+    assert first is not None
+
+    again = engine.search(replace(request, projects=("beta", "alpha"), cursor=first))
+    with pytest.raises(WalkConflict, match="another search"):  # a plane's own ranking
+        engine.search(replace(request, cursor=first), config=text_alone)
+    assert not set(ids(again.hits)) & set(ids(engine.search(request).hits))
+
+
+def test_a_cursor_past_its_capacity_forgets_the_hits_gone_from_the_ranking():
+    # Every hit a walk showed kept its mark: through enough churn the next cursor
+    # outgrew the published pattern, and passing it back answered 422.
+    from recall import walks
+
+    full = walks.Walk(7, 10, frozenset(range(walks.CAPACITY)))
+    kept = walks.Walk(7, 10, frozenset([*range(walks.CAPACITY - 1), walks.mark("ranked")]))
+    roomy = walks.Walk(7, 10, frozenset(range(5)))
+
+    def marks(cursor: str | None) -> int:  # 8 characters of head, 16 for each 3 marks
+        assert cursor is not None and re.fullmatch(walks.CURSOR_PATTERN, cursor)
+        return (len(cursor) - 8) // 16 * 3
+
+    assert marks(full.on(["new"], 11, ranked=[])) == 3  # one mark, the group filled
+    assert marks(kept.on(["new"], 11, ranked=["ranked"])) == 3  # two marks
+    assert marks(roomy.on(["new"], 11, ranked=[])) == 6  # nothing forgotten: 6 marks
+
+
 def test_a_walk_by_cursor_that_nothing_changes_pages_as_offsets_do(make_engine: MakeEngine):
     engine = make_engine(_varied(1, 60))
     config = SearchConfig(depth=12, max_depth=90, semantic_floor=0.0)
@@ -378,6 +438,16 @@ def test_a_walk_by_cursor_that_nothing_changes_pages_as_offsets_do(make_engine: 
     ]  # fmt: skip
 
     assert walked == by_offset
+    assert engine.search(replace(request, cursor=_cursor_at(engine, request, config, 3)),
+                         config=config).offset == 21  # fmt: skip
+
+
+def _cursor_at(engine: Any, request: SearchRequest, config: SearchConfig, pages: int) -> str:
+    cursor = None
+    for _ in range(pages):
+        cursor = engine.search(replace(request, cursor=cursor), config=config).cursor
+        assert cursor is not None
+    return cursor
 
 
 def test_a_cursor_is_refused_for_another_search_or_when_not_ours(
@@ -430,7 +500,7 @@ def test_no_next_page_is_handed_out_past_the_deepest_a_search_reads():
     from recall.search import _onward
 
     walk, config, page = (
-        walks.start(SearchRequest("x")),
+        walks.start(SearchRequest("x"), ["fts"]),
         SearchConfig(),
         [f"h{n}" for n in range(20)],
     )
