@@ -283,7 +283,9 @@ class Searching(Params):
         return [value] if isinstance(value, str) else value
 
 
-class SearchIn(Searching):
+class Paging(Searching):
+    """A page of a search: its size and where it starts (an offset, or a cursor)."""
+
     limit: int = Field(DEFAULT_SEARCH_LIMIT, ge=1, le=MAX_SEARCH_LIMIT, description="hits per page")
     offset: int = Field(
         0, ge=0, le=MAX_SEARCH_DEPTH,
@@ -295,6 +297,9 @@ class SearchIn(Searching):
         "cursor meets each hit once, even when memories change between its pages; it belongs "
         "to one search (the same q, projects and filters; the limit may change)",
     )  # fmt: skip
+
+
+class SearchIn(Paging):
     semantic: bool = Field(True, description="false = full-text only (fastest)")
     since: DateTime | None = Field(None, description="only items updated at or after this")
     record: bool = Field(True, description=RECORD)
@@ -302,20 +307,9 @@ class SearchIn(Searching):
     recorded_as_of: Instant | None = Field(None, description=RECORDED_AS_OF)
 
 
-class PlaneSearchIn(Searching):
+class PlaneSearchIn(Paging):
     """One plane alone (full text, or vectors): its own ranking and raw scores."""
 
-    limit: int = Field(DEFAULT_SEARCH_LIMIT, ge=1, le=MAX_SEARCH_LIMIT, description="hits per page")
-    offset: int = Field(
-        0, ge=0, le=MAX_SEARCH_DEPTH,
-        description="hits to skip (paging); beside a cursor, hits it has not shown to pass over",
-    )  # fmt: skip
-    cursor: str | None = Field(
-        None, pattern=SEARCH_CURSOR,
-        description="the next_cursor of the page before (instead of offset): a walk by "
-        "cursor meets each hit once, even when memories change between its pages; it belongs "
-        "to one search (the same q, projects and filters; the limit may change)",
-    )  # fmt: skip
     record: bool = Field(True, description=RECORD)
 
 

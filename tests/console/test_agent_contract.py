@@ -1070,9 +1070,8 @@ def test_a_batch_too_big_for_rest_is_too_big_for_mcp(
     assert not Memory.objects.filter(name__startswith="huge-").exists()
 
 
-def test_a_search_walked_by_next_offset_meets_every_memory_once(world: World) -> None:
-    # A REST walk: each page fused at a depth that grew with its offset, so pages
-    # overlapped (550 hits walked gave 281 memories) and some memories never came.
+def _albatrosses() -> Project:
+    """75 memories of alpha that "albatross nesting storms" ranks in many orders."""
     alpha = Project.objects.get(slug="alpha")
     topics = ["tides", "harbour", "gulls", "nesting", "storms", "wingspan", "ocean", "islands"]
     for n in range(75):
@@ -1081,6 +1080,13 @@ def test_a_search_walked_by_next_offset_meets_every_memory_once(world: World) ->
             project=alpha, name=f"albatross-{n}", description=f"albatross {about}"
         )
     indexing.apply_pending()
+    return alpha
+
+
+def test_a_search_walked_by_next_offset_meets_every_memory_once(world: World) -> None:
+    # A REST walk: each page fused at a depth that grew with its offset, so pages
+    # overlapped (550 hits walked gave 281 memories) and some memories never came.
+    _albatrosses()
     client = world.client("alpha")
 
     walked: list[str] = []
@@ -1101,14 +1107,7 @@ def test_a_search_walked_by_next_cursor_meets_every_memory_once_while_agents_wri
 ) -> None:
     # A REST walk by next_offset while another agent wrote: writes between two pages
     # moved the ranking under it, and it met 5 memories twice and missed 5 others.
-    alpha = Project.objects.get(slug="alpha")
-    topics = ["tides", "harbour", "gulls", "nesting", "storms", "wingspan", "ocean", "islands"]
-    for n in range(75):
-        about = " and ".join(topics[(n * k) % 8] for k in range(1, 2 + n % 4))
-        services.memory_create(
-            project=alpha, name=f"albatross-{n}", description=f"albatross {about}"
-        )
-    indexing.apply_pending()
+    alpha = _albatrosses()
     client = world.client("alpha")
 
     walked: list[str] = []
