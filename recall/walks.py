@@ -42,7 +42,7 @@ CAPACITY = 3 * _GROUPS  # the most marks a cursor holds
 # publishes it and no cursor it allows is refused as malformed.
 CURSOR_PATTERN = rf"^[A-Za-z0-9_-]{{8}}(?:[A-Za-z0-9_-]{{16}}){{0,{_GROUPS}}}$"
 OTHER_SEARCH = (
-    "cursor walks another search (other words, projects or filters): "
+    "cursor walks another search (other words, projects, filters or plane): "
     "ask this one's first page without a cursor"
 )
 
