@@ -653,9 +653,18 @@
       document.querySelectorAll('[aria-describedby~="' + CSS.escape(error.id) + '"]').forEach(function (field) {
         if (said) field.setAttribute("aria-invalid", "true");
         else field.removeAttribute("aria-invalid");
+        const wrap = field.closest(".field");  // its red border goes with the error
+        if (wrap) wrap.classList.toggle("invalid", Boolean(said));
       });
     });
   }
+
+  // A value the browser refuses inside a closed <details> ("More options"): open it,
+  // or the browser cannot show the field and the form silently does not submit.
+  document.addEventListener("invalid", function (event) {
+    const closed = event.target instanceof Element && event.target.closest("details:not([open])");
+    if (closed) closed.open = true;
+  }, true);
 
   // --- scrollable boxes --------------------------------------------------------------
   // A code block or table that scrolls sideways must be reachable by keyboard.

@@ -886,6 +886,31 @@ def test_the_inspector_shows_an_error_at_its_field(page: Any, user: User) -> Non
     page.wait_for_selector("#id_budget:not([aria-invalid])")  # cleared once settled
     assert error.is_hidden()
 
+    # An error the page came with: once fixed, its red border went on standing.
+    page.goto("/inspect/?mode=recall&query=stripe&budget=20")
+    assert "invalid" in (page.get_attribute("div.field:has(> #id_budget)", "class") or "")
+    page.fill("#id_budget", "500")
+    page.click(".inspect-form button[type=submit]")
+    page.wait_for_selector("[data-pack]")
+    page.wait_for_selector("div.field:has(> #id_budget):not(.invalid)")
+
+
+def test_a_refused_value_in_closed_more_options_opens_them(page: Any, user: User) -> None:
+    """A value over its limit typed in "More options", the section closed again: Run
+    did nothing at all ("An invalid form control with name='limit' is not focusable")."""
+    log_in(page, user)
+    page.goto("/inspect/")
+    page.fill("#id_query", "stripe")
+    page.click(".advanced summary")
+    page.fill("#id_limit", "500")  # at most 100
+    page.click(".advanced summary")  # closed again
+    assert not page.evaluate("() => document.querySelector('details.advanced').open")
+
+    page.press("#id_query", "Enter")
+
+    page.wait_for_function("() => document.querySelector('details.advanced').open")
+    page.wait_for_function("() => document.activeElement.id === 'id_limit'")
+
 
 @pytest.mark.parametrize("size", [(1366, 850), (390, 844)], ids=["desktop", "phone"])
 def test_a_value_the_browser_refuses_is_shown_with_its_label(
