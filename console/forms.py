@@ -598,9 +598,9 @@ class InspectForm(ChoicesForm):
         but the mode, the query and the project (a link that sets a weight opens it)."""
         if not self.is_bound:
             return False
-        if not self.is_valid():
-            return True
         shown = ("mode", "query", "project")
+        if any(name not in shown for name in self.errors):
+            return True
         given = [v for k, v in self.cleaned_data.items() if k not in shown]
         return any(v is not None and v is not False and v not in ("", []) for v in given)
 

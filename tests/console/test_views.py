@@ -1261,6 +1261,7 @@ def test_inspector_names_a_recalls_least_budget_on_its_field(
         ({"mode": "recall", "query": "chroma", "graph_seeds": "3"}, True),
         ({"mode": "recall", "query": "chroma", "altitude": "scope"}, True),
         ({"mode": "recall", "query": "chroma", "budget": "10"}, True),  # an error: open
+        ({"mode": "recall", "query": "chroma", "project": "nope"}, False),  # not under it
     ],
 )
 def test_inspector_opens_more_options_when_one_of_them_holds_a_value(
