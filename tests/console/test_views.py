@@ -110,6 +110,17 @@ def test_no_page_s_crumbs_end_in_a_bare_separator(admin_client: Client, memory: 
     assert seen >= 6  # the project pages, the memory, edit, supersede, delete and note pages
 
 
+def test_the_global_page_does_not_offer_to_search_this_project(
+    admin_client: Client, memory: Memory
+) -> None:
+    # Its "Search this project" opened a search of every project: the button says so.
+    project = admin_client.get(f"/projects/{memory.project.slug}/").content.decode()
+    global_ = admin_client.get("/projects/_global/").content.decode()
+
+    assert f'href="/?project={memory.project.slug}">Search this project</a>' in project
+    assert 'href="/">Search every project</a>' in global_ and "Search this project" not in global_
+
+
 def test_a_history_restore_request_gets_the_full_page(admin_client: Client, memory: Memory) -> None:
     response = admin_client.get("/?q=chroma", **HX, HTTP_HX_HISTORY_RESTORE_REQUEST="true")
 
