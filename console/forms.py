@@ -102,6 +102,8 @@ def field_messages(field: forms.Field, name: str) -> dict[str, str]:
         said["invalid"] = f"{name} must be a {kind}{' ' + limits if limits else ''}."
         if limits:
             said["min_value"] = said["max_value"] = f"{name} must be {limits}."
+    if isinstance(field, forms.DateTimeField):
+        said["invalid"] = f"{name} must be a date and time, e.g. 2026-12-31 23:59 (UTC)."
     max_length = getattr(field, "max_length", None)
     if max_length is not None:
         said["max_length"] = (

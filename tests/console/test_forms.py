@@ -15,7 +15,7 @@ from recall.config import BriefingConfig, RecallConfig
 
 CHANNELS = ("fts", "semantic")
 DJANGO = ("Ensure this value", "Enter a whole number", "Enter a number", "Select a valid choice",
-          "This field is required")  # fmt: skip
+          "This field is required", "Enter a valid date")  # fmt: skip
 
 
 def memory(**changed: str) -> MemoryForm:
@@ -42,6 +42,10 @@ def config(section: str, base: Any, **changed: str) -> ConfigForm:
         (memory(description="d" * 151), "description",
          "Description must be at most 150 characters (it has 151)."),
         (memory(kind="rumour"), "kind", "Kind must be one of the choices offered, not “rumour”."),
+        (memory(expires_at="tomorrow"), "expires_at",
+         "Expires must be a date and time, e.g. 2026-12-31 23:59 (UTC)."),
+        (inspect(as_of="yesterday"), "as_of",
+         "As of must be a date and time, e.g. 2026-12-31 23:59 (UTC)."),
         (NewNoteForm({"title": "t" * 201}), "title",
          "Title must be at most 200 characters (it has 201)."),
         (inspect(budget="999999"), "budget", "Token budget must be between 1 and 100,000."),
