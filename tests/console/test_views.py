@@ -121,6 +121,18 @@ def test_the_global_page_does_not_offer_to_search_this_project(
     assert 'href="/">Search every project</a>' in global_ and "Search this project" not in global_
 
 
+def test_an_empty_search_names_the_project_it_will_search(
+    admin_client: Client, memory: Memory
+) -> None:
+    # With a project chosen and the box empty, the page said "Type to search every project".
+    slug = memory.project.slug
+    scoped = admin_client.get("/", {"project": slug}).content.decode()
+    everywhere = admin_client.get("/").content.decode()
+
+    assert f"Type to search {slug}." in scoped and "Type to search every" not in scoped
+    assert "Type to search every project." in everywhere
+
+
 def test_a_history_restore_request_gets_the_full_page(admin_client: Client, memory: Memory) -> None:
     response = admin_client.get("/?q=chroma", **HX, HTTP_HX_HISTORY_RESTORE_REQUEST="true")
 
