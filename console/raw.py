@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from django.core.exceptions import ObjectDoesNotExist
+
 from console import wiring
 from recall.channels import FTS, SEMANTIC
 from recall.config import RecallConfig, SearchConfig
@@ -82,7 +84,10 @@ def memory_graph(
     engine = wiring.engine()
     store = engine.planes.store
     where = Filter(projects=tuple(projects), include_global=include_global, items=(MEMORY,))
-    record = store.hydrate([start])[start]
+    found = store.hydrate([start])
+    if start not in found:  # expired (or deleted) since it was looked up: as if never found
+        raise ObjectDoesNotExist(f"no memory {start}: it expired or was deleted just now")
+    record = found[start]
     decay = engine.config(RecallConfig)[0].graph_decay
     reached = traverse(store, [(start, 1.0)], where=where, hops=hops, reverse=reverse,
                        min_weight=min_weight, cap=cap, decay=decay)  # fmt: skip

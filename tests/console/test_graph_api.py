@@ -348,3 +348,25 @@ def test_a_rename_says_which_links_it_leaves_and_the_edges_follow_the_names(
     assert old.json()["memory"]["id"] not in into
     again = call(client, "patch", f"/memories/{target}", {"description": "How we deploy"})
     assert not [w for w in again.json()["warnings"] if "renamed" in w]  # renames nothing
+
+
+def test_a_walk_from_a_memory_that_expires_as_it_is_read_is_a_404_not_a_500(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # schemathesis wrote a memory with a short ttl, then walked from it by name: the
+    # name resolved while it was live, and by the walk's own read (which leaves expired
+    # memories out) it had expired: KeyError, a 500.
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from console import wiring
+
+    made = remember(world, "alpha", "fleeting", "a memory that expires")
+    Memory.objects.filter(pk=made.pk).update(expires_at=timezone.now() + timedelta(minutes=1))
+    store = wiring.engine().planes.store
+    monkeypatch.setattr(store, "clock", lambda: timezone.now() + timedelta(hours=1))  # later
+
+    walked = call(world.client("alpha"), "post", "/graph", {"memory": "fleeting"})
+
+    assert walked.status_code == 404, walked.content
