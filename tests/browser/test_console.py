@@ -508,6 +508,19 @@ def log_out_in_another_tab(page: Any) -> None:
     other.close()
 
 
+def draft_then_log_out(page: Any, user: User, watch: Watch, name: str, text: str) -> None:
+    """A new memory typed, then the session ended in another tab. The requests after
+    the log-out are refused, a late one after the checks too (clearing the errors at
+    the end raced it: the fixture then failed under load)."""
+    seed()
+    log_in(page, user)
+    page.goto("/memories/new/")
+    page.fill("#id_name", name)
+    page.fill("#id_description", text)
+    watch.expected = ("status of 403",)
+    log_out_in_another_tab(page)
+
+
 def hold_the_first(page: Any, pattern: str) -> list[Any]:
     """Hold the first request whose URL matches `pattern` (the list gets its route:
     `continue_()` answers it late); every other request goes on."""
@@ -528,15 +541,8 @@ def test_text_typed_when_the_session_ended_stays_and_the_page_says_so(
 ) -> None:
     """Save on a memory form, or one keystroke on Settings (its live preview), once the
     session had ended sent the window to the login page: the text typed was gone."""
-    seed()
-    log_in(page, user)
-    page.goto("/memories/new/")
-    page.fill("#id_name", "draft-after-logout")
-    page.fill("#id_description", "A long thought typed while the session ended elsewhere")
-    # The requests after each log-out are refused, a late one after the checks too
-    # (clearing the errors at the end raced it: the fixture then failed under load).
-    watch.expected = ("status of 403",)
-    log_out_in_another_tab(page)
+    draft_then_log_out(page, user, watch, "draft-after-logout",
+                       "A long thought typed while the session ended elsewhere")  # fmt: skip
 
     page.click("#memory-form button[type=submit]")
     page.wait_for_selector("#request-error:not([hidden])")
@@ -668,14 +674,9 @@ def test_the_logged_out_notice_on_a_phone_keeps_save_in_view_and_focused(
     """On a phone the fixed notice sat on top of Save and Cancel, focus fell to <body>
     (the disabled Save dropped it), and its "Reload the page" contradicted its advice
     to log in in another tab."""
-    seed()
     page.set_viewport_size({"width": 390, "height": 844})
-    log_in(page, user)
-    page.goto("/memories/new/")
-    page.fill("#id_name", "draft-on-a-phone")
-    page.fill("#id_description", "Typed on a phone while the session ended elsewhere")
-    watch.expected = ("status of 403",)
-    log_out_in_another_tab(page)
+    draft_then_log_out(page, user, watch, "draft-on-a-phone",
+                       "Typed on a phone while the session ended elsewhere")  # fmt: skip
     save = page.locator("#memory-form button[type=submit]")
     save.scroll_into_view_if_needed()
 

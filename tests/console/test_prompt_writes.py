@@ -11,19 +11,26 @@ import pytest
 from django.utils import timezone
 
 from console import services
-from console.models import Memory
-from tests.console.api_world import build_world, call
+from console.models import Memory, Project
+from tests.console.api_world import World, build_world, call
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_an_agents_write_shows_in_its_next_prompts_long_before_the_ttl(planes: Any) -> None:
+def _among_fillers() -> tuple[World, Project]:
+    """The API world, with 40 unrelated memories in alpha (IDF needs a corpus: they
+    make rare words rare); alpha is returned."""
     world = build_world()
     alpha = world.memories["alpha"].project
-    for i in range(40):  # IDF needs a corpus: unrelated memories make rare words rare
+    for i in range(40):
         services.memory_create(
             project=alpha, name=f"filler-{i}", description=f"Routine chore {i} on spreadsheets"
         )
+    return world, alpha
+
+
+def test_an_agents_write_shows_in_its_next_prompts_long_before_the_ttl(planes: Any) -> None:
+    world, alpha = _among_fillers()
     agent = world.client("alpha")
     ask = {"prompt": "why does the ledger upload to the sftp gateway stall midway?"}
     assert call(agent, "post", "/prompt-recall", ask).json()["ids"] == []  # its corpus, built
@@ -50,12 +57,7 @@ def test_an_agents_write_shows_in_its_next_prompts_long_before_the_ttl(planes: A
 def test_a_memory_written_without_a_description_is_matched_by_its_body(planes: Any) -> None:
     """Agents often leave the description out: its prompts matched the name alone, and
     the block's line ended at the kind. The body's lead stands in, as in the briefing."""
-    world = build_world()
-    alpha = world.memories["alpha"].project
-    for i in range(40):
-        services.memory_create(
-            project=alpha, name=f"filler-{i}", description=f"Routine chore {i} on spreadsheets"
-        )
+    world, alpha = _among_fillers()
     services.memory_create(
         project=alpha,
         name="db-pool",
@@ -73,12 +75,7 @@ def test_a_memory_written_without_a_description_is_matched_by_its_body(planes: A
 def test_a_superseded_memory_gives_its_place_in_the_block_to_its_replacement(planes: Any) -> None:
     """The old version leaves the block at once (matches are read from the store); its
     replacement must take its place there at once too, not a corpus refresh later."""
-    world = build_world()
-    alpha = world.memories["alpha"].project
-    for i in range(40):
-        services.memory_create(
-            project=alpha, name=f"filler-{i}", description=f"Routine chore {i} on spreadsheets"
-        )
+    world, alpha = _among_fillers()
     old = services.memory_create(
         project=alpha, name="replica-lag", description="The read replica lags 2 s at month end"
     )
@@ -104,12 +101,7 @@ def test_a_restored_memory_is_back_in_its_projects_prompts_within_seconds(
 ) -> None:
     """The corpus refresh reads the names updated since its newest row: a restore that
     left `updated` as it was stayed out of the corpus until its next whole build."""
-    world = build_world()
-    alpha = world.memories["alpha"].project
-    for i in range(40):
-        services.memory_create(
-            project=alpha, name=f"filler-{i}", description=f"Routine chore {i} on spreadsheets"
-        )
+    world, alpha = _among_fillers()
     gone = services.memory_create(
         project=alpha, name="cron-drift", description="The nightly cron drifts past midnight UTC"
     )
