@@ -19,6 +19,12 @@ from recall.types import ISOLATIONS, MEMORY_KINDS
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,119}$")
 AGENT_SOURCE = "agent_inferred"  # what an agent's write is learnt as unless it says otherwise
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+# Words that already mean something where a project's slug is shown: "global" labels
+# memories outside any project (recall lines, digests, the CLI) and "tenant" names the
+# whole deployment's digest (`digest-tenant`), so a project called either would read as
+# the other. A new project's slug is checked against them; the API publishes the same rule.
+RESERVED_SLUGS = ("global", "tenant")
+NEW_SLUG_PATTERN = rf"^(?!(?:{'|'.join(RESERVED_SLUGS)})$){SLUG_RE.pattern[1:]}"
 # A note's source: http(s):// and no ASCII space, control character, quote,
 # angle bracket or backslash. The API schema publishes this same pattern
 # (written without \s, whose meaning differs between regex engines), so what
@@ -54,6 +60,15 @@ def validate_slug(value: str) -> None:
             "starting with a letter or digit (for example 'billing-api').",
             code="invalid_slug",
         )
+    if value in RESERVED_SLUGS:
+        raise ValidationError(reserved_slug_message(value), code="reserved_slug")
+
+
+def reserved_slug_message(value: str) -> str:
+    return (
+        f"{value!r} is reserved: it names memories outside any project or the whole "
+        "deployment's digest. Choose another slug."
+    )
 
 
 class Project(models.Model):

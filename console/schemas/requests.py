@@ -11,7 +11,13 @@ from typing import Annotated, Any, Literal
 from ninja import Field
 from pydantic import ConfigDict, StringConstraints, field_validator, model_validator
 
-from console.models import AGENT_SOURCE, SOURCE_URL_RE
+from console.models import (
+    AGENT_SOURCE,
+    NEW_SLUG_PATTERN,
+    RESERVED_SLUGS,
+    SOURCE_URL_RE,
+    reserved_slug_message,
+)
 from console.schemas.common import (
     Altitude,
     AssociatedCap,
@@ -598,7 +604,23 @@ class NoteListIn(Params):
 
 
 class ProjectIn(Body):
-    slug: Slug = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$", description="e.g. billing-api")
+    # The reserved words are a lookahead, which pydantic's default (Rust) engine lacks.
+    model_config = ConfigDict(**Body.model_config, regex_engine="python-re")
+
+    slug: Slug = Field(
+        pattern=NEW_SLUG_PATTERN,
+        description="e.g. billing-api; not "
+        + " or ".join(RESERVED_SLUGS)
+        + " (they label memories outside any project and the deployment's digest)",
+    )
+
+    @field_validator("slug", mode="before")
+    @classmethod
+    def _not_reserved(cls, value: object) -> object:
+        if value in RESERVED_SLUGS:  # in the caller's words, not the pattern's
+            raise ValueError(reserved_slug_message(str(value)))
+        return value
+
     name: str = Field("", max_length=200, description="for people (default: the slug)")
     description: str = Field("", max_length=2000, description="what the project is")
     isolation: Isolation = Field("open", description="open | confidential | sealed")

@@ -7,6 +7,7 @@ across projects). Sealed and confidential isolation hold on every path.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -242,3 +243,33 @@ def test_a_slug_taken_between_the_check_and_the_insert_is_a_conflict_not_a_crash
 
     assert raced.status_code == 409, raced.content
     assert "retry" in raced.json()["detail"]
+
+
+@pytest.mark.parametrize("slug", ["global", "tenant"])
+def test_a_project_cannot_take_a_slug_the_product_already_uses_for_something_else(
+    world: World, slug: str
+) -> None:
+    # "global" labels memories outside any project and "tenant" names the deployment's
+    # digest (`digest-tenant`): a project called either read as the other in a pack.
+    from django.core.exceptions import ValidationError
+
+    from console import services, tokens
+    from console.models import Project
+
+    _, secret = tokens.token_create(
+        agent="admin-bot", projects=["alpha"], may_write=True, may_admin=True
+    )
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+
+    refused = call(client, "post", "/projects", {"slug": slug})
+    with pytest.raises(ValidationError, match="reserved"):
+        services.project_create(slug=slug)
+    published = call(client, "get", "/openapi.json").json()["components"]["schemas"]
+
+    assert refused.status_code == 422, refused.content
+    assert refused.json()["field"] == "slug"
+    assert refused.json()["detail"].startswith(f"slug: '{slug}' is reserved")
+    assert not Project.objects.filter(slug=slug).exists()
+    pattern = published["ProjectIn"]["properties"]["slug"]["pattern"]
+    assert re.fullmatch(pattern, slug) is None and re.fullmatch(pattern, f"{slug}-team")
+    assert call(client, "post", "/projects", {"slug": f"{slug}-team"}).status_code == 201
