@@ -55,13 +55,14 @@ def mark(text: str) -> int:
 def key(req: SearchRequest, channels: Iterable[str]) -> int:
     """The mark of the search a walk belongs to: everything that picks its hits, the
     channels that rank them included (a plane's search is another search); lists
-    that are sets (projects, kinds, items) in any order."""
+    that are sets (projects, kinds, items) in any order; the words in any case and
+    spacing, as the text index and the embedder read them."""
 
     def unordered(values: Iterable[str] | None) -> tuple[str, ...] | None:
         return None if values is None else tuple(sorted(set(values)))
 
     parts = (
-        " ".join(req.query.split()), unordered(req.projects), unordered(req.kinds),
+        " ".join(req.query.casefold().split()), unordered(req.projects), unordered(req.kinds),
         unordered(req.items), req.semantic, req.since, req.include_inactive,
         req.include_global, req.prefix, req.as_of, req.recorded_as_of, unordered(channels),
     )  # fmt: skip

@@ -475,6 +475,12 @@ def test_a_cursor_is_refused_for_another_search_or_when_not_ours(
     )
     assert ids(skipped.hits) == ids(second.hits)[2:]
     assert skipped.next_offset == second.next_offset == 5 + 4
+    # Letter case and spacing do not change what a search finds (the text index and
+    # the embedder both fold case): "Chroma  BOOT" goes on with the walk.
+    shouted = engine.search(
+        SearchRequest("Chroma  BOOT", limit=4, cursor=first.cursor), config=config
+    )
+    assert ids(shouted.hits) == ids(second.hits)
 
 
 def test_the_last_page_hands_out_no_cursor(make_engine: MakeEngine):
