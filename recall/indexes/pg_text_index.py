@@ -25,7 +25,7 @@ the WHERE clause, before the limit; ties break by id.
 
 Measured on the LoCoMo eval sets (`manage.py bench quality --profile
 postgres`), BM25F scores the full-text leg a little above IDF times
-`ts_rank` on average (README, Figures), and fixes its worst case: ts_rank's
+`ts_rank` on average (docs/FIGURES.md), and fixes its worst case: ts_rank's
 length normalisation (a division by the log of the length) let a short
 document lacking a query word outrank a longer one holding them all.
 
