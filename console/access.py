@@ -3,7 +3,8 @@
 Every agent-facing read and write goes through a function here, which checks
 the token's scope, calls one selector or service, and records what the agent
 was shown (`services.retrieval_record`: it feeds the usage boost and the
-"when did agents see it" history). The rules:
+"when did agents see it" history; a read-only token's, history alone: `_counts`).
+The rules:
 
 - a token's projects bound every call; naming any other project (existing or
   not) is `AccessDenied` (403), so a 403 never tells whether a slug exists;
@@ -113,13 +114,20 @@ def _writer(access: Access) -> None:
 # --- retrieval ----------------------------------------------------------------
 
 
+def _counts(access: Access) -> bool:
+    """Whether what this token is shown feeds the usage boost (and a read, decay's
+    access stamps). A read-only token's recalls, blocks and reads are history alone:
+    they would rank memories for every writing agent, and ranking is a write."""
+    return access.may_write
+
+
 def _seen(
     access: Access, kind: str, ids: Sequence[str], *, query: str, project: str | None,
     pack_id: str = "", budget: int | None = None,
 ) -> None:  # fmt: skip
     services.retrieval_record(
         kind=kind, ids=ids, query=query, project=project, agent=access.agent, pack_id=pack_id,
-        budget=budget,
+        budget=budget, counts=_counts(access),
     )  # fmt: skip
 
 
@@ -347,7 +355,7 @@ def memory_read(
 ) -> Memory:  # fmt: skip
     """One memory in scope, by id or name, recorded as read by this agent."""
     memory = memory_find(access, memory_id=memory_id, name=name, project=project)
-    services.memory_read_record(memory=memory, agent=access.agent)
+    services.memory_read_record(memory=memory, agent=access.agent, counts=_counts(access))
     return memory
 
 

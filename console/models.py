@@ -318,6 +318,9 @@ class RetrievalEvent(models.Model):
     pack_id = models.CharField(max_length=26, blank=True, default="", db_index=True)
     # A recall's token budget, so the inspector can ask again what the agent asked.
     budget = models.PositiveIntegerField(null=True, blank=True)
+    # Whether it feeds the usage boost: a read-only token's events are history alone,
+    # as ranking what every writing agent recalls is a write (`access._seen`).
+    counts = models.BooleanField(default=True)
 
     class Meta:
         ordering = ["-at"]

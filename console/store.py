@@ -760,7 +760,7 @@ class DjangoStore:
 
             since = cut - timedelta(days=USAGE_WINDOW_DAYS)
             grouped: dict[str, list[tuple[str, datetime]]] = defaultdict(list)
-            rows = RetrievalEvent.objects.filter(at__gte=since, at__lt=cut)
+            rows = RetrievalEvent.objects.filter(at__gte=since, at__lt=cut, counts=True)
             for kind, ids, at in rows.values_list("kind", "ids", "at"):
                 for item_id in ids or []:
                     grouped[item_id].append((kind, at))

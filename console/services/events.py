@@ -21,9 +21,11 @@ def retrieval_record(
     at: datetime | None = None,
     pack_id: str = "",
     budget: int | None = None,
+    counts: bool = True,
 ) -> None:
-    """One RetrievalEvent (`miss` when nothing was shown): feeds usage and history;
-    a recall's carries its `pack_id` (what `POST /feedback` names) and its budget."""
+    """One RetrievalEvent (`miss` when nothing was shown): feeds usage (unless not
+    `counts`) and history; a recall's carries its `pack_id` (what `POST /feedback`
+    names) and its budget."""
     RetrievalEvent.objects.create(
         kind=kind if ids else "miss",
         ids=list(ids),
@@ -33,11 +35,14 @@ def retrieval_record(
         at=at or timezone.now(),
         pack_id=pack_id,
         budget=budget,
+        counts=counts,
     )
 
 
-def memory_read_record(*, memory: Memory, agent: str = "") -> None:
-    """An agent read one memory in full: counted, and recorded (reads weigh most in usage)."""
-    memory_mark_accessed(ids=[memory.pk])
+def memory_read_record(*, memory: Memory, agent: str = "", counts: bool = True) -> None:
+    """An agent read one memory in full: recorded, and when it `counts`, counted
+    (access_count and last_accessed_at, which decay reads; reads weigh most in usage)."""
+    if counts:
+        memory_mark_accessed(ids=[memory.pk])
     project = memory.project.slug if memory.project else None
-    retrieval_record(kind="read", ids=[memory.pk], project=project, agent=agent)
+    retrieval_record(kind="read", ids=[memory.pk], project=project, agent=agent, counts=counts)
