@@ -294,7 +294,9 @@ def memory_dedup_hint(
     kind: str = "fact",
 ) -> Hit | None:
     """The most similar active in-scope memory (advisory; None on embedder trouble),
-    the memories written but not indexed yet among them."""
+    the memories written but not indexed yet among them, and those indexed since."""
+    pending = indexing.unindexed_vectors(project=project)
+    indexing.vectors_caught_up()
     return wiring.engine().dedup_hint(
         project=project,
         name=name,
@@ -302,7 +304,7 @@ def memory_dedup_hint(
         body=body,
         exclude=exclude,
         kind=kind,
-        pending=indexing.unindexed_vectors(project=project),
+        pending=pending,
     )
 
 

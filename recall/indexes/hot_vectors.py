@@ -372,6 +372,7 @@ class HotVectorIndex:
         self.sketching = sketching
         self.poll_seconds = poll_seconds
         self._lock = threading.RLock()
+        self._syncing = threading.Lock()  # one refresh at a time (`refresh`)
         self._book = RowBook()  # each row's id, partition, fingerprint, filters, position
         self._changes = 0  # rows put or dropped: part of `stamp`
         self._parts: dict[Partition, _Part] = {}
@@ -474,13 +475,29 @@ class HotVectorIndex:
 
     # -- keeping the copy current ----------------------------------------------
 
+    def catch_up(self) -> None:
+        """See, now, what other processes wrote since the last poll: a search that must
+        find a write applied a moment ago elsewhere (the dedup hint: a memory the index
+        worker has just applied, whose job is gone, was in neither the copy nor the
+        outbox for up to `poll_seconds`). Before the copy is loaded, searches go to the
+        plane, whose handle is brought to its latest version instead."""
+        if self._ready.is_set():
+            self.refresh()
+        else:
+            self._source.version()
+
     def refresh(self) -> int:
         """Bring the copy up to the plane's current rows; returns how many rows changed.
 
         Reads the rows written since the last refresh (`changes`); only when
         the row counts then disagree (a row was deleted) does it compare every
-        (id, fingerprint) pair.
+        (id, fingerprint) pair. One at a time (the poller and `catch_up`): two
+        overlapping refreshes could put an older delta over a newer one.
         """
+        with self._syncing:
+            return self._refresh()
+
+    def _refresh(self) -> int:
         version = self._source.version()
         if version == self._version:
             return 0

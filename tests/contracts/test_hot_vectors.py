@@ -88,6 +88,23 @@ def test_searches_go_to_the_plane_until_the_copy_is_loaded(tmp_path: Path) -> No
     assert ids(hot.search(e(0), where=EVERYTHING, limit=1)) == ["one"]  # answered by Lance
 
 
+def test_catch_up_reads_other_writes_now_and_never_loads_a_copy_not_ready(
+    tmp_path: Path,
+) -> None:
+    writer = LanceIndex(tmp_path / "v", dims=DIMS)
+    writer.upsert([row("one", e(0))])
+    hot = HotVectorIndex(LanceIndex(tmp_path / "v", dims=DIMS), poll_seconds=0, warm=True)
+    writer.upsert([row("two", e(1))])
+
+    hot.catch_up()
+
+    assert ids(hot.search(e(1), where=EVERYTHING, limit=1)) == ["two"]
+    cold = HotVectorIndex(LanceIndex(tmp_path / "v", dims=DIMS), poll_seconds=0)
+    cold._start = lambda: None  # type: ignore[method-assign]  # keep the loader from running
+    cold.catch_up()  # the plane's handle is brought up, the copy is left unloaded
+    assert not cold.ready and cold._version is None
+
+
 def test_own_writes_are_searchable_at_once(tmp_path: Path) -> None:
     hot = HotVectorIndex(LanceIndex(tmp_path / "v", dims=DIMS), poll_seconds=0, warm=True)
     hot.upsert([row("one", e(0)), row("note", e(0), item="note", kind="")])
