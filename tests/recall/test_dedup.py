@@ -90,3 +90,14 @@ def test_a_restatement_is_a_text_holding_nearly_every_word_of_the_new_one():
     other = said_words("The read replica is promoted at month end", "Reports read the primary.")
 
     assert restates(same, old) and not restates(less, old) and not restates(other, old)
+
+
+def test_a_few_words_restate_only_the_same_words_in_the_same_order():
+    old = make_memory(1, "ledger-db", description="The ledger lives in Postgres", body="")
+    bye = make_memory(2, "bye", description="Nate: Bye Joanna!", body="")
+
+    assert restates(said_words("the ledger lives in  postgres!", ""), old)
+    assert not restates(said_words("Postgres holds the ledger", ""), old)
+    assert not restates(said_words("The ledger lives in Postgres 16", ""), old)
+    assert not restates(said_words("Joanna: Bye Nate!", ""), bye)  # the same words, swapped
+    assert not restates(said_words("", ""), make_memory(3, "empty", description="", body=""))
