@@ -271,11 +271,11 @@ def _not_as_asked(stored: Any, asked: dict[str, Any]) -> tuple[str, ...]:
     if not unused:
         return ()
     listed = ", ".join(unused[:-1]) + (" and " if len(unused) > 1 else "") + unused[-1]
+    plural = len(unused) > 1 or unused[0].startswith("tags ")  # "the tags [...] were"
     return (
         f"this exact text is already stored as {stored.name!r} ({stored.kind}), so nothing "
-        f"was written and the {listed} asked for "
-        f"{'was' if len(unused) == 1 else 'were'} not used: supersede it "
-        "to change them, or write again with force=true to keep a second copy",
+        f"was written and the {listed} asked for {'were' if plural else 'was'} not used: "
+        "supersede it to change them, or write again with force=true to keep a second copy",
     )
 
 

@@ -240,6 +240,8 @@ def test_the_same_text_again_is_answered_with_the_stored_memory(world: World) ->
     # Every field it asked for and did not get is named, not only the name and kind.
     tagged = write(world, {**TURN, "tags": ["new-tag"], "importance": 0.1}).json()["warnings"]
     assert "the tags ['new-tag'] and importance 0.1 asked for were not used" in tagged[0]
+    only_tags = write(world, {**TURN, "tags": ["new-tag"]}).json()["warnings"]
+    assert "the tags ['new-tag'] asked for were not used" in only_tags[0]  # not "was"
 
 
 def test_a_write_that_fails_inside_its_transaction_commits_nothing(
