@@ -513,11 +513,19 @@ def _made_after(outcomes: Sequence[services.Outcome], i: int) -> list[str]:
     return [o.memory.pk for o in outcomes[i + 1 :] if o.created]
 
 
-def memory_update(access: Access, *, memory_id: str, fields: Mapping[str, Any]) -> Memory:
+TEXT_FIELDS = frozenset({"name", "description", "body"})  # what a dedup hint compares
+
+
+def memory_update(access: Access, *, memory_id: str, fields: Mapping[str, Any]) -> Written:
+    """The edited memory, and its dedup hint when the edit changed its text: an edit
+    can make it say what another memory says, as a write can (it came back silent)."""
     memory = _memory_to_change(access, memory_id)
     _ahead(fields)
     fields = withheld.restored(memory, fields)
-    return services.memory_update(memory=memory, **fields) if fields else memory
+    if not fields:
+        return Written(memory, False, None)
+    edited = services.memory_update(memory=memory, **fields)
+    return Written(edited, False, _hint(edited) if TEXT_FIELDS & fields.keys() else None)
 
 
 def memory_supersede(access: Access, *, memory_id: str, fields: Mapping[str, Any]) -> Written:

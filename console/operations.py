@@ -431,13 +431,15 @@ CLEARABLE = ("expires_at", "occurred_at", "session_order")
 def memory_update(who: Access, memory_id: str, p: MemoryChange) -> Answer:
     fields = _set(p, drop=("id", "detail"))
     fields |= {f: None for f in CLEARABLE if f in p.model_fields_set and getattr(p, f) is None}
-    memory = access.memory_update(who, memory_id=memory_id, fields=fields)
+    edited = access.memory_update(who, memory_id=memory_id, fields=fields)
+    memory = edited.memory
     said = withheld.warnings(fields)  # as a supersede: the lines this edit sends
     if "body" in fields:
         said += _unlinked(memory)
     renamed = selectors.links_left_by_rename(memory) if "name" in fields else None
     said += [renamed] if renamed else []
-    body = {**replies.memory_view(memory), "warnings": said}
+    hint = replies.hint_view(edited.dedup_hint, kind=memory.kind)
+    body = {**replies.memory_view(memory), "dedup_hint": hint, "warnings": said}
     return _at_detail(_with_index_state(_json(body), [memory.pk]), p.detail)
 
 

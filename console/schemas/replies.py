@@ -230,12 +230,6 @@ class MemoryOut(Reply):
     worth: float = Field(0.5, description="Memory Worth from agents' feedback")
 
 
-class MemoryUpdateOut(MemoryOut):
-    warnings: list[str] = Field(
-        description="lines of this edit agents will read as withheld; indexing deferred"
-    )
-
-
 class DedupHintOut(Reply):
     id: str
     name: str
@@ -243,6 +237,16 @@ class DedupHintOut(Reply):
     project: str | None
     similarity: float = Field(description="cosine to the memory just written")
     advice: str = Field(description="what to do about it")
+
+
+class MemoryUpdateOut(MemoryOut):
+    dedup_hint: DedupHintOut | None = Field(
+        description="when the edit changed the name or text: a very similar active memory "
+        "in scope, if any (advisory)"
+    )
+    warnings: list[str] = Field(
+        description="lines of this edit agents will read as withheld; indexing deferred"
+    )
 
 
 class MemoryWriteOut(Reply):

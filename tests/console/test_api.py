@@ -521,6 +521,28 @@ def test_a_short_text_again_with_other_case_or_punctuation_is_hinted(
     assert reordered is None  # other words in another order: a thing of its own
 
 
+def test_an_edit_that_makes_a_memory_say_what_another_says_is_hinted(world: World) -> None:
+    # A write gets a dedup hint; an edit to the same text came back 200 and silent.
+    alpha = world.memories["alpha"].project
+    old = services.memory_create(
+        project=alpha, kind="fact", name="ledger-db", description="The ledger lives in Postgres"
+    )
+    other = services.memory_create(
+        project=alpha, kind="fact", name="ledger-home", description="Postgres holds the ledger"
+    )
+    indexing.apply_pending()
+    client = world.client("alpha")
+
+    edited = call(client, "patch", f"/memories/{other.pk}", {"description": old.description})
+    retagged = call(client, "patch", f"/memories/{other.pk}", {"tags": ["storage"]})
+
+    assert edited.status_code == 200, edited.content
+    assert edited.json()["description"] == old.description
+    assert edited.json()["dedup_hint"]["id"] == old.pk
+    assert "supersede ledger-db" in edited.json()["dedup_hint"]["advice"]
+    assert retagged.json()["dedup_hint"] is None  # its text did not change: nothing to compare
+
+
 def test_write_without_a_similar_memory_has_no_hint(world: World) -> None:
     body = {"name": "tea-time", "description": "Tea is served at four o'clock sharp"}
 
