@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django import forms
+from django.contrib.auth.forms import AuthenticationForm
 from django.utils import timezone
 
 from console.models import validate_name
@@ -131,6 +132,17 @@ class ConsoleForm(forms.Form):
     def invalid_fields(self) -> list[forms.BoundField]:
         """The fields with an error, in the form's order (an error summary links each)."""
         return [self[name] for name in self.fields if name in self.errors]
+
+
+class LoginForm(ConsoleForm, AuthenticationForm):
+    """The login form in the console's words. A refusal never says which of the two
+    was wrong (that would tell a guesser which usernames exist)."""
+
+    error_messages = {
+        "invalid_login": "That username and password do not match a login. Check both "
+        "(capital letters count) and try again.",
+        "inactive": "This login is switched off. Ask whoever runs the console to switch it on.",
+    }
 
 
 class ChoicesForm(ConsoleForm):

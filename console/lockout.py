@@ -15,9 +15,10 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.forms import AuthenticationForm
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+
+from console.forms import LoginForm
 
 logger = logging.getLogger("console.login")
 
@@ -32,7 +33,7 @@ def lockout_response(
     logger.warning("console login locked out: username=%r address=%s", username, address)
     cool_off: timedelta = settings.AXES_COOLOFF_TIME
     context = {
-        "form": AuthenticationForm(request, initial={"username": username}),
+        "form": LoginForm(request, initial={"username": username}),
         "locked_out": True,
         "cooloff_minutes": max(1, round(cool_off.total_seconds() / 60)),
         "next": request.POST.get("next", ""),

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from console.api import api
@@ -45,7 +44,7 @@ urlpatterns = [
     path("settings/<str:key>/", settings_pages.settings_save, name="settings_save"),
     path("inspect/", inspector.inspect, name="inspect"),
     # Logged in already (a bookmarked login link, a second tab): on to `next`, not a form.
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("login/", base.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", base.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),

@@ -30,6 +30,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from console import roles
+from console.forms import LoginForm
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -182,6 +183,12 @@ def add_errors(form: Form, exc: ValidationError) -> None:
             form.add_error(field if field in form.fields else None, errors)
     else:
         form.add_error(None, exc.messages)
+
+
+class LoginView(auth_views.LoginView):
+    """Django's login, saying a refusal in the console's words (`LoginForm`)."""
+
+    authentication_form = LoginForm
 
 
 class LogoutView(auth_views.LogoutView):

@@ -150,3 +150,21 @@ def test_ensure_login_keeps_the_password_of_a_login_its_file_does_not_hold(
     assert User.objects.get(username="admin").check_password("the-operators-own")
     assert "its password is the one it had" in said.getvalue()
     assert "--reset" in said.getvalue() and not (tmp_path / "login.txt").exists()
+
+
+def test_a_wrong_password_is_refused_in_the_console_s_words(client: Client, ada: User) -> None:
+    """The page said Django's sentence ("Your username and password didn't match"), and
+    the form carried its other one ("Please enter a correct username and password.
+    Note that both fields may be case-sensitive.")."""
+    page = log_in(client, "wrong").content.decode()
+
+    said = "That username and password do not match a login. Check both (capital letters count)"
+    assert said in page
+    assert "didn" not in page and "Please enter a correct" not in page
+    assert "username is wrong" not in page.lower() and "password is wrong" not in page.lower()
+
+
+def test_a_blank_username_is_named(client: Client, ada: User) -> None:
+    page = log_in(client, "wrong", username="").content.decode()
+
+    assert "Username is required." in page and "This field is required" not in page
