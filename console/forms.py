@@ -14,7 +14,7 @@ from django import forms
 from django.contrib.auth.forms import AuthenticationForm
 from django.utils import timezone
 
-from console.models import validate_name
+from console.models import validate_name, validate_source_url
 from console.services.writes import request_hash
 from recall import decay
 from recall.altitude import ALTITUDES
@@ -454,6 +454,16 @@ class NoteForm(TextForm):
     )
 
     FIRST = "body"
+
+    def clean_source_url(self) -> str:
+        """The service's rule, checked with the other fields: left to the service, a bad
+        address was said only once every other field was right, a round later."""
+        value = str(self.cleaned_data.get("source_url") or "")
+        try:
+            validate_source_url(value)
+        except forms.ValidationError as exc:  # it names its field: said at the field here
+            raise forms.ValidationError(exc.message_dict["source_url"]) from None
+        return value
 
 
 class NewNoteForm(ChoicesForm, NoteForm):

@@ -255,3 +255,18 @@ def test_two_tabs_changing_the_same_field_of_a_note_leave_it_to_the_person(
     assert "Changed there and here: body" in html.unescape(refused)
     assert "Tab B's body." in html.unescape(refused)  # the typed text kept
     assert 'value="Retries, by A"' in refused  # the other tab's title, not the old one
+
+
+@pytest.mark.parametrize("url", ["/notes/new/", "edit"])
+def test_every_field_s_error_comes_in_one_round(
+    admin_client: Client, note: Note, project: Project, url: str
+) -> None:
+    """The source's error came only once the title was right: the service checked it,
+    after the form."""
+    typed = {"project": project.slug, "title": "", "source_url": "ftp://example.org/x"}
+    if url == "edit":
+        url, typed = f"/notes/{note.pk}/edit/", fields(note, title="", source_url="ftp://x")
+    html = admin_client.post(url, typed, **HX).content.decode()
+
+    assert re.search(r'id="id_title_error">[^<]*Title is required\.', html), html
+    assert re.search(r'id="id_source_url_error">[^<]*is not an http\(s\) URL', html), html
