@@ -113,6 +113,11 @@ def field_messages(field: forms.Field, name: str) -> dict[str, str]:
     return said
 
 
+# Names the fields whose value the browser could not read: a number input holding "1e"
+# is sent blank, which read as "Importance is required." (static/console/app.js adds it).
+UNREADABLE = "unreadable"
+
+
 class ConsoleForm(forms.Form):
     """A form a person fills: its errors say which field and what it takes (`field_messages`).
 
@@ -128,6 +133,27 @@ class ConsoleForm(forms.Form):
         for name, field in self.fields.items():
             field.error_messages.update(field_messages(field, self.field_name(name)))
         super().full_clean()
+
+    def clean(self) -> dict[str, Any]:
+        """A field sent blank because the browser could not read it (`UNREADABLE`) is
+        refused as what it is, a value that is not a number, not as an empty one."""
+        cleaned = super().clean() or {}
+        for name in self.unreadable():
+            self.errors.pop(name, None)  # "Importance is required." would send them looking
+            said = self.fields[name].error_messages["invalid"]
+            self.add_error(name, forms.ValidationError(said, code="invalid"))
+        return cleaned
+
+    def unreadable(self) -> list[str]:
+        """The fields sent blank that the browser says held what it could not read."""
+        named = self.data.getlist(UNREADABLE) if hasattr(self.data, "getlist") else []
+        return [
+            name
+            for name, field in self.fields.items()
+            if self.add_prefix(name) in named
+            and "invalid" in field.error_messages
+            and self[name].data in field.empty_values
+        ]
 
     def invalid_fields(self) -> list[forms.BoundField]:
         """The fields with an error, in the form's order (an error summary links each)."""

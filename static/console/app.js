@@ -494,6 +494,22 @@
     if (meta && meta.content) event.detail.headers["X-Console-Person"] = meta.content;
   });
 
+  // --- a number the browser cannot read ---------------------------------------------
+  // A number input holding what the browser cannot read ("1e") is sent blank, which the
+  // form took for no value at all ("Importance is required."; a setting's base value):
+  // each request names such fields (`UNREADABLE` in console/forms.py), and the form
+  // says the value is not a number.
+  document.body.addEventListener("htmx:configRequest", function (event) {
+    const params = event.detail.parameters;
+    const sent = event.detail.unfilteredParameters || params; // blanks kept (see below)
+    if (!params || typeof params.append !== "function" || !sent) return;
+    document.querySelectorAll("input[type=number]").forEach(function (field) {
+      if (field.name && field.validity.badInput && sent.has(field.name)) {
+        params.append("unreadable", field.name);
+      }
+    });
+  });
+
   // --- addresses worth sharing ------------------------------------------------------
   // A filter form's GET (search, inspector) put every field in the address, set or not:
   // "/?q=x&project=&since=&semantic=false&semantic=on". A field left empty means what

@@ -939,6 +939,28 @@ def test_a_value_the_browser_refuses_is_shown_with_its_label(
     assert shown["label"] >= shown["header"], shown
 
 
+def test_a_number_the_browser_cannot_read_is_said_to_be_no_number(page: Any, user: User) -> None:
+    """ "1e" in Importance is sent blank: the form said "Importance is required.", and
+    the person had typed something there."""
+    seed()
+    log_in(page, user)
+    page.goto("/memories/new/")
+    page.select_option("#id_project", "billing-api")
+    page.fill("#id_name", "unreadable-importance")
+    page.fill("#id_importance", "")
+    page.locator("#id_importance").press_sequentially("1e")
+
+    page.click("#memory-form button[type=submit]")
+
+    error = page.locator("#id_importance_error")
+    error.wait_for()
+    assert error.inner_text() == "Importance must be a number between 0 and 1."
+    assert not Memory.objects.filter(name="unreadable-importance").exists()
+    page.fill("#id_importance", "0.7")  # the form is left as it is
+    page.click("#memory-form button[type=submit]")
+    page.wait_for_url("**/memories/*/")
+
+
 def test_a_double_click_on_create_writes_one_memory(page: Any, user: User) -> None:
     seed()
     log_in(page, user)

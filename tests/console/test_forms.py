@@ -8,8 +8,16 @@ from typing import Any
 
 import pytest
 from django import forms
+from django.http import QueryDict
 
-from console.forms import ConfigForm, InspectForm, MemoryForm, NewNoteForm, SearchForm
+from console.forms import (
+    UNREADABLE,
+    ConfigForm,
+    InspectForm,
+    MemoryForm,
+    NewNoteForm,
+    SearchForm,
+)
 from console.views import knobs
 from recall.config import BriefingConfig, RecallConfig
 
@@ -75,6 +83,43 @@ def test_an_error_names_its_field_and_what_it_takes(
 ) -> None:
     assert not form.is_valid()
     assert form.errors[field] == [said]
+
+
+def unreadable(form: type[forms.Form], data: dict[str, str], *names: str, **kw: Any) -> Any:
+    """`form` bound as the page sends it when the browser could not read `names`: blank,
+    and named in `UNREADABLE` (static/console/app.js)."""
+    sent = QueryDict(mutable=True)
+    sent.update(data)
+    sent.setlist(UNREADABLE, list(names))
+    return form(sent, **kw)
+
+
+@pytest.mark.parametrize(
+    ("form", "field", "said"),
+    [
+        (unreadable(MemoryForm, {"kind": "fact", "name": "n", "importance": ""}, "importance"),
+         "importance", "Importance must be a number between 0 and 1."),
+        (unreadable(InspectForm, {"mode": "recall", "budget": ""}, "budget", projects=[]),
+         "budget", "Token budget must be a whole number between 1 and 100,000."),
+        (unreadable(ConfigForm, {"briefing_config-hard_cap_factor": ""},
+                    "briefing_config-hard_cap_factor", key="briefing_config",
+                    base=BriefingConfig(), override={},
+                    labels=knobs.labels("briefing", BriefingConfig())),
+         "hard_cap_factor", "“Hard cap (x size)” must be a number."),
+    ],
+)  # fmt: skip
+def test_a_value_the_browser_could_not_read_is_said_to_be_no_number(
+    form: forms.Form, field: str, said: str
+) -> None:
+    """ "1e" in a number field is sent blank: the form said "Importance is required.",
+    and a setting's blank meant its base value."""
+    assert not form.is_valid()
+    assert form.errors[field] == [said]
+
+
+def test_a_blank_field_the_browser_read_is_still_blank() -> None:
+    form = unreadable(MemoryForm, {"kind": "fact", "name": "n", "importance": "0.5"}, "importance")
+    assert form.is_valid(), form.errors
 
 
 def bounded(form: forms.Form) -> list[tuple[str, str]]:
