@@ -28,6 +28,7 @@ from recall.config import (
     MAX_WEIGHT,
     MIN_BUDGET,
     decode_over,
+    limits,
 )
 from recall.graph import MAX_ASSOCIATED, MAX_CAP, MAX_HOPS, MAX_SEEDS
 from recall.neighbourhood import FIELDS as SESSION_FIELDS
@@ -79,7 +80,11 @@ CHANNEL_NAMES = {
 
 def _limits(field: forms.Field) -> str:
     """A number field's allowed range in words ("between 0 and 1"), or ""."""
-    low, high = getattr(field, "min_value", None), getattr(field, "max_value", None)
+    return _range(getattr(field, "min_value", None), getattr(field, "max_value", None))
+
+
+def _range(low: float | None, high: float | None) -> str:
+    """Bounds in words: "between 0 and 1", "at least 0", "at most 1", or ""."""
     if low is not None and high is not None:
         return f"between {_amount(low)} and {_amount(high)}"
     if low is not None:
@@ -87,18 +92,19 @@ def _limits(field: forms.Field) -> str:
     return f"at most {_amount(high)}" if high is not None else ""
 
 
-def field_messages(field: forms.Field, name: str) -> dict[str, str]:
+def field_messages(field: forms.Field, name: str, *, limits: str | None = None) -> dict[str, str]:
     """The errors a field can raise, in the console's words: each names the field
     (`name`, its label as the page shows it) and says what it takes ("Importance must
     be between 0 and 1."), where Django would say "Ensure this value is less than or
-    equal to 1.0." without saying which field, or why."""
+    equal to 1.0." without saying which field, or why. `limits`: its range in words,
+    when the field's own bounds do not hold it (a setting's are the engine's)."""
     name = name.replace("%", "%%")  # the messages are %-formatted with Django's params
     said = {
         "required": f"{name} is required.",
         "invalid_choice": f"{name} must be one of the choices offered, not “%(value)s”.",
     }
     if isinstance(field, forms.IntegerField):  # FloatField and DecimalField too
-        limits = _limits(field)
+        limits = _limits(field) if limits is None else limits
         kind = "number" if isinstance(field, forms.FloatField) else "whole number"
         said["invalid"] = f"{name} must be a {kind}{' ' + limits if limits else ''}."
         if limits:
@@ -131,8 +137,12 @@ class ConsoleForm(forms.Form):
     def full_clean(self) -> None:
         # At clean time, not in __init__: fields added by a subclass's __init__ count too.
         for name, field in self.fields.items():
-            field.error_messages.update(field_messages(field, self.field_name(name)))
+            field.error_messages.update(self.messages(name))
         super().full_clean()
+
+    def messages(self, name: str) -> dict[str, str]:
+        """The errors field `name` can raise, in the console's words (`field_messages`)."""
+        return field_messages(self.fields[name], self.field_name(name))
 
     def clean(self) -> dict[str, Any]:
         """A field sent blank because the browser could not read it (`UNREADABLE`) is
@@ -909,6 +919,13 @@ class ConfigForm(ConsoleForm):
 
     def field_name(self, name: str) -> str:
         return f"“{self[name].label}”"  # as `_plain` names a field in the engine's messages
+
+    def messages(self, name: str) -> dict[str, str]:
+        """As any console form's, with the engine's bounds of the knob (`limits`): "1.5"
+        in a whole-number setting is told the range it must be in, as a 0 there is."""
+        bounds = limits(self.base).get(name)
+        said = _range(*bounds) if bounds else None
+        return field_messages(self.fields[name], self.field_name(name), limits=said)
 
     def _plain(self, message: str) -> str:
         """The engine's message in the console's words: each setting's key (`scan_limit`)

@@ -33,7 +33,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from recall.errors import ConfigError
 from recall.graph import GRAPH_WEIGHT, check_graph
@@ -299,6 +299,18 @@ MIN_LINE_CHARS, MAX_LINE_CHARS = 20, 2000
 class BriefingConfig:
     """Session-start briefing."""
 
+    # Each number knob's bounds, checked below and said by the edges (`limits`): below
+    # Recall's least budget a briefing holds its wrapper and little else (a setting of
+    # 10 emptied every agent's briefing without a word); a scan of a billion "newest"
+    # memories read every memory of a large deployment on every briefing, and a
+    # 3-character line says nothing.
+    LIMITS: ClassVar[Mapping[str, tuple[float, float]]] = {
+        "budget": (MIN_BUDGET, MAX_BUDGET),
+        "scan_limit": (1, MAX_BRIEFING_SCAN),
+        "hard_cap_factor": (1, MAX_HARD_CAP),
+        "description_chars": (MIN_LINE_CHARS, MAX_LINE_CHARS),
+    }
+
     budget: int = 1500
     hard_cap_factor: float = 2.0  # nothing renders beyond budget x this
     # Newest memories read to build the index: a 1500-token budget (hard cap
@@ -309,19 +321,11 @@ class BriefingConfig:
     tag: str = "memory-briefing"
 
     def __post_init__(self) -> None:
-        # Below Recall's minimum a briefing holds its wrapper and little else: a
-        # setting of 10 emptied every agent's briefing without a word.
-        if not MIN_BUDGET <= self.budget <= MAX_BUDGET:
-            raise ValueError(f"budget must be within {MIN_BUDGET}..{MAX_BUDGET}, not {self.budget}")
-        # Upper bounds too: a scan of a billion "newest" memories read every memory of
-        # a large deployment on every briefing, and a 3-character line says nothing.
-        for knob, low, high in (
-            ("scan_limit", 1, MAX_BRIEFING_SCAN),
-            ("hard_cap_factor", 1, MAX_HARD_CAP),
-            ("description_chars", MIN_LINE_CHARS, MAX_LINE_CHARS),
-        ):
+        for knob, (low, high) in self.LIMITS.items():
             if not low <= getattr(self, knob) <= high:
-                raise ValueError(f"{knob} must be within {low}..{high}, not {getattr(self, knob)}")
+                raise ValueError(
+                    f"{knob} must be within {low:g}..{high:g}, not {getattr(self, knob)}"
+                )
         _check_tag(self.tag)
 
 
@@ -369,6 +373,15 @@ class DedupConfig:
 
 
 C = TypeVar("C", RecallConfig, SearchConfig, BriefingConfig, PromptConfig, DedupConfig)
+
+
+def limits(config: object) -> Mapping[str, tuple[float, float]]:
+    """The fixed bounds (least, most) of a section's number knobs, by knob, as its
+    `LIMITS` declares them (the briefing's); a knob left out has none declared, its
+    check in the section's `__post_init__` (some depend on other knobs: `max_limit`)."""
+    declared: Mapping[str, tuple[float, float]] = getattr(type(config), "LIMITS", {})
+    return declared
+
 
 # Section name -> its config (the override row of section S is `S_config`).
 SECTIONS: dict[str, type[Any]] = {

@@ -508,6 +508,14 @@
         params.append("unreadable", field.name);
       }
     });
+    // A GET changes nothing (the settings preview): it goes even with a number the
+    // browser refuses ("1.5" in a whole-number field, "1e"), whose refusal stopped the
+    // preview without a word; the answer says what is wrong beside the field.
+    if (event.detail.verb === "get" && event.detail.errors) {
+      event.detail.errors = event.detail.errors.filter(function (error) {
+        return !error.elt.matches("input[type=number]");
+      });
+    }
   });
 
   // --- addresses worth sharing ------------------------------------------------------

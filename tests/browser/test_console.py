@@ -745,6 +745,37 @@ def test_archive_restore_and_delete_with_confirmation(page: Any, user: User) -> 
     assert not Memory.objects.filter(pk=memory.pk).exists()
 
 
+@pytest.mark.parametrize(
+    ("knob", "typed", "said"),
+    [
+        (
+            "scan_limit",
+            "1.5",
+            "“Newest memories read” must be a whole number between 1 and 10,000.",
+        ),
+        ("hard_cap_factor", "1e", "“Hard cap (x size)” must be a number between 1 and 10."),
+    ],
+)
+def test_the_preview_says_beside_a_refused_number_what_is_wrong(
+    page: Any, user: User, knob: str, typed: str, said: str
+) -> None:
+    """ "1.5" in a whole-number field, or "1e", is refused by the browser: the preview
+    just stopped, with the briefing of the values before still shown, and no word."""
+    seed()
+    log_in(page, user)
+    page.goto("/settings/")
+    page.wait_for_selector("[data-briefing]")
+
+    page.locator(f"#id_briefing_config-{knob}").press_sequentially(typed)
+
+    error = page.locator(f"#err-briefing_config-{knob}")
+    error.wait_for(state="visible")
+    assert error.inner_text() == said
+    assert page.get_attribute(f"#id_briefing_config-{knob}", "aria-invalid") == "true"
+    assert not page.locator("#preview [data-briefing]").count()
+    assert "fix" in page.locator("#preview").inner_text()
+
+
 def test_a_briefing_setting_changes_the_preview_then_the_next_briefing(
     page: Any, user: User
 ) -> None:

@@ -16,6 +16,7 @@ from recall.config import (
     SearchConfig,
     decode_over,
     from_mapping,
+    limits,
     resolve,
 )
 from recall.errors import ConfigError
@@ -207,3 +208,20 @@ def test_briefing_knobs_are_bounded_on_both_sides(knob: str, value: float) -> No
     with pytest.raises(ValueError, match=knob):
         BriefingConfig(**{knob: value})
     BriefingConfig(scan_limit=10_000, hard_cap_factor=10, description_chars=20)  # the edges
+
+
+@pytest.mark.parametrize("knob", sorted(limits(BriefingConfig())))
+def test_the_limits_a_section_declares_are_the_ones_it_checks(knob: str) -> None:
+    """The console says a setting's range from `limits` ("1.5" in "Newest memories read":
+    "a whole number between 1 and 10,000"): a range said is the range enforced."""
+    low, high = limits(BriefingConfig())[knob]
+    step = 1 if isinstance(getattr(BriefingConfig(), knob), int) else 0.01
+    for value in (low - step, high + step):
+        with pytest.raises(ValueError, match=knob):
+            BriefingConfig(**{knob: value})
+    assert getattr(BriefingConfig(**{knob: low}), knob) == low
+    assert getattr(BriefingConfig(**{knob: high}), knob) == high
+
+
+def test_a_section_without_declared_limits_has_none() -> None:
+    assert limits(SearchConfig()) == {}
