@@ -119,6 +119,24 @@ def field_messages(field: forms.Field, name: str, *, limits: str | None = None) 
     return said
 
 
+class ConsoleBoundField(forms.BoundField):
+    """A field as a console form renders it: a number input carries what its form says
+    of a value that is not a number (`data-invalid-message`). A save the browser stops
+    for one ("1e", "1.5" in a whole-number field) sends nothing for the server to
+    answer, and app.js says it beside the field instead, in the same words."""
+
+    def build_widget_attrs(self, attrs: Any, widget: forms.Widget | None = None) -> Any:
+        attrs = super().build_widget_attrs(attrs, widget)
+        said = (
+            self.form.messages(self.name).get("invalid")
+            if isinstance(self.form, ConsoleForm)
+            else None
+        )
+        if said and isinstance(widget or self.field.widget, forms.NumberInput):
+            attrs["data-invalid-message"] = said.replace("%%", "%")  # not %-formatted here
+        return attrs
+
+
 # Names the fields whose value the browser could not read: a number input holding "1e"
 # is sent blank, which read as "Importance is required." (static/console/app.js adds it).
 UNREADABLE = "unreadable"
@@ -129,6 +147,8 @@ class ConsoleForm(forms.Form):
 
     A label holding a colon ("Weight: meaning") is quoted, so the sentence still reads.
     """
+
+    bound_field_class = ConsoleBoundField
 
     def field_name(self, name: str) -> str:
         label = str(self[name].label)

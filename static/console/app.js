@@ -365,11 +365,15 @@
   function focusFirstInvalid(root) {
     const field = root.querySelector("[aria-invalid=true]");
     if (!field) return false;
+    focusField(field);
+    return true;
+  }
+
+  function focusField(field) {
     const folded = field.closest("details:not([open])"); // the inspector's "More options"
     if (folded) folded.open = true;
     field.focus({ preventScroll: true });
     field.scrollIntoView({ block: "center" });
-    return true;
   }
 
   // The search box searches as you type (htmx, `input` on #id_q): not while an input
@@ -682,6 +686,42 @@
       });
     });
   }
+
+  // --- a save the browser stopped ----------------------------------------------------
+  // A save that asks the browser first (hx-validate: the settings' Save, and Enter in a
+  // setting) sends nothing while a number field holds what it refuses ("1e", "1.5" in a
+  // whole-number field), rightly, as a blank would mean the base value; but it said
+  // nothing either. Each refused field says why in its slot, in its form's own words
+  // (data-invalid-message, console/forms.py), and the first one takes the focus.
+  function errorSlot(field) {
+    const ids = (field.getAttribute("aria-describedby") || "").split(/\s+/);
+    const slots = ids.map(function (id) { return id ? document.getElementById(id) : null; });
+    return slots.find(function (el) { return el && el.classList.contains("field-error"); }) || null;
+  }
+  document.body.addEventListener("htmx:validation:halted", function (event) {
+    const refused = (event.detail.errors || []).filter(function (error) { return errorSlot(error.elt); });
+    if (!refused.length) return;
+    refused.forEach(function (error) {
+      const slot = errorSlot(error.elt);
+      slot.textContent = error.elt.dataset.invalidMessage || error.message;
+      slot.hidden = false;
+      slot.setAttribute("role", "alert");
+      slot.dataset.refused = "";
+    });
+    syncFieldErrors();
+    focusField(refused[0].elt);
+  });
+  // Once the browser reads the value again, the word said here goes (the settings
+  // preview, where there is one, then says the rest; a save, everywhere).
+  document.addEventListener("input", function (event) {
+    const slot = event.target instanceof Element ? errorSlot(event.target) : null;
+    if (!slot || !("refused" in slot.dataset) || !event.target.validity.valid) return;
+    delete slot.dataset.refused;
+    slot.textContent = "";
+    slot.hidden = true;
+    slot.removeAttribute("role");
+    syncFieldErrors();
+  });
 
   // A value the browser refuses inside a closed <details> ("More options"): open it,
   // or the browser cannot show the field and the form silently does not submit.

@@ -498,6 +498,41 @@ def test_a_number_the_browser_cannot_read_is_not_saved_as_blank(page: Any, user:
     )
 
 
+@pytest.mark.parametrize(
+    ("section", "knob", "typed", "said"),
+    [
+        (
+            "briefing",
+            "hard_cap_factor",
+            "1e",
+            "“Hard cap (x size)” must be a number between 1 and 10.",
+        ),
+        ("search", "limit", "1.5", "“Results per search” must be a whole number."),
+    ],
+)
+def test_a_save_the_browser_stops_says_why_at_the_field(
+    page: Any, user: User, section: str, knob: str, typed: str, said: str
+) -> None:
+    """Save with "1e" in a number field (or "1.5" in a whole-number one) did nothing
+    at all: the browser refused the value and htmx sent nothing, without a word."""
+    seed()
+    log_in(page, user)
+    page.goto("/settings/")
+    field = f"#id_{section}_config-{knob}"
+    page.locator(field).press_sequentially(typed)
+
+    page.click(f"#section-{section}_config .actions button[value=save]")
+
+    error = page.locator(f"#err-{section}_config-{knob}")
+    error.wait_for(state="visible")
+    assert error.inner_text() == said
+    assert page.get_attribute(field, "aria-invalid") == "true"
+    page.wait_for_function("(id) => document.activeElement.id === id", arg=field[1:])
+    assert not Setting.objects.exists()  # and nothing was sent to be saved
+    page.locator(field).fill("3")  # read again: the word goes
+    page.wait_for_selector(f"#err-{section}_config-{knob}[hidden]", state="attached")
+
+
 def log_out_in_another_tab(page: Any) -> None:
     other = page.context.new_page()
     other.goto("/")

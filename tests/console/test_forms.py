@@ -149,3 +149,12 @@ def test_no_field_a_person_fills_speaks_django_s_default_words(make: Any) -> Non
         named = (f"{label} must be ", f"“{label}” must be ")
         assert any(s.startswith(named) for s in said), said
         assert not any(default in s for default in DJANGO for s in said), said
+
+
+def test_a_number_field_carries_what_its_form_says_of_no_number() -> None:
+    """For app.js to say at the field when the browser stops a save for it (nothing is
+    sent, so no answer can say it)."""
+    setting = config("briefing", BriefingConfig())["scan_limit"]
+    said = "“Newest memories read” must be a whole number between 1 and 10,000."
+    assert f'data-invalid-message="{said}"' in str(setting)
+    assert "data-invalid-message" not in str(config("briefing", BriefingConfig())["tag"])
