@@ -426,11 +426,18 @@
   // (the settings preview, refreshed by the save it answers) found the focus on
   // <body> and wiped the key the first swap's settle needed (seen on a busy machine).
   const focusKeys = new Map();
+  // The swap targets answering a save (a POST): a form back with errors starts at its
+  // first one even when focus stayed on a field. Enter in a field submits from there,
+  // and htmx gave the focus back to that field's successor (same id), so nothing
+  // seemed lost and the error was left for the person to find.
+  const answersSave = new Set();
   document.body.addEventListener("htmx:beforeSwap", function (event) {
     const active = document.activeElement;
     lastFocusKey = active && active.dataset ? active.dataset.focusKey || null : null;
     const target = event.detail.target;
     if (target && target.id) focusKeys.set(target.id, lastFocusKey);
+    const config = event.detail.requestConfig;
+    if (target && target.id && config && config.verb === "post") answersSave.add(target.id);
   });
 
   document.body.addEventListener("htmx:afterSettle", function (event) {
@@ -441,6 +448,7 @@
     const lost = !document.activeElement || document.activeElement === document.body;
     const focusKey = swapped.id && focusKeys.has(swapped.id) ? focusKeys.get(swapped.id) : lastFocusKey;
     focusKeys.delete(swapped.id);
+    const saved = answersSave.delete(swapped.id);
     const asked = swapped.matches("[data-autofocus]") ? swapped : swapped.querySelector("[data-autofocus]");
     // A result that says which fields to fix (the inspector's: its errors went to
     // their fields, out of band) sends the focus to the first of them.
@@ -450,7 +458,7 @@
       asked.focus();
     } else if (fixing) {
       focusFirstInvalid(fixing);
-    } else if (swapped.querySelector("[aria-invalid=true]") && lost) {
+    } else if (swapped.querySelector("[aria-invalid=true]") && (lost || saved)) {
       focusFirstInvalid(swapped);
     } else if (focusKey && lost) {
       // The same control again; paging past the last page, the other pager link.

@@ -394,6 +394,38 @@ def test_edit_with_inline_errors_then_supersede_and_follow_the_chain(page: Any, 
     page.wait_for_url(f"**/memories/{new_pk}/")
 
 
+@pytest.mark.parametrize("form", ["memory edit", "new note", "settings"])
+def test_enter_in_a_form_back_with_errors_focuses_the_first_of_them(
+    page: Any, user: User, form: str
+) -> None:
+    """A click on Save moved the focus to the first field in error; Enter in a field
+    left it on that field (htmx gives focus back to the field's successor)."""
+    memory = seed()["idempotency-keys"]
+    log_in(page, user)
+    if form == "memory edit":
+        page.goto(f"/memories/{memory.pk}/edit/")
+        page.fill("#id_name", "Not A Slug")
+        bad, typed_in, shown = "#id_name", "#id_tags", "#memory-form"
+    elif form == "new note":
+        page.goto("/notes/new/?project=billing-api")
+        bad, typed_in, shown = "#id_title", "#id_tags", "#note-form"  # no title
+    else:
+        page.goto("/settings/")
+        page.fill("#id_search_config-max_limit", "0")  # the engine refuses it
+        bad, typed_in = "#id_search_config-max_limit", "#id_search_config-identifier_limit"
+        shown = "#form-search_config"
+    page.fill(typed_in, "3")
+    page.evaluate("(form) => { document.querySelector(form).dataset.old = '1' }", shown)
+
+    page.press(typed_in, "Enter")
+
+    page.wait_for_function(  # the form came back from the server
+        "(form) => !document.querySelector(form).dataset.old", arg=shown
+    )
+    page.wait_for_function("(id) => document.activeElement.id === id", arg=bad[1:])
+    assert page.get_attribute(bad, "aria-invalid") == "true"
+
+
 def test_leaving_a_memory_form_with_unsaved_text_asks_first(
     page: Any, user: User, watch: Watch
 ) -> None:
