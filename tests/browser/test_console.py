@@ -994,6 +994,33 @@ def test_the_inspector_shows_an_error_at_its_field(page: Any, user: User) -> Non
     page.wait_for_selector("div.field:has(> #id_budget):not(.invalid)")
 
 
+@pytest.mark.parametrize("size", [(1366, 850), (390, 844)], ids=["desktop", "phone"])
+def test_the_mode_s_error_sits_under_its_choices(
+    page: Any, user: User, size: tuple[int, int]
+) -> None:
+    """On a phone the Mode's error was squeezed into a narrow column beside its radio
+    buttons, a word or two a line."""
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    log_in(page, user)
+    page.goto("/inspect/?mode=bogus&query=stripe")
+    error = page.locator("#err-inspect-mode")
+    error.wait_for(state="visible")
+    assert "Mode must be one of the choices offered" in error.inner_text()
+
+    shown = page.evaluate(
+        """() => {
+            const box = (el) => el.getBoundingClientRect();
+            const error = box(document.getElementById('err-inspect-mode'));
+            const choices = [...document.querySelectorAll('.mode label.check')].map(box);
+            const set = box(document.querySelector('fieldset.mode'));
+            return {top: error.top, width: error.width, set: set.width,
+                    below: Math.max(...choices.map((c) => c.bottom))};
+        }"""
+    )
+    assert shown["top"] >= shown["below"], shown  # under the choices, not beside them
+    assert shown["width"] >= shown["set"] * 0.9, shown  # the fieldset's width to read in
+
+
 def test_a_refused_value_in_closed_more_options_opens_them(page: Any, user: User) -> None:
     """A value over its limit typed in "More options", the section closed again: Run
     did nothing at all ("An invalid form control with name='limit' is not focusable")."""
