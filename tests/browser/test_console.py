@@ -1086,6 +1086,31 @@ def test_a_number_the_browser_cannot_read_is_said_to_be_no_number(page: Any, use
     page.wait_for_url("**/memories/*/")
 
 
+@pytest.mark.parametrize("size", [(1366, 850), (390, 844)], ids=["desktop", "phone"])
+def test_a_refused_value_below_is_scrolled_clear_of_the_bottom_edge(
+    page: Any, user: User, size: tuple[int, int]
+) -> None:
+    """Scrolling down to a refused field, the browser's own check stopped with it on the
+    bottom edge of the window, and its message bubble, under it, out of sight."""
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    log_in(page, user)
+    page.goto("/inspect/")
+    page.fill("#id_query", "stripe")
+    page.click(".advanced summary")
+    page.fill("#id_w_semantic", "-1")  # at least 0; the last field of More options
+    page.evaluate("() => window.scrollTo(0, 0)")
+
+    page.press("#id_query", "Enter")
+    page.wait_for_function("() => document.activeElement.id === 'id_w_semantic'")
+    page.wait_for_timeout(200)  # the scroll is instant; nothing more moves
+
+    shown = page.evaluate(
+        """() => ({bottom: document.getElementById('id_w_semantic').getBoundingClientRect()
+                     .bottom, height: window.innerHeight})"""
+    )
+    assert shown["height"] - shown["bottom"] >= 80, shown  # room for the bubble under it
+
+
 def test_a_double_click_on_create_writes_one_memory(page: Any, user: User) -> None:
     seed()
     log_in(page, user)
