@@ -206,6 +206,7 @@ def memory_write(who: Access, p: MemoryIn, *, key: str | None = None) -> Answer:
                 *withheld.warnings(fields),
                 *_unlinked(written.memory),
                 *_shared_turn(written.memory, fields),
+                *_retired([written.memory]).get(written.memory.pk, []),
             ]
             if written.created
             else list(_not_as_asked(written.memory, fields))
@@ -256,6 +257,36 @@ def _shared_turn(memory: Any, asked: dict[str, Any], where: str = "") -> list[st
     ]
 
 
+def _retired(made: Sequence[Any]) -> dict[str, list[str]]:
+    """By id of each of `made` (memories just created in one project), a warning when an
+    archived or superseded memory held the same text: the writer may be learning again
+    what a person or an agent retired as wrong or out of date."""
+    if not made:
+        return {}
+    found = selectors.retired_with_text(
+        project_id=made[0].project_id, hashes={m.content_hash for m in made}
+    )
+    out: dict[str, list[str]] = {}
+    for memory in made:
+        old = found.get(memory.content_hash)
+        if old is None or old.pk == memory.pk:
+            continue
+        when = old.invalid_at.date().isoformat() if old.invalid_at else "before"
+        if old.superseded_by is not None:
+            new = old.superseded_by
+            said = (
+                f"this text is what {old.name} ({old.pk}) said until {new.name} ({new.pk}) "
+                f"replaced it on {when}; if {new.name} still holds, archive this memory"
+            )
+        else:
+            said = (
+                f"{old.name} ({old.pk}) held this text and was archived on {when}; if it was "
+                "archived as wrong, archive this memory too"
+            )
+        out[memory.pk] = [said]
+    return out
+
+
 # What a write may ask for beside its text (the text is what makes it the same memory).
 AS_ASKED = ("name", "kind", "tags", "importance", "session_id", "session_order",
             "occurred_at", "valid_from", "invalid_at")  # fmt: skip
@@ -302,6 +333,7 @@ def memory_write_batch(who: Access, p: MemoryBatchIn, *, key: str | None = None)
             for o in outcomes
         ]  # fmt: skip
         created = sum(1 for o in outcomes if o.created)
+        retired = _retired([o.memory for o in outcomes if o.created])
         said = [
             warning
             for i, o in enumerate(outcomes)
@@ -310,6 +342,7 @@ def memory_write_batch(who: Access, p: MemoryBatchIn, *, key: str | None = None)
                     *withheld.warnings(items[i], f"memories.{i}."),
                     *(f"memories.{i}.{w}" for w in _unlinked(o.memory)),
                     *_shared_turn(o.memory, items[i], f"memories.{i}."),
+                    *(f"memories.{i}: {w}" for w in retired.get(o.memory.pk, [])),
                 ]
                 if o.created
                 else [f"memories.{i}: {w}" for w in _not_as_asked(o.memory, items[i])]

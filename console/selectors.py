@@ -490,6 +490,18 @@ def memory_duplicate(
     return rows.select_related("project").order_by("id").first()
 
 
+def retired_with_text(*, project_id: int | None, hashes: Collection[str]) -> dict[str, Memory]:
+    """By text hash, the latest archived or superseded memory of the project that held
+    that text (unexpired; the replacement read with it): what an agent writing that
+    text again should be told, as it may be restating what was retired as wrong."""
+    scope = Q(project__isnull=True) if project_id is None else Q(project_id=project_id)
+    rows = Memory.objects.filter(
+        scope, Q(expires_at__isnull=True) | Q(expires_at__gt=store_now()),
+        content_hash__in=[h for h in hashes if h], invalid_at__isnull=False,
+    ).select_related("superseded_by").order_by("invalid_at", "id")  # fmt: skip
+    return {memory.content_hash: memory for memory in rows}  # the latest last: it wins
+
+
 def memories_replaced_by(*, memory: Memory) -> list[Memory]:
     """The memories `memory` superseded (their `superseded_by` names it)."""
     return list(Memory.objects.filter(superseded_by_id=memory.pk).order_by("name"))

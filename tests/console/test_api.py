@@ -543,6 +543,42 @@ def test_an_edit_that_makes_a_memory_say_what_another_says_is_hinted(world: Worl
     assert retagged.json()["dedup_hint"] is None  # its text did not change: nothing to compare
 
 
+def test_a_write_of_a_text_that_was_archived_or_superseded_says_so(world: World) -> None:
+    # A new memory holding the exact text of a retired one was created in silence: an
+    # agent learning again what a person archived as wrong, or what was replaced, was
+    # not told. The write still happens (the fact may hold again); the reply says so.
+    alpha = world.memories["alpha"].project
+    wrong = services.memory_create(
+        project=alpha, kind="fact", name="refund-window", description="Refunds within 30 days"
+    )
+    wrong = services.memory_archive(memory=wrong)
+    stale = services.memory_create(
+        project=alpha, kind="fact", name="vat-rate", description="The VAT rate is 19 percent"
+    )
+    current = services.memory_supersede(memory=stale, description="The VAT rate is 20 percent")
+    indexing.apply_pending()
+    client = world.client("alpha")
+
+    again = call(client, "post", "/memories", {"name": "refunds", "description": wrong.description})
+    batch = call(client, "post", "/memories/batch", {"memories": [
+        {"name": "tea", "description": "Tea is served at four"},
+        {"name": "vat", "description": stale.description},
+    ]})  # fmt: skip
+    fresh = call(client, "post", "/memories", {"name": "coffee", "description": "Coffee at ten"})
+
+    assert again.status_code == 201 and batch.status_code == 201
+    said = [w for w in again.json()["warnings"] if "held this text" in w]
+    assert said == [
+        f"refund-window ({wrong.pk}) held this text and was archived on "
+        f"{wrong.invalid_at:%Y-%m-%d}; if it was archived as wrong, archive this memory too"
+    ]
+    told = [w for w in batch.json()["warnings"] if "this text is what" in w]
+    assert len(told) == 1
+    assert told[0].startswith(f"memories.1: this text is what vat-rate ({stale.pk}) said until ")
+    assert f"until {current.name} ({current.pk}) replaced it" in told[0]
+    assert not any("this text" in w for w in fresh.json()["warnings"])
+
+
 def test_write_without_a_similar_memory_has_no_hint(world: World) -> None:
     body = {"name": "tea-time", "description": "Tea is served at four o'clock sharp"}
 
