@@ -46,6 +46,7 @@ from console.views.base import (
     partial,
     visible_or_404,
 )
+from recall.errors import RecallError
 from recall.worth import worth
 
 
@@ -172,6 +173,30 @@ def _warn_withheld(request: HtmxHttpRequest, fields: dict[str, Any]) -> None:
         messages.warning(request, said)
 
 
+def _told(
+    request: HtmxHttpRequest, saved: Memory, fields: dict[str, Any], *, reworded: bool = True
+) -> None:
+    """What a person should know of a memory they just wrote: the lines agents will read
+    as withheld, and, when its words changed, an active memory that says much the same
+    (agents' writes get this as their dedup hint; a person's came back with "Saved")."""
+    _warn_withheld(request, fields)
+    if not reworded:
+        return
+    try:
+        like = selectors.memory_dedup_hint(
+            project=saved.project.slug if saved.project else None, name=saved.name,
+            description=saved.description, body=saved.body, exclude=[saved.pk], kind=saved.kind,
+        )  # fmt: skip
+    except RecallError:  # advisory: a plane that cannot answer leaves it out
+        return
+    if like is not None:
+        messages.info(
+            request,
+            f"{saved.name} reads much like {like.name} (similarity {like.similarity or 0:.2f}): "
+            "if they say the same, supersede or archive one of them.",
+        )
+
+
 def _memory_form(request: HtmxHttpRequest, memory: Memory, *, supersede: bool) -> HttpResponse:
     closed = memory.superseded_by_id or (supersede and memory.invalid_at is not None)
     if closed and request.method == "GET":  # a form its save would refuse: say so at once
@@ -217,7 +242,11 @@ def _memory_form(request: HtmxHttpRequest, memory: Memory, *, supersede: bool) -
                             f"{saved.name} is archived: agents do not read it (Restore brings "
                             "it back).",
                         )
-                    _warn_withheld(request, values)
+                    words = ("name", "description", "body")
+                    reworded = supersede or any(
+                        getattr(saved, f) != getattr(memory, f) for f in words
+                    )
+                    _told(request, saved, values, reworded=reworded)
                     renamed = None if supersede else selectors.links_left_by_rename(saved)
                     if renamed:
                         messages.warning(request, renamed[:1].upper() + renamed[1:] + ".")
@@ -279,11 +308,11 @@ def _created(
     form: NewMemoryForm | NewNoteForm,
     write: Callable[..., Any],
     shown: Callable[[Any], tuple[str, str]],
-    said: Callable[[dict[str, Any]], None] | None = None,
+    said: Callable[[Any, dict[str, Any]], None] | None = None,
 ) -> HttpResponse | None:
     """A new item's form, posted: `write` it into the project chosen and go to its page
-    (`shown`: its label and its page's URL name; `said`: what else to tell, after
-    "Created"), else None with the errors on `form`."""
+    (`shown`: its label and its page's URL name; `said`: what else to tell of the item
+    and the values written, after "Created"), else None with the errors on `form`."""
     if not form.is_valid():
         return None
     data = dict(form.cleaned_data)
@@ -296,7 +325,7 @@ def _created(
     label, url_name = shown(saved)
     messages.success(request, f"Created {label}.")
     if said is not None:
-        said(data)
+        said(saved, data)
     return done(request, reverse(url_name, args=[saved.pk]))
 
 
@@ -311,7 +340,7 @@ def memory_new(request: HtmxHttpRequest) -> HttpResponse:
         form = NewMemoryForm(request.POST, projects=projects, global_choice=curates)
         made = _created(
             request, form, lambda **data: services.memory_create(source="user_stated", **data),
-            lambda m: (m.name, "memory_detail"), said=lambda data: _warn_withheld(request, data),
+            lambda m: (m.name, "memory_detail"), said=lambda m, data: _told(request, m, data),
         )  # fmt: skip
         if made is not None:
             return made

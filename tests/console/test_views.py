@@ -685,6 +685,33 @@ def test_edit_saves_and_reaches_the_index_at_once(admin_client: Client, memory: 
     assert [h.id for h in hits] == [memory.pk]
 
 
+def test_a_person_writing_what_another_memory_says_is_told(
+    admin_client: Client, memory: Memory, project: Project
+) -> None:
+    # An agent's write gets a dedup hint; a person's "New memory", edit or supersede
+    # came back with "Created" or "Saved" alone.
+    new = {**form_data(memory, name="chroma-first"), "project": project.slug}
+    other = make_memory(project, name="tea-time", description="Tea is served at four")
+
+    def told(url: str, data: dict[str, Any]) -> list[str]:
+        said = get_messages(admin_client.post(url, data, **HX).wsgi_request)
+        admin_client.get("/")  # the next page shows them, and they are gone
+        return [str(m) for m in said if "reads much like" in str(m)]
+
+    created = told("/memories/new/", new)
+    made = Memory.objects.get(name="chroma-first")
+    reworded = told(f"/memories/{other.pk}/edit/", form_data(other, description=memory.description))
+    retagged = told(f"/memories/{made.pk}/edit/", form_data(made, tags="boot", seen=""))
+
+    assert len(created) == 1 and created[0].startswith(
+        "chroma-first reads much like chroma-boot-race (similarity 0."
+    )
+    assert created[0].endswith("): if they say the same, supersede or archive one of them.")
+    assert len(reworded) == 1 and reworded[0].startswith("tea-time reads much like chroma-")
+    assert retagged == []  # its words did not change: nothing new to compare
+    assert Memory.objects.get(pk=made.pk).tags == ["boot"]  # (and it was saved)
+
+
 def test_a_save_over_a_newer_save_is_refused_not_lost(admin_client: Client, memory: Memory) -> None:
     """Two tabs open the same memory; the second save would silently undo the first."""
     opened = re.search(r'name="seen" value="([^"]+)"', admin_client.get(
