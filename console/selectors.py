@@ -495,10 +495,19 @@ def retired_with_text(*, project_id: int | None, hashes: Collection[str]) -> dic
     that text (unexpired; the replacement read with it): what an agent writing that
     text again should be told, as it may be restating what was retired as wrong."""
     scope = Q(project__isnull=True) if project_id is None else Q(project_id=project_id)
-    rows = Memory.objects.filter(
-        scope, Q(expires_at__isnull=True) | Q(expires_at__gt=store_now()),
-        content_hash__in=[h for h in hashes if h], invalid_at__isnull=False,
-    ).select_related("superseded_by").order_by("invalid_at", "id")  # fmt: skip
+    held = Memory.objects.filter(
+        scope, content_hash__in=[h for h in hashes if h], invalid_at__isnull=False
+    )
+    ids = list(held.values_list("pk", flat=True))  # nearly always none: one plain read
+    if not ids:
+        return {}
+    rows = (
+        Memory.objects.filter(
+            Q(expires_at__isnull=True) | Q(expires_at__gt=store_now()), pk__in=ids
+        )
+        .select_related("superseded_by")
+        .order_by("invalid_at", "id")
+    )
     return {memory.content_hash: memory for memory in rows}  # the latest last: it wins
 
 
