@@ -105,13 +105,16 @@
     })
       .then(function (response) {
         if (response.status === 403 && response.headers.get("HX-Redirect")) {
-          window.location.href = response.headers.get("HX-Redirect");
-          return null;
+          // Logged out (in another tab, an expiry) while typing: going to the login
+          // page cut the search at the letters first sent and put the rest of what was
+          // typed into its Username. The text stays here; the list says what to do.
+          if (mine === seq) loggedOut(response.headers.get("HX-Redirect"));
+          return undefined;
         }
         return response.ok ? response.text() : null;
       })
       .then(function (html) {
-        if (mine !== seq) return; // stale: a newer request owns the list
+        if (mine !== seq || html === undefined) return; // stale, or said logged out
         if (html === null) return enterFailed();
         results.innerHTML = html; // server-rendered, escaped; scripts never run from innerHTML
         results.dataset.q = q;
@@ -139,6 +142,27 @@
     const chosen = items[current >= 0 ? current : 0];
     if (chosen) choose(chosen);
     else searchPage();
+  }
+
+  function loggedOut(login) {
+    const said = document.createElement("p");
+    said.className = "error";
+    said.setAttribute("role", "alert");
+    const again = document.createElement("a");
+    again.href = login;
+    again.target = "_blank";
+    again.rel = "noopener";
+    again.textContent = "log in again in a new tab";
+    said.append(
+      "You are logged out (in another tab, or the session ended). What you typed is still here: ",
+      again,
+      ", then come back and go on.",
+    );
+    results.replaceChildren(said);
+    results.dataset.q = input.value;
+    results.removeAttribute("aria-busy");
+    select(-1);
+    enterFailed(); // an Enter already pressed opens the search, which asks for the login
   }
 
   function enterFailed() {
@@ -231,6 +255,12 @@
   }
 
   // --- global keys -------------------------------------------------------------
+
+  // A field a person types text into (a search box, a text area), not a choice.
+  function textEntry(el) {
+    if (el.tagName === "TEXTAREA" || el.isContentEditable) return true;
+    return el.tagName === "INPUT" && ["text", "search"].indexOf(el.type) >= 0;
+  }
 
   function typing(el) {
     if (!el) return false;
@@ -618,12 +648,22 @@
     const xhr = event.detail.xhr;
     if (!xhr || xhr.status !== 403 || !xhr.getResponseHeader("HX-Redirect")) return;
     unsavedAgain(event.detail.elt); // its submit had cleared the mark
-    if (!document.querySelector("form[data-guard][data-unsaved]")) return; // nothing to lose
+    const unsaved = document.querySelector("form[data-guard][data-unsaved]");
+    // A search typed as the session ended: the login page took the letters sent first
+    // as the search to go back to, and the rest of what was typed as its Username.
+    const elt = event.detail.elt;
+    const here = document.activeElement;
+    const typedInto =
+      here !== null && textEntry(here) && elt instanceof Element && (elt === here || elt.contains(here));
+    if (!unsaved && !typedInto) return; // nothing to lose
     event.preventDefault();
     requestFailed(
-      "You are logged out (in another tab, or the session ended), so nothing was saved. " +
-        "Your text is still here: log in again in another tab, then come back and save.",
-      event.detail.elt,
+      unsaved
+        ? "You are logged out (in another tab, or the session ended), so nothing was saved. " +
+            "Your text is still here: log in again in another tab, then come back and save."
+        : "You are logged out (in another tab, or the session ended). What you typed is " +
+            "still here: log in again in another tab, then come back and go on.",
+      elt,
       xhr.getResponseHeader("HX-Redirect"),
     );
   });

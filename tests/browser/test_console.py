@@ -638,6 +638,50 @@ def test_text_typed_when_the_session_ended_stays_and_the_page_says_so(
     assert again.startswith("/login/?next=%2Fsettings%2F"), again
 
 
+def test_a_search_typed_as_the_session_ended_stays_and_the_page_says_so(
+    page: Any, user: User, watch: Watch
+) -> None:
+    """Typing in the search box or the palette once logged out in another tab sent the
+    window to the login page at the first letters sent: the search to go back to was
+    "d", and the rest of what was typed ("eploy ...") landed in the login's Username."""
+    seed()
+    log_in(page, user)
+    page.goto("/?q=strict")
+    page.wait_for_selector("#results .hit")
+    watch.expected = ("status of 403",)
+    log_out_in_another_tab(page)
+
+    page.locator("#id_q").fill("")
+    page.locator("#id_q").press_sequentially("stream backpressure", delay=120)
+    page.wait_for_selector("#request-error:not([hidden])")
+    page.wait_for_timeout(400)  # the requests of the last letters are answered too
+
+    assert urlsplit(page.url).path == "/"
+    assert page.input_value("#id_q") == "stream backpressure"
+    assert "logged out" in page.locator("#request-error").inner_text()
+    again = page.locator("#request-error a").get_attribute("href") or ""
+    assert again.startswith("/login/?next=%2F%3Fq%3Dstream"), again
+
+    page.keyboard.press("Escape")
+    page.keyboard.press("Control+k")
+    page.locator("#palette-q").press_sequentially("idempotency keys", delay=120)
+    page.wait_for_selector("#palette-results [role=alert]")
+    page.wait_for_timeout(400)
+
+    assert urlsplit(page.url).path == "/"
+    assert page.input_value("#palette-q") == "idempotency keys"
+    said = page.locator("#palette-results [role=alert]")
+    assert "logged out" in said.inner_text()
+    again = said.locator("a").get_attribute("href") or ""
+    assert again == "/login/?next=%2F%3Fq%3Didempotency%2Bkeys", again
+
+    page.keyboard.press("Enter")  # a deliberate Enter goes on: to the login, then its search
+
+    page.wait_for_url("**/login/**")
+    assert parse_qsl(urlsplit(page.url).query) == [("next", "/?q=idempotency+keys")]
+    assert page.input_value("#id_username") == ""
+
+
 def test_typing_while_a_preview_is_on_its_way_logs_no_error(
     page: Any, user: User, watch: Watch
 ) -> None:
