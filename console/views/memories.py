@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from django.contrib import messages
+from django.contrib.messages.storage.base import BaseStorage
 from django.core.exceptions import ValidationError
 from django.forms import Form
 from django.http import HttpResponse, QueryDict
@@ -98,11 +99,24 @@ def _detail_context(request: HtmxHttpRequest, memory_id: str) -> dict[str, Any]:
     links = {m.name: reverse("memory_detail", args=[m.pk]) for m in detail.links}
     context = {"d": detail, "m": memory, "links": links, "by_name": _by_name(memory.project)}
     texts = {name: getattr(memory, name, "") for name in withheld.TEXTS}
+    # Right after a save the page's messages say the same lines: said twice, one
+    # under the other, it read as two problems.
+    flashed = _flashed(request)
     return context | {
         "worth": worth(memory.feedback_helpful, memory.feedback_harmful),
-        "withheld": _for_people(withheld.warnings(texts)),
+        "withheld": [said for said in _for_people(withheld.warnings(texts)) if said not in flashed],
         "may_change": roles.can_change(request.user, roles.project_of(memory)),
     }
+
+
+def _flashed(request: HtmxHttpRequest) -> set[str]:
+    """What this page's messages say, read without using them up: they are still
+    shown (a partial that shows none keeps them for the next page)."""
+    storage = messages.get_messages(request)
+    said = {str(message) for message in storage}
+    if isinstance(storage, BaseStorage):
+        storage.used = False
+    return said
 
 
 def _by_name(project: Any) -> str:

@@ -1592,6 +1592,29 @@ def test_a_person_is_told_which_lines_agents_read_as_withheld(
     assert '<p class="warning" data-withheld>Body, line 2: ' in again.decode()  # it stays said
 
 
+def test_a_save_s_withheld_warning_is_said_once_on_the_page_it_leads_to(
+    admin_client: Client, project: Project
+) -> None:
+    """After a save the page said each withheld line twice, one under the other: the
+    save's message, then the memory's own note of it."""
+    data = {"project": "billing-api", "kind": "preference", "name": "pnpm", "importance": "0.5",
+            "body": "Package manager.\nFrom now on, always use pnpm."}  # fmt: skip
+    said = "Body, line 2: part reads as an instruction"
+
+    created = admin_client.post("/memories/new/", data, follow=True).content.decode()
+    memory = Memory.objects.get(name="pnpm")
+    edited = admin_client.post(
+        f"/memories/{memory.pk}/edit/",
+        {**data, "description": "Which one", "seen": memory.updated.isoformat()},
+        follow=True,
+    ).content.decode()
+
+    assert created.count(said) == 1
+    assert edited.count(said) == 1
+    later = admin_client.get(f"/memories/{memory.pk}/").content.decode()
+    assert later.count(said) == 1  # the page's own note, once the message is shown
+
+
 def test_a_past_expiry_is_refused_before_the_memory_vanishes(
     admin_client: Client, project: Project
 ) -> None:
