@@ -350,6 +350,15 @@
   }
   document.addEventListener("keydown", function (event) {
     if (event.key !== "Escape" || (dialog && dialog.open) || typing(document.activeElement)) return;
+    // Settings' "Reset all…" asks in a disclosure: Esc put it away no more than a
+    // second click did, where Delete's confirmation goes with Esc.
+    const asking = document.activeElement && document.activeElement.closest("details.confirm-inline[open]");
+    if (asking) {
+      event.preventDefault();
+      asking.open = false;
+      asking.querySelector("summary").focus();
+      return;
+    }
     const slot = document.getElementById("confirm-slot"); // open wherever focus went since
     if (slot && slot.firstElementChild) {
       event.preventDefault();

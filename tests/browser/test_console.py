@@ -954,6 +954,31 @@ def test_a_briefing_setting_changes_the_preview_then_the_next_briefing(
     page.wait_for_function(f"() => {focused} === 'reset-ask-briefing_config'")
 
 
+def test_escape_puts_away_the_reset_all_question(page: Any, user: User) -> None:
+    """Settings' "Reset all…" stayed open under Esc, from its summary or from its
+    button, where Delete's confirmation goes with Esc: only a second click closed it."""
+    log_in(page, user)
+    page.goto("/settings/")
+    ask = page.locator("#section-search_config summary")
+    reset = page.locator("#section-search_config button[value=reset]")
+
+    ask.focus()
+    page.keyboard.press("Enter")
+    assert reset.is_visible()
+    page.keyboard.press("Escape")
+
+    assert not reset.is_visible()
+    assert page.evaluate("document.activeElement.dataset.focusKey") == "reset-ask-search_config"
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.value") == "reset"
+    page.keyboard.press("Escape")
+
+    assert not reset.is_visible()
+    assert page.evaluate("document.activeElement.dataset.focusKey") == "reset-ask-search_config"
+    assert not Setting.objects.exists()
+
+
 def next_briefing(project: str) -> str:
     """Through the agent API when it is routed, else the selector it calls."""
     try:
