@@ -755,16 +755,20 @@
     const slots = ids.map(function (id) { return id ? document.getElementById(id) : null; });
     return slots.find(function (el) { return el && el.classList.contains("field-error"); }) || null;
   }
+  function sayRefused(field, message) {
+    const slot = errorSlot(field);
+    if (!slot) return false;
+    slot.textContent = field.dataset.invalidMessage || message;
+    slot.hidden = false;
+    slot.setAttribute("role", "alert");
+    slot.dataset.refused = "";
+    return true;
+  }
   document.body.addEventListener("htmx:validation:halted", function (event) {
-    const refused = (event.detail.errors || []).filter(function (error) { return errorSlot(error.elt); });
-    if (!refused.length) return;
-    refused.forEach(function (error) {
-      const slot = errorSlot(error.elt);
-      slot.textContent = error.elt.dataset.invalidMessage || error.message;
-      slot.hidden = false;
-      slot.setAttribute("role", "alert");
-      slot.dataset.refused = "";
+    const refused = (event.detail.errors || []).filter(function (error) {
+      return sayRefused(error.elt, error.message);
     });
+    if (!refused.length) return;
     syncFieldErrors();
     focusField(refused[0].elt);
   });
@@ -782,9 +786,16 @@
 
   // A value the browser refuses inside a closed <details> ("More options"): open it,
   // or the browser cannot show the field and the form silently does not submit.
+  // The inspector's Run is the browser's own check: its bubble said why in the
+  // browser's words and went after a few seconds, leaving the field unmarked. The
+  // field's slot says it too, in the form's words, until the value is read again.
   document.addEventListener("invalid", function (event) {
     const closed = event.target instanceof Element && event.target.closest("details:not([open])");
     if (closed) closed.open = true;
+    if (event.target instanceof HTMLInputElement && event.target.form && !event.target.form.noValidate &&
+        sayRefused(event.target, event.target.validationMessage)) {
+      syncFieldErrors();
+    }
   }, true);
 
   // --- scrollable boxes --------------------------------------------------------------

@@ -1133,6 +1133,27 @@ def test_a_value_the_browser_refuses_is_shown_with_its_label(
     assert shown["label"] >= shown["header"], shown
 
 
+def test_a_value_the_inspector_s_run_refuses_is_said_at_its_field(page: Any, user: User) -> None:
+    """Run with 9 link hops (at most 3): the browser's bubble said it, in its own words,
+    and went after a few seconds; the field was left unmarked, its slot empty."""
+    log_in(page, user)
+    page.goto("/inspect/")
+    page.fill("#id_query", "stripe")
+    page.click(".advanced summary")
+    page.fill("#id_hops", "9")
+
+    page.click(".inspect-form button[type=submit]")
+
+    page.wait_for_function("() => document.activeElement.id === 'id_hops'")
+    said = page.locator("#err-inspect-hops")
+    assert said.inner_text() == "Link hops must be a whole number between 0 and 3."
+    assert page.get_attribute("#id_hops", "aria-invalid") == "true"
+    assert "?" not in page.url  # nothing was run
+    page.fill("#id_hops", "2")  # read again: the word goes
+    page.wait_for_selector("#err-inspect-hops[hidden]", state="attached")
+    assert page.get_attribute("#id_hops", "aria-invalid") is None
+
+
 def test_a_number_the_browser_cannot_read_is_said_to_be_no_number(page: Any, user: User) -> None:
     """ "1e" in Importance is sent blank: the form said "Importance is required.", and
     the person had typed something there."""
