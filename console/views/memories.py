@@ -147,8 +147,15 @@ def memory_by_name(request: HtmxHttpRequest, name: str) -> HttpResponse:
     if found is not None and roles.can_see(request.user, roles.project_of(found)):
         return redirect("memory_detail", memory_id=found.pk)
     # Said, not a silent search (it read as the link's answer), kept to the project.
-    where = f"{project} or global" if project and seen else "any project you see"
-    messages.info(request, f"No active memory is named {name} in {where}: searching for it.")
+    # A link from a global memory looks among global memories alone: "in any project
+    # you see" was said above a search whose first result was that very name.
+    if project and seen:
+        said = f"No active memory is named {name} in {project} or global"
+    elif project is None:
+        said = f"No global memory is named {name}"
+    else:
+        said = f"No active memory is named {name} in any project you see"
+    messages.info(request, f"{said}: searching for it.")
     asked = {"q": name, **({"project": project} if project and seen else {})}
     return redirect(f"{reverse('search')}?{urlencode(asked)}")
 

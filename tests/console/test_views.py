@@ -571,6 +571,20 @@ def test_a_wikilink_by_name_lands_on_the_memory_or_a_search(
     assert said in in_project.content.decode()
 
 
+def test_a_global_link_to_a_project_s_memory_does_not_say_no_project_has_it(
+    admin_client: Client, memory: Memory
+) -> None:
+    """A `[[name]]` in a global memory looks among global memories alone; landing on the
+    search, it said no project the person sees had that name, above a search whose
+    first result was that very memory, in billing-api."""
+    landed = admin_client.get("/m/chroma-boot-race/", follow=True)
+
+    page = landed.content.decode()
+    assert landed.redirect_chain[0][0] == "/?q=chroma-boot-race"
+    assert "No global memory is named chroma-boot-race: searching for it." in page
+    assert "in any project you see" not in page
+
+
 def test_memory_page_shows_retrieval_history(admin_client: Client, memory: Memory) -> None:
     pack = selectors.memory_recall(query="chroma", project="billing-api")
     services.retrieval_record(
