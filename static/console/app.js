@@ -621,6 +621,8 @@
       document.body.append(box);
     }
     box.querySelector("p").textContent = message;
+    if (login) box.dataset.loggedOut = "";
+    else delete box.dataset.loggedOut;
     const again = box.querySelector("a");
     again.hidden = !login;
     if (login) again.href = login;
@@ -642,6 +644,14 @@
       if (under > 0) window.scrollBy(0, under);
     }, 0);
   }
+  // Logged in again (in another tab), the next request here goes through: the notice
+  // that said "logged out" went on saying it over the results it answered.
+  document.body.addEventListener("htmx:afterRequest", function (event) {
+    const box = document.getElementById("request-error");
+    if (!box || box.hidden || !("loggedOut" in box.dataset) || !event.detail.successful) return;
+    box.hidden = true;
+    document.body.style.paddingBottom = "";
+  });
   // A save that failed saved nothing: its form's text is unsaved again, so leaving the
   // page (the notice's own "Reload the page", Cancel, a link) still asks first.
   function unsavedAgain(elt) {

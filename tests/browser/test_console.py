@@ -682,6 +682,28 @@ def test_a_search_typed_as_the_session_ended_stays_and_the_page_says_so(
     assert page.input_value("#id_username") == ""
 
 
+def test_the_logged_out_notice_goes_once_a_request_goes_through_again(
+    page: Any, user: User, watch: Watch
+) -> None:
+    """Logged in again in another tab, the search typed here answered again, under a
+    notice still saying "You are logged out" until it was dismissed."""
+    seed()
+    log_in(page, user)
+    page.goto("/")
+    watch.expected = ("status of 403",)
+    log_out_in_another_tab(page)
+    page.locator("#id_q").press_sequentially("stream", delay=60)
+    page.wait_for_selector("#request-error:not([hidden])")
+    other = page.context.new_page()
+    log_in(other, user)
+    other.close()
+
+    page.locator("#id_q").press_sequentially(" backpressure", delay=60)
+
+    page.wait_for_selector("#results .hit")
+    page.wait_for_selector("#request-error", state="hidden")
+
+
 def test_typing_while_a_preview_is_on_its_way_logs_no_error(
     page: Any, user: User, watch: Watch
 ) -> None:
