@@ -150,13 +150,19 @@ def _not_a_number(value: Any) -> Any:
 def _utc(value: datetime) -> datetime:
     """A date-time as the same instant in UTC (a bare one is read as UTC, as the
     database would store it): ISO 8601 and Python allow offsets up to 23:59,
-    PostgreSQL up to 15:59 (a time near the ends of Python's range stays)."""
+    PostgreSQL up to 15:59. An instant that is outside the years 1 to 9999 once in
+    UTC ("9999-12-31T23:59:59-05:00") is refused: kept with its offset, it answered
+    500 wherever it reached the database (SQLite's adapter overflows turning it into
+    UTC; PostgreSQL would store a year 10000 that Python cannot read back)."""
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     try:
         return value.astimezone(UTC)
     except OverflowError:
-        return value
+        raise ValueError(
+            "this instant falls outside the years 1 to 9999 once in UTC: give one "
+            "inside them (e.g. 9999-12-31T23:59:59Z)"
+        ) from None
 
 
 def _json_number(value: Any) -> Any:

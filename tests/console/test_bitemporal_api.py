@@ -235,6 +235,49 @@ def test_a_bare_time_is_a_422_and_an_empty_interval_a_409_each_naming_the_field(
     assert not MemoryRevision.objects.filter(name__in=["ok", "x"]).exists()
 
 
+def test_an_instant_past_the_years_python_holds_once_in_utc_is_a_422_naming_the_field(
+    world: World, monkeypatch: Any
+) -> None:
+    """9999-12-31T23:59:59-05:00 is a valid ISO 8601 time whose UTC instant is in
+    year 10000 (and 0001-01-01T00:00:00+05:00 in year 0): each answered 500 on every
+    write, filter and time-travel read it reached, and now names its field."""
+    client = world.client("alpha")
+    late, early = "9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+05:00"
+    m = write(world, name="dated", description="payment timeout 10s")
+    cases = [
+        ("post", "/memories", {"project": "alpha", "name": "y", "body": "b", "occurred_at": late},
+         "occurred_at"),
+        ("post", "/memories", {"project": "alpha", "name": "y", "body": "b", "expires_at": late},
+         "expires_at"),
+        ("post", "/memories", {"project": "alpha", "name": "y", "body": "b",
+                               "occurred_at": early}, "occurred_at"),
+        ("post", "/memories/batch", {"project": "alpha", "memories": [
+            {"name": "ok", "body": "b"}, {"name": "y", "body": "b", "valid_from": early}]},
+         "memories.1.valid_from"),
+        ("patch", f"/memories/{m['id']}", {"expires_at": late}, "expires_at"),
+        ("post", "/recall", {"query": "payment", "as_of": late}, "as_of"),
+        ("post", "/recall", {"query": "payment", "recorded_as_of": early}, "recorded_as_of"),
+        ("get", "/search", {"q": "payment", "as_of": early}, "as_of"),
+        ("get", "/search", {"q": "payment", "recorded_as_of": late}, "recorded_as_of"),
+        ("get", "/memories", {"created_after": late}, "created_after"),
+        ("get", "/memories", {"created_before": early}, "created_before"),
+        ("get", f"/memories/{m['id']}", {"as_of": late}, "as_of"),
+    ]  # fmt: skip
+    for method, path, body, field in cases:
+        response = call(client, method, path, body)
+        assert response.status_code == 422, (path, body, response.content)
+        assert response.json()["field"] == field, response.json()
+        assert "outside the years 1 to 9999" in response.json()["detail"], response.json()
+    status, body = mcp(world, "alpha", "memory_recall", {"query": "payment", "as_of": late},
+                       monkeypatch)  # fmt: skip
+    assert (status, body["field"]) == (422, "as_of"), body
+    assert not Memory.objects.filter(name__in=["ok", "y"]).exists()
+    assert Memory.objects.get(id=m["id"]).expires_at is None
+    # The last instant Python holds is still taken.
+    edge = call(client, "post", "/recall", {"query": "payment", "as_of": "9999-12-31T23:59:59Z"})
+    assert edge.status_code == 200, edge.json()
+
+
 def test_another_projects_history_stays_out_of_reach(world: World, monkeypatch: Any) -> None:
     a, _, _ = chain(world)
     now = datetime.now(UTC).isoformat()
