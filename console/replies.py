@@ -158,11 +158,11 @@ def search_hit_view(h: Hit, source: tuple[str, ...] = ()) -> dict[str, Any]:
         "valid_from": iso(h.valid_from),
         "invalid_at": iso(h.invalid_at),
         "occurred_at": iso(h.occurred_at),
-        "session_id": sanitize.name(h.session_id) or None,
-        "attribution": {
-            "source": sanitize.name(h.origin) or None,
-            "agent": sanitize.name(h.agent_id) or None,
-            "session": sanitize.name(h.session_id) or None,
+        "session_id": sanitize.label(h.session_id) or None,
+        "attribution": {  # read, not written back: scrubbed as a recall's (`sanitize.label`)
+            "source": sanitize.label(h.origin) or None,
+            "agent": sanitize.label(h.agent_id) or None,
+            "session": sanitize.label(h.session_id) or None,
         },
     }
 
