@@ -4,7 +4,8 @@ The SDK's stdio transport hands a line it cannot read to the session as an
 exception, and the session logs it at debug level and answers nothing: a
 client that sent a malformed request waited for a reply that never came.
 JSON-RPC 2.0 (section 5.1) says what to answer, and this module answers it:
--32700 "Parse error" (id null) for a line that is not JSON, -32600 "Invalid
+-32700 "Parse error" for a line that is not JSON (id null, unless the line
+is JSON only the SDK cannot read: a lone surrogate in a string), -32600 "Invalid
 Request" for JSON that is no JSON-RPC message (with the id it carries, when it
 carries a usable one, so a client can tell which of its requests was refused).
 The session then reads the next line. A blank line carries no message and gets
@@ -14,6 +15,7 @@ no reply, as before.
 from __future__ import annotations
 
 import contextvars
+import json
 from types import TracebackType
 from typing import Self
 
@@ -41,13 +43,34 @@ def refusal(exc: Exception) -> JSONRPCError | None:
         if isinstance(line, str) and not line.strip():
             return None
         said = ErrorData(code=PARSE_ERROR, message="Parse error", data=found[0]["msg"])
-        return JSONRPCError(jsonrpc="2.0", id=None, error=said)
+        return JSONRPCError(jsonrpc="2.0", id=_lenient_id(line), error=said)
     said = ErrorData(
         code=INVALID_REQUEST,
         message="Invalid Request",
         data="not a JSON-RPC 2.0 request, notification or response",
     )
     return JSONRPCError(jsonrpc="2.0", id=_request_id(exc), error=said)
+
+
+def _usable(found: object) -> int | str | None:
+    """A JSON-RPC id: a string or an integer (true is no id)."""
+    if isinstance(found, str) or (isinstance(found, int) and not isinstance(found, bool)):
+        return found
+    return None
+
+
+def _lenient_id(line: object) -> int | str | None:
+    """The id of a line the SDK's strict parser refused but Python's reads: JSON whose
+    string holds a lone surrogate ("\\ud800", which RFC 8259's grammar allows and no
+    Unicode text holds). Its request gets its refusal under its own id; with id null,
+    a client waited for ever for the answer to the request it sent."""
+    if not isinstance(line, str | bytes):
+        return None
+    try:
+        document = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return _usable(document.get("id")) if isinstance(document, dict) else None
 
 
 def _request_id(exc: ValidationError) -> int | str | None:
@@ -58,11 +81,7 @@ def _request_id(exc: ValidationError) -> int | str | None:
         top = len(error["loc"]) == 1 or (len(error["loc"]) == 2 and error["type"] == "missing")
         document = error["input"]
         if top and isinstance(document, dict):
-            found = document.get("id")
-            usable = isinstance(found, str) or (
-                isinstance(found, int) and not isinstance(found, bool)
-            )
-            return found if usable else None
+            return _usable(document.get("id"))
     return None
 
 

@@ -284,6 +284,11 @@ def test_a_malformed_line_gets_a_json_rpc_error_and_the_session_goes_on(
         not_json = exchange("{this is not json")
         no_method = exchange(json.dumps({"jsonrpc": "2.0", "id": 7, "method": 5}))
         a_list = exchange(json.dumps(["not", "a", "request"]))
+        # JSON by RFC 8259 (json.dumps writes it so), text by no reading: a lone surrogate.
+        recall = {"name": "memory_recall", "arguments": {"query": "a\ud800b"}}
+        surrogate = exchange(
+            json.dumps({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": recall})
+        )
         listed = exchange(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
     finally:
         server.stdin.close()
@@ -299,4 +304,29 @@ def test_a_malformed_line_gets_a_json_rpc_error_and_the_session_goes_on(
     assert (no_method["id"], no_method["error"]["code"]) == (7, -32600)
     assert no_method["error"]["message"] == "Invalid Request"
     assert (a_list["id"], a_list["error"]["code"]) == (None, -32600)
+    assert (surrogate["id"], surrogate["error"]["code"]) == (8, -32700), surrogate  # not null
     assert listed["id"] == 2 and {t["name"] for t in listed["result"]["tools"]} == TOOLS
+
+
+def test_a_line_only_the_sdk_cannot_read_is_refused_under_its_own_id() -> None:
+    """A lone surrogate is JSON that pydantic's parser refuses: the refusal came with id
+    null, and a client waited for ever for the answer to its request."""
+    from mcp_types import jsonrpc_message_adapter
+    from pydantic import ValidationError
+
+    from console.mcp_stdio import refusal
+
+    def refused(line: str) -> Any:
+        with pytest.raises(ValidationError) as caught:
+            jsonrpc_message_adapter.validate_json(line, by_name=False)
+        reply = refusal(caught.value)
+        assert reply is not None
+        return reply
+
+    call = {"jsonrpc": "2.0", "id": "r-9", "method": "tools/call",
+            "params": {"name": "memory_write", "arguments": {"body": "a\udfffb"}}}  # fmt: skip
+    surrogate = refused(json.dumps(call))
+    assert (surrogate.id, surrogate.error.code) == ("r-9", -32700)
+    assert refused("{this is not json").id is None
+    assert refused('{"jsonrpc": "2.0", "id": true, "x": "\\ud800"}').id is None
+    assert refused("[" * 5000 + "]" * 5000).id is None  # deeper than Python reads
