@@ -24,10 +24,10 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import close_old_connections
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from ninja import Field
 from pydantic import BaseModel, ConfigDict
 
@@ -150,6 +150,10 @@ def _error(
     described = errors.naming_what_it_takes(described, takes, nested)
     if isinstance(exc, access.AccessDenied) and TOKEN_ENV in str(exc):
         described = errors.simple(401, str(exc))
+    return _refused(described)
+
+
+def _refused(described: errors.ErrorReply) -> CallToolResult:
     body = {**described.body(), "status": described.status}
     return CallToolResult(content=[TextContent(type="text", text=dumps(body))], is_error=True)
 
@@ -503,8 +507,23 @@ SPECS = (
 )
 
 
+class RecallServer(MCPServer):
+    """The SDK's server, with a call to a tool it does not have answered in the one error
+    shape (404), as every tool's refusal is: the SDK's own answer was the bare text
+    "Unknown tool: ...", which a client reading `{detail, field, code, status}` could not."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        if self._tool_manager.get_tool(name) is None:
+            names = ", ".join(sorted(spec.name for spec in SPECS))
+            said = f"no tool named {name[:100]!r}; the tools are {names}"
+            return _refused(errors.simple(404, said))
+        return await super().call_tool(name, arguments, context)
+
+
 def build_server() -> MCPServer:
-    return MCPServer(
+    return RecallServer(
         name="recall",
         title="Recall memory",
         version="1",

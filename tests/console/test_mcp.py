@@ -158,9 +158,18 @@ def test_every_tool_documents_itself_and_refuses_unknown_fields(
     async def steps(session: ClientSession) -> dict[str, Any]:
         tools = (await session.list_tools()).tools
         refused = {t.name: await session.call_tool(t.name, {"bogus_field": 1}) for t in tools}
-        return {"tools": tools, "refused": refused}
+        misspelt = await session.call_tool("memory_recal", {"query": "x"})
+        return {"tools": tools, "refused": refused, "misspelt": misspelt}
 
     out = anyio.run(_session, data_dir, token, steps)
+
+    # A tool it does not have is refused in the one error shape, naming the tools (the
+    # SDK said "Unknown tool: memory_recal", a text no client reads as the others).
+    assert out["misspelt"].is_error
+    misspelt = json.loads(out["misspelt"].content[0].text)
+    assert (misspelt["status"], misspelt["code"], misspelt["field"]) == (404, "not_found", None)
+    assert "no tool named 'memory_recal'; the tools are" in misspelt["detail"]
+    assert all(name in misspelt["detail"] for name in TOOLS)
 
     for tool in out["tools"]:
         schema = tool.input_schema
