@@ -18,10 +18,11 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.wsgi import get_wsgi_application
 from django.db import connections
 
+from console.chunked import reading_chunked_bodies
 from console.pgbackend import unreachable
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
-application = get_wsgi_application()
+application = reading_chunked_bodies(get_wsgi_application())  # console.chunked
 if serious := [str(m) for m in run_checks() if m.is_serious()]:
     raise ImproperlyConfigured("; ".join(serious))
 said = unreachable()

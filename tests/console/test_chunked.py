@@ -1,0 +1,55 @@
+"""A body sent chunked reaches the API (console.chunked): Django, reading only
+`CONTENT_LENGTH` bytes, read none of it, and the client that had sent a JSON
+object was told it had sent none."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.core.handlers.wsgi import WSGIHandler
+
+from tests.console.api_world import World, world_fixture  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+
+def _send(world: World, body: bytes, **headers: str) -> tuple[str, dict[str, Any]]:
+    """POST /api/v1/memories through the WSGI application as gunicorn hands it a chunked
+    body: decoded, with wsgi.input_terminated and no CONTENT_LENGTH."""
+    from console.chunked import reading_chunked_bodies
+
+    environ = {
+        "REQUEST_METHOD": "POST", "PATH_INFO": "/api/v1/memories", "QUERY_STRING": "",
+        "SERVER_NAME": "testserver", "SERVER_PORT": "80", "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(body), "wsgi.input_terminated": True,
+        "wsgi.errors": io.StringIO(), "CONTENT_TYPE": "application/json",
+        "HTTP_TRANSFER_ENCODING": "chunked",
+        "HTTP_AUTHORIZATION": f"Bearer {world.secrets['alpha']}", **headers,
+    }  # fmt: skip
+    said: list[str] = []
+
+    def start_response(status: str, _headers: Any, _exc: Any = None) -> None:
+        said.append(status)
+
+    reply = b"".join(reading_chunked_bodies(WSGIHandler())(environ, start_response))
+    return said[0], json.loads(reply)
+
+
+def test_a_chunked_json_body_is_read_and_one_past_the_limit_is_a_413(world: World) -> None:
+    body = json.dumps({"project": "alpha", "name": "sent-chunked", "body": "in chunks"})
+    status, reply = _send(world, body.encode())
+    assert status.startswith("201"), reply
+    assert reply["memory"]["name"] == "sent-chunked"
+
+    past = json.dumps({"project": "alpha", "name": "big", "body": "x" * (3 * 1024 * 1024)})
+    status, reply = _send(world, past.encode())
+    assert status.startswith("413") and reply["code"] == "too_large", reply
+
+    # A body that announces its length is left alone (Django reads it as before).
+    status, reply = _send(world, b"{}", CONTENT_LENGTH="2", HTTP_TRANSFER_ENCODING="")
+    assert status.startswith("422") and reply["code"] == "missing", reply
+    assert len(past) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE
