@@ -119,6 +119,26 @@ def field_messages(field: forms.Field, name: str, *, limits: str | None = None) 
     return said
 
 
+class InstantField(forms.DateTimeField):
+    """A date and time, as the same instant in UTC (a time typed without a zone is UTC,
+    as the help texts say). One whose zone puts it outside the years 1 to 9999 in UTC
+    ("9999-12-31 23:59-05:00") is refused at the field: kept with its zone, it answered
+    500 wherever it reached the database (SQLite's adapter overflows turning it into UTC)."""
+
+    def to_python(self, value: Any) -> datetime | None:
+        instant = super().to_python(value)
+        if instant is None or instant.tzinfo is None:
+            return instant
+        try:
+            return instant.astimezone(UTC)
+        except OverflowError:
+            raise forms.ValidationError(
+                f"{self.label or 'This time'} falls outside the years 1 to 9999 in UTC: "
+                "give a time inside them.",
+                code="invalid",
+            ) from None
+
+
 class ConsoleBoundField(forms.BoundField):
     """A field as a console form renders it: a number input carries what its form says
     of a value that is not a number (`data-invalid-message`). A save the browser stops
@@ -378,7 +398,7 @@ class MemoryForm(TextForm):
     importance = forms.FloatField(
         min_value=0.0, max_value=1.0, initial=0.5, widget=forms.NumberInput(attrs={"step": "0.05"})
     )
-    expires_at = forms.DateTimeField(
+    expires_at = InstantField(
         label="Expires", required=False,
         help_text="e.g. 2026-12-31 23:59 (UTC): from then on it leaves every read; blank: never.",
     )  # fmt: skip
@@ -748,21 +768,21 @@ class InspectForm(ChoicesForm):
         label="Least importance", required=False, min_value=0, max_value=1,
         help_text="0-1; less important memories are left out.",
     )  # fmt: skip
-    since = forms.DateTimeField(
+    since = InstantField(
         label="Created since", required=False,
         help_text="e.g. 2024-06-01 00:00 (UTC); at or after.",
     )  # fmt: skip
-    until = forms.DateTimeField(
+    until = InstantField(
         label="Created until", required=False,
         help_text="e.g. 2024-06-30 23:59 (UTC); at or before.",
     )  # fmt: skip
     # Bitemporal recall (recall/timetravel.py): answered by the cold path.
-    as_of = forms.DateTimeField(
+    as_of = InstantField(
         label="As of", required=False,
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
         help_text="UTC; what was true then (valid time).",
     )  # fmt: skip
-    recorded_as_of = forms.DateTimeField(
+    recorded_as_of = InstantField(
         label="Recorded as of", required=False,
         widget=forms.DateTimeInput(
             attrs={"type": "datetime-local", "step": "1"}, format="%Y-%m-%dT%H:%M:%S"

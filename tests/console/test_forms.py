@@ -54,6 +54,13 @@ def config(section: str, base: Any, **changed: str) -> ConfigForm:
          "Expires must be a date and time, e.g. 2026-12-31 23:59 (UTC)."),
         (inspect(as_of="yesterday"), "as_of",
          "As of must be a date and time, e.g. 2026-12-31 23:59 (UTC)."),
+        # Valid ISO 8601 whose instant is in year 10000 (or 0) in UTC: each was a 500.
+        (memory(expires_at="9999-12-31 23:59:59-05:00"), "expires_at",
+         "Expires falls outside the years 1 to 9999 in UTC: give a time inside them."),
+        (inspect(as_of="9999-12-31T23:59:59-05:00"), "as_of",
+         "As of falls outside the years 1 to 9999 in UTC: give a time inside them."),
+        (inspect(recorded_as_of="0001-01-01T00:00:00+05:00"), "recorded_as_of",
+         "Recorded as of falls outside the years 1 to 9999 in UTC: give a time inside them."),
         (NewNoteForm({"title": "t" * 201}), "title",
          "Title must be at most 200 characters (it has 201)."),
         (inspect(budget="999999"), "budget", "Token budget must be between 1 and 100,000."),
