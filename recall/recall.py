@@ -26,6 +26,7 @@ from recall import (
     neighbourhood,
     passages,
     routing,
+    sanitize,
     timetravel,
     worth,
 )
@@ -112,8 +113,14 @@ def tag_form(tag: str) -> str:
     Agents write `#billing` as often as `billing`; stored as typed, the two
     were two tags, a filter on one missed the other, and the console (which
     puts a `#` before every tag) showed `##billing`.
+
+    Invisible characters (control and format characters such as an RTL override,
+    a joiner that joins nothing) are dropped and each run of spaces and line breaks
+    made one space, as every read shows a tag (`sanitize.name`): stored with them,
+    "a\u202eb" read as "ab", a filter or a write-back of the tag as read was another
+    tag, and one of only joiners read as "" (now blank: dropped from a write).
     """
-    return tag.strip().lstrip("#").strip().lower()
+    return " ".join(sanitize.normalise(tag).split()).lstrip("#").strip().lower()
 
 
 def kinds_of(req: RecallRequest) -> tuple[str, ...] | None:

@@ -60,6 +60,29 @@ def test_a_tag_of_only_a_hash_is_blank(world: World) -> None:
     assert any(BLANK_TAG in w for w in found.json()["warnings"])
 
 
+def test_a_tag_is_stored_as_it_reads_without_invisible_characters(
+    world: World, monkeypatch: Any
+) -> None:
+    """Stored with an RTL override, a bell or a line break, a tag read back (escaped and
+    stripped of them) was another tag: a filter by it, or a write-back of it as read,
+    missed or changed it; one of only joiners read as ""."""
+    client = world.client("alpha")
+    tags = ["a\u202eb", "c\x07d", "e\nf", "\u200d\u200d", "\ufeff#Ops"]
+    made = call(client, "post", "/memories", {**WRITE, "tags": tags})
+    assert made.status_code == 201, made.content
+    memory = made.json()["memory"]
+    indexing.apply_pending()
+
+    assert Memory.objects.get(pk=memory["id"]).tags == ["ab", "cd", "e f", "ops"]
+    read = call(client, "get", f"/memories/{memory['id']}").json()
+    assert read["tags"] == ["ab", "cd", "e f", "ops"]
+    for tag in read["tags"]:  # each tag as read finds the memory
+        listed = call(client, "get", "/memories", {"project": "alpha", "tags": tag}).json()
+        assert [m["id"] for m in listed["memories"]] == [memory["id"]], tag
+    status, tool = mcp(world, "alpha", "memory_list", {"tags": ["a\u202eb"]}, monkeypatch)
+    assert [m["id"] for m in tool["memories"]] == [memory["id"]]  # a filter takes the form too
+
+
 def test_the_console_shows_one_hash_before_a_tag_typed_with_one(admin_client: Client) -> None:
     from console import services
 
