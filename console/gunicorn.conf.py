@@ -10,8 +10,11 @@ Idempotency-Keys and tokens.
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
+
+from gunicorn import util
 
 limit_request_line = 0
 limit_request_field_size = 16_384
@@ -26,3 +29,25 @@ def post_worker_init(worker: Any) -> None:
     from console import selectors
 
     threading.Thread(target=selectors.warm_quietly, name="warm-up", daemon=True).start()
+
+
+# gunicorn's own refusals, before the application sees the request, in the API's
+# one error shape: a header past `limit_request_field_size` (an Idempotency-Key of
+# 20,000 characters), more than `limit_request_fields` headers, or a request line
+# holding raw non-ASCII bytes was answered with an HTML page, the one reply of the
+# server no client could read as `{detail, field, code}`.
+CODES = {400: "invalid", 403: "forbidden", 414: "too_large", 431: "too_large", 500: "server_error"}
+
+
+def json_error(sock: Any, status_int: int, reason: str, mesg: str) -> None:
+    """`gunicorn.util.write_error`, answering JSON (workers call it by that name)."""
+    detail = f"{reason}: {mesg}" if mesg else reason
+    body = json.dumps({"detail": detail, "field": None, "code": CODES.get(status_int, "invalid")})
+    head = (
+        f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\n"
+        f"Content-Type: application/json; charset=utf-8\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    util.write_nonblock(sock, (head + body).encode("latin-1"))
+
+
+util.write_error = json_error

@@ -71,3 +71,38 @@ def test_gunicorn_serves_the_api_and_static_files(tmp_path: Path) -> None:
         too_big = json.dumps({"name": "x", "body": "x" * (3 * 1024 * 1024)}).encode()
         refused = _post_head(base, "/api/v1/memories", auth, too_big)
         assert refused.startswith(b"HTTP/1.1 413 ") and b'"code":"too_large"' in refused
+
+
+def _raw(base: str, request: bytes) -> bytes:
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=60) as sock:
+        sock.sendall(request)
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+    return reply
+
+
+@pytest.mark.slow
+def test_what_gunicorn_refuses_itself_is_answered_in_the_one_error_shape(tmp_path: Path) -> None:
+    """A header past gunicorn's limits, too many headers, or raw bytes in the request line
+    never reach the application: gunicorn answered each with an HTML page."""
+    api_server.run_python(tmp_path, "")
+    host = b"Host: 127.0.0.1\r\nConnection: close\r\n"
+    with api_server.gunicorn(tmp_path, workers=1, threads=1) as base:
+        long_key = b"Idempotency-Key: " + b"k" * 20_000 + b"\r\n"
+        many = b"".join(b"X-H%d: v\r\n" % i for i in range(150))
+        cases = {
+            431: b"GET /api/v1/projects HTTP/1.1\r\n" + host + long_key + b"\r\n",
+            400: b"GET /api/v1/search?q=\xff\xfe HTTP/1.1\r\n" + host + b"\r\n",
+        }
+        replies = {status: _raw(base, request) for status, request in cases.items()}
+        replies[-431] = _raw(base, b"GET /api/v1/projects HTTP/1.1\r\n" + host + many + b"\r\n")
+
+    for status, reply in replies.items():
+        head, _, body = reply.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 %d " % abs(status)), reply[:200]
+        assert b"Content-Type: application/json; charset=utf-8" in head, head
+        said = json.loads(body)
+        assert set(said) == {"detail", "field", "code"} and said["field"] is None, said
+        assert said["code"] == ("too_large" if abs(status) == 431 else "invalid"), said
