@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.core.handlers.wsgi import WSGIHandler
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 
 from tests.console.api_world import World, world_fixture  # noqa: F401
 
@@ -35,7 +37,15 @@ def _send(world: World, body: bytes, **headers: str) -> tuple[str, dict[str, Any
     def start_response(status: str, _headers: Any, _exc: Any = None) -> None:
         said.append(status)
 
-    reply = b"".join(reading_chunked_bodies(WSGIHandler())(environ, start_response))
+    # As Django's test client does: a request's start and end close "old" connections,
+    # and on PostgreSQL that closed the test's own transaction under it.
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        reply = b"".join(reading_chunked_bodies(WSGIHandler())(environ, start_response))
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
     return said[0], json.loads(reply)
 
 
