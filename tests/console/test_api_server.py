@@ -33,15 +33,10 @@ def _get(url: str, headers: dict[str, str] | None = None, data: bytes | None = N
 
 def _post_head(base: str, path: str, headers: dict[str, str], body: bytes) -> bytes:
     """POST announcing all of `body` but sending its first 64 KB; the reply as read."""
-    host, port = base.removeprefix("http://").split(":")
+    host = base.removeprefix("http://").split(":")[0]
     lines = [f"POST {path} HTTP/1.1", f"Host: {host}", f"Content-Length: {len(body)}",
              "Connection: close", *(f"{k}: {v}" for k, v in headers.items()), "", ""]  # fmt: skip
-    with socket.create_connection((host, int(port)), timeout=60) as sock:
-        sock.sendall("\r\n".join(lines).encode() + body[:65536])
-        reply = b""
-        while chunk := sock.recv(65536):
-            reply += chunk
-    return reply
+    return _raw(base, "\r\n".join(lines).encode() + body[:65536])
 
 
 @pytest.mark.slow
@@ -74,6 +69,7 @@ def test_gunicorn_serves_the_api_and_static_files(tmp_path: Path) -> None:
 
 
 def _raw(base: str, request: bytes) -> bytes:
+    """`request`'s bytes sent as they are; the reply as read to the connection's close."""
     host, port = base.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=60) as sock:
         sock.sendall(request)
