@@ -1022,13 +1022,20 @@ def next_briefing(project: str) -> str:
     return str(response.json()["text"])
 
 
-def test_the_inspector_shows_channels_and_a_briefing(page: Any, user: User) -> None:
-    seed()
+def open_more_options(page: Any, user: User, query: str, *, project: str = "") -> None:
+    """Logged in, on the inspector with `query` typed (in `project`) and "More options"
+    open, where its number fields are."""
     log_in(page, user)
     page.goto("/inspect/")
-    page.fill("#id_query", "stripe webhooks")
-    page.select_option("#id_project", "billing-api")
+    page.fill("#id_query", query)
+    if project:
+        page.select_option("#id_project", project)
     page.click(".advanced summary")
+
+
+def test_the_inspector_shows_channels_and_a_briefing(page: Any, user: User) -> None:
+    seed()
+    open_more_options(page, user, "stripe webhooks", project="billing-api")
     page.fill("#id_budget", "200")
     page.fill("#id_w_semantic", "0")
     page.click(".inspect-form button[type=submit]")
@@ -1053,11 +1060,7 @@ def test_the_inspector_shows_an_error_at_its_field(page: Any, user: User) -> Non
     options", with nothing at the field: each now shows beside its field, which says
     it is invalid and takes the focus, and the next run clears it."""
     seed()
-    log_in(page, user)
-    page.goto("/inspect/")
-    page.fill("#id_query", "stripe webhooks")
-    page.select_option("#id_project", "billing-api")
-    page.click(".advanced summary")
+    open_more_options(page, user, "stripe webhooks", project="billing-api")
     page.fill("#id_budget", "10")  # the field takes it; a Recall needs 50
     page.click(".inspect-form button[type=submit]")
 
@@ -1115,10 +1118,7 @@ def test_the_mode_s_error_sits_under_its_choices(
 def test_a_refused_value_in_closed_more_options_opens_them(page: Any, user: User) -> None:
     """A value over its limit typed in "More options", the section closed again: Run
     did nothing at all ("An invalid form control with name='limit' is not focusable")."""
-    log_in(page, user)
-    page.goto("/inspect/")
-    page.fill("#id_query", "stripe")
-    page.click(".advanced summary")
+    open_more_options(page, user, "stripe")
     page.fill("#id_limit", "500")  # at most 100
     page.click(".advanced summary")  # closed again
     assert not page.evaluate("() => document.querySelector('details.advanced').open")
@@ -1136,10 +1136,7 @@ def test_a_value_the_browser_refuses_is_shown_with_its_label(
     """The browser's own check scrolled the refused field just clear of the sticky
     header (scroll-padding), and its label, above it, stayed under the header."""
     page.set_viewport_size({"width": size[0], "height": size[1]})
-    log_in(page, user)
-    page.goto("/inspect/")
-    page.fill("#id_query", "stripe")
-    page.click(".advanced summary")
+    open_more_options(page, user, "stripe")
     page.fill("#id_graph_seeds", "999")  # at most 100; its label takes two lines on a desktop
     page.evaluate("() => window.scrollTo(0, document.body.scrollHeight)")
     page.click(".inspect-form button[type=submit]")
@@ -1158,10 +1155,7 @@ def test_a_value_the_browser_refuses_is_shown_with_its_label(
 def test_a_value_the_inspector_s_run_refuses_is_said_at_its_field(page: Any, user: User) -> None:
     """Run with 9 link hops (at most 3): the browser's bubble said it, in its own words,
     and went after a few seconds; the field was left unmarked, its slot empty."""
-    log_in(page, user)
-    page.goto("/inspect/")
-    page.fill("#id_query", "stripe")
-    page.click(".advanced summary")
+    open_more_options(page, user, "stripe")
     page.fill("#id_hops", "9")
 
     page.click(".inspect-form button[type=submit]")
@@ -1205,10 +1199,7 @@ def test_a_refused_value_below_is_scrolled_clear_of_the_bottom_edge(
     """Scrolling down to a refused field, the browser's own check stopped with it on the
     bottom edge of the window, and its message bubble, under it, out of sight."""
     page.set_viewport_size({"width": size[0], "height": size[1]})
-    log_in(page, user)
-    page.goto("/inspect/")
-    page.fill("#id_query", "stripe")
-    page.click(".advanced summary")
+    open_more_options(page, user, "stripe")
     page.fill("#id_w_semantic", "-1")  # at least 0; the last field of More options
     page.evaluate("() => window.scrollTo(0, 0)")
 
