@@ -36,7 +36,7 @@ from console import history, raw, selectors, services, withheld
 from console.models import AGENT_SOURCE, NAME_RE, AgentToken, Edge, Memory, Note, Project, new_id
 from console.store import now as store_now
 from recall import decay
-from recall.errors import QueryError, RecallError
+from recall.errors import QueryError
 from recall.results import Briefing, ContextPack, Hit, PromptResult, SearchResult
 from recall.types import ISOLATION_SEALED
 
@@ -410,25 +410,6 @@ class Written:
     dedup_hint: Hit | None
 
 
-def _hint(memory: Memory, later: Sequence[str] = ()) -> Hit | None:
-    """The dedup hint of a memory just committed, never one of `later` (a batch's items
-    after it: two like items each named the other, and an agent following both
-    superseded both): advisory, so a plane that cannot answer leaves it out rather
-    than turning a kept write into an error."""
-    try:
-        return selectors.memory_dedup_hint(
-            project=memory.project.slug if memory.project else None,
-            name=memory.name,
-            description=memory.description,
-            body=memory.body,
-            exclude=[memory.pk, *later],
-            kind=memory.kind,
-        )
-    except RecallError as exc:
-        log.warning("dedup hint for %s left out: %s", memory.pk, exc)
-        return None
-
-
 def _project(access: Access, project: str | None) -> Project:
     return selectors.project_get(slug=project_of(access, project))
 
@@ -461,7 +442,7 @@ def memory_write(
         project=target, force=force, embedded=_embedded(target, fields),
         **{"agent_id": access.agent, **fields},
     )  # fmt: skip
-    hint = _hint(outcome.memory) if outcome.created else None
+    hint = selectors.memory_like(outcome.memory) if outcome.created else None
     return Written(outcome.memory, outcome.created, hint)
 
 
@@ -498,12 +479,11 @@ def memory_write_batch(
     outcomes = services.memory_write_batch(
         project=target, items=rows, force=force, embedded=embedded
     )
+    like = selectors.memory_like
     return [
-        Written(
-            o.memory,
-            o.created,
-            _hint(o.memory, _made_after(outcomes, i)) if hinted and o.created else None,
-        )
+        Written(o.memory, o.created, like(o.memory, later=_made_after(outcomes, i)))
+        if hinted and o.created
+        else Written(o.memory, o.created, None)
         for i, o in enumerate(outcomes)
     ]
 
@@ -525,7 +505,8 @@ def memory_update(access: Access, *, memory_id: str, fields: Mapping[str, Any]) 
     if not fields:
         return Written(memory, False, None)
     edited = services.memory_update(memory=memory, **fields)
-    return Written(edited, False, _hint(edited) if TEXT_FIELDS & fields.keys() else None)
+    reworded = bool(TEXT_FIELDS & fields.keys())
+    return Written(edited, False, selectors.memory_like(edited) if reworded else None)
 
 
 def memory_supersede(access: Access, *, memory_id: str, fields: Mapping[str, Any]) -> Written:
@@ -546,7 +527,7 @@ def memory_supersede(access: Access, *, memory_id: str, fields: Mapping[str, Any
     # agents read an agent's rewrite as what a user stated.
     by = {"agent_id": access.agent, "source": fields.get("source") or AGENT_SOURCE}
     new = services.memory_supersede(memory=old, **withheld.restored(old, fields) | by)
-    return Written(new, True, _hint(new))
+    return Written(new, True, selectors.memory_like(new))
 
 
 def memory_archive(access: Access, *, memory_id: str) -> Memory:

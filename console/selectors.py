@@ -9,6 +9,7 @@ layers here.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,10 +45,12 @@ from console.store import newest_job as store_newest_job
 from console.store import now as store_now
 from recall import decay, links, tiers
 from recall.config import BriefingConfig, Problem, decode_over
-from recall.errors import QueryError
+from recall.errors import QueryError, RecallError
 from recall.requests import BriefingRequest, PromptRequest, RecallRequest, SearchRequest
 from recall.results import Briefing, ContextPack, Hit, PromptResult, SearchResult
 from recall.types import ISOLATION_OPEN, ISOLATION_SEALED
+
+log = logging.getLogger(__name__)
 
 # --- configuration ------------------------------------------------------------
 
@@ -306,6 +309,25 @@ def memory_dedup_hint(
         kind=kind,
         pending=pending,
     )
+
+
+def memory_like(memory: Memory, *, later: Collection[str] = ()) -> Hit | None:
+    """The dedup hint of a memory just saved (by an agent or a person), never itself
+    nor one of `later` (a batch's items after it: two like items each named the
+    other, and an agent following both superseded both): advisory, so a plane that
+    cannot answer leaves it out rather than turning a kept write into an error."""
+    try:
+        return memory_dedup_hint(
+            project=memory.project.slug if memory.project else None,
+            name=memory.name,
+            description=memory.description,
+            body=memory.body,
+            exclude=[memory.pk, *later],
+            kind=memory.kind,
+        )
+    except RecallError as exc:
+        log.warning("dedup hint for %s left out: %s", memory.pk, exc)
+        return None
 
 
 Embedded = indexing.Embedded  # a text's vector embedded before its write

@@ -47,7 +47,6 @@ from console.views.base import (
     partial,
     visible_or_404,
 )
-from recall.errors import RecallError
 from recall.worth import worth
 
 
@@ -203,13 +202,7 @@ def _told(
     _warn_withheld(request, fields)
     if not reworded:
         return
-    try:
-        like = selectors.memory_dedup_hint(
-            project=saved.project.slug if saved.project else None, name=saved.name,
-            description=saved.description, body=saved.body, exclude=[saved.pk], kind=saved.kind,
-        )  # fmt: skip
-    except RecallError:  # advisory: a plane that cannot answer leaves it out
-        return
+    like = selectors.memory_like(saved)
     if like is not None:
         messages.info(
             request,
