@@ -128,7 +128,11 @@ def test_a_write_another_process_just_indexed_is_hinted_before_the_copy_polls(
     # process's vector copy read it only at its next poll: a near-duplicate written
     # in between got no hint (2 of 8 back-to-back pairs against a real server).
     if connection.vendor == "postgresql":
-        pytest.skip("the PostgreSQL profile has no in-process copy: the write indexed it")
+        pytest.skip(
+            "the PostgreSQL profile writes a memory's vector in its write's transaction and "
+            "searches pgvector itself: no in-process copy can lag behind (the embedded pass "
+            "runs this)"
+        )
     copy = wiring.vector_index()
     assert isinstance(copy, HotVectorIndex)
     copy.poll_seconds = 0  # no poller: the window stays open for the test
