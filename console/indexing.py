@@ -682,7 +682,8 @@ def rebuild(
     progress: Callable[[int], None] | None = None,
     known: Mapping[str, Vectors] | None = None,
 ) -> Rebuilt:
-    """Recreate both planes from the database.
+    """Recreate both planes from the database; killed midway, it leaves planes that
+    serve every item (`_emptied_for_rebuild`).
 
     A vector whose text and model are unchanged is copied from the plane as
     it stood, not embedded again (`Doc.embedding_hash`), so a reindex without
@@ -705,19 +706,70 @@ def rebuild(
             **(known or {}),
             **(stored_vectors() if vectors is not None else {}),
         }
-        text.clear()
-        if vectors is not None:
-            vectors.clear()
+        in_place = _emptied_for_rebuild(text, vectors)
+        indexed: set[str] = set()
         for docs in _all_docs(REBUILD_BATCH):
             embedded += write_docs(docs, known=known)
+            indexed.update(d.id for d in docs)
             done += len(docs)
             if progress:
                 progress(len(docs))
+        for plane in in_place:
+            _drop_leftovers(plane, indexed)
     _drop_covered_jobs(last_job)
     shutil.rmtree(aside, ignore_errors=True)
     written = time.perf_counter()
     maintain()
     return Rebuilt(done, embedded, written - started, time.perf_counter() - written)
+
+
+def _emptied_for_rebuild(
+    text: TextIndex, vectors: VectorIndex | None
+) -> list[TextIndex | VectorIndex]:
+    """Empty the planes a rebuild may start from nothing; return the others, which it
+    rewrites in place.
+
+    A rebuild killed midway (SIGKILL, the machine going down) must leave planes
+    that serve every memory. A plane that commits the whole rebuild at once
+    (`BulkWrites`: tantivy) is cleared inside that commit, so it is the old
+    index or the new one. Any other plane (LanceDB, whose every batch commits,
+    and Whoosh) keeps its rows and has each one rewritten over it: killed after
+    a batch, it holds every item, as current as before or more, and the rows
+    of items gone from the database are dropped at the end (`_drop_leftovers`).
+    Cleared, it held only the batches written before the kill, with no job
+    queued for the rest, so recall missed those memories until a repair
+    re-embedded them. Vectors of another model are cleared all the same: a
+    table holds one model, and the old vectors cannot answer the new model's
+    queries anyway (`index_status` counts every missing row).
+    """
+    in_place: list[TextIndex | VectorIndex] = []
+    if isinstance(text, BulkWrites):
+        text.clear()
+    else:
+        in_place.append(text)
+    if vectors is not None:
+        embedder = wiring.embedder()
+        making = embedder.model if embedder is not None else None
+        if vectors.stored_model() not in (None, making):
+            vectors.clear()
+        else:
+            in_place.append(vectors)
+    return in_place
+
+
+def _drop_leftovers(plane: TextIndex | VectorIndex, indexed: set[str]) -> None:
+    """After a rebuild in place: delete the rows of items the rebuild did not write (gone
+    from the database), and write once again an item left with several rows."""
+    rows = Counter(i for i, _ in plane.fingerprints())
+    doubled = sorted(i for i, n in rows.items() if n > 1 and i in indexed)
+    gone = [i for i in rows if i not in indexed]
+    if gone or doubled:
+        plane.delete(sorted(gone) + doubled)
+    if doubled:
+        write_docs(
+            memory_docs(Memory.objects.filter(pk__in=doubled))
+            + note_docs(Note.objects.filter(pk__in=doubled))
+        )
 
 
 def _rebuild_beside_writes(

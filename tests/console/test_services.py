@@ -18,6 +18,7 @@ from console import indexing, services, wiring
 from console.models import Edge, IndexJob, LinkName, Memory, MemoryRevision, Project
 from recall.indexes import layout
 from recall.indexes.hot_vectors import Replicable
+from recall.indexes.lance_index import LanceIndex
 from recall.types import Filter
 
 pytestmark = pytest.mark.django_db
@@ -367,6 +368,27 @@ def test_rebuild_recreates_both_planes_from_the_database(project: Project) -> No
     assert (status.drift, status.pending, status.text.rows) == (0, 0, 6)
     assert len(fts_ids("chroma")) == 6
     assert {m.pk for m in memories} <= vector_ids()
+
+
+def test_a_rebuild_in_place_drops_the_rows_of_items_gone_and_doubled_rows(
+    project: Project,
+) -> None:
+    import pyarrow as pa
+
+    kept = make_memory(project, name="fact-kept", kind="fact")
+    indexing.apply_pending()
+    plane = wiring.vector_plane()
+    assert isinstance(plane, LanceIndex)
+    table = plane._handle()
+    row = table.search().where(f"id = '{kept.pk}'").limit(None).to_arrow()
+    table.add(row)  # a second row for the memory
+    table.add(row.set_column(0, "id", pa.array(["01GHOST"])))  # an item gone from the database
+    before = indexing.status().vectors
+    assert before is not None and (before.duplicates, before.extra) == (1, {"01GHOST"})
+
+    indexing.rebuild()  # rewrites the vector plane in place (same model): keeps, then drops
+    after = indexing.status()
+    assert after.drift == 0 and after.vectors is not None and after.vectors.rows == 1
 
 
 def test_rebuild_copies_vectors_whose_text_is_unchanged(
