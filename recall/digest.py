@@ -39,7 +39,7 @@ from recall.markdown import prose
 from recall.passages import sentences
 from recall.ports import Embedder, TokenCounter
 from recall.sanitize import WITHHELD, unlabelled
-from recall.types import MEMORY, Record
+from recall.types import MEMORY, Record, embeddable
 from recall.types import Digest as Digest  # re-exported: the digest values live in types
 from recall.types import Sentence as Sentence
 
@@ -236,7 +236,7 @@ def build(
     if summarizer is not None:
         chosen = summarizer.summarize(pool, budget=budget, counter=counter)
         return Digest(project, tuple(chosen), built_at=now)
-    texts = [s.text for s in pool]
+    texts = [embeddable(s.text) for s in pool]
     vectors = cache.embed(embedder, texts) if cache is not None else embed(embedder, texts)
     costs = [counter.count(s.text) + 1 for s in pool]  # +1: the line break between sentences
     picked = mmr(vectors, costs, budget=budget)

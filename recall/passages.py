@@ -40,7 +40,7 @@ import numpy.typing as npt
 from recall.markdown import closes, fence
 from recall.ports import MemoryStore, Vector, Vectors
 from recall.query import WORD, fold, words
-from recall.types import MEMORY, Doc, Record, fingerprint
+from recall.types import MEMORY, Doc, Record, embeddable, fingerprint
 
 MIN_WORDS = 60  # what reads well as one vector (about 80 word pieces of the 128 embedded)
 MAX_PASSAGES = 192  # a text of more sentences is read in 192 runs of neighbouring ones
@@ -165,7 +165,7 @@ def texts(doc: Doc) -> list[str]:
     if len(found) < 2:
         return []
     head = doc.title or doc.name
-    return [f"{head}\n{s}" if head else s for s in found]
+    return [embeddable(f"{head}\n{s}" if head else s) for s in found]
 
 
 def texts_hash(model: str, passages: Sequence[str]) -> str:

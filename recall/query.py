@@ -53,13 +53,21 @@ def _latin_folds() -> dict[int, str]:
     return out
 
 
-FOLDS = _latin_folds()  # a `str.translate` table
+# Full-width Latin letters and digits (U+FF10-FF19, FF21-FF3A, FF41-FF5A, what an IME
+# types in full-width mode) as ASCII, as tantivy's ASCII folding and NFKC read them:
+# "Ｄｅｐｌｏｙ" finds "Deploy" in every text plane, and the other way round.
+FULL_WIDTH = {
+    code: chr(code - 0xFEE0)
+    for code in (*range(0xFF10, 0xFF1A), *range(0xFF21, 0xFF3B), *range(0xFF41, 0xFF5B))
+}
+FOLDS = _latin_folds() | FULL_WIDTH  # a `str.translate` table
 # The folds that keep one character for one: a text translated with it keeps its offsets.
 SAME_LENGTH_FOLDS = {code: base for code, base in FOLDS.items() if len(base) == 1}
 
 
 def fold(text: str) -> str:
-    """`text` with its Latin letters' accents off: "Hermès" reads "Hermes" (`FOLDS`).
+    """`text` with its Latin letters' accents off: "Hermès" reads "Hermes", and full-width
+    letters and digits as ASCII: "Ｄｅｐｌｏｙ" reads "Deploy" (`FOLDS`).
     Every text plane indexes words folded and `words` folds the query's, so either
     spelling finds the other. ASCII text is returned as it is (translating 580
     characters of it took 7 us, the check 0.1)."""
@@ -67,8 +75,12 @@ def fold(text: str) -> str:
 
 
 def clean(text: str) -> str:
-    """NFC-normalise, drop control characters and cap the length."""
-    text = unicodedata.normalize("NFC", text[: MAX_QUERY_CHARS * 2])
+    """NFKC-normalise, drop control characters and cap the length.
+
+    NFKC, not NFC: the query is embedded as it comes out of here, and the stored
+    texts are embedded NFKC-normalised (`recall.types.embeddable`), so a full-width
+    or ligature query reads as the same words by meaning as by letters."""
+    text = unicodedata.normalize("NFKC", text[: MAX_QUERY_CHARS * 2])
     text = "".join(ch if ch.isprintable() else " " for ch in text)
     return text[:MAX_QUERY_CHARS].strip()
 

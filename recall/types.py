@@ -8,6 +8,7 @@ deterministic tie-break (by id).
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import NamedTuple
@@ -51,6 +52,16 @@ def facets_part(
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def embeddable(text: str) -> str:
+    """`text` as every embedding reads it, stored or asked: Unicode NFKC, so a
+    compatibility form reads as the character it stands for ("Ｄｅｐｌｏｙ" is
+    "Deploy", "ﬁ" is "fi", "①" is "1"). The model's tokenizer does not fold them:
+    a full-width query sat at cosine 0.02 from its own text in ASCII. The full-text
+    side folds them as well (`recall.query.fold`, tantivy's ASCII folding).
+    ASCII text is returned as it is."""
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
 
 
 def micros(instant: datetime) -> int:
@@ -129,10 +140,12 @@ class Doc:
         return fingerprint(model, self.embedding_text())
 
     def embedding_text(self) -> str:
-        """The text the semantic plane embeds: title, description, body head."""
+        """The text the semantic plane embeds: title, description, body head, `embeddable`
+        (its hash, and so the vector's fingerprint, follows: a vector stored before a
+        text was normalised reads as stale, and `repair` or `reindex` embeds it again)."""
         head = self.body[:1000]
         parts = [self.title or self.name, unless_repeated(self.description, head), head]
-        return "\n".join(p for p in parts if p)
+        return embeddable("\n".join(p for p in parts if p))
 
 
 # The projects a search may see and whether the global items are among them

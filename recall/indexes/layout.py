@@ -10,7 +10,7 @@ Versions: 1 had no per-row fingerprint; 2 stores one (`Doc.fingerprint`),
 so `index_status` can see content drift, not only missing ids. A plane may
 count its own versions past that (the tantivy text plane is at 6: the fields
 its BM25F scoring and its filters read, kana and ideographs as words of their
-own, words folded; Whoosh at 5; the LanceDB vector plane is at 3: a write
+own, words folded; Whoosh at 6; the LanceDB vector plane is at 3: a write
 sequence and a text hash per row).
 """
 

@@ -112,8 +112,9 @@ def config_ddl() -> list[Statement]:
 # carries which weights, and a row written under others reads as drift (`fingerprints`),
 # so `index_status` reports it and `sync_indexes --repair` or `reindex` rewrites it.
 # w3: a kana or ideograph counts as a word of its own (`recall.query.CJK`); w4: the
-# words are folded (`recall.query.fold`), so a row written before is rewritten.
-LENGTHS = "w4"
+# words are folded (`recall.query.fold`), so a row written before is rewritten; w5: full-width
+# letters and digits are folded too.
+LENGTHS = "w5"
 
 
 class PgTextIndex(PgTable):

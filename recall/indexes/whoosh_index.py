@@ -66,7 +66,7 @@ MAX_WORD_CHARS = 39  # tantivy's en_stem drops tokens of 40 bytes or more
 _TOKEN = WORD  # a kana or ideograph is a word of its own (`recall.query.CJK`)
 # Layout 3 added the filter fields `tag` (each tag one exact term), `agent_id`,
 # `session_id`, `importance` and `created` (microseconds since the epoch).
-LAYOUT = 5  # 4: kana and ideographs indexed one by one; 5: words folded
+LAYOUT = 6  # 4: kana and ideographs indexed one by one; 5: words folded; 6: full width too
 
 
 def build_schema() -> Schema:

@@ -37,6 +37,7 @@ from tests.console import api_server
 pytestmark = pytest.mark.django_db
 
 ROOT = Path(__file__).resolve().parents[2]
+FULL_WIDTH = {code: code + 0xFEE0 for code in range(0x21, 0x7F)}  # "A" -> "Ａ"
 
 
 @pytest.fixture
@@ -330,6 +331,25 @@ def test_floor_drops_weak_semantic_only_hits_and_exempts_lexical(alpha: Project)
     assert by_id[lexical.pk].similarity == pytest.approx(similarity[lexical.pk], abs=1e-4)
     assert unrelated.pk not in by_id
     assert unrelated.pk in ids(no_floor.hits)  # the semantic leg did find it
+
+
+def test_full_width_text_reads_as_its_ascii_by_meaning_asked_or_stored(alpha: Project):
+    said = "Deploy the billing API with the blue-green script"
+    plain = remember(alpha, "billing-deploy", said)
+    beta = services.project_create(slug="beta")  # the same name: the same embedded text
+    wide = remember(beta, "billing-deploy", said.translate(FULL_WIDTH))
+    remember(alpha, "ferns", "water the office ferns every tuesday; succulents need sun")
+    sync()
+
+    asked = {
+        query: {h.id: h.similarity for h in selectors.memory_search(query=query).hits}
+        for query in ("Deploy the billing api", "Ｄｅｐｌｏｙ ｔｈｅ ｂｉｌｌｉｎｇ ａｐｉ")
+    }
+    ascii_query, wide_query = asked.values()
+    assert ascii_query[plain.pk] > 0.5  # the model reads the ASCII text as close
+    for similarity in (ascii_query, wide_query):
+        assert similarity[wide.pk] == pytest.approx(similarity[plain.pk], abs=1e-3)
+    assert wide_query[plain.pk] == pytest.approx(ascii_query[plain.pk], abs=1e-3)
 
 
 @pytest.mark.outbox

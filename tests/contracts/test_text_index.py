@@ -127,6 +127,20 @@ def test_chinese_and_japanese_are_found_by_part_of_a_run(index: Any) -> None:
     assert "发" in shown and "票" in shown
 
 
+def test_full_width_and_ascii_spellings_find_each_other(index: Any) -> None:
+    """An IME in full-width mode types "Ｄｅｐｌｏｙ": the same word as "Deploy"."""
+    index.upsert(
+        [
+            make_doc(id="wide", body="Ｄｅｐｌｏｙ ｔｈｅ ｂｉｌｌｉｎｇ ａｐｉ ｖ２"),
+            make_doc(id="ascii", body="Deploy the billing api v2"),
+        ]
+    )
+
+    assert sorted(search(index, "billing")) == ["ascii", "wide"]
+    assert sorted(search(index, "ｂｉｌｌｉｎｇ")) == ["ascii", "wide"]
+    assert sorted(search(index, "ｖ２")) == sorted(search(index, "v2")) == ["ascii", "wide"]
+
+
 def test_accented_and_plain_spellings_find_each_other(index: Any) -> None:
     """Hermès and Hermes were different words: a search for one missed the other."""
     index.upsert(

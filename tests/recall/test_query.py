@@ -59,6 +59,27 @@ def test_words_fold_accents_and_ascii_text_is_kept_as_is() -> None:
     assert fold("日本語 Ελληνικά русский") == "日本語 Ελληνικά русский"  # other scripts keep theirs
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Ｄｅｐｌｏｙ ｔｈｅ ｂｉｌｌｉｎｇ ａｐｉ", "Deploy the billing api"),  # full width
+        ("ﬁle ①", "file 1"),  # a ligature, a circled digit
+        ("ｶﾀｶﾅ", "カタカナ"),  # half-width katakana
+        ("Hermès", "Hermès"),  # NFKC composes: an accent stays on its letter
+    ],
+)
+def test_clean_reads_compatibility_forms_as_what_they_stand_for(text: str, expected: str) -> None:
+    # The query is embedded as `clean` returns it, and stored texts are embedded NFKC
+    # (`recall.types.embeddable`): a full-width query must not read as other words.
+    assert clean(text) == expected
+
+
+def test_full_width_words_fold_to_ascii() -> None:
+    wide = "Ｄｅｐｌｏｙ ｔｈｅ ｂｉｌｌｉｎｇ ａｐｉ ｖ２"
+    assert words(wide) == ["deploy", "the", "billing", "api", "v2"]
+    assert fold("ｂｉｌｌｉｎｇ１２") == "billing12"  # what the text planes index (`FOLDS`)
+
+
 def test_the_fold_is_the_one_tantivy_indexes_with() -> None:
     # The tantivy plane folds with its own ascii_fold; a query word folded otherwise
     # would miss as a prefix. Two letters tantivy itself folds oddly are left out.
