@@ -26,6 +26,7 @@ from recall.config import (
     MAX_RECALL_DEPTH,
     MAX_RECALL_LIMIT,
     MAX_WEIGHT,
+    MAX_WORTH_WEIGHT,
     MIN_BUDGET,
     decode_over,
     limits,
@@ -38,7 +39,6 @@ from recall.recall import MAX_TAG_CHARS, tag_form
 from recall.requests import ENTITIES, WORTH_FIELDS
 from recall.routing import ROUTINGS
 from recall.types import MEMORY_KINDS
-from recall.worth import MAX_WORTH_WEIGHT
 
 _QUOTED = re.compile(r"('[^']*'|\"[^\"]*\")")  # a value a message quotes back
 

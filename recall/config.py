@@ -36,7 +36,8 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, TypeVar
 
 from recall.errors import ConfigError
-from recall.graph import GRAPH_WEIGHT, check_graph
+from recall.graph import GRAPH_LIMITS, GRAPH_WEIGHT, MAX_SEEDS, check_graph
+from recall.query import MAX_WORDS
 from recall.routing import ROUTINGS, check_shares, default_shares
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,37 @@ MAX_K = 10_000
 MAX_RECALL_DEPTH = 200  # the most candidates per channel a Recall may ask for (`k`)
 MAX_WEIGHT = 1000.0
 MAX_CONTEXT_TURNS = 10
+# Upper bounds of the settings that had none: each far past any use (a boost of 10
+# makes a starred memory outrank everything), so a typo (10^12, 1e308) is refused
+# with its range rather than saved and read by every recall.
+MAX_BOOST = 10.0
+MAX_WORTH_WEIGHT = 2.0  # recall/worth.py: a request's `worth_weight` too
+MAX_IMPORTANCE_WEIGHT = 2.0
+MIN_HALF_LIFE_DAYS, MAX_HALF_LIFE_DAYS = 0.01, 36_500.0  # a quarter of an hour, a century
+MAX_SESSION_WINDOW_MINUTES = 24 * 60
+MAX_SESSION_TURNS = 20
+MAX_SESSION_CAP = 50
+MAX_DEPTH_FACTOR = 100
+MAX_PROMPT_SCORE = 100.0
+MAX_PROMPT_WORD_CHARS = 40  # longer words are dropped by the text planes too
+MAX_PROMPT_CORPUS = 100_000
+MAX_CACHE_SECONDS = 86_400  # a day
+MAX_DEDUP_CANDIDATES = 100
+
+
+def check_limits(config: object) -> None:
+    """ValueError naming the first knob of `config` outside its declared `limits`
+    (NaN and infinity included)."""
+    for knob, (low, high) in limits(config).items():
+        value = getattr(config, knob)
+        if not low <= value <= high:
+            raise ValueError(f"{knob} must be within {_bound(low)}..{_bound(high)}, not {value}")
+
+
+def _bound(value: float) -> str:
+    """A bound as the messages write it: 36500.0 as "36500" (not "36500.0", nor
+    "1e+05" as `:g` writes 100,000), 0.01 as "0.01"."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def _recall_weights() -> dict[str, float]:
@@ -69,13 +101,6 @@ def _recall_weights() -> dict[str, float]:
 # LoCoMo observations (off 0.799) and 0.799 / 0.800 / 0.802 on turns (off 0.797).
 SESSION_WEIGHT = 0.2
 # --- end session neighbourhood ---
-
-
-def _check_worth(config: RecallConfig) -> None:
-    if not 0 <= config.importance_weight <= 2 or not 0 <= config.worth_weight <= 2:
-        raise ValueError("importance_weight and worth_weight must be within 0..2")
-    if not config.decay_half_life_days > 0 or not 0 <= config.decay_floor <= 1:
-        raise ValueError("decay_half_life_days must be > 0 and decay_floor within 0..1")
 
 
 def _search_weights() -> dict[str, float]:
@@ -92,34 +117,41 @@ def _check_fusion(fusion: str, k: int, weights: Mapping[str, float]) -> None:
             raise ValueError(f"channel weight {channel}={weight} must be a finite number >= 0")
 
 
-def _check_session(config: RecallConfig) -> None:
-    if config.session_seeds < 0 or config.session_turns < 0 or config.session_cap < 0:
-        raise ValueError("session_seeds, session_turns and session_cap must be >= 0")
-    if not math.isfinite(config.session_window_minutes) or config.session_window_minutes < 0:
-        raise ValueError("session_window_minutes must be a finite number >= 0")
-    if not 0 < config.session_decay <= 1:
-        raise ValueError(f"session_decay must be within (0, 1], not {config.session_decay}")
-
-
-def _check_context(config: RecallConfig) -> None:
-    if not (math.isfinite(config.context_mix) and 0 <= config.context_mix <= 1):
-        raise ValueError(f"context_mix must be within 0..1, not {config.context_mix}")
-    if not 0 <= config.context_turns <= MAX_CONTEXT_TURNS:
-        raise ValueError(f"context_turns must be within 0..{MAX_CONTEXT_TURNS}")
-    if not 1 <= config.context_pool <= MAX_RECALL_DEPTH:
-        raise ValueError(f"context_pool must be within 1..{MAX_RECALL_DEPTH}")
-    if not (math.isfinite(config.passage_mix) and 0 <= config.passage_mix <= 1):
-        raise ValueError(f"passage_mix must be within 0..1, not {config.passage_mix}")
-
-
-def _check_prior(weight: float) -> None:
-    if not math.isfinite(weight) or not 0 <= weight <= MAX_WEIGHT:
-        raise ValueError(f"session_prior must be within 0..{MAX_WEIGHT:g}, not {weight}")
-
-
 @dataclass(frozen=True, slots=True)
 class RecallConfig:
     """Agent Recall (ARCHITECTURE section 4, ANCHORS seamless)."""
+
+    # Each number knob's bounds (`check_limits`, said by the edges through `limits`);
+    # `limit`, `budget` and `depth` are also held under `max_limit`, `max_budget` and
+    # `max_depth`, `session_decay` above 0.
+    LIMITS: ClassVar[Mapping[str, tuple[float, float]]] = {
+        "k": (1, MAX_K),
+        "depth": (1, MAX_RECALL_DEPTH),
+        "max_depth": (1, MAX_RECALL_DEPTH),
+        "limit": (1, MAX_RECALL_LIMIT),
+        "max_limit": (1, MAX_RECALL_LIMIT),
+        "budget": (MIN_BUDGET, MAX_BUDGET),
+        "max_budget": (MIN_BUDGET, MAX_BUDGET),
+        "item_tokens": (0, MAX_BUDGET),
+        "meaning_floor": (0, 1),
+        "session_prior": (0, MAX_WEIGHT),
+        **GRAPH_LIMITS,
+        "session_seeds": (0, MAX_SEEDS),
+        "session_window_minutes": (0, MAX_SESSION_WINDOW_MINUTES),
+        "session_turns": (0, MAX_SESSION_TURNS),
+        "session_cap": (0, MAX_SESSION_CAP),
+        "session_decay": (0, 1),
+        "context_mix": (0, 1),
+        "context_turns": (0, MAX_CONTEXT_TURNS),
+        "context_pool": (1, MAX_RECALL_DEPTH),
+        "passage_mix": (0, 1),
+        "favorite_boost": (0, MAX_BOOST),
+        "usage_boost": (0, MAX_BOOST),
+        "importance_weight": (0, MAX_IMPORTANCE_WEIGHT),
+        "worth_weight": (0, MAX_WORTH_WEIGHT),
+        "decay_half_life_days": (MIN_HALF_LIFE_DAYS, MAX_HALF_LIFE_DAYS),
+        "decay_floor": (0, 1),
+    }
 
     k: int = 60  # RRF constant
     # Candidates per leg (a request's `k`, fabriq K). 50, not seamless's or
@@ -202,7 +234,6 @@ class RecallConfig:
 
     def __post_init__(self) -> None:
         _check_fusion(self.fusion, self.k, self.channel_weights)
-        _check_worth(self)
         if not 1 <= self.limit <= self.max_limit:
             raise ValueError(
                 f"limit must be within 1..{self.max_limit} (max_limit), not {self.limit}"
@@ -212,19 +243,15 @@ class RecallConfig:
                 f"budget must be within {MIN_BUDGET}..{self.max_budget} (max_budget), "
                 f"not {self.budget}"
             )
-        if self.depth < 1 or self.item_tokens < 0:
-            raise ValueError("depth must be >= 1, item_tokens >= 0")
+        if not 1 <= self.depth <= self.max_depth:
+            raise ValueError(f"depth must be within 1..max_depth ({self.max_depth})")
+        check_limits(self)
         check_graph(self)
-        _check_session(self)
-        _check_prior(self.session_prior)
-        _check_context(self)
-        if not 0 <= self.meaning_floor <= 1:
-            raise ValueError(f"meaning_floor must be within 0..1, not {self.meaning_floor}")
+        if not 0 < self.session_decay <= 1:
+            raise ValueError(f"session_decay must be within (0, 1], not {self.session_decay}")
         if self.routing not in ROUTINGS:
             raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}, not {self.routing!r}")
         check_shares(self.routing_weights)
-        if not 1 <= self.depth <= self.max_depth:
-            raise ValueError(f"depth must be within 1..max_depth ({self.max_depth})")
 
     def item_cap(self, budget: int) -> int:
         """Most tokens one item of a `budget` pack may take: `item_tokens`, or a quarter
@@ -236,6 +263,19 @@ class RecallConfig:
 @dataclass(frozen=True, slots=True)
 class SearchConfig:
     """Console Search."""
+
+    # Each number knob's bounds (`check_limits`); `limit` is held under `max_limit` too.
+    LIMITS: ClassVar[Mapping[str, tuple[float, float]]] = {
+        "k": (1, MAX_K),
+        "depth": (1, MAX_SEARCH_DEPTH),
+        "limit": (1, MAX_SEARCH_LIMIT),
+        "max_limit": (1, MAX_SEARCH_LIMIT),
+        "semantic_floor": (-1, 1),  # a cosine; -1 keeps every meaning-only hit
+        "session_prior": (0, MAX_WEIGHT),
+        "since_depth_factor": (1, MAX_DEPTH_FACTOR),
+        "max_depth": (1, MAX_SEARCH_DEPTH),
+        "identifier_limit": (0, MAX_SEARCH_LIMIT),
+    }
 
     k: int = 60
     depth: int = 60
@@ -269,11 +309,7 @@ class SearchConfig:
             raise ValueError(
                 f"limit must be within 1..{self.max_limit} (max_limit), not {self.limit}"
             )
-        if self.depth < 1 or self.since_depth_factor < 1:
-            raise ValueError("depth and since_depth_factor must be >= 1")
-        if not -1 <= self.semantic_floor <= 1:  # a cosine; -1 keeps every meaning-only hit
-            raise ValueError(f"semantic_floor must be within -1..1, not {self.semantic_floor}")
-        _check_prior(self.session_prior)
+        check_limits(self)
 
 
 TAG = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
@@ -309,6 +345,7 @@ class BriefingConfig:
         "scan_limit": (1, MAX_BRIEFING_SCAN),
         "hard_cap_factor": (1, MAX_HARD_CAP),
         "description_chars": (MIN_LINE_CHARS, MAX_LINE_CHARS),
+        "relevant_hits": (0, MAX_RECALL_LIMIT),
     }
 
     budget: int = 1500
@@ -321,17 +358,24 @@ class BriefingConfig:
     tag: str = "memory-briefing"
 
     def __post_init__(self) -> None:
-        for knob, (low, high) in self.LIMITS.items():
-            if not low <= getattr(self, knob) <= high:
-                raise ValueError(
-                    f"{knob} must be within {low:g}..{high:g}, not {getattr(self, knob)}"
-                )
+        check_limits(self)
         _check_tag(self.tag)
 
 
 @dataclass(frozen=True, slots=True)
 class PromptConfig:
     """Per-prompt lexical recall (IDF matcher)."""
+
+    LIMITS: ClassVar[Mapping[str, tuple[float, float]]] = {  # see `check_limits`
+        "min_shared_words": (1, MAX_WORDS),  # a query holds at most MAX_WORDS words
+        "min_score": (0, MAX_PROMPT_SCORE),
+        "max_hits": (1, MAX_RECALL_LIMIT),
+        "min_word_chars": (1, MAX_PROMPT_WORD_CHARS),
+        "ttl_seconds": (0, MAX_CACHE_SECONDS),
+        "corpus_limit": (1, MAX_PROMPT_CORPUS),
+        "description_chars": (MIN_LINE_CHARS, MAX_LINE_CHARS),
+        "budget": (1, MAX_BUDGET),
+    }
 
     min_shared_words: int = 2
     min_score: float = 1.5
@@ -344,8 +388,7 @@ class PromptConfig:
     budget: int = 300  # tokens the block may take when the caller names none
 
     def __post_init__(self) -> None:
-        if self.max_hits < 1 or self.ttl_seconds < 0 or self.min_shared_words < 1:
-            raise ValueError("max_hits, min_shared_words >= 1 and ttl_seconds >= 0")
+        check_limits(self)
         _check_tag(self.tag)
 
 
@@ -358,18 +401,18 @@ class DedupConfig:
     (facts, conventions, ...) and episodic ones (episode, working).
     """
 
+    LIMITS: ClassVar[Mapping[str, tuple[float, float]]] = {  # see `check_limits`
+        "threshold": (0, 1),  # a cosine; 0 = calibrated
+        "episodic_threshold": (0, 1),
+        "candidates": (1, MAX_DEDUP_CANDIDATES),
+    }
+
     threshold: float = 0.0
     episodic_threshold: float = 0.0
     candidates: int = 3
 
     def __post_init__(self) -> None:
-        if self.candidates < 1:
-            raise ValueError("candidates must be >= 1")
-        for value in (self.threshold, self.episodic_threshold):
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(
-                    f"a threshold is a cosine within 0..1 (0 = calibrated), not {value}"
-                )
+        check_limits(self)
 
 
 C = TypeVar("C", RecallConfig, SearchConfig, BriefingConfig, PromptConfig, DedupConfig)
@@ -377,8 +420,9 @@ C = TypeVar("C", RecallConfig, SearchConfig, BriefingConfig, PromptConfig, Dedup
 
 def limits(config: object) -> Mapping[str, tuple[float, float]]:
     """The fixed bounds (least, most) of a section's number knobs, by knob, as its
-    `LIMITS` declares them (the briefing's); a knob left out has none declared, its
-    check in the section's `__post_init__` (some depend on other knobs: `max_limit`)."""
+    `LIMITS` declares them; a knob left out has none declared, its check in the
+    section's `__post_init__` (the bounds that depend on other knobs, `max_limit`,
+    are checked there as well)."""
     declared: Mapping[str, tuple[float, float]] = getattr(type(config), "LIMITS", {})
     return declared
 

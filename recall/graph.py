@@ -121,19 +121,24 @@ class GraphKnobs(Protocol):
     def associated_min_weight(self) -> float: ...
 
 
+# Each graph knob's bounds (least, most): `check_graph` reads them, and the
+# console says them (`recall.config.limits`).
+GRAPH_LIMITS: dict[str, tuple[float, float]] = {
+    "graph_seeds": (0, MAX_SEEDS),
+    "graph_hops": (0, MAX_HOPS),
+    "graph_min_weight": (0.0, 1.0),
+    "graph_cap": (0, MAX_CAP),
+    "graph_decay": (1e-9, 1.0),
+    "associated_cap": (0, MAX_ASSOCIATED),
+    "associated_depth": (1, MAX_HOPS),
+    "associated_min_weight": (0.0, 1.0),
+}
+
+
 def check_graph(c: GraphKnobs) -> None:
     """ValueError naming the first graph knob out of its range."""
-    ranges: list[tuple[str, float, float, float]] = [
-        ("graph_seeds", c.graph_seeds, 0, MAX_SEEDS),
-        ("graph_hops", c.graph_hops, 0, MAX_HOPS),
-        ("graph_min_weight", c.graph_min_weight, 0.0, 1.0),
-        ("graph_cap", c.graph_cap, 0, MAX_CAP),
-        ("graph_decay", c.graph_decay, 1e-9, 1.0),
-        ("associated_cap", c.associated_cap, 0, MAX_ASSOCIATED),
-        ("associated_depth", c.associated_depth, 1, MAX_HOPS),
-        ("associated_min_weight", c.associated_min_weight, 0.0, 1.0),
-    ]
-    for name, value, low, high in ranges:
+    for name, (low, high) in GRAPH_LIMITS.items():
+        value = getattr(c, name)
         if not low <= value <= high:
             raise ValueError(f"{name} must be within {low:g}..{high:g}, not {value}")
 

@@ -24,16 +24,22 @@ import math
 from collections.abc import Sequence
 from typing import TypeVar
 
-from recall.config import RecallConfig
+from recall.config import (
+    MAX_SESSION_CAP,
+    MAX_SESSION_TURNS,
+    MAX_SESSION_WINDOW_MINUTES,
+    RecallConfig,
+)
 from recall.errors import QueryError
 from recall.requests import RecallRequest
 from recall.types import Filter, Nearby, Neighbour, Record
 
 T = TypeVar("T")
 
-MAX_WINDOW_MINUTES = 24 * 60
-MAX_TURNS = 20
-MAX_CAP = 50
+# A request's bounds are the setting's (`RecallConfig.LIMITS`).
+MAX_WINDOW_MINUTES = MAX_SESSION_WINDOW_MINUTES
+MAX_TURNS = MAX_SESSION_TURNS
+MAX_CAP = MAX_SESSION_CAP
 
 # The RecallRequest fields this module reads.
 FIELDS = ("session_neighbours", "session_window_minutes", "session_turns", "session_cap")

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from recall.config import MAX_WORTH_WEIGHT
 from recall.decay import Decay, decay_factor
 from recall.errors import QueryError
 
@@ -47,9 +48,6 @@ class Weighed(Protocol):
 
 
 W = TypeVar("W", bound=Weighed)
-
-MAX_WORTH_WEIGHT = 2.0
-MAX_IMPORTANCE_WEIGHT = 2.0
 
 
 def worth(helpful: int, harmful: int) -> float:

@@ -34,6 +34,7 @@ from recall.config import (
     MAX_RECALL_DEPTH,
     MAX_RECALL_LIMIT,
     MAX_WEIGHT,
+    MAX_WORTH_WEIGHT,
     MIN_BUDGET,
 )
 from recall.decay import MAX_TTL_SECONDS
@@ -45,7 +46,6 @@ from recall.requests import ENTITIES, SCOPES
 from recall.results import SOURCES
 from recall.routing import ROUTINGS
 from recall.types import ISOLATIONS, ITEM_KINDS, MEMORY_KINDS
-from recall.worth import MAX_WORTH_WEIGHT
 
 # Vocabularies the engine owns, as the schemas' enums (never copied here).
 MemoryKind = Literal[MEMORY_KINDS]  # type: ignore[valid-type]

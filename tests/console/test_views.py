@@ -1097,11 +1097,32 @@ def test_a_bad_value_shows_the_engines_message_at_its_field(
     html = admin_client.post("/settings/prompt_config/", data, **HX).content.decode()
 
     field = html.split('id="id_prompt_config-max_hits"', 1)[1].split("</td>", 1)[0]
-    assert (
-        "“Most memories per prompt”, “Shared words needed” must be at least 1 and "
-        "“Refresh after (seconds)” must be at least 0." in field
-    )
+    assert "“Most memories per prompt” must be between 1 and 100, not 0." in field
     assert not Setting.objects.filter(key="prompt_config").exists()
+
+
+@pytest.mark.parametrize(
+    ("section", "knob", "typed", "said"),
+    [
+        ("recall", "max_limit", "10" * 6, "“Most items allowed” must be between 1 and 100"),
+        ("search", "max_limit", "10" * 6, "“Most results allowed” must be between 1 and 200"),
+        ("recall", "decay_half_life_days", "1e308",
+         "“Decay half-life (days)” must be between 0.01 and 36,500"),
+        ("prompt", "ttl_seconds", "1e300",
+         "“Refresh after (seconds)” must be between 0 and 86,400"),
+    ],
+)  # fmt: skip
+def test_a_huge_setting_is_refused_at_its_field_with_its_range(
+    admin_client: Client, memory: Memory, section: str, knob: str, typed: str, said: str
+) -> None:
+    """10^12 results allowed, a half-life of 1e308 days, a word list kept 1e300 seconds:
+    each was saved, and every recall then read it."""
+    data = {"action": "save", f"{section}_config-{knob}": typed}
+    html = admin_client.post(f"/settings/{section}_config/", data, **HX).content.decode()
+
+    field = html.split(f'id="err-{section}_config-{knob}"', 1)[1].split("</p>", 1)[0]
+    assert said in field, field
+    assert not Setting.objects.filter(key=f"{section}_config").exists()
 
 
 def test_settings_refuse_a_bad_value_inline(admin_client: Client, memory: Memory) -> None:
@@ -1660,6 +1681,15 @@ def test_the_preview_reports_a_bad_value_at_its_field_and_renders_nothing(
     assert 'hx-swap-oob="true"' in slot and "“Size (tokens)”" in slot
     assert "data-briefing" not in html
     assert "No preview until the values are valid" in html
+
+
+def test_the_preview_says_the_range_of_a_huge_value(admin_client: Client, memory: Memory) -> None:
+    typed = {"briefing_config-relevant_hits": "1000000000000"}
+    html = admin_client.get("/settings/preview/", typed, **HX).content.decode()
+
+    slot = html.split('id="err-briefing_config-relevant_hits"', 1)[1].split("</p>", 1)[0]
+    assert "must be between 0 and 100" in slot, slot
+    assert "data-briefing" not in html
 
 
 def test_a_settings_error_names_its_field_and_quotes_the_value_as_typed(

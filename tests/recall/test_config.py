@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import fields
 
 import pytest
 
@@ -210,18 +211,54 @@ def test_briefing_knobs_are_bounded_on_both_sides(knob: str, value: float) -> No
     BriefingConfig(scan_limit=10_000, hard_cap_factor=10, description_chars=20)  # the edges
 
 
-@pytest.mark.parametrize("knob", sorted(limits(BriefingConfig())))
-def test_the_limits_a_section_declares_are_the_ones_it_checks(knob: str) -> None:
+DECLARED = [(name, knob) for name, cls in SECTIONS.items() for knob in sorted(limits(cls()))]
+# Knobs held under another: set at their least, the other is set there too.
+ALONG = {"max_limit": {"limit": 1}, "max_budget": {"budget": 50}, "max_depth": {"depth": 1}}
+
+
+@pytest.mark.parametrize(("section", "knob"), DECLARED)
+def test_the_limits_a_section_declares_are_the_ones_it_checks(section: str, knob: str) -> None:
     """The console says a setting's range from `limits` ("1.5" in "Newest memories read":
     "a whole number between 1 and 10,000"): a range said is the range enforced."""
-    low, high = limits(BriefingConfig())[knob]
-    step = 1 if isinstance(getattr(BriefingConfig(), knob), int) else 0.01
-    for value in (low - step, high + step):
+    cls = SECTIONS[section]
+    low, high = limits(cls())[knob]
+    step = 1 if isinstance(getattr(cls(), knob), int) else 0.01
+    for value in (low - step, high + step, math.nan, math.inf):
         with pytest.raises(ValueError, match=knob):
-            BriefingConfig(**{knob: value})
-    assert getattr(BriefingConfig(**{knob: low}), knob) == low
-    assert getattr(BriefingConfig(**{knob: high}), knob) == high
+            cls(**{knob: value})
+    if (section, knob) != ("recall", "session_decay"):  # above 0: (0, 1]
+        assert getattr(cls(**{knob: low}, **ALONG.get(knob, {})), knob) == low
+    assert getattr(cls(**{knob: high}), knob) == high
 
 
-def test_a_section_without_declared_limits_has_none() -> None:
-    assert limits(SearchConfig()) == {}
+def test_every_number_knob_has_declared_limits() -> None:
+    """A knob without an upper bound saved 10^12 hits (`max_limit`), a half-life of
+    1e308 days and a cache of 1e300 seconds: every recall then read them."""
+    for name, cls in SECTIONS.items():
+        numbers = {
+            f.name
+            for f in fields(cls)
+            if isinstance(getattr(cls(), f.name), int | float)
+            and not isinstance(getattr(cls(), f.name), bool)
+        }
+        assert numbers <= limits(cls()).keys(), name
+
+
+@pytest.mark.parametrize(
+    ("section", "row", "said"),
+    [
+        ("recall", {"max_limit": 10**12}, "max_limit must be within 1..100, not 1000000000000"),
+        ("recall", {"decay_half_life_days": 1e308}, "decay_half_life_days must be within 0.01.."),
+        ("prompt", {"ttl_seconds": 1e300}, "ttl_seconds must be within 0..86400"),
+        ("search", {"max_limit": 10**12}, "max_limit must be within 1..200"),
+    ],
+)  # fmt: skip
+def test_a_huge_override_is_refused_naming_the_knob_and_its_range(
+    section: str, row: dict[str, float], said: str
+) -> None:
+    base = SECTIONS[section]()
+    config, problems = decode_over(base, row)
+
+    assert config == base
+    [problem] = problems
+    assert problem.knob == next(iter(row)) and said in problem.message
