@@ -122,8 +122,10 @@ def naming_what_it_takes(
     field = reply.field or ""
     if "." in field:
         takes = nested(field) if nested is not None else ()
-    if not takes:
-        return reply
+        if not takes:
+            return reply
+    if not takes:  # archive, restore: the path names the item, and that is all
+        return replace(reply, detail=f"{reply.detail}; this call takes no fields")
     return replace(reply, detail=f"{reply.detail}; it takes {', '.join(takes)}")
 
 

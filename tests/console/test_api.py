@@ -543,6 +543,15 @@ def test_an_edit_that_makes_a_memory_say_what_another_says_is_hinted(world: Worl
     assert retagged.json()["dedup_hint"] is None  # its text did not change: nothing to compare
 
 
+def test_archive_refusing_a_field_says_it_takes_none(world: World) -> None:
+    mid = world.memories["alpha"].pk
+    r = call(world.client("alpha"), "post", f"/memories/{mid}/archive", {"reason": "stale"})
+
+    assert r.status_code == 422, r.content
+    assert r.json()["field"] == "reason"
+    assert r.json()["detail"] == "unknown field 'reason'; this call takes no fields"
+
+
 def test_a_write_of_a_text_that_was_archived_or_superseded_says_so(world: World) -> None:
     # A new memory holding the exact text of a retired one was created in silence: an
     # agent learning again what a person archived as wrong, or what was replaced, was
