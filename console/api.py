@@ -34,7 +34,7 @@ from ninja.parser import Parser
 from ninja.renderers import BaseRenderer
 from ninja.security import HttpBearer
 
-from console import access, actor, errors, operations, tokens
+from console import access, actor, errors, operations, readable, tokens
 from console.access import Access, AccessDenied
 from console.schemas import (
     AssociationFields,
@@ -101,10 +101,7 @@ class ObjectParser(Parser):
     """JSON bodies must be objects: a list, string, number or null is bad input, not `{}`."""
 
     def parse_body(self, request: HttpRequest) -> dict[str, Any]:
-        data = json.loads(request.body)
-        if not isinstance(data, dict):
-            raise ValueError("the body must be a JSON object")
-        return data
+        return readable.json_object(request.body)
 
 
 NO_FAVORITE = FavoriteIn(favorite=None)  # no body: toggle
@@ -223,6 +220,9 @@ UNREADABLE = "the body must be one JSON object ({...}): it is not valid JSON, or
 
 @api.exception_handler(HttpError)
 def _http(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if isinstance(exc.__cause__, readable.NumberOutOfRange):  # valid JSON, no such number
+        field = exc.__cause__.field
+        return error_response(errors.ErrorReply(422, f"{field}: {exc.__cause__}", "invalid", field))
     detail = str(exc)
     if exc.status_code == 400 and detail.startswith("Cannot parse request body"):
         detail = UNREADABLE  # ninja's words hide which (ObjectParser's reason)
@@ -249,8 +249,8 @@ def _known(request: HttpRequest, schema: type[Params] = Params, *extra: str) -> 
     names = {*field_names(schema), *extra}
     unknown = [("query", key) for key in request.GET if key not in names]
     if request.method in ("POST", "DELETE") and request.body.strip():
-        try:
-            body = json.loads(request.body)
+        try:  # its keys alone: a number too long to read is still a field it does not take
+            body = json.loads(request.body, parse_int=str)
         except ValueError:
             body = None
         if not isinstance(body, dict):
@@ -273,6 +273,22 @@ def _key(request: HttpRequest) -> str | None:
     return key
 
 
+def _checked(view: Callable[..., HttpResponse], *, body: bool) -> Callable[..., HttpResponse]:
+    """`view` refusing a query string that is not UTF-8 (`readable.query_string_utf8`)
+    and, on a call that takes a `body`, any query parameter at all."""
+
+    @functools.wraps(view)
+    def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        readable.query_string_utf8(request.META.get("QUERY_STRING", ""))
+        if body and request.GET:
+            raise NinjaValidationError(
+                [{"loc": ("query", k), "type": "extra_forbidden"} for k in request.GET]
+            )
+        return view(request, *args, **kwargs)
+
+    return checked
+
+
 def endpoint(
     method: str, path: str, op: str, response: dict[int, Any], tags: list[str]
 ) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
@@ -284,17 +300,6 @@ def endpoint(
         schema = _schema_of(view)
         if schema is not None:
             TAKES[method.upper(), _route(path)] = schema
-        served = view
-        if "payload" in inspect.signature(view).parameters:  # a body call takes no query
-
-            @functools.wraps(view)
-            def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-                unknown = [{"loc": ("query", k), "type": "extra_forbidden"} for k in request.GET]
-                if unknown:
-                    raise NinjaValidationError(unknown)
-                return view(request, *args, **kwargs)
-
-            served = checked
         return route(  # type: ignore[no-any-return]
             path,
             response={**response, **COMMON},
@@ -302,7 +307,7 @@ def endpoint(
             operation_id=op,
             summary=summary,
             description=view.__doc__ or summary,
-        )(served)
+        )(_checked(view, body="payload" in inspect.signature(view).parameters))
 
     return register
 
