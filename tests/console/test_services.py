@@ -378,7 +378,8 @@ def test_a_rebuild_in_place_drops_the_rows_of_items_gone_and_doubled_rows(
     kept = make_memory(project, name="fact-kept", kind="fact")
     indexing.apply_pending()
     plane = wiring.vector_plane()
-    assert isinstance(plane, LanceIndex)
+    if not isinstance(plane, LanceIndex):
+        pytest.skip("the rows are doubled in a LanceDB table (PostgreSQL's has a unique id)")
     table = plane._handle()
     row = table.search().where(f"id = '{kept.pk}'").limit(None).to_arrow()
     table.add(row)  # a second row for the memory
