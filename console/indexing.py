@@ -696,7 +696,6 @@ def rebuild(
     text, vectors = wiring.text_index(), wiring.vector_index()
     if all(getattr(p, "joins_caller", False) for p in (text, vectors) if p is not None):
         return _rebuild_beside_writes(progress=progress, known=known)
-    last_job = store.newest_job() or 0
     done = embedded = 0
     started = time.perf_counter()
     aside = layout.previous(Path(settings.RECALL["VECTOR_INDEX_DIR"]))
@@ -707,6 +706,9 @@ def rebuild(
             **(stored_vectors() if vectors is not None else {}),
         }
         in_place = _emptied_for_rebuild(text, vectors)
+        # Every job queued so far is covered by the rows read from here on (those it
+        # queued itself too); a change committed later leaves one of its own.
+        last_job = store.newest_job() or 0
         indexed: set[str] = set()
         for docs in _all_docs(REBUILD_BATCH):
             embedded += write_docs(docs, known=known)
@@ -740,7 +742,10 @@ def _emptied_for_rebuild(
     queued for the rest, so recall missed those memories until a repair
     re-embedded them. Vectors of another model are cleared all the same: a
     table holds one model, and the old vectors cannot answer the new model's
-    queries anyway (`index_status` counts every missing row).
+    queries anyway. Before clearing them, every item is queued (an upsert
+    job, committed at once): a rebuild killed after that leaves its jobs,
+    and the next apply (the index worker, `sync_indexes`) writes the rest;
+    one that ends drops them (`_drop_covered_jobs`).
     """
     in_place: list[TextIndex | VectorIndex] = []
     if isinstance(text, BulkWrites):
@@ -751,10 +756,19 @@ def _emptied_for_rebuild(
         embedder = wiring.embedder()
         making = embedder.model if embedder is not None else None
         if vectors.stored_model() not in (None, making):
+            _queue_every_item()
             vectors.clear()
         else:
             in_place.append(vectors)
     return in_place
+
+
+def _queue_every_item() -> None:
+    """An upsert job for every memory and note, committed now: what a rebuild that
+    empties a plane leaves for the next apply if it dies before writing them."""
+    items = [(MEMORY, pk, "upsert") for pk in Memory.objects.values_list("pk", flat=True)]
+    items += [(NOTE, pk, "upsert") for pk in Note.objects.values_list("pk", flat=True)]
+    enqueue_many(items, in_transaction=False)
 
 
 def _drop_leftovers(plane: TextIndex | VectorIndex, indexed: set[str]) -> None:
@@ -786,17 +800,19 @@ def _rebuild_beside_writes(
     rewritten in place, not cleared first: a search meanwhile reads every
     memory, and a rebuild that dies leaves rows as current as before or more
     (run it again). Rows of items gone from the database are deleted at the
-    end; vectors of another model are cleared first (a table holds one).
+    end; vectors of another model are cleared first (a table holds one), every
+    item queued before that (`_queue_every_item`).
     """
     text, vectors, embedder = wiring.text_index(), wiring.vector_index(), wiring.embedder()
-    last_job = store.newest_job() or 0
     started = time.perf_counter()
     done = embedded = 0
     with plane_lock().held(timeout_s=3600):
         known = {**(known or {}), **(stored_vectors() if vectors is not None else {})}
         making = embedder.model if embedder is not None else None
         if vectors is not None and vectors.stored_model() not in (None, making):
+            _queue_every_item()  # killed before the end, the next apply writes the rest
             vectors.clear()
+        last_job = store.newest_job() or 0  # covered by the rows read from here on
         kinds: tuple[tuple[type[Memory] | type[Note], Callable[..., list[Doc]]], ...] = (
             (Memory, memory_docs),
             (Note, note_docs),

@@ -132,8 +132,8 @@ SEMANTIC = textwrap.dedent(
 )
 
 
-def run(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = api_server.environment(data_dir)
+def run(data_dir: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    env = api_server.environment(data_dir, **extra)
     return subprocess.run(
         [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
     )
@@ -211,6 +211,27 @@ def test_a_reindex_killed_midway_leaves_both_planes_whole_and_the_next_reconverg
     after = run(tmp_path, "manage.py", "index_status")
     assert "no drift" in after.stdout, after.stdout
     assert run(tmp_path, "-c", SEARCH).stdout.split() == ["2", "2"]
+
+
+@pytest.mark.slow
+def test_a_reindex_to_another_model_killed_midway_leaves_the_rest_queued(tmp_path: Path) -> None:
+    made = run(tmp_path, "-c", TWO_MEMORIES)
+    assert made.returncode == 0, made.stderr
+    other = {"RECALL_EMBEDDER_QUANTIZED": "0"}  # another model: the vectors start empty
+
+    killed = run(tmp_path, "-c", KILLED_REINDEX, **other)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+
+    # The vector table was cleared and holds the first memory alone, but both memories
+    # were queued before it was cleared: the next apply writes the other.
+    status = run(tmp_path, "manage.py", "index_status", **other)
+    assert "pending jobs  2" in status.stdout, status.stdout
+    synced = run(tmp_path, "manage.py", "sync_indexes", **other)  # the next normal step
+    assert synced.returncode == 0, synced.stderr
+    after = run(tmp_path, "manage.py", "index_status", **other)
+    assert "no drift" in after.stdout and "pending jobs  0" in after.stdout, after.stdout
+    assert run(tmp_path, "-c", SEARCH, **other).stdout.split() == ["2", "2"]
+    assert run(tmp_path, "-c", SEMANTIC, **other).stdout.split() == ["2"]
 
 
 @pytest.mark.slow
