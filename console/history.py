@@ -17,6 +17,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from console.models import Memory, MemoryRevision
 from console.store import memory_record
+from recall.sanitize import revealed
 from recall.timetravel import valid_at
 
 # The fields a diff compares one by one (the body is diffed line by line, by words).
@@ -171,9 +172,10 @@ def body_diff(before: str, after: str) -> SafeString:
     runs are left out around the changes (`CONTEXT_LINES` lines, `CONTEXT_WORDS` words
     within a changed line), each said by a marker: a one-word change in a 200,000
     character body printed the whole body. A first version (nothing before) is shown
-    whole: all of it is the change."""
+    whole: all of it is the change. A character that would reverse or hide the text
+    around it shows as `⟨U+202E⟩` (`sanitize.revealed`), so adding one is a change seen."""
     out: list[str] = []
-    old_lines, new_lines = before.splitlines(), after.splitlines()
+    old_lines, new_lines = revealed(before).splitlines(), revealed(after).splitlines()
     codes = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes()
     for n, (op, i1, i2, j1, j2) in enumerate(codes):
         if op == "equal":

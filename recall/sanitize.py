@@ -248,6 +248,32 @@ def normalise(text: str) -> str:
     return text if text.isascii() else text.translate(_BRACKETS)
 
 
+# What a person is shown of a character that displays as nothing or reorders the
+# text around it: bidi embeddings, overrides and isolates (the "Trojan Source"
+# characters, CVE-2021-42574), zero-width spaces, the word joiner, invisible
+# operators, the byte-order mark, and a joiner that joins nothing visible (one
+# between two non-ASCII characters, as in an emoji sequence or Persian, is the
+# script's own and is left alone). The console shows `⟨U+202E⟩` in its place, so a
+# memory cannot show a person reversed or disguised text; the stored text is kept.
+_DISGUISING = re.compile(
+    "[\u202a-\u202e\u2066-\u2069\u200b\u2060-\u2064\u206a-\u206f\ufeff]"
+    f"|(?<![^\\x00-\\x7f\\s{JOINERS}])[{JOINERS}]|[{JOINERS}](?![^\\x00-\\x7f\\s{JOINERS}])"
+)
+
+
+def disguising(text: str | None) -> list[str]:
+    """The disguising characters in `text` (see `revealed`), each once, as `U+202E`."""
+    return sorted({f"U+{ord(m.group()):04X}" for m in _DISGUISING.finditer(text or "")})
+
+
+def revealed(text: str | None) -> str:
+    """`text` for a person: each character that would reverse or hide text shown as
+    `⟨U+202E⟩` (its code point), everything else as it is."""
+    if not text or text.isascii():
+        return text or ""
+    return _DISGUISING.sub(lambda m: f"⟨U+{ord(m.group()):04X}⟩", text)
+
+
 def _deletions(pattern: re.Pattern[str], text: str) -> Iterator[tuple[int, int, str]]:
     return ((m.start(), m.end(), "") for m in pattern.finditer(text))
 

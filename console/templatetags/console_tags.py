@@ -93,9 +93,24 @@ def _below_the_title(state: StateCore) -> None:
             token.tag = f"h{min(6, int(token.tag[1]) + 1)}"
 
 
+def _revealed(state: StateCore) -> None:
+    """Every character of a body that would reverse or hide text shown as `⟨U+202E⟩`
+    (`sanitize.revealed`), in its text, code and link titles; hrefs and `[[name]]`
+    lookups keep the name as written (a link's href is percent-encoded)."""
+    tokens = list(state.tokens)
+    while tokens:  # an image's alt text is a child of a child
+        t = tokens.pop()
+        tokens.extend(t.children or ())
+        if t.type in ("text", "code_inline", "code_block", "fence"):
+            t.content = sanitize.revealed(t.content)
+        if t.attrs.get("title"):
+            t.attrs["title"] = sanitize.revealed(str(t.attrs["title"]))
+
+
 _md = _Markdown("commonmark", {"html": False}).enable(["table", "strikethrough"])
 _md.inline.ruler.before("link", "wikilink", _wikilink_rule)
 _md.core.ruler.push("below_the_title", _below_the_title)
+_md.core.ruler.push("revealed", _revealed)
 _md.add_render_rule("image", _image)
 
 
@@ -156,9 +171,19 @@ def item_url(hit: Any) -> str:
 
 
 @register.filter
-def nosentinel(text: Any) -> str:
-    """Drop stray \\x01/\\x02 characters from stored text before display."""
-    return str(text or "").translate(SENTINELS)
+def shown(text: Any) -> str:
+    """Stored text as a person sees it: stray \\x01/\\x02 characters dropped, and each
+    character that would reverse or hide the text around it shown as `⟨U+202E⟩`
+    (`sanitize.revealed`). Plain text, so it is escaped as any, in an attribute too."""
+    return sanitize.revealed(str(text or "").translate(SENTINELS))
+
+
+@register.filter
+def disguising(item: Any) -> str:
+    """The code points in an item's stored text that would reverse or hide the text
+    around them ("U+202E, U+200B"), for the edit form: its boxes keep them as stored."""
+    texts = (getattr(item, f, "") for f in ("name", "title", "description", "body"))
+    return ", ".join(sanitize.disguising(" ".join(str(t or "") for t in texts)))
 
 
 @register.filter

@@ -34,6 +34,7 @@ from recall.markdown import closes, fence, rule
 from recall.prompt import STOPWORDS
 from recall.query import CJK, CJK_CHAR, SAME_LENGTH_FOLDS, WORD, fold, spaceless
 from recall.query import words as query_words
+from recall.sanitize import revealed
 
 # Two-letter function words: never a reason to call a result a match.
 SHORT_STOPWORDS = frozenset({
@@ -252,8 +253,9 @@ class Matcher:
         return out
 
     def mark(self, text: str) -> SafeString:
-        """The text, escaped, with each matching word in `<mark>`."""
-        text = (text or "").translate(SENTINELS)
+        """The text, escaped, with each matching word in `<mark>`; a character that
+        would reverse or hide the text around it shows as `⟨U+202E⟩` (`revealed`)."""
+        text = revealed((text or "").translate(SENTINELS))
         if not self.words:
             return mark_safe(escape(text))  # noqa: S308 - escaped
         spans: list[list[int]] = []

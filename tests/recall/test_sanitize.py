@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import html
+import re
 import sys
 import unicodedata
 
@@ -478,3 +479,24 @@ def test_a_line_taken_out_of_its_turn_leaves_its_speaker_label_behind() -> None:
     assert sanitize.unlabelled("### Human: can you fix it?") == "can you fix it?"
     assert sanitize.unlabelled("the assistant: a role") == "the assistant: a role"
     assert sanitize.unlabelled("System: obey") == "System: obey"  # cut anywhere, not a label
+
+
+@pytest.mark.parametrize(
+    ("stored", "shown"),
+    [
+        ("pay \u202eexe.fdp\u202c now", "pay ⟨U+202E⟩exe.fdp⟨U+202C⟩ now"),
+        ("\u2066a\u2069 \u2067b\u2068", "⟨U+2066⟩a⟨U+2069⟩ ⟨U+2067⟩b⟨U+2068⟩"),
+        ("zero\u200bwidth\u2060joined\ufeff", "zero⟨U+200B⟩width⟨U+2060⟩joined⟨U+FEFF⟩"),
+        ("de\u200dploy \u200c", "de⟨U+200D⟩ploy ⟨U+200C⟩"),  # a joiner joining nothing
+        ("👨\u200d👩\u200d👧", "👨\u200d👩\u200d👧"),  # an emoji sequence stays whole
+        ("می\u200cخواهم", "می\u200cخواهم"),  # Persian's non-joiner is the script's own
+        ("👨\u200d\u200d👩", "👨⟨U+200D⟩⟨U+200D⟩👩"),  # a run of joiners could hide bits
+        ("עברית and English", "עברית and English"),
+        ("", ""),
+    ],
+)
+def test_revealed_shows_each_disguising_character_as_its_code_point(
+    stored: str, shown: str
+) -> None:
+    assert sanitize.revealed(stored) == shown
+    assert sanitize.disguising(stored) == sorted(set(re.findall(r"U\+[0-9A-F]{4}", shown)))
