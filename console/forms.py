@@ -139,6 +139,11 @@ class InstantField(forms.DateTimeField):
             ) from None
 
 
+# What a number input can show (HTML's "valid floating-point number"); anything else
+# it shows blank.
+_HTML_NUMBER = re.compile(r"-?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+
+
 class ConsoleBoundField(forms.BoundField):
     """A field as a console form renders it: a number input carries what its form says
     of a value that is not a number (`data-invalid-message`). A save the browser stops
@@ -155,6 +160,24 @@ class ConsoleBoundField(forms.BoundField):
         if said and isinstance(widget or self.field.widget, forms.NumberInput):
             attrs["data-invalid-message"] = said.replace("%%", "%")  # not %-formatted here
         return attrs
+
+    def as_widget(
+        self, widget: forms.Widget | None = None, attrs: Any = None, only_initial: bool = False
+    ) -> Any:
+        """A number field sent what a browser cannot show in a number input ("1e" in a
+        link such as `/inspect/?budget=1e`) is a text input holding it: as a number input
+        it showed blank beside its error, as if nothing had been typed."""
+        widget = widget or self.field.widget
+        if isinstance(widget, forms.NumberInput) and self.unshowable():
+            kind = "decimal" if isinstance(self.field, forms.FloatField) else "numeric"
+            widget = forms.TextInput(attrs={**widget.attrs, "inputmode": kind})
+        return super().as_widget(widget, attrs, only_initial)
+
+    def unshowable(self) -> bool:
+        """Whether the value sent is not one a number input shows (HTML's "valid
+        floating-point number": "1e", "abc" and "1,5" are not; "1.5" and "1e5" are)."""
+        value = self.data if self.form.is_bound else None
+        return isinstance(value, str) and bool(value) and not _HTML_NUMBER.fullmatch(value)
 
 
 # Names the fields whose value the browser could not read: a number input holding "1e"

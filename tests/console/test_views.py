@@ -1337,6 +1337,24 @@ def test_inspector_names_a_recalls_least_budget_on_its_field(
     assert "A Recall needs" not in briefing and "data-briefing" in briefing
 
 
+@pytest.mark.parametrize("typed", ["1e", "abc", "1,5"])
+def test_inspector_shows_an_unreadable_budget_as_typed_beside_its_error(
+    admin_client: Client, memory: Memory, typed: str
+) -> None:
+    # A number input cannot show "1e": the field read blank beside its error.
+    ask = {"mode": "recall", "project": "billing-api", "query": "chroma", "budget": typed}
+    html = admin_client.get("/inspect/", ask).content.decode()
+    read = admin_client.get("/inspect/", {**ask, "budget": "1e3"}).content.decode()
+
+    field = re.search(r'<input[^>]*name="budget"[^>]*>', html)
+    assert field is not None
+    assert 'type="text"' in field[0] and 'inputmode="numeric"' in field[0]
+    assert f'value="{typed}"' in field[0] and 'aria-invalid="true"' in field[0]
+    slot = html.split('id="err-inspect-budget"', 1)[1].split("</p>", 1)[0]
+    assert "Token budget must be a whole number" in slot
+    assert '<input type="number" name="budget" value="1e3"' in read  # one it can show
+
+
 @pytest.mark.parametrize(
     ("asked", "opened"),
     [
