@@ -281,7 +281,8 @@ class SearchForm(ChoicesForm):
     since = forms.ChoiceField(label="Updated", required=False, choices=SINCE_CHOICES)
     semantic = forms.BooleanField(label="By meaning", required=False, widget=ToggleInput)
     archived = forms.BooleanField(label="Include archived", required=False)
-    page = forms.IntegerField(required=False, min_value=1, max_value=1000)
+    # `page` is read apart (console/views/paging.py): a page past the end or not a
+    # number shows the nearest page and says so, not a refusal of the whole search.
 
     def __init__(self, *args: Any, projects: Sequence[str] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -317,7 +318,7 @@ class BrowseForm(ChoicesForm):
     favorites = forms.BooleanField(label="Starred only", required=False)
     archived = forms.BooleanField(label="Include archived", required=False)
     sort = forms.ChoiceField(label="Sort", required=False, choices=SORT_CHOICES)
-    page = forms.IntegerField(required=False, min_value=1)
+    # `page` is read apart, as on the search page (console/views/paging.py).
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -352,7 +353,6 @@ class BrowseForm(ChoicesForm):
             "favorites": bool(data.get("favorites")),
             "archived": bool(data.get("archived")),
             "sort": data.get("sort") or "updated",
-            "page": data.get("page") or 1,
         }
 
 

@@ -25,6 +25,7 @@ from console.views.base import (
     partial,
     visible_or_404,
 )
+from console.views.paging import asked_page, page_notice
 
 
 @login_required
@@ -66,7 +67,8 @@ def project_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
     visible_or_404(request, slug)
     form = BrowseForm(request.GET)
     filters = form.filters()
-    listing = browse.project_memories(project=project, **filters)
+    asked = request.GET.get("page")
+    listing = browse.project_memories(project=project, page=asked_page(asked) or 1, **filters)
     form.facets(
         kinds={f.value: f.count for f in listing.kinds},
         tags={f.value: f.count for f in listing.tags},
@@ -78,6 +80,7 @@ def project_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
         "form": form,
         "listing": listing,
         "filters": filters,
+        "page_notice": page_notice(asked, shown=listing.page, pages=listing.pages),
         "notes": notes,
         "note_count": note_count,
         "prev_url": _page_url(request, listing.page - 1) if listing.page > 1 else "",

@@ -28,6 +28,7 @@ from console import browse, roles, selectors
 from console.forms import QUERY_CHARS, SearchForm
 from console.views import present
 from console.views.base import HtmxHttpRequest, login_required, page, partial
+from console.views.paging import asked_page, page_notice
 from console.views.text import Matcher
 from recall import RecallError
 from recall.query import NO_WORDS
@@ -100,7 +101,7 @@ def _results(form: SearchForm, data: QueryDict, scope: list[str] | None) -> dict
     texts = browse.texts(ids=[h.id for h in hits])
     judged = present.rank(hits, matcher, texts)
     pages = max(1, -(-len(judged) // PER_PAGE))
-    number = min(form.cleaned_data.get("page") or 1, pages)
+    number = min(asked_page(data.get("page")) or 1, pages)
     start = (number - 1) * PER_PAGE
     hidden = _hidden(scoped)
     capped = (getattr(result, "total", 0) or 0) > len(result.hits) or len(result.hits) >= WINDOW
@@ -112,6 +113,7 @@ def _results(form: SearchForm, data: QueryDict, scope: list[str] | None) -> dict
         "end": min(len(judged), start + PER_PAGE),
         "prev_url": _url(data, page=number - 1) if number > 1 else "",
         "next_url": _url(data, page=number + 1) if number < pages else "",
+        "page_notice": page_notice(data.get("page"), shown=number, pages=pages),
         "hidden": hidden,
         "archived_url": _url(data, archived="on") if hidden else "",
         "suggestions": _suggestions(data, params, hidden),

@@ -72,7 +72,6 @@ def config(section: str, base: Any, **changed: str) -> ConfigForm:
          "Least importance must be between 0 and 1."),
         (inspect(project="vault"), "project",
          "Project the agent works in must be one of the choices offered, not “vault”."),
-        (SearchForm({"q": "x", "page": "0"}), "page", "Page must be between 1 and 1,000."),
         (config("briefing", BriefingConfig(), budget="many"), "budget",
          "“Size (tokens)” must be a whole number between 50 and 100,000."),
         (config("briefing", BriefingConfig(), budget="-3"), "budget",

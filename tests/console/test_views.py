@@ -355,7 +355,8 @@ def test_a_hand_written_address_is_read_or_named(admin_client: Client, memory: M
     since = unescape(admin_client.get("/?q=chroma&since=99y", **HX).content.decode())
     inspected = admin_client.get("/inspect/?query=chroma&project=billing-api").content.decode()
 
-    assert "Page must be between 1 and 1,000." in paged
+    assert "“-1” is not a page number: showing the first page." in paged  # console/views/paging.py
+    assert "chroma-boot-race" in paged
     assert "Updated must be one of the choices offered, not “99y”." in since
     assert "data-pack" in inspected and "This field is required" not in inspected
 
@@ -1521,6 +1522,44 @@ def test_search_pages_through_its_results_with_a_total(
     assert 'rel="next"' in first and "page=2" in first
     assert "Showing 21–23 of 23" in second
     assert second.count('class="hit"') == 3
+
+
+@pytest.mark.parametrize(
+    ("asked", "notice", "last"),
+    [
+        ("99", "There is no page 99: showing page 2, the last.", True),
+        ("1" * 40, f"There is no page {'1' * 19}…: showing page 2, the last.", True),
+        ("abc", "“abc” is not a page number: showing the first page.", False),
+        ("0", "“0” is not a page number: showing the first page.", False),
+        ("2", "", True),
+    ],
+)
+def test_a_page_that_does_not_exist_shows_the_nearest_and_says_so(
+    admin_client: Client, project: Project, asked: str, notice: str, last: bool
+) -> None:
+    """Search results and a project's memories (the two paged lists) answered a page
+    past the end with the last, and ?page=abc with the first (the project page) or a
+    refusal of the whole search, without a word: each now says which it shows."""
+    for n in range(30):
+        services.memory_create(project=project, kind="fact", name=f"ledger-{n:02d}", body="ledger")
+    indexing.apply_pending()
+
+    found = admin_client.get("/", {"q": "ledger", "semantic": "false", "page": asked}, **HX)
+    browsed = admin_client.get("/projects/billing-api/", {"page": asked})
+    browsed_hx = admin_client.get("/projects/billing-api/", {"page": asked}, **HX)
+
+    search_shows = "Showing 21–30 of 30" if last else "Showing 1–20 of 30"
+    project_shows = "Showing 26–30 of 30" if last else "Showing 1–25 of 30"
+    for response, shows in (
+        (found, search_shows),
+        (browsed, project_shows),
+        (browsed_hx, project_shows),
+    ):
+        html = unescape(response.content.decode())
+        assert response.status_code == 200
+        assert shows in html
+        said = re.findall(r"data-page-notice>([^<]*)<", html)
+        assert said == ([notice] if notice else [])
 
 
 def test_search_says_how_many_archived_matches_it_hides(
