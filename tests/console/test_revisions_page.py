@@ -102,6 +102,34 @@ def test_two_chosen_revisions_are_compared(admin_client: Client, project: Projec
     assert "<html" not in partial.content.decode() and 'id="revisions"' in partial.content.decode()
 
 
+def test_a_revision_compared_with_itself_is_explained_not_diffed(
+    admin_client: Client, project: Project
+) -> None:
+    # "#1 → #1" with no change read as if nothing had been recorded.
+    m = services.memory_create(project=project, name="plan", body="alpha")
+    services.memory_update(memory=m, body="beta")
+
+    html = admin_client.get(f"/memories/{m.pk}/revisions/", {"a": 1, "b": 1}).content.decode()
+    partial = admin_client.get(f"/memories/{m.pk}/revisions/", {"a": 1, "b": 1}, **HX)
+
+    for page in (html, partial.content.decode()):
+        assert "#1 → #1" not in page
+        said = page.split("data-same-revision>", 1)[1].split("</p>", 1)[0]
+        assert "#1 is the same revision on both sides" in said
+        assert "#1 → #2" in page and "<del>alpha</del> <ins>beta</ins>" in page  # the default
+
+
+def test_a_memory_with_one_revision_offers_no_comparison(
+    admin_client: Client, project: Project
+) -> None:
+    m = services.memory_create(project=project, name="plan", body="alpha")
+
+    html = admin_client.get(f"/memories/{m.pk}/revisions/").content.decode()
+
+    assert 'name="a"' not in html and "data-one-revision" in html
+    assert "alpha" in html
+
+
 def test_hostile_text_shows_as_text_in_the_list_and_the_diff(
     admin_client: Client, project: Project
 ) -> None:
