@@ -150,6 +150,7 @@ COMMANDS = [
     ("Go to Settings", "settings", "knobs configure preferences"),
     ("Go to Inspector", "inspect", "recall briefing debug"),
     ("New memory", "memory_new", "create add write"),
+    ("New note", "note_new", "create add write"),
     ("Toggle theme", "", "dark light mode colour color"),
 ]
 STAFF_ONLY = {"settings"}

@@ -1623,6 +1623,22 @@ def test_the_palette_opened_empty_offers_recent_items_and_commands(
     assert html.count('role="listbox"') == 1
 
 
+def test_the_palette_offers_a_new_note_beside_a_new_memory(
+    admin_client: Client, memory: Memory
+) -> None:
+    opened = admin_client.get("/palette/?q=", **HX).content.decode()
+    typed = admin_client.get("/palette/?q=new+no", **HX).content.decode()
+    created = admin_client.get("/palette/?q=create", **HX).content.decode()
+
+    command = re.search(
+        r'<a class="pal-item pal-command" role="option"[^>]*>[^<]*<span[^>]*>New note<', opened
+    )
+    assert command is not None and 'href="/notes/new/"' in command[0]
+    assert opened.index("New memory") < opened.index("New note")
+    assert "New note" in typed and "New memory" not in typed
+    assert "New note" in created and "New memory" in created
+
+
 def test_a_project_page_filters_counts_sorts_and_pages(
     admin_client: Client, memory: Memory
 ) -> None:
