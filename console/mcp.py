@@ -30,6 +30,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetad
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from ninja import Field
 from pydantic import BaseModel, ConfigDict
+from pydantic import ValidationError as PydanticValidationError
 
 from console import access, actor, errors, mcp_stdio, operations, tokens
 from console.access import Access
@@ -77,6 +78,8 @@ from console.schemas import (
     field_names,
     fields_at,
 )
+from console.schemas.common import Slug
+from console.schemas.requests import PROJECT
 from recall.agent import dumps
 
 log = logging.getLogger(__name__)
@@ -102,7 +105,22 @@ class NotesReadIn(Body):
     limit: int = Field(20, ge=1, le=100, description="how many of the newest")
 
 
-class NoteWriteIn(NoteIn):
+class NoteWriteIn(NoteFields):
+    """A new note (its title needed), or with `id` an edit of that note: only the fields
+    given change, as `PATCH /notes/{id}` (an edit that had to send the title again to
+    change a body was refused "title: Field required")."""
+
+    title: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="the note's title (needed for a new note; with `id`, only to rename it)",
+    )
+    project: Slug | None = Field(None, description=f"for a new note: {PROJECT}")
+    idempotency_key: str | None = Field(
+        None, max_length=200, description="for a new note: a retry with the same key gets "
+        "the first answer"
+    )  # fmt: skip
     id: str | None = Field(None, max_length=26, description="update this note instead")
 
 
@@ -253,7 +271,14 @@ def _notes_read(who: Access, p: NotesReadIn) -> operations.Answer:
 
 def _notes_write(who: Access, p: NoteWriteIn) -> operations.Answer:
     if p.id is None:
-        return operations.note_write(who, p)
+        if p.title is None:  # as NoteIn says it, once: the fields are valid already
+            raise PydanticValidationError.from_exception_data(
+                "notes_write", [{"type": "missing", "loc": ("title",), "input": {}}]
+            )
+        fields = p.dict(exclude={"id"})
+        return operations.note_write(
+            who, NoteIn.model_construct(p.model_fields_set - {"id"}, **fields)
+        )
     fields = p.dict(exclude_unset=True, exclude={"id", "project", "idempotency_key"})
     return operations.note_update(who, p.id, NoteFields(**fields))
 

@@ -213,6 +213,22 @@ def test_a_note_retried_with_its_key_is_written_once(world: World, monkeypatch: 
     assert Note.objects.filter(title="MCP note").count() == 1
 
 
+def test_an_mcp_note_edit_changes_only_the_fields_it_gives(world: World, monkeypatch: Any) -> None:
+    # notes_write with `id` is PATCH /notes/{id}: it refused a body-only edit with
+    # "title: Field required", so an agent had to resend a title to change a body.
+    note = world.notes["alpha"]
+
+    edited = mcp(world, "alpha", "notes_write", {"id": note.pk, "body": "new"}, monkeypatch)
+    untitled = mcp(world, "alpha", "notes_write", {"body": "no title"}, monkeypatch)
+
+    assert edited[0] == 200 and edited[1]["title"] == note.title
+    stored = Note.objects.get(pk=note.pk)
+    assert (stored.title, stored.body) == (note.title, "new")
+    assert untitled == (422, {"detail": "title: Field required", "field": "title",
+                              "code": "missing", "status": 422})  # fmt: skip
+    assert not Note.objects.filter(body="no title").exists()
+
+
 def test_an_overlong_idempotency_key_header_is_refused_like_the_body_field(
     world: World,
 ) -> None:
