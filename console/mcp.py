@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
@@ -103,6 +103,11 @@ class NotesReadIn(Body):
     id: str | None = Field(None, max_length=26, description="one note by id")
     project: str | None = Field(None, max_length=64, description="or the newest of a project")
     limit: int = Field(20, ge=1, le=100, description="how many of the newest")
+    detail: Literal["full", "index"] = Field(
+        "index",
+        description='the newest: "index" (default) without their bodies (body_chars says '
+        'each one\'s size; read one by id for it); "full": with the bodies',
+    )
 
 
 class NoteWriteIn(NoteFields):
@@ -266,7 +271,7 @@ def _notes_read(who: Access, p: NotesReadIn) -> operations.Answer:
     if p.id is not None:
         one = operations.note_read(who, p.id)
         return operations.Answer(200, {"notes": [one.body]}, dumps({"notes": [one.body]}))
-    return operations.note_list(who, NoteListIn(project=p.project, limit=p.limit))
+    return operations.note_list(who, NoteListIn(project=p.project, limit=p.limit, detail=p.detail))
 
 
 def _notes_write(who: Access, p: NoteWriteIn) -> operations.Answer:
@@ -476,7 +481,8 @@ SPECS = (
         NotesOut,
         _notes_read,
         """
-        Read people's notes: one by id, or the newest of a project.""",
+        Read people's notes: one by id, in full, or the newest of a project (by name and
+        description; `detail: "full"` adds their bodies).""",
     ),
     Spec(
         "notes_write",

@@ -544,8 +544,13 @@ def memory_favorite(who: Access, memory_id: str, p: FavoriteIn | None) -> Answer
 
 
 def note_list(who: Access, p: NoteListIn) -> Answer:
+    """The newest notes, at "index" (the default) without their bodies, as a memory
+    listing: 20 notes of long write-ups put 100,000 tokens in an agent's context."""
     notes = access.note_list(who, project=p.project, limit=p.limit)
-    return _json({"notes": [replies.note_view(n) for n in notes]})
+    views = [replies.note_view(n) for n in notes]
+    if p.detail == "index":
+        views = [replies.without_body(view) for view in views]
+    return _json({"notes": views})
 
 
 def note_write(who: Access, p: NoteIn, *, key: str | None = None) -> Answer:

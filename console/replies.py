@@ -63,9 +63,9 @@ def memory_view(m: Memory, *, at: datetime | None = None) -> dict[str, Any]:
 
 
 def without_body(view: dict[str, Any]) -> dict[str, Any]:
-    """A memory's view at detail "index": its body gives way to body_chars, the length
-    of the body as memory_read gives it (escaped: `<` reads `&lt;`), what reading it
-    would put in the agent's context."""
+    """A memory's (or a note's) view at detail "index": its body gives way to
+    body_chars, the length of the body as a read by id gives it (escaped: `<` reads
+    `&lt;`), what reading it would put in the agent's context."""
     return {k: v for k, v in view.items() if k != "body"} | {"body_chars": len(view["body"])}
 
 

@@ -295,7 +295,10 @@ class NoteOut(Reply):
     title: str
     slug: str
     description: str
-    body: str
+    body: str = Field("", description='the body (a list with detail "index" leaves it out)')
+    body_chars: int | None = Field(
+        None, description='with detail "index": the whole body\'s length in characters'
+    )
     tags: list[str]
     source_url: str
     favorite: bool

@@ -601,6 +601,11 @@ class NoteIn(NoteFields):
 class NoteListIn(Params):
     project: Slug | None = Field(None, description="default: the token's projects")
     limit: int = Field(20, ge=1, le=100, description="how many of the newest")
+    detail: Literal["full", "index"] = Field(
+        "index",
+        description='"index" (default): each note without its body (body_chars says its '
+        'size; a read by id gives it); "full": with the bodies',
+    )
 
 
 class ProjectIn(Body):

@@ -442,6 +442,26 @@ def test_a_list_leaves_the_bodies_out_unless_asked(world: World, monkeypatch: An
     assert {m["kind"] for m in facts["memories"]} == {"fact"}
 
 
+def test_a_note_list_leaves_the_bodies_out_unless_asked(world: World, monkeypatch: Any) -> None:
+    # notes_read sent the 20 newest notes whole: two 100 KB write-ups were 50k tokens.
+    long = "A long write-up. " * 500
+    client = world.client("alpha")
+    made = call(client, "post", "/notes", {"title": "Write-up", "body": long}).json()
+
+    index = call(client, "get", "/notes", {}).json()["notes"]  # the default
+    full = call(client, "get", "/notes", {"detail": "full"}).json()["notes"]
+    status, listed = mcp(world, "alpha", "notes_read", {}, monkeypatch)
+    _, one = mcp(world, "alpha", "notes_read", {"id": made["id"]}, monkeypatch)
+
+    assert [n["id"] for n in index] == [n["id"] for n in full]
+    shown = next(n for n in index if n["id"] == made["id"])
+    assert "body" not in shown and shown["body_chars"] == len(long.strip())
+    assert next(n for n in full if n["id"] == made["id"])["body"] == long.strip()
+    assert status == 200 and listed["notes"] == index
+    assert one["notes"][0]["body"] == long.strip()  # one by id: whole
+    assert mcp(world, "alpha", "notes_read", {"detail": "full"}, monkeypatch)[1]["notes"] == full
+
+
 def test_list_filters_and_pages_with_a_stable_cursor(world: World) -> None:
     for i in range(7):
         write(world, {"name": f"note-{i}", "description": f"fact {i}", "tags": ["pile"]})
