@@ -275,17 +275,20 @@ def _notes_read(who: Access, p: NotesReadIn) -> operations.Answer:
 
 
 def _notes_write(who: Access, p: NoteWriteIn) -> operations.Answer:
+    """A new note, or an edit of note `id`. The fields are valid already and their text
+    unescaped once (`as_read`): they are handed on as they are, never validated again,
+    since a second unescape turned a person's `&lt;b&gt;` into `<b>` at an agent's edit."""
     if p.id is None:
-        if p.title is None:  # as NoteIn says it, once: the fields are valid already
+        if p.title is None:  # as NoteIn says it
             raise PydanticValidationError.from_exception_data(
                 "notes_write", [{"type": "missing", "loc": ("title",), "input": {}}]
             )
-        fields = p.dict(exclude={"id"})
-        return operations.note_write(
-            who, NoteIn.model_construct(p.model_fields_set - {"id"}, **fields)
-        )
-    fields = p.dict(exclude_unset=True, exclude={"id", "project", "idempotency_key"})
-    return operations.note_update(who, p.id, NoteFields(**fields))
+        given = p.model_fields_set - {"id"}
+        return operations.note_write(who, NoteIn.model_construct(given, **p.dict(exclude={"id"})))
+    given = p.model_fields_set - {"id", "project", "idempotency_key"}
+    return operations.note_update(
+        who, p.id, NoteFields.model_construct(given, **p.dict(include=set(NoteFields.model_fields)))
+    )
 
 
 WRITE = {"read_only": False, "idempotent": False}

@@ -713,6 +713,23 @@ def test_a_note_read_changed_and_written_back_keeps_its_characters(world: World)
     assert (stored.title, stored.body) == ("Generics <T>", "Use List<String> & friends. v0 v1")
 
 
+def test_a_note_edited_over_mcp_keeps_a_persons_escaped_text(
+    world: World, monkeypatch: Any
+) -> None:
+    # notes_write with an id validated the edit's fields twice: a second unescape
+    # stored `&lt;b&gt;`, which a person wrote, as `<b>`.
+    note = services.note_create(project=Project.objects.get(slug="alpha"), title="HTML",
+                                body="Write &lt;b&gt; for <b>.")  # fmt: skip
+
+    _, read = mcp(world, "alpha", "notes_read", {"id": note.pk}, monkeypatch)
+    body = read["notes"][0]["body"]
+    status, _ = mcp(world, "alpha", "notes_write", {"id": note.pk, "body": body + " v1"},
+                    monkeypatch)  # fmt: skip
+
+    assert status == 200
+    assert Note.objects.get(pk=note.pk).body == "Write &lt;b&gt; for <b>. v1"
+
+
 def test_text_an_agent_is_not_shown_is_marked_and_kept_through_an_edit(world: World) -> None:
     """A line cut as an instruction reads with `WITHHELD` where it was cut; the
     read, edited and written back keeps the stored text (it once lost it for good)."""
