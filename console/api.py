@@ -61,7 +61,7 @@ from console.schemas import (
     MemoryRef,
     MemoryUpdateOut,
     MemoryWriteOut,
-    NoteFields,
+    NoteChange,
     NoteIn,
     NoteListIn,
     NoteOut,
@@ -535,7 +535,7 @@ def note_read(request: HttpRequest, note_id: str) -> HttpResponse:
 
 
 @endpoint("patch", "/notes/{note_id}", "note_update", {200: NoteOut}, ["notes"])
-def note_update(request: HttpRequest, note_id: str, payload: NoteFields) -> HttpResponse:
+def note_update(request: HttpRequest, note_id: str, payload: NoteChange) -> HttpResponse:
     """Edit a note."""
     return _answer(operations.note_update(_auth(request), note_id, payload))
 

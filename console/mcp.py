@@ -60,7 +60,7 @@ from console.schemas import (
     MemoryUpdateIn,
     MemoryUpdateOut,
     MemoryWriteOut,
-    NoteFields,
+    NoteChange,
     NoteIn,
     NoteListIn,
     NoteOut,
@@ -110,7 +110,7 @@ class NotesReadIn(Body):
     )
 
 
-class NoteWriteIn(NoteFields):
+class NoteWriteIn(NoteChange):
     """A new note (its title needed), or with `id` an edit of that note: only the fields
     given change, as `PATCH /notes/{id}` (an edit that had to send the title again to
     change a body was refused "title: Field required")."""
@@ -287,7 +287,7 @@ def _notes_write(who: Access, p: NoteWriteIn) -> operations.Answer:
         return operations.note_write(who, NoteIn.model_construct(given, **p.dict(exclude={"id"})))
     given = p.model_fields_set - {"id", "project", "idempotency_key"}
     return operations.note_update(
-        who, p.id, NoteFields.model_construct(given, **p.dict(include=set(NoteFields.model_fields)))
+        who, p.id, NoteChange.model_construct(given, **p.dict(include=set(NoteChange.model_fields)))
     )
 
 

@@ -30,7 +30,7 @@ from console.schemas import (
     MemoryIn,
     MemoryListIn,
     MemoryRef,
-    NoteFields,
+    NoteChange,
     NoteIn,
     NoteListIn,
     PlaneSearchIn,
@@ -554,24 +554,26 @@ def note_list(who: Access, p: NoteListIn) -> Answer:
 
 
 def note_write(who: Access, p: NoteIn, *, key: str | None = None) -> Answer:
-    """A new note; a retry with the same key gets the first answer (as a memory's)."""
-    fields = _set(p, drop=("project", "idempotency_key"))
+    """A new note; a retry with the same key gets the first answer (as a memory's). The
+    reply leaves out the body the writer sent unless `detail` is "full" (`_at_detail`):
+    a 100 KB write-up came straight back into the agent's context."""
+    fields = _set(p, drop=("project", "idempotency_key", "detail"))
 
     def write() -> Answer:
         note = access.note_write(who, project=p.project, fields=fields)
         return _json(replies.note_view(note), 201)
 
-    request = {"call": "note_write", **p.dict(exclude={"idempotency_key"})}
-    return _idempotent(who, key or p.idempotency_key, request, write)
+    request = {"call": "note_write", **p.dict(exclude={"idempotency_key", "detail"})}
+    return _at_detail(_idempotent(who, key or p.idempotency_key, request, write), p.detail)
 
 
 def note_read(who: Access, note_id: str) -> Answer:
     return _json(replies.note_view(access.note_read(who, note_id=note_id)))
 
 
-def note_update(who: Access, note_id: str, p: NoteFields) -> Answer:
-    note = access.note_update(who, note_id=note_id, fields=_set(p))
-    return _json(replies.note_view(note))
+def note_update(who: Access, note_id: str, p: NoteChange) -> Answer:
+    note = access.note_update(who, note_id=note_id, fields=_set(p, drop=("detail",)))
+    return _at_detail(_json(replies.note_view(note)), p.detail)
 
 
 def note_favorite(who: Access, note_id: str, p: FavoriteIn | None) -> Answer:

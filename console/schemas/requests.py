@@ -587,7 +587,21 @@ class NoteFields(Body):
         return value
 
 
-class NoteIn(NoteFields):
+class NoteWriteReply(Body):
+    """How much of the note a write's reply repeats."""
+
+    detail: Literal["full", "index"] = Field(
+        "index",
+        description='"index" (default): the reply leaves out the note\'s body, which you '
+        'sent (body_chars says its size; a read by id gives it); "full" repeats it',
+    )
+
+
+class NoteChange(NoteFields, NoteWriteReply):
+    """Fields of a note to change, and how much the reply repeats."""
+
+
+class NoteIn(NoteFields, NoteWriteReply):
     project: Slug | None = Field(None, description=PROJECT)
     title: str = Field(min_length=1, max_length=200, description="the note's title")
     idempotency_key: str | None = Field(

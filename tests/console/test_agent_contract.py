@@ -229,6 +229,27 @@ def test_an_mcp_note_edit_changes_only_the_fields_it_gives(world: World, monkeyp
     assert not Note.objects.filter(body="no title").exists()
 
 
+def test_a_note_write_reply_leaves_out_the_body_it_was_sent_unless_asked(
+    world: World, monkeypatch: Any
+) -> None:
+    # A 100 KB write-up came straight back: the writer's context got its own text twice.
+    long = "A long write-up. " * 300
+    client = world.client("alpha")
+
+    made = call(client, "post", "/notes", {"title": "Write-up", "body": long}).json()
+    edited = call(client, "patch", f"/notes/{made['id']}", {"body": long + "More."}).json()
+    full = call(client, "patch", f"/notes/{made['id']}", {"detail": "full"}).json()
+    _, by_mcp = mcp(world, "alpha", "notes_write", {"title": "MCP", "body": long}, monkeypatch)
+    _, mcp_edit = mcp(world, "alpha", "notes_write", {"id": by_mcp["id"], "body": "x"},
+                      monkeypatch)  # fmt: skip
+
+    for reply, chars in ((made, len(long.strip())), (edited, len(long + "More.")),
+                         (by_mcp, len(long.strip())), (mcp_edit, 1)):  # fmt: skip
+        assert "body" not in reply and reply["body_chars"] == chars, reply
+    assert full["body"] == long + "More." and "body_chars" not in full
+    assert Note.objects.get(pk=made["id"]).body == long + "More."
+
+
 def test_an_overlong_idempotency_key_header_is_refused_like_the_body_field(
     world: World,
 ) -> None:
