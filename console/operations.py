@@ -471,7 +471,7 @@ def memory_update(who: Access, memory_id: str, p: MemoryChange) -> Answer:
         said += _unlinked(memory)
     renamed = selectors.links_left_by_rename(memory) if "name" in fields else None
     said += [renamed] if renamed else []
-    hint = replies.hint_view(edited.dedup_hint, kind=memory.kind)
+    hint = replies.hint_view(edited.dedup_hint, kind=memory.kind, changed=True)
     body = {**replies.memory_view(memory), "dedup_hint": hint, "warnings": said}
     return _at_detail(_with_index_state(_json(body), [memory.pk]), p.detail)
 
@@ -494,7 +494,7 @@ def memory_supersede(
                 "send `description` too if it no longer holds"
             )
         body = replies.written_view(
-            written.memory, created=True, hint=written.dedup_hint, warnings=said
+            written.memory, created=True, hint=written.dedup_hint, warnings=said, changed=True
         )
         return _json(body, 201)
 

@@ -94,9 +94,13 @@ def project_view(p: Project) -> dict[str, Any]:
     }
 
 
-def advice(hint: Hit, *, kind: str) -> str:
+def advice(hint: Hit, *, kind: str, changed: bool = False) -> str:
     """What to do about a near-duplicate: supersede only between durable kinds, and
-    never a global memory (the advice said to, and the supersede was refused)."""
+    never a global memory (the advice said to, and the supersede was refused). Each
+    step leaves one memory of the text: "supersede X rather than keep two", followed
+    after a write, kept the new memory beside X's new version, two again, and that
+    supersede's own hint said to supersede the first. `changed`: the hint is for a
+    supersede's new version or an edit, not a memory just written."""
     name = sanitize.name(hint.name)
     if hint.project is None:  # agents cannot supersede a global memory (the console curates it)
         return (
@@ -104,14 +108,16 @@ def advice(hint: Hit, *, kind: str) -> str:
             "archive this one unless it says something more"
         )
     if kind in DURABLE and hint.memory_kind in DURABLE:
+        if changed:  # this memory is the one being curated: the other is the spare
+            return f"very similar to {name}: if both say the same thing, archive {name}"
         return (
-            f"very similar to {name}: if both say the same thing, supersede {name} "
-            "rather than keep two"
+            f"very similar to {name}: if both say the same thing, delete this one; if this "
+            f"one corrects it, supersede {name} with this text, then delete this one"
         )
     return f"similar to {name}; episodes often repeat, so keep both unless one is wrong"
 
 
-def hint_view(hint: Hit | None, *, kind: str) -> dict[str, Any] | None:
+def hint_view(hint: Hit | None, *, kind: str, changed: bool = False) -> dict[str, Any] | None:
     if hint is None:
         return None
     return {
@@ -120,17 +126,22 @@ def hint_view(hint: Hit | None, *, kind: str) -> dict[str, Any] | None:
         "description": _line(hint.description, 150),
         "project": hint.project,
         "similarity": round(hint.similarity or 0.0, 4),
-        "advice": advice(hint, kind=kind),
+        "advice": advice(hint, kind=kind, changed=changed),
     }
 
 
 def written_view(
-    memory: Memory, *, created: bool, hint: Hit | None, warnings: Sequence[str] = ()
+    memory: Memory,
+    *,
+    created: bool,
+    hint: Hit | None,
+    warnings: Sequence[str] = (),
+    changed: bool = False,
 ) -> dict[str, Any]:
     return {
         "memory": memory_view(memory),
         "created": created,
-        "dedup_hint": hint_view(hint, kind=memory.kind),
+        "dedup_hint": hint_view(hint, kind=memory.kind, changed=changed),
         "warnings": [_line(w, 300) for w in warnings],
     }
 

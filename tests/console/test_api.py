@@ -494,6 +494,35 @@ def test_a_text_restated_under_a_new_name_is_hinted(world: World) -> None:
     assert "supersede billing-db-replica-lag" in hint["advice"]
 
 
+def test_the_advice_a_write_gets_leaves_one_memory_of_the_text_when_followed(
+    world: World,
+) -> None:
+    # "supersede refund-window rather than keep two": the agent superseded it with the
+    # new text and kept the memory it had just written, two of the text again, and the
+    # supersede's own hint said to supersede the new one.
+    old = services.memory_create(
+        project=world.memories["alpha"].project, kind="fact", name="refund-window",
+        description="Refunds are allowed within 30 days of the invoice date.",
+    )  # fmt: skip
+    indexing.apply_pending()
+    client = world.client("alpha")
+    new = {"name": "refund-window-days", "kind": "fact",
+           "description": "Refunds are allowed within 45 days of the invoice date."}  # fmt: skip
+
+    written = call(client, "post", "/memories", new).json()
+    advice = written["dedup_hint"]["advice"]
+    assert written["dedup_hint"]["id"] == old.pk
+    assert "supersede refund-window with this text, then delete this one" in advice
+    indexing.apply_pending()
+    replaced = call(client, "post", "/memories/refund-window/supersede",
+                    {"description": new["description"]}).json()  # fmt: skip
+    assert "archive refund-window-days" in replaced["dedup_hint"]["advice"]
+    assert "supersede" not in replaced["dedup_hint"]["advice"]
+    assert call(client, "delete", "/memories/refund-window-days").status_code == 200
+    live = Memory.objects.filter(description=new["description"], invalid_at__isnull=True)
+    assert [m.name for m in live] == ["refund-window"]
+
+
 @pytest.mark.parametrize(
     ("name", "description", "session"),
     [
@@ -539,7 +568,8 @@ def test_an_edit_that_makes_a_memory_say_what_another_says_is_hinted(world: Worl
     assert edited.status_code == 200, edited.content
     assert edited.json()["description"] == old.description
     assert edited.json()["dedup_hint"]["id"] == old.pk
-    assert "supersede ledger-db" in edited.json()["dedup_hint"]["advice"]
+    advice = edited.json()["dedup_hint"]["advice"]  # the edited one stays: the other is spare
+    assert "archive ledger-db" in advice and "supersede" not in advice
     assert retagged.json()["dedup_hint"] is None  # its text did not change: nothing to compare
 
 
