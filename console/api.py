@@ -528,10 +528,19 @@ def note_write(request: HttpRequest, payload: NoteIn) -> HttpResponse:
 
 
 @endpoint("get", "/notes/{note_id}", "note_read", {200: NoteOut}, ["notes"])
-def note_read(request: HttpRequest, note_id: str) -> HttpResponse:
-    """Read one note."""
-    _known(request)
-    return _answer(operations.note_read(_auth(request), note_id))
+def note_read(
+    request: HttpRequest,
+    note_id: str,
+    budget: int | None = Query(  # type: ignore[type-arg]
+        None,
+        ge=MIN_BUDGET,
+        le=MAX_BUDGET,
+        description="tokens the whole reply may take: a longer body is cut to fit",
+    ),  # fmt: skip
+) -> HttpResponse:
+    """Read one note; with `budget`, its body cut to fit (`truncated`, `body_chars`)."""
+    _known(request, Params, "budget")
+    return _answer(operations.note_read(_auth(request), note_id, budget=budget))
 
 
 @endpoint("patch", "/notes/{note_id}", "note_update", {200: NoteOut}, ["notes"])

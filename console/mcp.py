@@ -81,6 +81,8 @@ from console.schemas import (
 from console.schemas.common import Slug
 from console.schemas.requests import PROJECT
 from recall.agent import dumps
+from recall.config import MAX_BUDGET, MIN_BUDGET
+from recall.errors import QueryError
 
 log = logging.getLogger(__name__)
 TOKEN_ENV = "RECALL_AGENT_TOKEN"
@@ -107,6 +109,13 @@ class NotesReadIn(Body):
         "index",
         description='the newest: "index" (default) without their bodies (body_chars says '
         'each one\'s size; read one by id for it); "full": with the bodies',
+    )
+    budget: int | None = Field(
+        None,
+        ge=MIN_BUDGET,
+        le=MAX_BUDGET,
+        description="with id: tokens the whole reply may take: a longer body is cut to fit, "
+        "with truncated and body_chars (default: the whole body)",
     )
 
 
@@ -269,8 +278,11 @@ def compact(schema: Any) -> Any:
 
 def _notes_read(who: Access, p: NotesReadIn) -> operations.Answer:
     if p.id is not None:
-        one = operations.note_read(who, p.id)
-        return operations.Answer(200, {"notes": [one.body]}, dumps({"notes": [one.body]}))
+        return operations.note_read(who, p.id, budget=p.budget, reply=lambda v: {"notes": [v]})
+    if p.budget is not None:  # said rather than ignored
+        raise QueryError(
+            "budget cuts one note read by id; give `id` too, or leave it out", field="budget"
+        )
     return operations.note_list(who, NoteListIn(project=p.project, limit=p.limit, detail=p.detail))
 
 
@@ -484,8 +496,9 @@ SPECS = (
         NotesOut,
         _notes_read,
         """
-        Read people's notes: one by id, in full, or the newest of a project (by name and
-        description; `detail: "full"` adds their bodies).""",
+        Read people's notes: one by id, in full (with budget, a long body is cut so the
+        reply fits), or the newest of a project (by title and description; `detail:
+        "full"` adds their bodies).""",
     ),
     Spec(
         "notes_write",

@@ -373,27 +373,33 @@ def memory_read(who: Access, p: MemoryRef) -> Answer:
     return _within(replies.memory_view(memory), p.budget)
 
 
-def _within(view: dict[str, Any], budget: int | None) -> Answer:
-    """A memory read whose whole reply fits `budget` tokens: the longest head of its body
-    that fits, cut as Recall cuts an item's text (`recall.packing.cut_to_fit`: at a
-    line or sentence end first, an ellipsis after it, a code block it leaves open
-    closed), with `truncated` and the whole body's `body_chars`. A 100 KB runbook read
-    by name put 26,000 tokens in an agent's context; a cut inside a fenced command
-    left the fence open and the command half."""
-    whole = _json(view)
+def _within(
+    view: dict[str, Any],
+    budget: int | None,
+    *,
+    what: str = "memory",
+    reply: Callable[[dict[str, Any]], dict[str, Any]] = lambda view: view,
+) -> Answer:
+    """A memory (or a note, `what`) read whose whole reply, `reply(view)`, fits `budget`
+    tokens: the longest head of its body that fits, cut as Recall cuts an item's text
+    (`recall.packing.cut_to_fit`: at a line or sentence end first, an ellipsis after
+    it, a code block it leaves open closed), with `truncated` and the whole body's
+    `body_chars`. A 100 KB runbook read by name put 26,000 tokens in an agent's
+    context; a cut inside a fenced command left the fence open and the command half."""
+    whole = _json(reply(view))
     if budget is None or selectors.tokens(whole.text) <= budget:
         return whole
     body = view["body"]
 
     def cut(head: str) -> Answer:
-        return _json({**view, "body": head, "body_chars": len(body), "truncated": True})
+        return _json(reply({**view, "body": head, "body_chars": len(body), "truncated": True}))
 
     needs = selectors.tokens(whole.text)
     least = min(needs, selectors.tokens(cut("").text))  # a short body: the whole is less
-    if least > budget:  # not even the memory's fields: a reply past the budget, or none
+    if least > budget:  # not even its fields: a reply past the budget, or none
         raise services.StateConflict(  # well-formed, and in conflict with this memory
-            {"budget": f"budget {budget} holds not even this memory's fields: ask with at "
-                       f"least {least} (the whole memory takes {needs})"}
+            {"budget": f"budget {budget} holds not even this {what}'s fields: ask with at "
+                       f"least {least} (the whole {what} takes {needs})"}
         )  # fmt: skip
     head = cut_to_fit(body, lambda text: selectors.tokens(cut(text).text) <= budget, room=budget)
     return cut(head or "")
@@ -567,8 +573,18 @@ def note_write(who: Access, p: NoteIn, *, key: str | None = None) -> Answer:
     return _at_detail(_idempotent(who, key or p.idempotency_key, request, write), p.detail)
 
 
-def note_read(who: Access, note_id: str) -> Answer:
-    return _json(replies.note_view(access.note_read(who, note_id=note_id)))
+def note_read(
+    who: Access,
+    note_id: str,
+    *,
+    budget: int | None = None,
+    reply: Callable[[dict[str, Any]], dict[str, Any]] = lambda view: view,
+) -> Answer:
+    """One note whole; with `budget`, its body cut so the whole reply (`reply(view)`:
+    MCP's notes_read lists it) fits, as a memory read's: a note of 200,000 characters
+    was 50,000 tokens in the agent's context, with no way to ask for less."""
+    view = replies.note_view(access.note_read(who, note_id=note_id))
+    return _within(view, budget, what="note", reply=reply)
 
 
 def note_update(who: Access, note_id: str, p: NoteChange) -> Answer:

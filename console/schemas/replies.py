@@ -297,8 +297,11 @@ class NoteOut(Reply):
     description: str
     body: str = Field("", description='the body (a list with detail "index" leaves it out)')
     body_chars: int | None = Field(
-        None, description='with detail "index": the whole body\'s length in characters'
+        None,
+        description='with detail "index", or a body cut to a budget: the whole body\'s '
+        "length in characters",
     )
+    truncated: bool | None = Field(None, description="the body was cut to the budget")
     tags: list[str]
     source_url: str
     favorite: bool

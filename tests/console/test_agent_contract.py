@@ -483,6 +483,30 @@ def test_a_note_list_leaves_the_bodies_out_unless_asked(world: World, monkeypatc
     assert mcp(world, "alpha", "notes_read", {"detail": "full"}, monkeypatch)[1]["notes"] == full
 
 
+def test_a_note_read_with_a_budget_fits_it_on_both_doors(world: World, monkeypatch: Any) -> None:
+    # A note is up to 200,000 characters: read by id, it was all of them (50k tokens),
+    # with no budget to ask for less, as memory_read has.
+    long = "A long write-up of the migration. " * 400
+    note = services.note_create(project=Project.objects.get(slug="alpha"), title="Plan",
+                                body=long)  # fmt: skip
+    client = world.client("alpha")
+
+    rest = call(client, "get", f"/notes/{note.pk}", {"budget": 200})
+    status, by_mcp = mcp(world, "alpha", "notes_read", {"id": note.pk, "budget": 200},
+                         monkeypatch)  # fmt: skip
+
+    assert rest.status_code == 200 and estimate_tokens(rest.content.decode()) <= 200
+    assert status == 200 and estimate_tokens(dumps(by_mcp)) <= 200
+    for cut in (rest.json(), by_mcp["notes"][0]):
+        assert cut["truncated"] is True and cut["body_chars"] == len(long.strip())
+        assert long.startswith(cut["body"].rstrip("…").rstrip())
+    assert call(client, "get", f"/notes/{note.pk}").json()["body"] == long.strip()
+    small = call(client, "get", f"/notes/{note.pk}", {"budget": 50})
+    assert small.status_code == 409 and "this note's fields" in small.json()["detail"]
+    alone = mcp(world, "alpha", "notes_read", {"budget": 200}, monkeypatch)
+    assert alone[0] == 400 and alone[1]["field"] == "budget"
+
+
 def test_list_filters_and_pages_with_a_stable_cursor(world: World) -> None:
     for i in range(7):
         write(world, {"name": f"note-{i}", "description": f"fact {i}", "tags": ["pile"]})
