@@ -151,15 +151,19 @@ def search_hit_view(h: Hit, source: tuple[str, ...] = ()) -> dict[str, Any]:
     body): a snippet whose words are not all text an agent may read is left out
     (`sanitize.kept_snippet`)."""
     snippet = sanitize.kept_snippet(h.snippet, (*source, h.title), unscrubbed=(h.name,))
+    title, description = _line(h.title, 200), _line(h.description, 150)
+    shown = _line(snippet, 400) if snippet is not None else None
+    if shown is not None and _repeats(shown, title, description):
+        shown = None  # a match in the description showed it twice, as snippet too
     return {
         "id": h.id,
         "kind": h.kind,
         "name": sanitize.name(h.name),
-        "title": _line(h.title, 200),
+        "title": title,
         "memory_kind": h.memory_kind or None,
         "project": h.project,
-        "description": _line(h.description, 150),
-        "snippet": _line(snippet, 400) if snippet is not None else None,
+        "description": description,
+        "snippet": shown,
         "similarity": round(h.similarity, 4) if h.similarity is not None else None,
         "source": h.source,
         "score": round(h.score, 4),
@@ -176,6 +180,12 @@ def search_hit_view(h: Hit, source: tuple[str, ...] = ()) -> dict[str, Any]:
             "session": sanitize.label(h.session_id) or None,
         },
     }
+
+
+def _repeats(snippet: str, *fields: str) -> bool:
+    """Whether a snippet shows only text a hit's other fields show already."""
+    text = " ".join(snippet.split()).casefold()
+    return any(text in " ".join(f.split()).casefold() for f in fields if f)
 
 
 def search_view(

@@ -126,7 +126,10 @@ class SearchHitOut(Reply):
     memory_kind: str | None = None
     project: str | None
     description: str
-    snippet: str | None = Field(description="plain text around the match (no markup)")
+    snippet: str | None = Field(
+        description="plain text around the match (no markup); null when the match is "
+        "in what the title or description already shows"
+    )
     similarity: float | None = Field(description="cosine, on hits the semantic channel found")
     source: Source
     score: float

@@ -333,6 +333,29 @@ def test_search_covers_the_token_projects_and_global(world: World) -> None:
     assert "\x01" not in (hit["snippet"] or "") and "<mark>" not in (hit["snippet"] or "")
 
 
+@pytest.mark.parametrize("path", ["/search", "/search/text"])
+def test_a_snippet_is_left_out_when_it_repeats_the_description(world: World, path: str) -> None:
+    # A match in the description came back as the snippet too: the same sentence twice
+    # in every such hit.
+    alpha = world.memories["alpha"].project
+    in_description = services.memory_create(
+        project=alpha, kind="fact", name="quetzal-queue",
+        description="The quetzal queue drains every night.", body="Owned by the data team.",
+    )  # fmt: skip
+    in_body = services.memory_create(
+        project=alpha, kind="fact", name="nightly-drain",
+        description="What runs at night.", body="The quetzal job drains the outbox at 02:00.",
+    )  # fmt: skip
+    indexing.apply_pending()
+
+    hits = call(world.client("alpha"), "get", path, {"q": "quetzal"}).json()["hits"]
+
+    shown = {h["id"]: h for h in hits}
+    assert shown[in_description.pk]["description"] == in_description.description
+    assert shown[in_description.pk]["snippet"] is None
+    assert "quetzal job drains" in shown[in_body.pk]["snippet"]
+
+
 def test_a_search_with_nothing_to_look_for_says_so(world: World) -> None:
     # It answered 200 with no hits and no word, where a recall warns.
     client = world.client("alpha")
