@@ -31,6 +31,7 @@ from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnno
 from ninja import Field
 from pydantic import BaseModel, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
+from pydantic_core import PydanticCustomError
 
 from console import access, actor, errors, mcp_stdio, operations, tokens
 from console.access import Access
@@ -291,9 +292,12 @@ def _notes_write(who: Access, p: NoteWriteIn) -> operations.Answer:
     unescaped once (`as_read`): they are handed on as they are, never validated again,
     since a second unescape turned a person's `&lt;b&gt;` into `<b>` at an agent's edit."""
     if p.id is None:
-        if p.title is None:  # as NoteIn says it
+        if p.title is None:  # a 422 as NoteIn's, saying what else the caller may mean
+            said = PydanticCustomError(
+                "missing", "a new note needs one; to change a note, give its id"
+            )
             raise PydanticValidationError.from_exception_data(
-                "notes_write", [{"type": "missing", "loc": ("title",), "input": {}}]
+                "notes_write", [{"type": said, "loc": ("title",), "input": {}}]
             )
         given = p.model_fields_set - {"id"}
         return operations.note_write(who, NoteIn.model_construct(given, **p.dict(exclude={"id"})))

@@ -224,8 +224,9 @@ def test_an_mcp_note_edit_changes_only_the_fields_it_gives(world: World, monkeyp
     assert edited[0] == 200 and edited[1]["title"] == note.title
     stored = Note.objects.get(pk=note.pk)
     assert (stored.title, stored.body) == (note.title, "new")
-    assert untitled == (422, {"detail": "title: Field required", "field": "title",
-                              "code": "missing", "status": 422})  # fmt: skip
+    assert untitled[0] == 422 and untitled[1]["field"] == "title"
+    assert untitled[1]["detail"] == "title: a new note needs one; to change a note, give its id"
+    assert untitled[1]["code"] == "missing"
     assert not Note.objects.filter(body="no title").exists()
 
 
