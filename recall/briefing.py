@@ -100,7 +100,10 @@ def run(
         ]
     if not fixed and not index:
         return Briefing("", (), 0)
-    return _assemble(planes.tokens, req, config, fixed, index, budget, hard_cap, unseen)
+    return _assemble(
+        planes.tokens, req, config, fixed, index, budget, hard_cap, unseen,
+        beyond=unseen if req.agent_type else 0,
+    )  # fmt: skip
 
 
 def _browse(
@@ -168,7 +171,15 @@ def _assemble(
     budget: int,
     hard_cap: int,
     unseen: int = 0,
+    *,
+    beyond: int = 0,
 ) -> Briefing:
+    """The block; `beyond` of the `unseen` memories no budget would show (a subagent's
+    briefing has no index): a cut's "ask with a larger budget" does not count them
+    ("(+7 of these 8 lines and 23 more not shown" told a subagent that a larger
+    budget would show 23 memories it never shows; with room, the block says "(+23
+    more not shown: use recall)")."""
+
     def count(text: str) -> int:
         # Each line with its newline: line estimates then add up to at least
         # the whole block's estimate, so the packed block never passes the budget.
@@ -185,18 +196,19 @@ def _assemble(
         return Briefing("", (), 0, (warning + ": ask with a larger budget",), every)
     always = sum(1 for _, i in fixed if i is not None)
     more = len(index) + unseen
+    more_cut = more - beyond  # what a larger budget would show besides the cut lines
     # Room for the shortest last line when lines may be left out below: without it
     # the block read as complete (at 200 tokens, six constraint and pinned lines
     # and no "(+19 more not shown: use recall)").
     least = count(_short_trailers(more)[-1]) if more else 0
     kept_fixed = _fit(fixed, room=hard_cap - used - least, count=count)
     if kept_fixed < len(fixed):  # the block must say so: room for the longest such trailer
-        worst = max(count(_cut_trailer(cut, always, more)) for cut in (always - 1, always))
+        worst = max(count(_cut_trailer(cut, always, more_cut)) for cut in (always - 1, always))
         kept_fixed = _fit(fixed, room=hard_cap - used - worst, count=count)
         if not any(i is not None for _, i in fixed[:kept_fixed]):  # not one line under it:
             # a line and "(+24 not shown)" say more than that trailer alone (at 58 to 74
             # tokens the block held the trailer alone, though a line fitted)
-            shortest = count(_short_trailers(always + more)[-1])
+            shortest = count(_short_trailers(always + more_cut)[-1])
             kept_fixed = _fit(fixed, room=hard_cap - used - shortest, count=count)
     lines += fixed[:kept_fixed]
     used += sum(count(text) for text, _ in fixed[:kept_fixed])
@@ -229,7 +241,8 @@ def _assemble(
     dropped += unseen
     trailers: tuple[str, ...] = ()
     if kept_fixed < len(fixed):  # under CONSTRAINTS it would read as all there is
-        trailers = (_cut_trailer(dropped - more, always, more), *_short_trailers(dropped))
+        left = dropped - more  # the constraint, relevant and pinned lines left out
+        trailers = (_cut_trailer(left, always, more_cut), *_short_trailers(left + more_cut))
     elif dropped:  # "older" below the index it continues; else under a section it is not of
         told = "older" if shown else "more not shown"
         trailers = (f"(+{dropped} {told}: use recall)", *_short_trailers(dropped))

@@ -130,6 +130,31 @@ def test_subagent_gets_constraints_and_relevant_only(make_engine: MakeEngine):
     assert result.ids == (uid(1), uid(2))
 
 
+def test_a_subagents_cut_asks_for_a_budget_only_for_what_a_budget_would_show(
+    make_engine: MakeEngine,
+):
+    # "(+2 of these 3 lines and 40 more not shown: ask with a larger budget)": a subagent
+    # briefing never shows the 40 (it has no index) at any budget.
+    records = [
+        make_memory(1, "no-force-push", kind="constraint", description="never force-push main"),
+        make_memory(2, "no-friday-deploys", kind="constraint", description="no deploys on fri"),
+        make_memory(3, "chroma-boot-race", description="chroma boot race during startup ordering"),
+        *(make_memory(i, f"note-{i}", description=f"lunch menu number {i}") for i in range(4, 44)),
+    ]
+    engine = make_engine(records)
+    asked = {"agent_type": "debugger", "prompt": "fix the chroma boot race at startup"}
+
+    small = [engine.briefing(brief(budget=b, **asked)) for b in range(20, 80)]
+    whole = engine.briefing(brief(budget=2000, **asked))
+
+    cut = [r for r in small if r.text and len(r.ids) < 3]
+    assert cut, [r.text for r in small]
+    for result in cut:
+        last = result.text.splitlines()[-2]
+        assert "40" not in last and f"(+{3 - len(result.ids)} " in last, result.text
+    assert "(+40 more not shown: use recall)" in whole.text
+
+
 def test_a_subagents_trailer_counts_every_memory_it_was_not_shown(make_engine: MakeEngine):
     # It counted only those past the 200 newest the briefing reads (+587 of 787).
     records = [
