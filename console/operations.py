@@ -203,6 +203,7 @@ def memory_write(who: Access, p: MemoryIn, *, key: str | None = None) -> Answer:
         written = access.memory_write(who, project=p.project, fields=fields, force=p.force)
         said = (
             [
+                *_textless(written.memory),
                 *withheld.warnings(fields),
                 *_unlinked(written.memory),
                 *_shared_turn(written.memory, fields),
@@ -219,6 +220,18 @@ def memory_write(who: Access, p: MemoryIn, *, key: str | None = None) -> Answer:
     request = {"call": "memory_write", **p.dict(exclude={"idempotency_key", "detail"})}
     answer = _idempotent(who, key or p.idempotency_key, request, write)
     return _at_detail(_with_index_state(answer, [answer.body["memory"]["id"]]), p.detail)
+
+
+TEXTLESS = (
+    "no description or body: recall, search and prompt blocks have only its name to go "
+    "on; memory_update it with a description"
+)
+
+
+def _textless(memory: Any) -> list[str]:
+    """A warning for a memory written with neither description nor body: it holds a
+    name in the briefing's index and nothing a later session could use."""
+    return [] if (memory.description or "").strip() or (memory.body or "").strip() else [TEXTLESS]
 
 
 def _unlinked(memory: Any) -> list[str]:
@@ -339,6 +352,7 @@ def memory_write_batch(who: Access, p: MemoryBatchIn, *, key: str | None = None)
             for i, o in enumerate(outcomes)
             for warning in (
                 [
+                    *(f"memories.{i}: {w}" for w in _textless(o.memory)),
                     *withheld.warnings(items[i], f"memories.{i}."),
                     *(f"memories.{i}.{w}" for w in _unlinked(o.memory)),
                     *_shared_turn(o.memory, items[i], f"memories.{i}."),

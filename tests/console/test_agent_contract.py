@@ -925,6 +925,13 @@ def test_a_memory_with_no_text_answers_no_other_empty_write(world: World) -> Non
     made = [write(world, {"project": "alpha", **body}) for body in empty]
     assert [m.status_code for m in made] == [201, 201]
     assert [m.json()["memory"]["name"] for m in made] == ["no-body", "ws-body"]
+    # Written in silence, it held a name in every briefing and told no session anything.
+    said = "no description or body: recall, search and prompt blocks have only its name"
+    assert all(any(said in w for w in m.json()["warnings"]) for m in made)
+    batch = call(world.client("alpha"), "post", "/memories/batch",
+                 {"memories": [{"name": "bare"}, {"name": "told", "body": "Text."}]})  # fmt: skip
+    textless = [w for w in batch.json()["warnings"] if said in w]
+    assert len(textless) == 1 and textless[0].startswith("memories.0: ")
 
 
 def test_a_second_active_memory_of_a_name_is_refused(world: World) -> None:
