@@ -26,6 +26,7 @@ from django.conf import settings
 from django.db import connections
 
 from console import allocator, configuration
+from recall import background
 from recall.engine import Engine
 from recall.errors import ConfigError
 from recall.indexes.hot_vectors import HotVectorIndex, Replicable
@@ -196,7 +197,8 @@ def forget_recalls() -> None:
 
 def warm() -> None:
     """Load what the first request would otherwise wait for: the planes, the
-    model (one embedding) and the in-process vector copy. For a server
+    model (one embedding), the in-process vector copy and the English word
+    list full text's idf leans on (`recall.background`). For a server
     process right after it starts (console/gunicorn.conf.py)."""
     engine()
     model = embedder()
@@ -205,6 +207,7 @@ def warm() -> None:
     vectors = vector_index()
     if isinstance(vectors, HotVectorIndex):
         vectors.wait_ready()
+    background.load()  # full text's English word list (its idf prior)
     allocator.trim()  # the load's transient blocks (console/allocator.py)
 
 

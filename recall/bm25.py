@@ -25,6 +25,12 @@ streams' term frequencies before saturation (BM25F) instead of summing
 per-stream BM25 scores is worth +0.02 R@10 on turns: a term said in the turn
 and again just before it is not evidence twice over.
 
+The collection statistics (N, df, avglen) are the caller's scope's
+(`recall.indexes.scope_statistics`), and a small scope's counts lean on a
+prior of English at large (`recall.background`): `prior_rows` rows of general
+text of the scope's mean length are added to N, and to each df the share of
+them that would hold the term (200 rows, chosen on the development sets).
+
 Term proximity (the ordered windows of Metzler and Croft 2005, "A Markov
 random field model for term dependencies", SIGIR): each pair of words next to
 each other in the query ("support group") is one more term, found where its
@@ -66,6 +72,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from recall.background import Prior
+
 PAIR_FLOOR = 0.05  # of the heaviest query term's weight (`pairs`)
 PASSAGE_MIN = 64  # tokens: the shortest passage `score_document` reads
 
@@ -81,27 +89,37 @@ class Bm25F:
     proximity: float = 0.3
     window: int = 4
     passage: float = 2.0  # a passage's length in average lengths (0: whole texts only)
+    prior_rows: float = 200.0  # rows of general English a scope's idf leans on (0: none)
 
     def __post_init__(self) -> None:
         if self.k1 < 0 or not 0 <= self.b <= 1 or self.query_idf_power < 0:
             raise ValueError(f"need k1 >= 0, 0 <= b <= 1, query_idf_power >= 0: {self}")
         if not self.stream_weights or any(w < 0 for w in self.stream_weights):
             raise ValueError(f"stream weights must be >= 0 and not empty: {self.stream_weights}")
-        if self.proximity < 0 or self.window < 1 or self.passage < 0:
-            raise ValueError(f"need proximity >= 0, window >= 1, passage >= 0: {self}")
+        if self.proximity < 0 or self.window < 1 or self.passage < 0 or self.prior_rows < 0:
+            raise ValueError(
+                f"need proximity >= 0, window >= 1, passage >= 0, prior_rows >= 0: {self}"
+            )
 
 
-def idf(df: int, n: int) -> float:
+def idf(df: float, n: float) -> float:
     """ln(1 + (N - df + 0.5) / (df + 0.5)): rare terms weigh more, none weighs < 0."""
     return math.log(1 + (max(n - df, 0) + 0.5) / (df + 0.5))
 
 
-def term_weights(dfs: Mapping[str, int], n: int, params: Bm25F) -> dict[str, float]:
-    """qw(t) * idf(t) per query term; terms no document holds (df 0) are left out."""
+def term_weights(
+    dfs: Mapping[str, int], n: int, params: Bm25F, prior: Prior | None = None
+) -> dict[str, float]:
+    """qw(t) * idf(t) per query term; terms no document holds (df 0) are left out.
+
+    With a `prior` (`recall.background`), each df and N also count
+    `params.prior_rows` rows of general English: df + rows x share(t), N + rows."""
+    rows = params.prior_rows if prior is not None else 0.0
     out = {}
     for term, df in dfs.items():
         if df > 0:
-            value = idf(df, n)
+            share = prior.share(term) if prior is not None else 0.0
+            value = idf(df + rows * share, n + rows)
             out[term] = value ** (1 + params.query_idf_power)
     return out
 

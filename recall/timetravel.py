@@ -25,7 +25,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from recall import bm25, passages
+from recall import background, bm25, passages
 from recall.config import RecallConfig
 from recall.errors import QueryError
 from recall.packing import pack
@@ -148,8 +148,9 @@ def lexical(records: Sequence[Record], query: str, *, limit: int) -> list[Candid
     for _, _, counts in read:
         for t in counts:
             dfs[t] += 1
-    weights = bm25.term_weights(dfs, len(read), PARAMS)
     avglen = sum(length for _, length, _ in read) / len(read) if read else 0.0
+    known = background.term_frequencies(words(query), terms)  # the scope's idf prior
+    weights = bm25.term_weights(dfs, len(read), PARAMS, background.Prior(known, avglen))
     scored = [
         (bm25.score([counts], [length], weights, avglen=avglen, params=PARAMS), doc_id)
         for doc_id, length, counts in read

@@ -26,8 +26,10 @@ report holds `routing-auto`, `routing-hybrid`, `routing-vector` and
 gave the queries (`routing_classes`, overall and per category).
 
 Ablations (unless the spec says `"ablate": false`): each component off on
-its own (`-nocontext`, `-nobm25f` and, on tantivy, `-noproximity` for the
-fts channel and the default, `-noprior` for the default), and on every set
+its own (`-nocontext`, `-nobm25f` and, on tantivy, `-noproximity`,
+`-nopassage` and `-noenglish` (the idf's prior, `recall.background`) for the
+fts channel and the default, `-noprior` (the session prior) for the default),
+and on every set
 the session neighbourhood (Dakera 004, `console/bench/neighbours.py`) off
 (`session-off`), as a fused channel (`session-channel`) and as associated
 items listed below their hit (`session-assoc`; a variant picks that mode with
@@ -74,23 +76,25 @@ CHECK_QUERIES = 25
 # "session_as": "associated" uses the session neighbours as associated items
 # listed below their hit instead of as a fused channel (console/bench/neighbours.py).
 # "clock": "latest" weighs decay against each project's newest memory (console/bench/weighing.py).
-HARNESS_KEYS = ("context", "bm25f", "proximity", "passage", "session_as", "clock")
+HARNESS_KEYS = ("context", "bm25f", "proximity", "passage", "english", "session_as", "clock")
 
 
 class Leg(NamedTuple):
     """Which full-text index a run reads: session context, the BM25F re-score
-    (tantivy), its pairs of neighbouring query words, and its reading of long
-    texts (passages, and every holder of a rare query word re-scored)."""
+    (tantivy), its pairs of neighbouring query words, its reading of long
+    texts (passages, and every holder of a rare query word re-scored), and its
+    idf's prior of English at large (`recall.background`)."""
 
     context: bool = True
     bm25f: bool = True
     proximity: bool = True
     passage: bool = True
+    english: bool = True
 
 
 MAIN = Leg()
 NOCONTEXT, NOBM25F, NOPROXIMITY = Leg(context=False), Leg(bm25f=False), Leg(proximity=False)
-NOPASSAGE = Leg(passage=False)
+NOPASSAGE, NOENGLISH = Leg(passage=False), Leg(english=False)
 
 
 def variant_config(base: RecallConfig, values: Mapping[str, Any]) -> tuple[RecallConfig, Leg]:
@@ -115,6 +119,8 @@ def _variant_index(root: Path, leg: Leg) -> TextIndex:
             params = replace(params, proximity=0.0)
         if not leg.passage:
             params = replace(params, passage=0.0)
+        if not leg.english:
+            params = replace(params, prior_rows=0.0)
         if params != bm25.Bm25F():
             options["params"] = params
         if not leg.passage:  # long texts as before: whole, and only if tantivy's top 50
@@ -156,6 +162,7 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
         if isinstance(planes.text, TantivyIndex):  # the only plane with pairs and passages
             ablations["default-noproximity"] = (base, NOPROXIMITY)
             ablations["default-nopassage"] = (base, NOPASSAGE)
+            ablations["default-noenglish"] = (base, NOENGLISH)
         if has_sessions:
             ablations["default-nocontext"] = (base, NOCONTEXT)
         if sessions:
@@ -210,6 +217,7 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
         (NOBM25F, "nobm25f"),
         (NOPROXIMITY, "noproximity"),
         (NOPASSAGE, "nopassage"),
+        (NOENGLISH, "noenglish"),
     ):
         if leg in other_fts and f"default-{suffix}" in ablations:
             runs[f"fts-{suffix}"] = [_ranked([c.id for c in f], ext) for f in other_fts[leg]]

@@ -10,7 +10,6 @@ occurrences; a row's length is its words counted at their field's weight.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Sequence
@@ -18,6 +17,9 @@ from typing import Any
 
 from psycopg import sql
 
+from recall import background
+from recall.bm25 import Bm25F
+from recall.bm25 import idf as bm25_idf
 from recall.types import Visible
 
 # Field weights, in ts_rank_cd's order {D, C, B, A}: context, body, description and tags,
@@ -36,6 +38,7 @@ FIELD_WEIGHT = dict(zip("DCBA", WEIGHTS, strict=True))
 K1 = 1.2  # term-frequency saturation (Robertson and Zaragoza 2009, section 3.3)
 B = 0.4  # how far a row's length against the average scales its term frequency
 QUERY_IDF_POWER = 0.5  # a query word's weight: idf ** (1 + this), each word counted once
+PRIOR_ROWS = Bm25F().prior_rows  # rows of general English each idf leans on (`recall.background`)
 
 
 def weighted_length(fields: dict[str, str]) -> float:
@@ -117,7 +120,9 @@ class DocumentFrequencies:
         """word (and the typed prefix) -> (BM25 idf, whether it is common); the average length.
 
         idf = ln(1 + (N - df + 0.5) / (df + 0.5)), Lucene's non-negative form of
-        Robertson and Sparck Jones's weight.
+        Robertson and Sparck Jones's weight, each df and N also counting
+        `PRIOR_ROWS` rows of general English (`recall.background`; the typed
+        prefix counts as a rare word).
         """
         keys = [self.ROWS, self.AVERAGE, *query, *([typed] if typed is not None else [])]
         now = time.monotonic()
@@ -133,14 +138,15 @@ class DocumentFrequencies:
             known.update(zip(missing, counted, strict=True))
             with self._lock:
                 self._counts.update({(visible, k): (known[k], now) for k in missing})
-        total = known[self.ROWS]
+        total, average = known[self.ROWS], known[self.AVERAGE]
+        prior = background.Prior(background.term_frequencies(query, _itself), average)
         out: dict[str, tuple[float, bool]] = {}
         for key in keys[2:]:
             df = min(known[key], total)
-            idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
+            idf = bm25_idf(df + PRIOR_ROWS * prior.share(key), total + PRIOR_ROWS)
             common = total > self.COMMON_MIN and df > self.COMMON_SHARE * total
             out[key] = (idf, common)
-        return out, known[self.AVERAGE]
+        return out, average
 
     def _count(
         self, cur: Any, table: sql.Identifier, keys: list[str], typed: str | None, visible: Visible
@@ -177,3 +183,8 @@ def _visible_sql(visible: Visible) -> tuple[sql.Composable, list[Any]]:
     if include_global:
         return sql.SQL("(project = ANY(%s) OR project IS NULL)"), [list(projects)]
     return sql.SQL("project = ANY(%s)"), [list(projects)]
+
+
+def _itself(word: str) -> tuple[str]:
+    """A query word as its own term (PostgreSQL's `simple` lexemes are the words)."""
+    return (word,)

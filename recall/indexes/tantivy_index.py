@@ -62,7 +62,7 @@ from typing import Any
 
 import tantivy
 
-from recall import bm25
+from recall import background, bm25
 from recall.errors import IndexUnavailable
 from recall.indexes import fragments, layout
 from recall.indexes.scope_statistics import ScopeStatistics, most_held
@@ -516,11 +516,14 @@ class TantivyIndex:
                 # the whole index's (re-scoring doubled the palette's 3-letter p50).
                 ranked = self._top(searcher, query, limit)
             else:
+                prior = self.params.prior_rows > 0
                 figures = self._figures(searcher, where, terms)
                 pool = self._top(searcher, query, max(limit, RESCORE_POOL))
                 pool += self._rare_matches(searcher, figures[2], where, pool)
                 sequence = [t for word in query_words for t in stems(word)]
-                ranked = self._rescored(searcher, figures, sequence, pool, loaded)[:limit]
+                known = background.term_frequencies(query_words, stems) if prior else {}
+                ranked = self._rescored(searcher, figures, sequence, known, pool, loaded)
+                ranked = ranked[:limit]
             marked = self._snippet_query(terms) if snippets else None
             generators: dict[str, tantivy.SnippetGenerator] = {}
             out = []
@@ -627,6 +630,7 @@ class TantivyIndex:
         searcher: tantivy.Searcher,
         figures: tuple[int, float, Mapping[str, int]],
         sequence: list[str],
+        known: Mapping[str, float],
         ranked: list[tuple[float, str, tantivy.DocAddress]],
         loaded: dict[tuple[int, int], tantivy.Document],
     ) -> list[tuple[float, str, tantivy.DocAddress]]:
@@ -634,14 +638,17 @@ class TantivyIndex:
 
         `figures` are the scope's statistics (`_figures`); `sequence` is the
         query's terms in its order (with repeats), for the pairs of
-        neighbouring words. The documents read are kept in `loaded`, by
-        address, for the snippets.
+        neighbouring words; `known` their frequencies in English at large, the
+        prior of the scope's idf (`recall.background`; a prefix's expansions
+        count as rare). The documents read are kept in `loaded`, by address,
+        for the snippets.
         """
         if not ranked:
             return ranked
         params = self.params
         rows, avglen, dfs = figures
-        weights = bm25.term_weights(dfs, rows, params)
+        prior = background.Prior(known, avglen) if params.prior_rows else None
+        weights = bm25.term_weights(dfs, rows, params, prior)
         pairs = bm25.pairs(sequence, weights) if params.proximity > 0 else []
         weights = bm25.pair_weights(pairs, weights, params)
         out = []

@@ -7,6 +7,7 @@ reference. A capability an adapter lacks is an explicit skip with the reason.
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from recall import bm25
+from recall import background, bm25
 from recall.errors import IndexUnavailable
 from recall.indexes import layout
 from recall.indexes.pg_text_index import PgTextIndex
@@ -483,8 +484,10 @@ def test_tantivy_scores_are_bm25f_over_own_text_and_previous_turns(tmp_path: Pat
         ]
     )
     params = bm25.Bm25F()
-    weights = {"zeppelin": bm25.idf(1, 3) ** 1.5}  # df from the own texts alone
     avglen = (4 + 3 + 6) / 3
+    # df from the own texts alone, and the prior's rows of English (recall/background.py)
+    share = 1 - math.exp(-background.frequency("zeppelin") * avglen)
+    weights = {"zeppelin": bm25.idf(1 + params.prior_rows * share, 3 + params.prior_rows) ** 1.5}
 
     hits = {c.id: c.score for c in index.search("zeppelin", where=EVERYTHING, limit=5)}
 
@@ -495,6 +498,27 @@ def test_tantivy_scores_are_bm25f_over_own_text_and_previous_turns(tmp_path: Pat
         counts, lengths = bm25.count_terms(bm25.encode(doc_streams), ["zeppelin"])
         expected = bm25.score(counts, lengths, weights, avglen=avglen, params=params)
         assert hits[doc_id] == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["tantivy", "postgres"])
+def test_a_small_scope_weighs_a_word_rare_in_english_above_a_common_one(
+    kind: str, tmp_path: Path
+) -> None:
+    """Two words each held by one memory of three: counted over the scope alone
+    they weigh the same, and the tie went to the lower id. A scope's idf leans on
+    general English (recall/background.py): "people" is common there, "zeppelin"
+    rare, so the memory holding "zeppelin" ranks first. The BM25F planes only:
+    Whoosh and the in-memory plane keep their own scorers."""
+    index = build(kind, tmp_path / "fts")
+    index.upsert(
+        [
+            make_doc(id="a", body="we met the people there"),
+            make_doc(id="b", body="we met the zeppelin there"),
+            make_doc(id="c", body="nothing else was said at all"),
+        ]
+    )
+
+    assert search(index, "people zeppelin", where=Filter(projects=("alpha",))) == ["b", "a"]
 
 
 def test_tantivy_ranks_a_long_text_by_its_passage_holding_the_rare_word(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recall import bm25, timetravel
+from recall import background, bm25, timetravel
 from recall.engine import Engine
 from recall.errors import QueryError
 from recall.planes import Planes
@@ -52,9 +52,13 @@ def test_lexical_scores_are_bm25f_of_one_stream() -> None:
 
     found = timetravel.lexical(records, "queues", limit=10)
 
-    # "queues" stems to "queue": df 2 of N 3; one-letter names are no words.
-    weight = bm25.idf(2, 3) ** 1.5
+    # "queues" stems to "queue": df 2 of N 3; one-letter names are no words. Each
+    # count also holds `prior_rows` rows of English of the mean length, a share
+    # 1 - exp(-f x length) of them holding "queues" (recall/background.py).
     avg = (3 + 2 + 1) / 3
+    rows = timetravel.PARAMS.prior_rows
+    share = 1 - math.exp(-background.frequency("queues") * avg)
+    weight = bm25.idf(2 + rows * share, 3 + rows) ** 1.5
     k1, b = 1.2, 0.4
 
     def expected(tf: int, length: int) -> float:
@@ -64,7 +68,8 @@ def test_lexical_scores_are_bm25f_of_one_stream() -> None:
     assert [(c.id, c.rank) for c in found] == [("a", 1), ("c", 2)]
     assert found[0].score == pytest.approx(expected(2, 3))
     assert found[1].score == pytest.approx(expected(1, 1))
-    assert math.isclose(weight, math.log(1 + 1.5 / 2.5) ** 1.5)
+    df, n = 2 + rows * share, 3 + rows
+    assert math.isclose(weight, math.log(1 + (n - df + 0.5) / (df + 0.5)) ** 1.5)
 
 
 def test_lexical_counts_whole_terms_and_reads_a_changed_text_afresh() -> None:
@@ -131,8 +136,9 @@ def reference_lexical(records: list[Record], query: str) -> list[tuple[str, floa
         tokens = timetravel.terms(" ".join((r.name, r.description, r.body, " ".join(r.tags))))
         bags.append((r.id, len(tokens), {t: n for t in wanted if (n := tokens.count(t))}))
     dfs = {t: sum(1 for _, _, c in bags if t in c) for t in wanted}
-    weights = bm25.term_weights(dfs, len(bags), timetravel.PARAMS)
     avg = sum(n for _, n, _ in bags) / len(bags)
+    known = background.term_frequencies(words(query), timetravel.terms)
+    weights = bm25.term_weights(dfs, len(bags), timetravel.PARAMS, background.Prior(known, avg))
     scored = [(bm25.score([c], [n], weights, avglen=avg, params=timetravel.PARAMS), i)
               for i, n, c in bags if c]  # fmt: skip
     return [(i, v) for v, i in sorted(scored, key=lambda s: (-s[0], s[1]))]
