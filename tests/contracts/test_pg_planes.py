@@ -17,6 +17,7 @@ import numpy as np
 import psycopg
 import pytest
 
+from recall import background
 from recall.errors import ConfigError, IndexUnavailable
 from recall.indexes import pg_bm25, pg_text_index
 from recall.indexes.pg_text_index import PgTextIndex
@@ -165,7 +166,11 @@ def test_the_score_is_bm25f_over_weighted_occurrences(table: str) -> None:
     body, name = pg_bm25.FIELD_WEIGHT["C"], pg_bm25.FIELD_WEIGHT["A"]
     # Weighted lengths: a two body words, b one name word, c one body word.
     average = (2 * body + name + body) / 3
-    idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))  # "kraken" is in 2 of 3 rows
+    # "kraken" is in 2 of 3 rows, and in a share of the prior's rows of English
+    # (recall/background.py): 1 - exp(-f x the mean length) of them.
+    rows = pg_bm25.PRIOR_ROWS
+    df = 2 + rows * (1 - math.exp(-background.frequency("kraken") * average))
+    idf = math.log(1 + (3 + rows - df + 0.5) / (df + 0.5))
     weight = idf ** (1 + pg_bm25.QUERY_IDF_POWER)
     k1, b = pg_bm25.K1, pg_bm25.B
 
