@@ -539,7 +539,12 @@ def test_a_number_the_browser_cannot_read_is_not_saved_as_blank(page: Any, user:
             "1e",
             "“Hard cap (x size)” must be a number between 1 and 10.",
         ),
-        ("search", "limit", "1.5", "“Results per search” must be a whole number."),
+        (
+            "search",
+            "limit",
+            "1.5",
+            "“Results per search” must be a whole number between 1 and 200.",
+        ),
     ],
 )
 def test_a_save_the_browser_stops_says_why_at_the_field(
