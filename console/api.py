@@ -404,6 +404,12 @@ def memory_write_batch(request: HttpRequest, payload: MemoryBatchIn) -> HttpResp
 # A past state of a memory (console/history.py): RFC 3339 instants, with their offset.
 AS_OF_QUERY: Any = Query(None, description=AS_OF)  # type: ignore[type-arg]
 RECORDED_AS_OF_QUERY: Any = Query(None, description=RECORDED_AS_OF)  # type: ignore[type-arg]
+BUDGET_QUERY: Any = Query(  # type: ignore[type-arg]
+    None,
+    ge=MIN_BUDGET,
+    le=MAX_BUDGET,
+    description="tokens the whole reply may take: a longer body is cut to fit",
+)  # a memory's or a note's read
 
 
 @endpoint("get", "/memories/{memory_id}", "memory_read", {200: MemoryOut}, ["memories"])
@@ -415,12 +421,7 @@ def memory_read(
     ),
     as_of: datetime | None = AS_OF_QUERY,
     recorded_as_of: datetime | None = RECORDED_AS_OF_QUERY,
-    budget: int | None = Query(  # type: ignore[type-arg]
-        None,
-        ge=MIN_BUDGET,
-        le=MAX_BUDGET,
-        description="tokens the whole reply may take: a longer body is cut to fit",
-    ),  # fmt: skip
+    budget: int | None = BUDGET_QUERY,
 ) -> HttpResponse:
     """Read one memory by id, or by name (in `project` first, then global); with
     `as_of` / `recorded_as_of`, as it was then (404 if it was not valid / known); with
@@ -531,12 +532,7 @@ def note_write(request: HttpRequest, payload: NoteIn) -> HttpResponse:
 def note_read(
     request: HttpRequest,
     note_id: str,
-    budget: int | None = Query(  # type: ignore[type-arg]
-        None,
-        ge=MIN_BUDGET,
-        le=MAX_BUDGET,
-        description="tokens the whole reply may take: a longer body is cut to fit",
-    ),  # fmt: skip
+    budget: int | None = BUDGET_QUERY,
 ) -> HttpResponse:
     """Read one note; with `budget`, its body cut to fit (`truncated`, `body_chars`)."""
     _known(request, Params, "budget")

@@ -440,12 +440,12 @@ class MemoryFields(Body):
 
 
 class WriteReply(Body):
-    """How much of the memory a write's reply repeats."""
+    """How much of the memory or note a write's reply repeats."""
 
     detail: Literal["full", "index"] = Field(
         "index",
-        description='"index" (default): the reply\'s memory leaves out its body, which you '
-        'sent (body_chars says its size; memory_read gives it); "full" repeats it',
+        description='"index" (default): the reply leaves out the body, which you sent '
+        '(body_chars says its size; a read by id gives it); "full" repeats it',
     )
 
 
@@ -587,21 +587,11 @@ class NoteFields(Body):
         return value
 
 
-class NoteWriteReply(Body):
-    """How much of the note a write's reply repeats."""
-
-    detail: Literal["full", "index"] = Field(
-        "index",
-        description='"index" (default): the reply leaves out the note\'s body, which you '
-        'sent (body_chars says its size; a read by id gives it); "full" repeats it',
-    )
-
-
-class NoteChange(NoteFields, NoteWriteReply):
+class NoteChange(NoteFields, WriteReply):
     """Fields of a note to change, and how much the reply repeats."""
 
 
-class NoteIn(NoteFields, NoteWriteReply):
+class NoteIn(NoteFields, WriteReply):
     project: Slug | None = Field(None, description=PROJECT)
     title: str = Field(min_length=1, max_length=200, description="the note's title")
     idempotency_key: str | None = Field(
