@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, TypeVar
 
 from recall.errors import ConfigError
-from recall.graph import GRAPH_LIMITS, GRAPH_WEIGHT, MAX_SEEDS, check_graph
+from recall.graph import GRAPH_LIMITS, GRAPH_WEIGHT, MAX_SEEDS
 from recall.query import MAX_WORDS
 from recall.routing import ROUTINGS, check_shares, default_shares
 
@@ -245,8 +245,7 @@ class RecallConfig:
             )
         if not 1 <= self.depth <= self.max_depth:
             raise ValueError(f"depth must be within 1..max_depth ({self.max_depth})")
-        check_limits(self)
-        check_graph(self)
+        check_limits(self)  # the graph knobs' too (`GRAPH_LIMITS`)
         if not 0 < self.session_decay <= 1:
             raise ValueError(f"session_decay must be within (0, 1], not {self.session_decay}")
         if self.routing not in ROUTINGS:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from recall.ports import MemoryStore
 from recall.types import Filter
@@ -100,29 +99,8 @@ class Reached:
                        self.seed_score)  # fmt: skip
 
 
-class GraphKnobs(Protocol):
-    """The graph knobs of a config (`recall.config.RecallConfig`)."""
-
-    @property
-    def graph_seeds(self) -> int: ...
-    @property
-    def graph_hops(self) -> int: ...
-    @property
-    def graph_min_weight(self) -> float: ...
-    @property
-    def graph_cap(self) -> int: ...
-    @property
-    def graph_decay(self) -> float: ...
-    @property
-    def associated_cap(self) -> int: ...
-    @property
-    def associated_depth(self) -> int: ...
-    @property
-    def associated_min_weight(self) -> float: ...
-
-
-# Each graph knob's bounds (least, most): `check_graph` reads them, and the
-# console says them (`recall.config.limits`).
+# Each graph knob's bounds (least, most): a config holds its knobs within them
+# (`recall.config.check_limits`), and the console says them (`recall.config.limits`).
 GRAPH_LIMITS: dict[str, tuple[float, float]] = {
     "graph_seeds": (0, MAX_SEEDS),
     "graph_hops": (0, MAX_HOPS),
@@ -133,14 +111,6 @@ GRAPH_LIMITS: dict[str, tuple[float, float]] = {
     "associated_depth": (1, MAX_HOPS),
     "associated_min_weight": (0.0, 1.0),
 }
-
-
-def check_graph(c: GraphKnobs) -> None:
-    """ValueError naming the first graph knob out of its range."""
-    for name, (low, high) in GRAPH_LIMITS.items():
-        value = getattr(c, name)
-        if not low <= value <= high:
-            raise ValueError(f"{name} must be within {low:g}..{high:g}, not {value}")
 
 
 def _key(r: Reached) -> tuple[float, int, tuple[str, ...]]:
