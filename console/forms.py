@@ -25,6 +25,9 @@ from recall.config import (
     MAX_K,
     MAX_RECALL_DEPTH,
     MAX_RECALL_LIMIT,
+    MAX_SESSION_CAP,
+    MAX_SESSION_TURNS,
+    MAX_SESSION_WINDOW_MINUTES,
     MAX_WEIGHT,
     MAX_WORTH_WEIGHT,
     MIN_BUDGET,
@@ -33,8 +36,6 @@ from recall.config import (
 )
 from recall.graph import MAX_ASSOCIATED, MAX_CAP, MAX_HOPS, MAX_SEEDS
 from recall.neighbourhood import FIELDS as SESSION_FIELDS
-from recall.neighbourhood import MAX_CAP as MAX_SESSION_CAP
-from recall.neighbourhood import MAX_TURNS, MAX_WINDOW_MINUTES
 from recall.recall import MAX_TAG_CHARS, tag_form
 from recall.requests import ENTITIES, WORTH_FIELDS
 from recall.routing import ROUTINGS
@@ -748,10 +749,11 @@ class InspectForm(ChoicesForm):
     )
     session_window_minutes = forms.FloatField(
         label="Session: minutes around", required=False, min_value=0,
-        max_value=MAX_WINDOW_MINUTES, help_text="By when they happened; blank: the setting (5).",
+        max_value=MAX_SESSION_WINDOW_MINUTES,
+        help_text="By when they happened; blank: the setting (5).",
     )  # fmt: skip
     session_turns = forms.IntegerField(
-        label="Session: turns around", required=False, min_value=0, max_value=MAX_TURNS,
+        label="Session: turns around", required=False, min_value=0, max_value=MAX_SESSION_TURNS,
         help_text="By their order in the session; blank uses the setting (2).",
     )  # fmt: skip
     session_cap = forms.IntegerField(

@@ -36,11 +36,6 @@ from recall.types import Filter, Nearby, Neighbour, Record
 
 T = TypeVar("T")
 
-# A request's bounds are the setting's (`RecallConfig.LIMITS`).
-MAX_WINDOW_MINUTES = MAX_SESSION_WINDOW_MINUTES
-MAX_TURNS = MAX_SESSION_TURNS
-MAX_CAP = MAX_SESSION_CAP
-
 # The RecallRequest fields this module reads.
 FIELDS = ("session_neighbours", "session_window_minutes", "session_turns", "session_cap")
 
@@ -75,9 +70,10 @@ def _range(name: str, value: float | None, low: float, high: float) -> None:
 
 def validate(req: RecallRequest) -> None:
     """QueryError naming the first session-neighbourhood field out of its range."""
-    _range("session_window_minutes", req.session_window_minutes, 0, MAX_WINDOW_MINUTES)
-    _range("session_turns", req.session_turns, 0, MAX_TURNS)
-    _range("session_cap", req.session_cap, 0, MAX_CAP)
+    # A request's bounds are the setting's (`RecallConfig.LIMITS`).
+    _range("session_window_minutes", req.session_window_minutes, 0, MAX_SESSION_WINDOW_MINUTES)
+    _range("session_turns", req.session_turns, 0, MAX_SESSION_TURNS)
+    _range("session_cap", req.session_cap, 0, MAX_SESSION_CAP)
 
 
 def _minutes(seed: Record, other: Record) -> float | None:

@@ -33,14 +33,15 @@ from recall.config import (
     MAX_K,
     MAX_RECALL_DEPTH,
     MAX_RECALL_LIMIT,
+    MAX_SESSION_CAP,
+    MAX_SESSION_TURNS,
+    MAX_SESSION_WINDOW_MINUTES,
     MAX_WEIGHT,
     MAX_WORTH_WEIGHT,
     MIN_BUDGET,
 )
 from recall.decay import MAX_TTL_SECONDS
 from recall.graph import MAX_ASSOCIATED, MAX_CAP, MAX_HOPS, MAX_SEEDS
-from recall.neighbourhood import MAX_CAP as MAX_SESSION_CAP
-from recall.neighbourhood import MAX_TURNS, MAX_WINDOW_MINUTES
 from recall.recall import MAX_TAG_CHARS, tag_form
 from recall.requests import ENTITIES, SCOPES
 from recall.results import SOURCES
@@ -231,10 +232,10 @@ class Error(Schema):
     )
 
 
-# --- session neighbourhood (Dakera 004): the request fields' bounds (recall/neighbourhood.py) ---
+# --- session neighbourhood (Dakera 004): request bounds, the settings' (recall/config.py) ---
 WindowMinutes = Annotated[
-    float, Strict(False), Field(ge=0, le=MAX_WINDOW_MINUTES), BeforeValidator(_json_number)
+    float, Strict(False), Field(ge=0, le=MAX_SESSION_WINDOW_MINUTES), BeforeValidator(_json_number)
 ]
-SessionTurns = _int(0, MAX_TURNS)
+SessionTurns = _int(0, MAX_SESSION_TURNS)
 SessionCap = _int(0, MAX_SESSION_CAP)
 # --- end session neighbourhood ---
