@@ -208,6 +208,8 @@ STATIC_ROOT = DATA_DIR / "static"  # `collectstatic` fills it; whitenoise serves
 STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise warns at start-up when it is missing
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+# A request body that stops arriving for this long is answered 408 (console/bodies.py).
+BODY_IDLE_SECONDS = env_int("RECALL_BODY_IDLE_SECONDS", "10", 1)
 SESSION_COOKIE_HTTPONLY = True
 SESSION_ENGINE = "console.sessions"  # database sessions, read with a compiled statement
 CSRF_COOKIE_HTTPONLY = False

@@ -18,11 +18,11 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.wsgi import get_wsgi_application
 from django.db import connections
 
-from console.chunked import reading_chunked_bodies
+from console.bodies import reading_bodies
 from console.pgbackend import unreachable
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
-application = reading_chunked_bodies(get_wsgi_application())  # console.chunked
+application = reading_bodies(get_wsgi_application())  # console.bodies
 if serious := [str(m) for m in run_checks() if m.is_serious()]:
     raise ImproperlyConfigured("; ".join(serious))
 said = unreachable()

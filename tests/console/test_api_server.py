@@ -102,3 +102,34 @@ def test_what_gunicorn_refuses_itself_is_answered_in_the_one_error_shape(tmp_pat
         said = json.loads(body)
         assert set(said) == {"detail", "field", "code"} and said["field"] is None, said
         assert said["code"] == ("too_large" if abs(status) == 431 else "invalid"), said
+
+
+@pytest.mark.slow
+def test_bodies_that_stop_arriving_do_not_keep_the_server_from_answering(tmp_path: Path) -> None:
+    """Four connections that announce 1,000 bytes and send 8 held both threads of a
+    1 x 2 server until they hung up, so nobody else was answered; each is now answered
+    408 once silent for RECALL_BODY_IDLE_SECONDS, and the server answers the next one."""
+    token = api_server.run_python(tmp_path, SETUP).strip()
+    env = {"RECALL_BODY_IDLE_SECONDS": "1"}
+    with api_server.gunicorn_process(tmp_path, workers=1, threads=2, env=env) as (base, _):
+        host, port = base.removeprefix("http://").split(":")
+        head = (
+            f"POST /api/v1/memories HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}"
+            "\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+        )
+        stalled = [socket.create_connection((host, int(port)), timeout=60) for _ in range(4)]
+        for sock in stalled:
+            sock.sendall(head.encode() + b'{"name":')
+        status, _, body = _get(f"{base}/api/v1/projects", {"Authorization": f"Bearer {token}"})
+        replies = []
+        for sock in stalled:
+            with sock:
+                reply = b""
+                while chunk := sock.recv(65536):
+                    reply += chunk
+                replies.append(reply)
+    assert status == 200, body
+    for reply in replies:
+        top, _, said = reply.partition(b"\r\n\r\n")
+        assert top.startswith(b"HTTP/1.1 408 "), reply[:200]
+        assert json.loads(said)["code"] == "timeout", said
