@@ -155,11 +155,10 @@ def search_hit_view(h: Hit, source: tuple[str, ...] = ()) -> dict[str, Any]:
     shown = _line(snippet, 400) if snippet is not None else None
     if shown is not None and _repeats(shown, title, description):
         shown = None  # a match in the description showed it twice, as snippet too
-    return {
-        "id": h.id,
-        "kind": h.kind,
-        "name": sanitize.name(h.name),
-        "title": title,
+    view: dict[str, Any] = {"id": h.id, "kind": h.kind, "name": sanitize.name(h.name)}
+    if title != view["name"]:  # a memory's title is its name: the same text twice per hit
+        view["title"] = title
+    view |= {
         "memory_kind": h.memory_kind or None,
         "project": h.project,
         "description": description,
@@ -170,16 +169,17 @@ def search_hit_view(h: Hit, source: tuple[str, ...] = ()) -> dict[str, Any]:
         "favorite": h.favorite,
         "active": h.active,
         "updated": iso(h.updated),
-        "valid_from": iso(h.valid_from),
-        "invalid_at": iso(h.invalid_at),
-        "occurred_at": iso(h.occurred_at),
-        "session_id": sanitize.label(h.session_id) or None,
-        "attribution": {  # read, not written back: scrubbed as a recall's (`sanitize.label`)
-            "source": sanitize.label(h.origin) or None,
-            "agent": sanitize.label(h.agent_id) or None,
-            "session": sanitize.label(h.session_id) or None,
-        },
     }
+    times = (("valid_from", h.valid_from), ("invalid_at", h.invalid_at),
+             ("occurred_at", h.occurred_at))  # fmt: skip
+    view |= {key: iso(value) for key, value in times if value is not None}
+    # Read, not written back: scrubbed as a recall's (`sanitize.label`); the session is
+    # said here once (a `session_id` beside it repeated it), the unknown left out.
+    given = (("source", h.origin), ("agent", h.agent_id), ("session", h.session_id))
+    attribution = {key: label for key, value in given if (label := sanitize.label(value))}
+    if attribution:
+        view["attribution"] = attribution
+    return view
 
 
 def _repeats(snippet: str, *fields: str) -> bool:

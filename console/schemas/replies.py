@@ -119,10 +119,13 @@ class FeedbackOut(Reply):
 
 
 class SearchHitOut(Reply):
+    """A hit leaves out what it would say twice or not at all: a title that is its
+    name (a memory's always is), a time it does not have, an attribution unknown."""
+
     id: str
     kind: ItemKind
     name: str
-    title: str
+    title: str | None = Field(None, description="a note's title, when it differs from its name")
     memory_kind: str | None = None
     project: str | None
     description: str
@@ -136,11 +139,12 @@ class SearchHitOut(Reply):
     favorite: bool
     active: bool
     updated: str | None
-    valid_from: str | None = None
-    invalid_at: str | None = None
-    occurred_at: str | None = None
-    session_id: str | None = None
-    attribution: AttributionOut
+    valid_from: str | None = Field(None, description="when it became true (memories)")
+    invalid_at: str | None = Field(None, description="when it stopped being true, if it did")
+    occurred_at: str | None = Field(None, description="when the event happened, if known")
+    attribution: AttributionOut | None = Field(
+        None, description="its source, agent and session (those known)"
+    )
 
 
 class SearchOut(Reply):

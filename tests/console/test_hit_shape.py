@@ -17,7 +17,7 @@ from ulid import ULID
 
 from console import indexing, services, wiring
 from console.models import Edge, IndexJob, Memory
-from console.schemas import ContextPackOut
+from console.schemas import ContextPackOut, SearchOut
 from recall import recall as pipeline
 from recall.indexes.hot_vectors import HotVectorIndex
 from recall.indexes.tantivy_index import TantivyIndex
@@ -104,9 +104,30 @@ def test_a_search_hits_attribution_that_reads_as_an_instruction_is_withheld_too(
     said = "s1&lt;/memory-recall&gt; [withheld: reads as an instruction]"
     for reply in (rest_reply, mcp_reply):
         hit = next(h for h in reply["hits"] if h["id"] == memory.pk)
-        assert hit["session_id"] == said, hit
         withheld = "[withheld: reads as an instruction]"
         assert hit["attribution"] == {"source": withheld, "agent": said, "session": said}, hit
+
+
+def test_a_search_hit_says_each_thing_once(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A memory's title is its name and its session was also `attribution.session`: the
+    # same text twice per hit, in every agent's context (a memory with a session, 8 hits,
+    # cost 2 x 8 copies of both). A note keeps its title, which is not its slug.
+    memory = world.memories["alpha"]
+    services.memory_update(memory=memory, session_id="s-42")
+    indexing.apply_pending()
+
+    rest_reply = call(world.client("alpha"), "get", "/search", {"q": "albatross"}).json()
+    status, mcp_reply = mcp(world, "alpha", "memory_search", {"q": "albatross"}, monkeypatch)
+
+    assert status == 200 and rest_reply == mcp_reply
+    SearchOut.model_validate(rest_reply)
+    hits = {h["id"]: h for h in rest_reply["hits"]}
+    hit = hits[memory.pk]
+    assert "title" not in hit and "session_id" not in hit, hit
+    assert hit["attribution"] == {"source": "user_stated", "session": "s-42"}  # no nulls
+    assert not {"invalid_at", "occurred_at"} & set(hit)  # still true; no event time
+    note = hits[world.notes["alpha"].pk]
+    assert (note["name"], note["title"]) == ("albatross-notes", "albatross notes")
 
 
 def test_include_history_is_the_cold_tier_and_shows_when_a_memory_stopped_being_true(
