@@ -27,7 +27,7 @@ The rules:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -186,8 +186,10 @@ def search(
     record: bool = True,
     as_of: datetime | None = None,
     recorded_as_of: datetime | None = None,
+    fit: Callable[[SearchResult], SearchResult] | None = None,
 ) -> SearchResult:
-    """Search the token's projects (or some of them), plus global unless sealed."""
+    """Search the token's projects (or some of them), plus global unless sealed; `fit`
+    cuts the page (to a budget) before what it shows is recorded."""
     if since is not None and since.tzinfo is None:
         since = since.replace(tzinfo=UTC)
     scope = projects_of(access, projects)
@@ -203,6 +205,7 @@ def search(
         as_of=as_of,
         recorded_as_of=recorded_as_of,
     )
+    result = fit(result) if fit is not None else result
     if record:
         where = scope[0] if len(scope) == 1 else None
         _seen(access, "searched", [h.id for h in result.hits], query=query, project=where)
@@ -219,13 +222,16 @@ def search_plane(
     offset: int = 0,
     cursor: str | None = None,
     record: bool = True,
+    fit: Callable[[SearchResult], SearchResult] | None = None,
 ) -> SearchResult:
-    """One plane alone ("text" or "vector") over the token's projects, plus global unless sealed."""
+    """One plane alone ("text" or "vector") over the token's projects, plus global unless
+    sealed; `fit` as `search`'s."""
     scope = projects_of(access, projects)
     result = raw.memory_search_plane(
         plane=plane, query=query, projects=scope, limit=limit, offset=offset, cursor=cursor,
         include_global=not access.sealed,
     )  # fmt: skip
+    result = fit(result) if fit is not None else result
     if record:
         where = scope[0] if len(scope) == 1 else None
         _seen(access, "searched", [h.id for h in result.hits], query=query, project=where)

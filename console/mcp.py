@@ -342,7 +342,8 @@ SPECS = (
         Search memories and notes by words or meaning across your projects, a page at a
         time, with snippets. Use it to find a specific memory to read, edit or supersede;
         prefer memory_recall to gather context for a task. For the next page pass the
-        reply's next_cursor as cursor (with the same q and filters): no hit comes twice.""",
+        reply's next_cursor as cursor (with the same q and filters): no hit comes twice.
+        `budget` caps the reply in tokens: the page ends at the last hit that fits.""",
     ),
     Spec(
         "memory_search_text",

@@ -45,6 +45,7 @@ from recall.neighbourhood import FIELDS as SESSION_FIELDS
 from recall.packing import cut_to_fit
 from recall.requests import FILTER_FIELDS, KNOB_FIELDS, WORTH_FIELDS
 from recall.results import SearchResult
+from recall.search import within
 
 NOT_INDEXED = (  # also on a repeat that stored nothing, when what it found waits too
     "not indexed yet (the index is catching up): findable by id and name now, "
@@ -95,12 +96,44 @@ def feedback(who: Access, p: FeedbackIn) -> Answer:
 
 
 def search(who: Access, p: SearchIn) -> Answer:
+    page = _Page(p.budget)
     result = access.search(
         who, query=p.q, projects=p.project, limit=p.limit, offset=p.offset, cursor=p.cursor,
         semantic=p.semantic, since=p.since, record=p.record,
-        as_of=p.as_of, recorded_as_of=p.recorded_as_of,
+        as_of=p.as_of, recorded_as_of=p.recorded_as_of, fit=page.fit,
     )  # fmt: skip
-    return _json(replies.search_view(result, sources=_snippet_sources(result)))
+    return page.answer(result)
+
+
+class _Page:
+    """A search's page as an agent gets it, with `budget` cut to its longest first part
+    whose whole reply fits (`recall.search.within`: next_offset and next_cursor go on
+    after the last hit kept): a page of 20 hits was about 3,000 tokens, with no way
+    to ask for less but fewer hits, whose size an agent cannot know."""
+
+    def __init__(self, budget: int | None) -> None:
+        self.budget = budget
+        self.sources: dict[str, tuple[str, ...]] | None = None
+
+    def view(self, result: SearchResult) -> Answer:
+        if self.sources is None:  # the whole page's, once: a shorter page takes a part
+            self.sources = _snippet_sources(result)
+        return _json(replies.search_view(result, sources=self.sources))
+
+    def fit(self, result: SearchResult) -> SearchResult:
+        if self.budget is None:
+            return result
+        return within(result, lambda shown: selectors.tokens(self.view(shown).text), self.budget)
+
+    def answer(self, result: SearchResult) -> Answer:
+        answer = self.view(result)
+        needs = selectors.tokens(answer.text)
+        if self.budget is not None and needs > self.budget:  # its cursor, its warnings
+            raise services.StateConflict(
+                {"budget": f"budget {self.budget} holds not even this page without its hits: "
+                           f"ask with at least {needs}"}
+            )  # fmt: skip
+        return answer
 
 
 def _snippet_sources(result: SearchResult) -> dict[str, tuple[str, ...]]:
@@ -118,11 +151,12 @@ def search_vector(who: Access, p: PlaneSearchIn) -> Answer:
 
 
 def _plane(who: Access, p: PlaneSearchIn, plane: str) -> Answer:
+    page = _Page(p.budget)
     result = access.search_plane(
         who, plane=plane, query=p.q, projects=p.project, limit=p.limit, offset=p.offset,
-        cursor=p.cursor, record=p.record,
+        cursor=p.cursor, record=p.record, fit=page.fit,
     )  # fmt: skip
-    return _json(replies.search_view(result, sources=_snippet_sources(result)))
+    return page.answer(result)
 
 
 def memory_graph(who: Access, p: GraphIn) -> Answer:

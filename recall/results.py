@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from recall.types import MEMORY, Record
+from recall.walks import Walk
 from recall.worth import worth_of
 
 # What found a hit: one channel's name (every channel in `recall.channels`), "fused"
@@ -153,6 +154,10 @@ class SearchResult:
     more: bool = False
     next_offset: int | None = None
     cursor: str | None = None
+    # Where the walk stood before this page's first hit and the ranking it read: what a
+    # shorter page's cursor goes on from (`recall.search.within`); None: no next page.
+    start: Walk | None = None
+    ranked: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

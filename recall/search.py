@@ -30,7 +30,7 @@ index are never touched. An empty or unusable query returns no hits.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol, TypeVar
@@ -146,7 +146,7 @@ def run(
         left = req.offset + len(ids) < past.total
         after, onward = _onward(walk, req.offset, ids, len(ids), left=left, limit=limit,
                                 config=config)  # fmt: skip
-        return replace(past, next_offset=after, cursor=onward)
+        return replace(past, next_offset=after, cursor=onward, start=walk)
     query = ChannelQuery(text, prefix=req.prefix, snippets=req.snippets)
     pins = gather(
         select(channels, PIN, config.channel_weights),
@@ -196,8 +196,10 @@ def run(
     timings = search.timings
     timings["hydrate"] = round(timings.get("hydrate", 0.0) + _ms(start), 3)
     timings["total"] = _ms(started)
+    ranked = tuple(a.record.id for a in found)
+    before = walk.then(passed[: len(passed) - len(shown)], req.offset, ranked)
     return SearchResult(hits, tuple(search.warnings), timings, search.embedded, len(found),
-                        req.offset, more, after, onward)  # fmt: skip
+                        req.offset, more, after, onward, before, ranked)  # fmt: skip
 
 
 def _onward(
@@ -212,6 +214,42 @@ def _onward(
     if count < limit or not left or after > config.max_depth:
         return None, None
     return after, walk.on(passed, after, ranked)
+
+
+def within(
+    result: SearchResult, measure: Callable[[SearchResult], int], budget: int
+) -> SearchResult:
+    """The longest first part of `result`'s page whose reply, as `measure` counts it,
+    fits `budget`, its `next_offset` and `cursor` going on after the last hit kept. When
+    not even the first hit fits, no hit, a warning naming what the first needs (when it
+    fits itself) and the next page this one. A walk that cannot go on from the page's
+    start (`start` None: no hit, or a cursor past its marks) keeps its page."""
+    if result.start is None or measure(result) <= budget:
+        return result
+    low, high = 0, len(result.hits) - 1  # first(low) fits once low > 0; grows with n
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if measure(first(result, mid)) <= budget else (low, mid - 1)
+    if low > 0:
+        return first(result, low)
+    empty, needs = first(result, 0), measure(first(result, 1))
+    for said in (
+        f"budget {budget} fits no hit of this page (the first takes {needs}); ask with more",
+        f"nothing listed: the first hit needs a budget of {needs}",
+    ):
+        told = replace(empty, warnings=(*empty.warnings, said))
+        if measure(told) <= budget:
+            return told
+    return empty
+
+
+def first(result: SearchResult, count: int) -> SearchResult:
+    """`result` with the first `count` hits of its page, the next page after them."""
+    kept = result.hits[:count]
+    after = result.offset + count
+    walk = result.start.then((h.id for h in kept), after, result.ranked) if result.start else None
+    onward = walks.cursor(walk.key, walk.position, walk.seen) if walk is not None else None
+    return replace(result, hits=kept, next_offset=after, cursor=onward)
 
 
 def deepest(depth: int) -> str:

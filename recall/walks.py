@@ -86,11 +86,16 @@ class Walk:
         Past `CAPACITY` marks (a walk through much churn: hits it showed archived or
         deleted meanwhile) the marks of hits gone from the ranking (`ranked`) go;
         None if it is still too long (only a cursor made up gets there)."""
+        walk = self.then(ids, position, ranked)
+        return None if walk is None else cursor(walk.key, walk.position, walk.seen)
+
+    def then(self, ids: Iterable[str], position: int, ranked: Iterable[str] = ()) -> Walk | None:
+        """This walk with `ids` shown too, now at `position` (None: too long, see `on`)."""
         shown = {mark(i) for i in ids}
         seen = self.seen | shown
         if len(seen) > CAPACITY:
             seen = (self.seen & {mark(i) for i in ranked}) | shown
-        return cursor(self.key, position, seen) if len(seen) <= CAPACITY else None
+        return Walk(self.key, position, frozenset(seen)) if len(seen) <= CAPACITY else None
 
 
 def start(req: SearchRequest, channels: Iterable[str]) -> Walk:

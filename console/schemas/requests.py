@@ -303,6 +303,12 @@ class Paging(Searching):
         "cursor meets each hit once, even when memories change between its pages; it belongs "
         "to one search (the same q, projects and filters; the limit may change)",
     )  # fmt: skip
+    budget: int | None = Field(
+        None, ge=MIN_BUDGET, le=MAX_BUDGET,
+        description="tokens the whole reply may take: the page ends at the last hit that "
+        "fits and next_offset / next_cursor go on from there (default: no limit; `limit` "
+        "decides)",
+    )  # fmt: skip
 
 
 class SearchIn(Paging):

@@ -1162,6 +1162,52 @@ def test_a_search_tool_walks_its_pages_by_next_cursor(
     assert sorted(walked) == [f"merlin-{n}" for n in range(5)]
 
 
+@pytest.mark.parametrize("walk", ["next_offset", "next_cursor"])
+def test_a_budgeted_search_fits_its_whole_reply_and_pages_on_from_the_cut(
+    world: World, walk: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With `budget`, a search page is at most that many tokens as the agent gets it;
+    the hits cut from it come on the next page, none lost or repeated. A search had
+    no budget: 20 hits of long descriptions were thousands of tokens, asked or not."""
+    for n in range(9):
+        write(world, {"name": f"osprey-{n}", "description": f"osprey dive {n} " + "word " * 25})
+    indexing.apply_pending()
+    client = world.client("alpha")
+    asked = {"q": "osprey dive", "limit": 20, "semantic": "false", "record": "false"}
+    whole = [h["id"] for h in call(client, "get", "/search", asked).json()["hits"]]
+
+    seen: list[str] = []
+    onward: dict[str, Any] = {}
+    pages = 0
+    while True:
+        r = call(client, "get", "/search", {**asked, "budget": 250, **onward})
+        assert r.status_code == 200, r.json()
+        assert estimate_tokens(r.content.decode()) <= 250
+        page = r.json()
+        assert page["hits"], page
+        seen += [h["id"] for h in page["hits"]]
+        pages += 1
+        if page[walk] is None:
+            break
+        onward = {walk.removeprefix("next_"): page[walk]}
+
+    assert seen == whole and len(whole) >= 9 and pages > 2
+    status, tool = mcp(world, "alpha", "memory_search", {**asked, "budget": 250}, monkeypatch)
+    assert status == 200 and tool["hits"] and tool["next_cursor"]
+    assert estimate_tokens(dumps(tool)) <= 250
+    # Too small for one hit: said, and the next page is this one (null read as the end).
+    small = call(client, "get", "/search", {**asked, "budget": 50})
+    assert small.status_code == 200 and estimate_tokens(small.content.decode()) <= 50
+    said = small.json()
+    assert said["hits"] == [] and said["next_offset"] == 0, said
+    needs = re.search(r"first (?:takes|hit needs a budget of) (\d+)", said["warnings"][-1])
+    assert needs is not None, said["warnings"]
+    enough = call(client, "get", "/search", {**asked, "budget": int(needs[1])}).json()
+    assert [h["id"] for h in enough["hits"]] == whole[:1]  # the figure is what it takes
+    again = call(client, "get", "/search", {**asked, "cursor": said["next_cursor"]}).json()
+    assert [h["id"] for h in again["hits"]] == whole
+
+
 def test_a_batch_too_big_for_rest_is_too_big_for_mcp(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
