@@ -318,8 +318,9 @@ SPECS = (
         Recall what past sessions learned that bears on a task: ranked memories and notes
         with their text, the whole reply within `budget` tokens. Call it BEFORE you plan or
         change anything non-trivial, and whenever the user refers to something decided
-        earlier. Empty query + kind lists that kind, newest first. Each memory carries its
-        worth; the reply's pack_id is what memory_feedback names.""",
+        earlier. Empty query + kind lists that kind, newest first. An item leaves out the
+        defaults (kind memory, source fused, worth 0.5) and the pack's `project`; the
+        reply's pack_id is what memory_feedback names.""",
     ),
     Spec(
         "memory_feedback",

@@ -32,6 +32,8 @@ INDEX, FULL = "index", "full"
 DETAILS = (INDEX, FULL)
 MAX_WARNING_CHARS = 160
 DESCRIPTION_CHARS = 150  # of a description an agent is shown (its stored limit too)
+FUSED = "fused"  # an item's `source` when the envelope leaves it out: found by several
+PRIOR_WORTH = 0.5  # Memory Worth before any verdict (recall.worth), left out of an item
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
@@ -102,18 +104,23 @@ def _shown(line: str, *, first: bool) -> str:
     return sanitize.unimaged(shown.removeprefix("\n")).rstrip()
 
 
-def item_view(hit: Hit, *, detail: str = FULL, debug: bool = False) -> dict[str, Any]:
-    """One item as the agent receives it (absent values are left out)."""
-    view: dict[str, Any] = {
-        "id": hit.id,
-        "kind": hit.kind,
-        "name": sanitize.name(hit.name),
-    }
+def item_view(
+    hit: Hit, *, detail: str = FULL, debug: bool = False, home: str | None = None
+) -> dict[str, Any]:
+    """One item as the agent receives it. What it would say for nothing is left out: an
+    absent value, a default (`kind` memory, `source` fused, `worth` 0.5, no verdict
+    yet) and `home`, the pack's project, which its envelope says once (a global item's
+    `project` is null). These were a quarter of an item's fields."""
+    view: dict[str, Any] = {"id": hit.id}
+    if hit.kind != MEMORY:
+        view["kind"] = hit.kind
+    view["name"] = sanitize.name(hit.name)
     if hit.kind == MEMORY:
         view["memory_kind"] = hit.memory_kind
     elif hit.title and hit.title != hit.name:
         view["title"] = sanitize.field(hit.title, 200)
-    view["project"] = hit.project
+    if home is None or hit.project != home:
+        view["project"] = hit.project
     # An index is names and descriptions to choose from (memory_read gives the rest):
     # its items leave out the times, the attribution and the worth, about a third of
     # an item's tokens, so a small budget lists more of them.
@@ -142,9 +149,10 @@ def item_view(hit: Hit, *, detail: str = FULL, debug: bool = False) -> dict[str,
         view["graph"] = [_link(link) for link in hit.graph]
     if hit.favorite:
         view["favorite"] = True
-    view["source"] = hit.source
+    if hit.source != FUSED:
+        view["source"] = hit.source
     view["score"] = round(hit.score, 4)
-    if hit.worth is not None and not index:
+    if hit.worth is not None and not index and round(hit.worth, 4) != PRIOR_WORTH:
         view["worth"] = round(hit.worth, 4)
     if hit.depth is not None:  # an associated item: how it hangs off the main items
         view["depth"] = hit.depth
@@ -195,9 +203,12 @@ def envelope(
     total_found: int | None = None,
     associated: Sequence[Mapping[str, Any]] | None = None,
     pack_id: str | None = None,
+    project: str | None = None,
 ) -> dict[str, Any]:
-    """The reply around the items; `associated`, `total_found`, `pack_id` only when set."""
-    view: dict[str, Any] = {"items": list(items)}
+    """The reply around the items; `project` (the items' own unless they say another),
+    `associated`, `total_found`, `pack_id` only when set."""
+    view: dict[str, Any] = {} if project is None else {"project": project}
+    view["items"] = list(items)
     if associated is not None:
         view["associated"] = list(associated)
     view["omitted"] = omitted
@@ -213,15 +224,17 @@ def envelope(
 
 def pack_view(pack: ContextPack) -> dict[str, Any]:
     """The whole reply an agent receives for a pack (`debug` when it was asked)."""
-    debug = pack.debug is not None
-    items = [item_view(h, detail=pack.detail, debug=debug) for h in pack.items]
+    debug, home = pack.debug is not None, pack.project
+    items = [item_view(h, detail=pack.detail, debug=debug, home=home) for h in pack.items]
     associated = None
     if pack.associated is not None:
-        associated = [item_view(h, detail=pack.detail, debug=debug) for h in pack.associated]
+        associated = [
+            item_view(h, detail=pack.detail, debug=debug, home=home) for h in pack.associated
+        ]
     view = envelope(
         items, omitted=pack.omitted, tokens=pack.tokens, budget=pack.budget,
         warnings=pack.warnings, total_found=pack.total_found, associated=associated,
-        pack_id=pack.pack_id,
+        pack_id=pack.pack_id, project=home,
     )  # fmt: skip
     if pack.debug is not None:
         view["debug"] = pack.debug

@@ -115,6 +115,7 @@ class Packing:
     associated: bool = False
     pack_id: str | None = None
     limit: int | None = None  # items at most, the digest one of them
+    home: str | None = None  # the recall's project, said once in the envelope
 
 
 def answer(
@@ -150,6 +151,7 @@ def answer(
             ranked, budget=how.budget, counter=how.counter, detail=how.detail,
             item_tokens=how.item_tokens, warnings=(*how.warnings, said),
             total_found=how.total_found, associated=how.associated, pack_id=how.pack_id,
+            home=how.home,
         )  # fmt: skip
         debug.update(answered=ENTITY, why=f"{why}; {said}")
         return Answered(fallback, ENTITY, debug=debug)
@@ -191,10 +193,12 @@ def with_digest(
     base = envelope(
         [], omitted=len(ranked), tokens=how.budget, budget=how.budget, warnings=how.warnings,
         total_found=how.total_found, associated=[] if how.associated else None,
-        pack_id=how.pack_id,
+        pack_id=how.pack_id, project=how.home,
     )  # fmt: skip
     left = how.budget - how.counter.count(dumps(base))
-    n, hit = _longest(digest, left, counter=how.counter, altitude=altitude, project=project)
+    n, hit = _longest(
+        digest, left, counter=how.counter, altitude=altitude, project=project, home=how.home
+    )
     if hit is None:
         return None, frozenset()
     covered = frozenset(i for s in digest.sentences[:n] for i in s.covers)
@@ -202,16 +206,23 @@ def with_digest(
     room = left - (hit.tokens or 0)
     places = rows if how.limit is None else rows[: max(0, how.limit - 1)]
     items = [hit, *_fill(places, room, counter=how.counter, detail=how.detail,
-                         item_tokens=how.item_tokens)]  # fmt: skip
+                         item_tokens=how.item_tokens, home=how.home)]  # fmt: skip
     packed = _settle(how.counter, items, 1 + len(rows), how.budget, how.warnings, how.detail,
-                     how.total_found, [] if how.associated else None, how.pack_id)  # fmt: skip
+                     how.total_found, [] if how.associated else None, how.pack_id,
+                     how.home)  # fmt: skip
     if not packed.items or packed.items[0].kind != DIGEST:
         return None, frozenset()
     return packed, covered
 
 
 def _longest(
-    digest: digests.Digest, room: int, *, counter: TokenCounter, altitude: str, project: str | None
+    digest: digests.Digest,
+    room: int,
+    *,
+    counter: TokenCounter,
+    altitude: str,
+    project: str | None,
+    home: str | None = None,
 ) -> tuple[int, Hit | None]:
     """The most sentences of `digest` whose item costs at most `room` (binary search)."""
     lo, hi = 1, len(digest.sentences)
@@ -219,7 +230,7 @@ def _longest(
     while lo <= hi:
         mid = (lo + hi) // 2
         hit = digest_hit(digest, mid, altitude=altitude, project=project)
-        cost = _cost(counter, hit, FULL)
+        cost = _cost(counter, hit, FULL, home)
         if cost <= room:
             best, lo = (mid, replace(hit, tokens=cost)), mid + 1
         else:

@@ -58,9 +58,11 @@ class Packed:
     warnings: tuple[str, ...]
 
 
-def _cost(counter: TokenCounter, hit: Hit, detail: str) -> int:
-    """An item's cost in the reply: its JSON and the comma before it."""
-    return counter.count(dumps(item_view(replace(hit, tokens=99_999), detail=detail)) + ",")
+def _cost(counter: TokenCounter, hit: Hit, detail: str, home: str | None = None) -> int:
+    """An item's cost in the reply: its JSON and the comma before it (`home`: the pack's
+    project, which the item leaves out)."""
+    view = item_view(replace(hit, tokens=99_999), detail=detail, home=home)
+    return counter.count(dumps(view) + ",")
 
 
 def _cut(head: str, joint: str = "") -> str:
@@ -121,6 +123,7 @@ def _fit(
     *,
     clipped: bool = False,
     last: bool = False,
+    home: str | None = None,
 ) -> Hit | None:
     """`hit` with the longest cut of `text` whose item costs at most `room` tokens
     (at a sentence end if one fits, else a word end, else anywhere); with `focus`
@@ -129,7 +132,7 @@ def _fit(
     text (`text_of`'s limit), so a focus not in it comes from beyond it; `last`:
     nothing follows that focus in the memory (no "…" after it)."""
     levels = _cuts(text[: _reach(room)])
-    best = _first(counter, hit, levels, lambda cut: _cut(text[:cut]), room)
+    best = _first(counter, hit, levels, lambda cut: _cut(text[:cut]), room, home)
     found = _locate(text, focus) if focus else None
     if focus and found is None and clipped:
         said, start, more = body_text(focus, opening=False), len(text), not last
@@ -141,13 +144,13 @@ def _fit(
         return best  # the head already holds it
     tail = said + (f" {ELLIPSIS}" if more else "")
     heads = [[cut for cut in cuts if cut <= start] for cuts in levels]
-    with_focus = _first(counter, hit, heads, lambda cut: _joined(text[:cut], tail), room)
+    with_focus = _first(counter, hit, heads, lambda cut: _joined(text[:cut], tail), room, home)
     if with_focus is not None:
         return with_focus
     # too long to follow a head: its own beginning, cut
     alone = _first(
         counter, hit, _cuts(said[: _reach(room)]),
-        lambda cut: f"{ELLIPSIS}{_gap(said)}{_cut(said[:cut], ' ')}", room,
+        lambda cut: f"{ELLIPSIS}{_gap(said)}{_cut(said[:cut], ' ')}", room, home,
     )  # fmt: skip
     return alone or best
 
@@ -158,22 +161,28 @@ def _first(
     levels: Sequence[Sequence[int]],
     shape: Callable[[int], str],
     room: int,
+    home: str | None = None,
 ) -> Hit | None:
     """The longest fitting cut of the first level of cuts that has one."""
     for cuts in levels:
-        found = _longest(counter, hit, cuts, shape, room)
+        found = _longest(counter, hit, cuts, shape, room, home)
         if found is not None:
             return found
     return None
 
 
 def _longest(
-    counter: TokenCounter, hit: Hit, cuts: Sequence[int], shape: Callable[[int], str], room: int
+    counter: TokenCounter,
+    hit: Hit,
+    cuts: Sequence[int],
+    shape: Callable[[int], str],
+    room: int,
+    home: str | None = None,
 ) -> Hit | None:
     """`hit` with the text `shape` makes of the longest of `cuts` (longest first) that fits."""
 
     def fits(text: str) -> bool:
-        return _cost(counter, replace(hit, text=text, truncated=True), FULL) <= room
+        return _cost(counter, replace(hit, text=text, truncated=True), FULL, home) <= room
 
     found = _longest_text(cuts, shape, fits)
     return None if found is None else replace(hit, text=found, truncated=True)
@@ -238,15 +247,18 @@ def _reply_tokens(
     total_found: int | None = None,
     associated: Sequence[Hit] | None = None,
     pack_id: str | None = None,
+    home: str | None = None,
 ) -> int:
     """The reply's token count: a fixed point, since the count is part of what it counts."""
-    views = [item_view(h, detail=detail) for h in items]
-    linked = None if associated is None else [item_view(h, detail=detail) for h in associated]
+    views = [item_view(h, detail=detail, home=home) for h in items]
+    linked = (
+        None if associated is None else [item_view(h, detail=detail, home=home) for h in associated]
+    )
 
     def count(tokens: int) -> int:
         reply = envelope(
             views, omitted=omitted, tokens=tokens, budget=budget, warnings=warnings,
-            total_found=total_found, associated=linked, pack_id=pack_id,
+            total_found=total_found, associated=linked, pack_id=pack_id, project=home,
         )  # fmt: skip
         return counter.count(dumps(reply))
 
@@ -272,24 +284,28 @@ def pack(
     pack_id: str | None = None,
     focus: Focus | None = None,
     explain: bool = True,
+    home: str | None = None,
 ) -> Packed:
     """The longest prefix of `ranked` whose reply fits `budget` (see the module docstring).
 
     `total_found` rides in the envelope when given; `associated=True` makes
     room for an (empty) `associated` list, which `attach` then fills; `focus`
     is asked only for an item that must be cut; `explain` False leaves out the warning
-    naming the budget an empty pack needs (`_nothing_fits` packs to find it).
+    naming the budget an empty pack needs (`_nothing_fits` packs to find it); `home`:
+    the recall's project, said once in the envelope and left out of its items.
     """
     if budget < MIN_BUDGET:
         raise BudgetError(f"budget must be at least {MIN_BUDGET} tokens, not {budget}")
     base = envelope(
         [], omitted=len(ranked), tokens=budget, budget=budget, warnings=warnings,
         total_found=total_found, associated=[] if associated else None, pack_id=pack_id,
+        project=home,
     )  # fmt: skip
     left = budget - counter.count(dumps(base))
     items = _fill(
-        ranked, left, counter=counter, detail=detail, item_tokens=item_tokens, focus=focus
-    )
+        ranked, left, counter=counter, detail=detail, item_tokens=item_tokens, focus=focus,
+        home=home,
+    )  # fmt: skip
     said = tuple(warnings)
     if ranked and not items and explain:
 
@@ -297,16 +313,18 @@ def pack(
             again = pack(
                 ranked, budget=at, counter=counter, detail=as_, item_tokens=item_tokens,
                 warnings=warnings, total_found=total_found, associated=associated,
-                pack_id=pack_id, focus=focus, explain=False,
+                pack_id=pack_id, focus=focus, explain=False, home=home,
             )  # fmt: skip
             return bool(again.items)
 
         said += (
-            _nothing_fits(ranked[0], budget - left, counter=counter, detail=detail, holds=holds),
+            _nothing_fits(
+                ranked[0], budget - left, counter=counter, detail=detail, holds=holds, home=home
+            ),
         )
     return _settle(
         counter, items, len(ranked), budget, said, detail, total_found,
-        [] if associated else None, pack_id,
+        [] if associated else None, pack_id, home,
     )  # fmt: skip
 
 
@@ -317,6 +335,7 @@ def _nothing_fits(
     counter: TokenCounter,
     detail: str,
     holds: Callable[[int, str], bool],
+    home: str | None = None,
 ) -> str:
     """NOTHING_FITS and the least budget that would hold the best hit (its text cut as
     short as it may be), and at detail "index" when less: at 100 tokens no memory fits in full
@@ -326,11 +345,11 @@ def _nothing_fits(
     figures (its budget, its count, what it left out) took a token or two more than the
     estimate, and an agent asking with the figure it was given got nothing again."""
     hit, record = best
-    least = _least(envelope_ + _cost(counter, hit, INDEX), INDEX, holds)
+    least = _least(envelope_ + _cost(counter, hit, INDEX, home), INDEX, holds)
     if detail == INDEX:
         return f"{NOTHING_FITS} {least}"
     head = replace(hit, text=_cut(text_of(record, limit=MIN_WORD_CHARS)), truncated=True)
-    full = _least(envelope_ + _cost(counter, head, FULL), FULL, holds)
+    full = _least(envelope_ + _cost(counter, head, FULL, home), FULL, holds)
     if least >= full:  # a long description costs more than a cut text
         return f"{NOTHING_FITS} {full}"
     return f"{NOTHING_FITS} {full} ({least} with detail 'index')"
@@ -368,6 +387,7 @@ def attach(
     item_tokens: int = 0,
     total_found: int | None = None,
     pack_id: str | None = None,
+    home: str | None = None,
 ) -> tuple[Packed, tuple[Hit, ...]]:
     """`packed` (made with `associated=True`) and the prefix of `linked` that still fits.
 
@@ -377,12 +397,13 @@ def attach(
     A warning says how many found no room, when it fits itself.
     """
     left = budget - packed.tokens
-    extra = _fill(linked, left, counter=counter, detail=detail, item_tokens=item_tokens)
+    extra = _fill(linked, left, counter=counter, detail=detail, item_tokens=item_tokens, home=home)
 
     def reply(said: tuple[str, ...]) -> int:
         return _reply_tokens(
             counter, packed.items, omitted=packed.omitted, budget=budget, warnings=said,
             detail=detail, total_found=total_found, associated=extra, pack_id=pack_id,
+            home=home,
         )  # fmt: skip
 
     while True:
@@ -408,6 +429,7 @@ def _fill(
     detail: str,
     item_tokens: int,
     focus: Focus | None = None,
+    home: str | None = None,
 ) -> list[Hit]:
     """Items in order while they fit in `left` tokens (cut to fit where they can)."""
     items: list[Hit] = []
@@ -417,7 +439,7 @@ def _fill(
         limit = _reach(room)
         clipped = len(record.description) + len(record.body) + 1 > limit
         full = replace(hit, text=text_of(record, limit=limit)) if detail == FULL else hit
-        cost = _cost(counter, full, detail)
+        cost = _cost(counter, full, detail, home)
         if cost > room or (clipped and detail == FULL):  # a clipped text is never whole
             said = focus(record) if focus is not None and detail == FULL else None
             said = said[: _reach(room)] if said else None  # no item shows more of it
@@ -425,13 +447,22 @@ def _fill(
             if said and clipped:  # beyond what was read: its lines as the text has them
                 said, last = _as_written(record, said)
             cut = (
-                _fit(counter, full, full.text or "", room, said, clipped=clipped, last=last)
+                _fit(
+                    counter,
+                    full,
+                    full.text or "",
+                    room,
+                    said,
+                    clipped=clipped,
+                    last=last,
+                    home=home,
+                )
                 if detail == FULL
                 else None
             )
             if cut is None:
                 break
-            full, cost = cut, _cost(counter, cut, FULL)
+            full, cost = cut, _cost(counter, cut, FULL, home)
         items.append(replace(full, tokens=cost))
         left -= cost
         if full.truncated and not capped:
@@ -449,6 +480,7 @@ def _settle(
     total_found: int | None = None,
     associated: Sequence[Hit] | None = None,
     pack_id: str | None = None,
+    home: str | None = None,
 ) -> Packed:
     """Count the final reply; shorten warnings, then drop items, until it fits."""
     said = list(warnings)
@@ -456,7 +488,7 @@ def _settle(
         omitted = total - len(items)
         tokens = _reply_tokens(
             counter, items, omitted=omitted, budget=budget, warnings=said, detail=detail,
-            total_found=total_found, associated=associated, pack_id=pack_id,
+            total_found=total_found, associated=associated, pack_id=pack_id, home=home,
         )  # fmt: skip
         if tokens <= budget:
             return Packed(tuple(items), omitted, tokens, tuple(said))
@@ -482,7 +514,7 @@ def relabel(pack_: ContextPack, pack_id: str | None, counter: TokenCounter) -> C
     tokens = _reply_tokens(
         counter, pack_.items, omitted=pack_.omitted, budget=pack_.budget,
         warnings=pack_.warnings, detail=pack_.detail, total_found=pack_.total_found,
-        associated=pack_.associated, pack_id=pack_id,
+        associated=pack_.associated, pack_id=pack_id, home=pack_.project,
     )  # fmt: skip
     return replace(pack_, pack_id=pack_id, tokens=tokens) if tokens <= pack_.budget else None
 

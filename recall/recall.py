@@ -251,12 +251,13 @@ def run(
         why = nothing or (NO_WORDS if query else EMPTY_QUERY)
         empty = pack(
             [], budget=budget, counter=planes.tokens, warnings=(why,), total_found=0,
-            associated=req.include_associated, pack_id=req.pack_id,
+            associated=req.include_associated, pack_id=req.pack_id, home=req.project,
         )  # fmt: skip
         none = () if req.include_associated else None
         return ContextPack(
-            (), 0, empty.tokens, budget, empty.warnings, None, req.detail, 0, none, req.pack_id
-        )
+            (), 0, empty.tokens, budget, empty.warnings, None, req.detail, 0, none, req.pack_id,
+            req.project,
+        )  # fmt: skip
 
     merged = {**config.channel_weights, **(req.channel_weights or {})}
     mode = req.routing or config.routing
@@ -318,14 +319,14 @@ def run(
     packed = pack(
         ranked, budget=budget, counter=planes.tokens, detail=req.detail,
         item_tokens=cap, warnings=gathered.warnings, total_found=len(scored),
-        associated=req.include_associated, pack_id=req.pack_id,
+        associated=req.include_associated, pack_id=req.pack_id, home=req.project,
         focus=passages.focus(
             planes.store, gathered.query.vector if gathered.query else None, query
         ),
     )  # fmt: skip
     how = altitude.Packing(
         budget, planes.tokens, req.detail, cap, tuple(gathered.warnings),
-        len(scored), req.include_associated, req.pack_id, limit,
+        len(scored), req.include_associated, req.pack_id, limit, req.project,
     )  # fmt: skip
     answered = altitude.answer(
         req.altitude or altitude.ENTITY, packed, ranked, project=req.project,
@@ -340,7 +341,7 @@ def run(
         found = [(h, r) for h, r in found if h.id not in answered.covered]
         packed, linked = attach(
             packed, found, budget=budget, counter=planes.tokens, detail=req.detail,
-            item_tokens=cap, total_found=len(scored), pack_id=req.pack_id,
+            item_tokens=cap, total_found=len(scored), pack_id=req.pack_id, home=req.project,
         )  # fmt: skip
     timings["pack"] = _ms(start)
     timings["total"] = _ms(started)
@@ -364,7 +365,7 @@ def run(
         }
     return ContextPack(
         packed.items, packed.omitted, packed.tokens, budget, packed.warnings, debug, req.detail,
-        len(scored), linked, req.pack_id,
+        len(scored), linked, req.pack_id, req.project,
     )  # fmt: skip
 
 
@@ -401,6 +402,7 @@ def browse(
     packed = pack(
         ranked, budget=budget, counter=planes.tokens, detail=req.detail, warnings=said,
         total_found=len(records), associated=req.include_associated, pack_id=req.pack_id,
+        home=req.project,
     )  # fmt: skip
     linked: tuple[Hit, ...] | None = None
     if req.include_associated:
@@ -408,14 +410,14 @@ def browse(
                                 config=config or RecallConfig(), now=now)  # fmt: skip
         packed, linked = attach(
             packed, found, budget=budget, counter=planes.tokens, detail=req.detail,
-            total_found=len(records), pack_id=req.pack_id,
+            total_found=len(records), pack_id=req.pack_id, home=req.project,
         )  # fmt: skip
     debug: dict[str, object] | None = None
     if req.debug:
         debug = {"mode": "browse", "embedded": False, "timings_ms": {"total": _ms(started)}}
     return ContextPack(
         packed.items, packed.omitted, packed.tokens, budget, packed.warnings, debug, req.detail,
-        len(records), linked, req.pack_id,
+        len(records), linked, req.pack_id, req.project,
     )  # fmt: skip
 
 

@@ -129,6 +129,7 @@ class ContextPack:
     total_found: int | None = None
     associated: tuple[Hit, ...] | None = None
     pack_id: str | None = None  # the recall's id for feedback (counted in `tokens`)
+    project: str | None = None  # the recall's project: its items leave it out
 
 
 @dataclass(frozen=True, slots=True)

@@ -260,12 +260,12 @@ def recall_pack(
     packed = pack(
         ranked[:limit], budget=budget, counter=planes.tokens, detail=req.detail,
         item_tokens=config.item_cap(budget), warnings=(COLD_ONLY,), total_found=found,
-        associated=req.include_associated, pack_id=req.pack_id,
+        associated=req.include_associated, pack_id=req.pack_id, home=req.project,
         focus=passages.worded(words(req.query)) if req.query else None,
     )  # fmt: skip
     linked: tuple[Hit, ...] | None = () if req.include_associated else None
     info = debug(req, started, found) if req.debug else None
     return ContextPack(
         packed.items, packed.omitted, packed.tokens, budget, packed.warnings, info, req.detail,
-        found, linked, req.pack_id,
+        found, linked, req.pack_id, req.project,
     )  # fmt: skip

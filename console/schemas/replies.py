@@ -47,12 +47,17 @@ class GraphLinkOut(Reply):
 
 
 class PackItem(Reply):
+    """An item leaves out what would say nothing: an absent value, a default (below)
+    and the pack's project, which the envelope says once."""
+
     id: str
-    kind: ItemKind | Literal["digest"]
+    kind: ItemKind | Literal["digest"] = Field("memory", description="absent: a memory")
     name: str
     memory_kind: str | None = Field(None, description="constraint, fact, ... (memories)")
     title: str | None = Field(None, description="a note's title, when it differs from its name")
-    project: str | None = Field(description="project slug; null = global")
+    project: str | None = Field(
+        None, description="project slug; null = global; absent: the pack's `project`"
+    )
     text: str | None = Field(None, description="the memory's text (detail full)")
     truncated: bool | None = Field(None, description="true when the text was cut to fit")
     description: str | None = Field(None, description="one line (detail index)")
@@ -71,10 +76,12 @@ class PackItem(Reply):
         None, description="with include_graph: its 1-hop neighbours in scope"
     )
     favorite: bool | None = Field(None, description="starred by a person")
-    source: Source
+    source: Source = Field("fused", description="what found it; absent: several channels")
     score: float
     worth: float | None = Field(
-        None, description="Memory Worth: (helpful + 1) / (helpful + harmful + 2) (memories)"
+        None,
+        description="Memory Worth: (helpful + 1) / (helpful + harmful + 2) (memories at "
+        "detail full; absent: 0.5, as before any verdict)",
     )
     depth: int | None = Field(None, description="associated items: hops from `via`")
     via: str | None = Field(None, description="associated items: the item it is linked from")
@@ -85,6 +92,9 @@ class PackItem(Reply):
 
 
 class ContextPackOut(Reply):
+    project: str | None = Field(
+        None, description="the recall's project: an item of it leaves its `project` out"
+    )
     items: list[PackItem]
     associated: list[PackItem] | None = Field(
         None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -57,13 +58,29 @@ def test_an_item_holds_what_an_agent_needs_and_nothing_raw():
     view = item_view(hit)
 
     assert view == {
-        "id": record.id, "kind": "memory", "name": "deploy-order", "memory_kind": "runbook",
+        "id": record.id, "name": "deploy-order", "memory_kind": "runbook",
         "project": "alpha", "text": "", "valid_from": "2023-05-08T13:56:00Z",
         "invalid_at": "2024-01-02T03:04:00Z",
         "attribution": {"source": "user_stated", "agent": "claude-code", "session": "s1"},
-        "favorite": True, "source": "fused", "score": 0.1235, "worth": 0.5, "tokens": 0,
+        "favorite": True, "score": 0.1235, "tokens": 0,
     }  # fmt: skip
     assert "sources" in item_view(hit, debug=True)
+
+
+def test_an_item_leaves_out_what_says_nothing():
+    # Each item said "kind":"memory", "source":"fused", "worth":0.5 (no verdict yet) and
+    # the pack's own project: about 17 of an item's 70 tokens of fields, and at budget
+    # 100 no item fitted. A value other than the default is said, and so is a global one.
+    home = to_hit(make_memory(1), now=NOW, source="fused", score=1.0)
+    there = replace(home, project=None, source="semantic", worth=0.75, kind="note", title="N")
+
+    lean, said = item_view(home, home="alpha"), item_view(there, home="alpha")
+
+    assert not {"kind", "project", "source", "worth"} & set(lean), lean
+    assert (said["kind"], said["project"], said["source"], said["worth"]) == (
+        "note", None, "semantic", 0.75,
+    )  # fmt: skip
+    assert item_view(home)["project"] == "alpha"  # no pack's project said: the item's own
 
 
 def test_a_note_shows_its_title():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
 from datetime import timedelta
@@ -235,12 +236,10 @@ def test_an_index_item_leaves_out_times_attribution_and_worth():
         for detail in ("full", "index")
     }
 
-    full, index = (item_view(replace(hits[d], worth=0.5), detail=d) for d in ("full", "index"))
+    full, index = (item_view(replace(hits[d], worth=0.75), detail=d) for d in ("full", "index"))
     assert {"valid_from", "occurred_at", "attribution", "worth"} <= set(full)
     assert not {"valid_from", "occurred_at", "attribution", "worth"} & set(index)
-    assert {"id", "kind", "name", "memory_kind", "project", "source", "score", "tokens"} <= set(
-        index
-    )
+    assert {"id", "name", "memory_kind", "project", "source", "score", "tokens"} <= set(index)
     assert (hits["index"].tokens or 0) < (hits["full"].tokens or 0)
 
 
@@ -417,3 +416,27 @@ def test_no_cut_ends_in_a_code_block_it_has_just_opened():
             assert "```bash…" not in (item.text or ""), (budget, item.text)
             seen.add(item.text)
     assert any(t and t.endswith("freeze.…") for t in seen), seen  # cut before the block
+
+
+def test_a_small_budget_holds_a_memory_whose_pack_says_its_project_once():
+    # The demo's webhook gotcha (a 214-character text) at budget 100 over MCP: "nothing
+    # packed: the best hit needs a budget of 101", as its item's fields took 69 tokens.
+    # Its kind, source, worth and project (the pack's) now go unsaid, and it comes.
+    record = make_memory(
+        1, "stripe-webhook-idempotency", kind="gotcha", source="user_stated",
+        description="Stripe retries webhooks for 3 days: the same event can arrive many times.",
+        body="We once double-credited 41 invoices after a slow deploy made Stripe retry.\n"
+        "Store the event id before acting on it; see [[idempotency-keys]].",
+        valid_from=NOW - timedelta(days=30),
+    )  # fmt: skip
+    hit = to_hit(record, now=NOW, source="fused", score=1.0415)
+    pack_id = "01K0000000000000000000PACK"
+
+    packed = pack([(hit, record)], budget=100, counter=COUNT, pack_id=pack_id, home="alpha")
+
+    assert packed.items and packed.items[0].text, packed.warnings
+    text = reply(packed, 100, pack_id=pack_id, project="alpha")
+    assert packed.tokens == COUNT.count(text) <= 100
+    sent = json.loads(text)
+    assert sent["project"] == "alpha" and "project" not in sent["items"][0]
+    assert sent["items"][0]["tokens"] == packed.items[0].tokens
