@@ -371,8 +371,8 @@ SPECS = (
         operations.memory_graph,
         """
         Walk the memory graph from one memory (by id or name): the memories its [[links]],
-        associations and supersessions reach within 1-3 hops, each with its path and
-        score (the product of edge weights).""",
+        associations and supersessions reach within 1-3 hops, each with its edges' types,
+        the memories it goes through and its score (the product of edge weights).""",
     ),
     Spec(
         "memory_read",

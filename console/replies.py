@@ -222,18 +222,23 @@ def association_view(edge: Edge, *, created: bool) -> dict[str, Any]:
 
 
 def _node_view(record: Record, reached: Reached | None) -> dict[str, Any]:
+    """A memory of a walk; `through`, the ids between the start and it, only when there
+    are some: a `path` from the start's id to the node's own said both again on every
+    node (at one hop, it was nothing but the two)."""
     steps = reached.steps if reached else ()
-    return {
+    view: dict[str, Any] = {
         "id": record.id,
         "name": sanitize.name(record.name),
         "memory_kind": record.kind,
         "project": record.project,
         "description": _line(record.description, 150),
         "hops": reached.hops if reached else 0,
-        "path": list(reached.path) if reached else [record.id],
-        "rels": [("~" if s.reverse else "") + sanitize.name(s.rel) for s in steps],
-        "score": round(reached.score, 6) if reached else 1.0,
     }
+    if reached is not None and len(reached.path) > 2:
+        view["through"] = list(reached.path[1:-1])
+    view["rels"] = [("~" if s.reverse else "") + sanitize.name(s.rel) for s in steps]
+    view["score"] = round(reached.score, 6) if reached else 1.0
+    return view
 
 
 def graph_view(walk: Walked) -> dict[str, Any]:

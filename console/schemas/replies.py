@@ -195,9 +195,13 @@ class GraphNodeOut(Reply):
     project: str | None
     description: str
     hops: int = Field(description="edges from the start (0: the start itself)")
-    path: list[str] = Field(description="ids from the start to this memory")
+    through: list[str] | None = Field(
+        None,
+        description="ids of the memories the path goes through, between the start and this "
+        "one (left out at one hop)",
+    )
     rels: list[str] = Field(
-        description="the type of each edge on the path (~ marks an incoming one)"
+        description="the type of each edge from the start (~ marks an incoming one)"
     )
     score: float = Field(description="product of the edge weights x decay per hop after the first")
 

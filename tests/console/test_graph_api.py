@@ -177,6 +177,18 @@ def test_graph_walk_from_a_memory_over_rest_and_mcp(world: World, chain, monkeyp
     assert [(n["id"], n["rels"]) for n in back["nodes"]] == [(chain["near"].pk, ["~before"])]
 
 
+def test_a_graph_node_names_only_the_memories_between_the_start_and_it(world: World, chain) -> None:
+    # Each node's `path` ran from the start's id (said in `start`) to its own (said in
+    # `id`): at one hop it held nothing else, two ids of 26 characters again per node.
+    walked = call(world.client("alpha"), "post", "/graph", {"memory": chain["seed"].pk, "hops": 2})
+
+    GraphOut.model_validate(walked.json())
+    nodes = {n["id"]: n for n in walked.json()["nodes"]}
+    assert not {"path", "through"} & set(nodes[chain["near"].pk])  # one hop: nothing between
+    assert nodes[chain["far"].pk]["through"] == [chain["near"].pk]
+    assert "path" not in nodes[chain["far"].pk] and "through" not in walked.json()["start"]
+
+
 def test_graph_walk_never_leaves_the_tokens_scope(world: World, chain, monkeypatch) -> None:
     beta = world.memories["beta"]
     Edge.objects.create(src=chain["seed"], dst=beta, rel="leak", weight=1.0, origin="explicit")
