@@ -809,13 +809,15 @@
   }, true);
 
   // --- scrollable boxes --------------------------------------------------------------
-  // A code block or table that scrolls sideways must be reachable by keyboard.
+  // A code block or table that scrolls sideways must be reachable by keyboard. A
+  // markdown table is its own scroller (display: block): it takes the focus as it is,
+  // since a role would hide that it is a table.
   function scrollables(root) {
-    root.querySelectorAll("pre, .table-wrap, .verbatim").forEach(function (el) {
+    root.querySelectorAll("pre, .table-wrap, .verbatim, .markdown table").forEach(function (el) {
       const scrolls = el.scrollWidth > el.clientWidth || el.scrollHeight > el.clientHeight;
       if (!scrolls || el.hasAttribute("tabindex")) return;
       el.setAttribute("tabindex", "0");
-      if (el.tagName !== "PRE" && !el.hasAttribute("role")) {
+      if (el.tagName !== "PRE" && el.tagName !== "TABLE" && !el.hasAttribute("role")) {
         el.setAttribute("role", "region");
         el.setAttribute("aria-label", el.dataset.label || "Scrollable table");
       }

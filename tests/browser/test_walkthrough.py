@@ -14,9 +14,11 @@ import pytest
 from django.contrib.auth.models import User
 
 from console import digesting, indexing, services
-from tests.browser.conftest import PHONE, log_in, overflow
+from tests.browser.conftest import PHONE, axe, log_in, overflow
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+WIDE_TABLE = "| " + "h" * 300 + " | x |\n|---|---|\n| " + "v" * 400 + " | y |\n"
 
 
 def test_a_project_named_in_one_long_word_keeps_the_projects_page_inside_a_phone(
@@ -62,3 +64,18 @@ def test_a_refused_setting_quoted_back_leaves_its_table_inside_the_card_on_a_pho
         " return [w.scrollWidth, w.clientWidth]; }"
     )
     assert widths[0] <= widths[1], "the settings table scrolls sideways, its help cut short"
+
+
+def test_a_markdown_table_wider_than_the_page_is_reached_by_keyboard(page: Any, user: User) -> None:
+    project = services.project_create(slug="billing-api")
+    memory = services.memory_create(
+        project=project, kind="reference", name="price-table", body="Prices:\n\n" + WIDE_TABLE
+    )
+    log_in(page, user)
+    page.goto(f"/memories/{memory.pk}/")
+
+    table = page.locator(".markdown table")
+    assert table.get_attribute("tabindex") == "0"
+    assert page.evaluate("() => document.querySelector('.markdown table').tagName") == "TABLE"
+    assert table.get_attribute("role") is None  # still read as a table
+    assert axe(page) == []
