@@ -156,8 +156,13 @@ COMMANDS = [
 STAFF_ONLY = {"settings"}
 
 
-def _commands(query: str, *, staff: bool) -> list[dict[str, str]]:
-    """The palette's commands whose words start with every word typed."""
+def _commands(query: str, *, staff: bool) -> list[dict[str, Any]]:
+    """The palette's commands whose words start with every word typed.
+
+    `named`: two or more words typed, each the start of a word of the command's own
+    label ("new note", "go to set"): the person is naming the command, and it leads
+    the list, so Enter runs it instead of opening a memory that happens to hold
+    those words."""
     wanted = query.lower().split()
     out = []
     for label, view, extra in COMMANDS:
@@ -165,8 +170,12 @@ def _commands(query: str, *, staff: bool) -> list[dict[str, str]]:
             continue
         words = f"{label} {extra}".lower().split()
         if all(any(w.startswith(q) for w in words) for q in wanted):
+            own = label.lower().split()
+            named = len(wanted) > 1 and all(any(w.startswith(q) for w in own) for q in wanted)
             url = reverse(view) if view else ""
-            out.append({"label": label, "url": url, "command": "" if view else "theme"})
+            out.append(
+                {"label": label, "url": url, "command": "" if view else "theme", "named": named}
+            )
     return out
 
 
@@ -225,6 +234,7 @@ def palette(request: HtmxHttpRequest) -> HttpResponse:
         if not context["recent"]:
             context["recent"] = browse.recently_updated(limit=5, projects=visible)
     context["commands"] = _commands(query, staff=staff)
+    context["commands_first"] = any(c["named"] for c in context["commands"])
     wider = {"q": query, "archived": "on"} if context.get("hidden") else {"q": query}
     context["all_url"] = f"{reverse('search')}?{urlencode(wider)}"
     response = page(request, "console/palette.html", context, "palette-results")

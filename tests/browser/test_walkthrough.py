@@ -79,3 +79,25 @@ def test_a_markdown_table_wider_than_the_page_is_reached_by_keyboard(page: Any, 
     assert page.evaluate("() => document.querySelector('.markdown table').tagName") == "TABLE"
     assert table.get_attribute("role") is None  # still read as a table
     assert axe(page) == []
+
+
+def test_typing_a_commands_name_in_the_palette_and_enter_runs_it(page: Any, user: User) -> None:
+    project = services.project_create(slug="billing-api")
+    services.memory_create(
+        project=project,
+        kind="fact",
+        name="release-notes",
+        description="Every new release gets a note in the changelog.",
+    )
+    indexing.apply_pending()
+    log_in(page, user)
+    page.keyboard.press("Control+k")
+    page.keyboard.type("new note")
+    page.wait_for_function(
+        "() => document.getElementById('palette-results').dataset.q === 'new note'"
+    )
+    titles = page.locator("#palette-results [role=option] .pal-title").all_inner_texts()
+    assert titles[0] == "New note" and "release-notes" in titles  # the memory stays listed
+
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/notes/new/")
