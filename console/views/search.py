@@ -9,7 +9,8 @@ path (it never embeds) and, empty, offers recent items and commands.
 
 Both run over the person's projects only (console/roles.py: staff every
 project, others their grants, global items for all); the project filter
-offers those and nothing else, and the Settings command is for staff.
+offers those and nothing else, and the Settings and agent tokens commands are
+for staff.
 """
 
 from __future__ import annotations
@@ -143,6 +144,7 @@ def search(request: HtmxHttpRequest) -> HttpResponse:
     return page(request, "console/search.html", context, "results")
 
 
+TOKENS = "admin:console_agenttoken_changelist"  # agents' API and MCP tokens, in the admin
 COMMANDS = [
     ("Go to Search", "search", "search find home"),
     ("Go to Favorites", "favorites", "starred favourites"),
@@ -151,9 +153,10 @@ COMMANDS = [
     ("Go to Inspector", "inspect", "recall briefing debug"),
     ("New memory", "memory_new", "create add write"),
     ("New note", "note_new", "create add write"),
+    ("Manage agent tokens", TOKENS, "api mcp keys secrets revoke admin"),
     ("Toggle theme", "", "dark light mode colour color"),
 ]
-STAFF_ONLY = {"settings"}
+STAFF_ONLY = {"settings", TOKENS}
 
 
 def _commands(query: str, *, staff: bool) -> list[dict[str, Any]]:

@@ -1639,6 +1639,27 @@ def test_the_palette_offers_a_new_note_beside_a_new_memory(
     assert "New note" in created and "New memory" in created
 
 
+def test_staff_reach_the_agent_tokens_from_the_palette_and_settings(
+    admin_client: Client, memory: Memory
+) -> None:
+    """Managing agents' tokens lives in the admin, which no console page named."""
+    tokens = reverse("admin:console_agenttoken_changelist")
+    typed = admin_client.get("/palette/?q=token", **HX).content.decode()
+    settings_page = admin_client.get("/settings/").content.decode()
+
+    command = re.search(
+        r'<a class="pal-item pal-command"[^>]*>[^<]*<span[^>]*>Manage agent tokens<', typed
+    )
+    assert command is not None and f'href="{tokens}"' in command[0]
+    assert f'href="{tokens}"' in settings_page
+
+
+def test_the_agent_tokens_command_is_for_staff_alone(client: Client, memory: Memory) -> None:
+    client.force_login(User.objects.create_user("bob"))
+
+    assert "Manage agent tokens" not in client.get("/palette/?q=token", **HX).content.decode()
+
+
 def test_a_project_page_filters_counts_sorts_and_pages(
     admin_client: Client, memory: Memory
 ) -> None:
