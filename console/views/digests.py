@@ -12,7 +12,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from console import browse, services
+from console import browse, selectors, services
 from console.models import Digest, Project
 from console.views.base import changeable_or_403, login_required, or_404
 
@@ -27,11 +27,13 @@ def digest_update(request: HttpRequest, key: str) -> HttpResponse:
     changeable_or_403(request, slug)  # the global digest: staff (`roles.can_change`)
     url = reverse("project_detail", args=[key]) + "#digest"
     if request.POST.get("action") == "rebuild":
+        had = bool(selectors.digest_list(projects=[slug]))  # "Build now" makes the first
         built = services.digest_rebuild(project=slug)
         if built is None:
             messages.error(request, "No embedder is configured: a digest cannot be built.", DIGEST)
         else:
-            messages.success(request, "Digest rebuilt from the rows.", DIGEST)
+            said = "Digest rebuilt from the rows." if had else "Digest built from the rows."
+            messages.success(request, said, DIGEST)
         return redirect(url)
     text = request.POST.get("text", "")
     try:

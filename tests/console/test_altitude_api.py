@@ -401,3 +401,15 @@ def test_a_reindex_keeps_the_queued_digest_jobs(world: World):
     services.index_rebuild()
 
     assert _jobs() == ["alpha"]
+
+
+def test_build_now_says_built_and_a_rebuild_says_rebuilt(person: Client):
+    """The first "Build now" answered "Digest rebuilt from the rows." of a digest that
+    had never been built."""
+    first = _post(person, {"action": "rebuild"})
+    page = person.get(first["Location"]).content.decode()
+    again = _post(person, {"action": "rebuild"})
+    second = person.get(again["Location"]).content.decode()
+
+    assert "Digest built from the rows." in page and "rebuilt" not in page
+    assert "Digest rebuilt from the rows." in second
