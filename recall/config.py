@@ -314,6 +314,13 @@ class SearchConfig:
 TAG = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 
 
+def quoted(value: object, limit: int = 60) -> str:
+    """`value` as an error quotes it: its repr, cut to `limit` characters (a refused
+    300-letter tag was repeated whole, twice, in the console's field error)."""
+    said = repr(value)
+    return said if len(said) <= limit else f"{said[: limit - 1]}\u2026"
+
+
 def _check_tag(tag: str) -> None:
     """The wrapper's tag goes around every block an agent receives: a name, nothing
     that could open or close markup of its own (recall/sanitize.py guards the text
@@ -321,7 +328,7 @@ def _check_tag(tag: str) -> None:
     if not isinstance(tag, str) or not TAG.fullmatch(tag):
         raise ValueError(
             "tag must be a name: a letter, then letters, digits, '-', '_' or '.' "
-            f"(at most 64), not {tag!r}"
+            f"(at most 64), not {quoted(tag)}"
         )
 
 
@@ -459,7 +466,7 @@ class Problem:
 
     def __str__(self) -> str:
         where = f"{self.section}.{self.knob}" if self.knob else self.section
-        return f"{where} = {self.value!r} ({self.source}): {self.message}"
+        return f"{where} = {quoted(self.value)} ({self.source}): {self.message}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -262,3 +262,15 @@ def test_a_huge_override_is_refused_naming_the_knob_and_its_range(
     assert config == base
     [problem] = problems
     assert problem.knob == next(iter(row)) and said in problem.message
+
+
+def test_a_refused_long_value_is_quoted_cut_not_repeated_whole() -> None:
+    """A 300-letter tag with markup was quoted whole twice in the Settings field error
+    (the knob's value, then the check's own "not ..."), 700 characters for one field."""
+    tag = "<b>" + "x" * 300 + "</b>"
+    with pytest.raises(ConfigError) as caught:
+        resolve(BriefingConfig(), [Layer("the settings row", {"tag": tag})], strict=True)
+
+    said = str(caught.value)
+    assert said.startswith("briefing.tag = '<b>xxx") and len(said) < 250, said
+    assert said.count("\u2026") == 2 and "x" * 60 not in said, said
