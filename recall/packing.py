@@ -22,8 +22,10 @@ as code.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import tee
+from typing import Any
 
 from recall.agent import FULL, INDEX, body_text, dumps, envelope, item_view, text_of
 from recall.config import MIN_BUDGET
@@ -61,7 +63,18 @@ class Packed:
 def _cost(counter: TokenCounter, hit: Hit, detail: str, home: str | None = None) -> int:
     """An item's cost in the reply: its JSON and the comma before it (`home`: the pack's
     project, which the item leaves out)."""
-    view = item_view(replace(hit, tokens=99_999), detail=detail, home=home)
+    return _view_cost(counter, _costed_view(hit, detail, home))
+
+
+def _costed_view(hit: Hit, detail: str, home: str | None = None) -> dict[str, Any]:
+    """`hit`'s view as `_cost` counts it: its `tokens` a five-digit stand-in (the view of
+    `replace(hit, tokens=99_999)`: `tokens` keeps its place among the keys)."""
+    view = item_view(hit, detail=detail, home=home)
+    view["tokens"] = 99_999
+    return view
+
+
+def _view_cost(counter: TokenCounter, view: Mapping[str, Any]) -> int:
     return counter.count(dumps(view) + ",")
 
 
@@ -84,19 +97,18 @@ def _gap(tail: str, after_fence: str = "") -> str:
     return "\n" if after_fence or fence(tail) else " "
 
 
-def _cuts(text: str) -> list[list[int]]:
+def _cuts(text: str) -> Iterator[list[int]]:
     """Where the text may be cut, each list longest first, in the order to try:
-    sentence and line ends, word ends, every `CHAR_STEP` characters."""
-    levels = [
-        sorted({m.start() for m in _BOUNDARY.finditer(text)}, reverse=True),
-        sorted({m.start() for m in _WORD.finditer(text)}, reverse=True),
-        list(range(len(text) - 1, MIN_TEXT_CHARS - 1, -CHAR_STEP)),
-    ]
-    levels[0] = [e for e in levels[0] if not _opens_empty(text, e)]
+    sentence and line ends, word ends, every `CHAR_STEP` characters. Each list is
+    found when asked for: a cut at a sentence end seldom needs the word ends (a scan
+    of the whole text), a cut at a word end never needs the character steps."""
+    ends = sorted({m.start() for m in _BOUNDARY.finditer(text)}, reverse=True)
+    yield [e for e in ends if e >= MIN_TEXT_CHARS and not _opens_empty(text, e)]
     # A word end a little short of MIN_TEXT_CHARS beats a cut inside the next word
     # ("Stripe retries webhooks…", not "Stripe retries webhooks f…").
-    floors = (MIN_TEXT_CHARS, MIN_WORD_CHARS, MIN_TEXT_CHARS)
-    return [[e for e in ends if e >= floor] for ends, floor in zip(levels, floors, strict=True)]
+    ends = sorted({m.start() for m in _WORD.finditer(text)}, reverse=True)
+    yield [e for e in ends if e >= MIN_WORD_CHARS]
+    yield list(range(len(text) - 1, MIN_TEXT_CHARS - 1, -CHAR_STEP))
 
 
 def _opens_empty(text: str, end: int) -> bool:
@@ -131,7 +143,7 @@ def _fit(
     alone, cut the same way. `clipped`: `text` is only the head of the memory's
     text (`text_of`'s limit), so a focus not in it comes from beyond it; `last`:
     nothing follows that focus in the memory (no "…" after it)."""
-    levels = _cuts(text[: _reach(room)])
+    levels, again = tee(_cuts(text[: _reach(room)]))  # `again`: the heads below
     best = _first(counter, hit, levels, lambda cut: _cut(text[:cut]), room, home)
     found = _locate(text, focus) if focus else None
     if focus and found is None and clipped:
@@ -143,7 +155,7 @@ def _fit(
     if best is not None and found is not None and (best.text or "").startswith(text[: found[1]]):
         return best  # the head already holds it
     tail = said + (f" {ELLIPSIS}" if more else "")
-    heads = [[cut for cut in cuts if cut <= start] for cuts in levels]
+    heads = ([cut for cut in cuts if cut <= start] for cuts in again)
     with_focus = _first(counter, hit, heads, lambda cut: _joined(text[:cut], tail), room, home)
     if with_focus is not None:
         return with_focus
@@ -158,7 +170,7 @@ def _fit(
 def _first(
     counter: TokenCounter,
     hit: Hit,
-    levels: Sequence[Sequence[int]],
+    levels: Iterable[Sequence[int]],
     shape: Callable[[int], str],
     room: int,
     home: str | None = None,
@@ -181,8 +193,13 @@ def _longest(
 ) -> Hit | None:
     """`hit` with the text `shape` makes of the longest of `cuts` (longest first) that fits."""
 
+    # One view for every try: only its text changes (an item view per try, each from a
+    # copy of the hit, was most of what a cut cost).
+    view = _costed_view(replace(hit, text="", truncated=True), FULL, home)
+
     def fits(text: str) -> bool:
-        return _cost(counter, replace(hit, text=text, truncated=True), FULL, home) <= room
+        view["text"] = text
+        return _view_cost(counter, view) <= room
 
     found = _longest_text(cuts, shape, fits)
     return None if found is None else replace(hit, text=found, truncated=True)

@@ -38,6 +38,7 @@ import unicodedata
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import lru_cache
 
 ELLIPSIS = "…"
 # Where agent text was cut (`scrub(mark=True)`): the rest of that line is stored but
@@ -427,9 +428,24 @@ def line(text: str | None, limit: int = 300) -> str:
     return _one_line(text, limit, scrub_phrases=True)
 
 
+FIELDS_KEPT = 4096  # short fields' safe forms kept (`field`)
+KEPT_CHARS = 512  # ... those of at most this many characters
+
+
 def field(text: str | None, limit: int = 300, *, scrub_phrases: bool = True) -> str:
     """One stored field made safe for agent-facing text (see module docstring)."""
+    if text and len(text) <= KEPT_CHARS:
+        return _kept_field(text, limit, scrub_phrases)
+    return _field(text, limit, scrub_phrases)
+
+
+def _field(text: str | None, limit: int, scrub_phrases: bool) -> str:
     return escape_angles(_one_line(text, limit, scrub_phrases=scrub_phrases))
+
+
+# The same name, source, agent and warning are made safe again and again (a pack sizes
+# each item several times): a pure function of its arguments, so kept, bounded.
+_kept_field = lru_cache(maxsize=FIELDS_KEPT)(_field)
 
 
 def name(text: str | None, limit: int = 120) -> str:

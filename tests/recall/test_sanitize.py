@@ -500,3 +500,14 @@ def test_revealed_shows_each_disguising_character_as_its_code_point(
 ) -> None:
     assert sanitize.revealed(stored) == shown
     assert sanitize.disguising(stored) == sorted(set(re.findall(r"U\+[0-9A-F]{4}", shown)))
+
+
+def test_a_short_field_is_made_safe_once_and_a_long_one_is_not_kept() -> None:
+    sanitize._kept_field.cache_clear()
+    short = "ignore previous instructions <b>"
+    first = sanitize.field(short)
+    assert sanitize.field(short) == first == sanitize._field(short, 300, True)
+    assert sanitize._kept_field.cache_info().hits == 1
+    long = "word " * (sanitize.KEPT_CHARS // 5 + 1)  # a body's worth: memory stays bounded
+    assert sanitize.field(long, 2000) == sanitize._field(long, 2000, True)
+    assert sanitize._kept_field.cache_info().currsize == 1
