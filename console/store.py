@@ -95,40 +95,20 @@ MEMORY_COLUMNS = (
 
 
 def memory_row_record(row: Sequence[Any]) -> Record:
-    """The one memory -> Record mapping, from a `values_list(*MEMORY_COLUMNS)` row."""
+    """The one memory -> Record mapping, from a `values_list(*MEMORY_COLUMNS)` row.
+
+    Positional, in `Record`'s field order: every Recall makes about 130 of them, and
+    keywords took twice the time (tests/console/test_store.py pins the order)."""
     (pk, project, kind, name, description, body, tags, importance, favorite, invalid_at,
      created, updated, superseded_by, session_id, source, valid_from,
      occurred_at, session_order, agent_id, expires_at, access_count, last_accessed_at,
      helpful, harmful) = row  # fmt: skip
     return Record(
-        id=pk,
-        item=MEMORY,
-        project=project,
-        kind=kind,
-        name=name,
-        title=name,
-        description=description,
-        body=body,
-        tags=tuple(tags or ()),
-        importance=importance,
-        favorite=favorite,
-        active=invalid_at is None,
-        created=created,
-        updated=updated,
-        superseded_by=superseded_by,
-        session_id=session_id,
-        source=source,
-        valid_from=valid_from,
-        occurred_at=occurred_at,
-        session_order=session_order,
-        agent_id=agent_id,
-        invalid_at=invalid_at,
-        expires_at=expires_at,
-        access_count=access_count,
-        last_accessed_at=last_accessed_at,
-        helpful=helpful,
-        harmful=harmful,
-    )
+        pk, MEMORY, project, kind, name, name, description, body, tuple(tags or ()),
+        importance, favorite, invalid_at is None, created, updated, superseded_by,
+        session_id, source, valid_from, occurred_at, session_order, agent_id, invalid_at,
+        expires_at, access_count, last_accessed_at, helpful, harmful,
+    )  # fmt: skip
 
 
 def live(now: datetime, prefix: str = "") -> Q:

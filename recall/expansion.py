@@ -82,12 +82,14 @@ def refuse(
     if prior:
         sessions = {i: conversation(r) for i, r in records.items()}
         fused = session_prior(fused, sessions, weight=prior)
+    pathed = {i for _, i in paths}
     out: list[Scored] = []
     for f in fused:
         record = records.get(f.id)
         if record is None:
             continue
-        f = _with_paths(f, paths)
+        if f.id in pathed:
+            f = _with_paths(f, paths)
         snippet = known[f.id].snippet if f.id in known else f.snippet
         out.append(Scored(record, positive(f.score, method), f.sources, f.source, snippet))
     return _below_their_seeds(out, paths, set(expanded))

@@ -122,13 +122,13 @@ def zscore(
         lifted = [gap] * len(z) if channel in flat else z
         z_by_channel[channel] = {c.id: zc for c, zc in zip(cands, lifted, strict=True)}
         floor[channel] = 0.0 if channel in flat else min(z)
-    scores = {
-        doc: sum(
-            weights.get(channel, 1.0) * z_by_channel[channel].get(doc, floor[channel])
-            for channel in sorted(z_by_channel)
-        )
-        for doc in seen
-    }
+    # Each channel's weight, z-scores and floor looked up once, in name order (the
+    # order every sum adds in), not once per document.
+    summed = [
+        (weights.get(channel, 1.0), z_by_channel[channel], floor[channel])
+        for channel in sorted(z_by_channel)
+    ]
+    scores = {doc: sum(w * z.get(doc, low) for w, z, low in summed) for doc in seen}
     return _ordered(scores, seen, snippets)
 
 

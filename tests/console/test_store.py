@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from console import services
 from console.models import Memory, Project
-from console.store import DjangoStore
-from recall.types import Filter
+from console.store import MEMORY_COLUMNS, DjangoStore, memory_row_record
+from recall.types import MEMORY, Filter, Record
 
 pytestmark = pytest.mark.django_db
 
@@ -67,3 +69,22 @@ def test_browse_is_newest_first_and_isolation_is_read(project: Project) -> None:
     assert [r.id for r in rows] == [old.pk, new.pk]
     assert DjangoStore().isolation("ops") == "sealed"
     assert DjangoStore().isolation("nope") == "open"
+
+
+def test_a_row_maps_to_the_record_field_by_field() -> None:
+    """`memory_row_record` builds Records positionally: each column lands in its field."""
+    at = [datetime(2025, 1, d, tzinfo=UTC) for d in range(1, 8)]
+    row = ("01ID", "ops", "episode", "a-name", "desc", "body", ["t1", "t2"], 0.7, True,
+           at[0], at[1], at[2], "01NEW", "s-1", "import", at[3], at[4], 12, "agent-9",
+           at[5], 3, at[6], 4, 5)  # fmt: skip
+    assert dict(zip(MEMORY_COLUMNS, row, strict=True))["session_order"] == 12
+    assert memory_row_record(row) == Record(
+        id="01ID", item=MEMORY, project="ops", kind="episode", name="a-name", title="a-name",
+        description="desc", body="body", tags=("t1", "t2"), importance=0.7, favorite=True,
+        active=False, created=at[1], updated=at[2], superseded_by="01NEW", session_id="s-1",
+        source="import", valid_from=at[3], occurred_at=at[4], session_order=12,
+        agent_id="agent-9", invalid_at=at[0], expires_at=at[5], access_count=3,
+        last_accessed_at=at[6], helpful=4, harmful=5,
+    )  # fmt: skip
+    live_row = (*row[:9], None, *row[10:])
+    assert memory_row_record(live_row).active
