@@ -209,3 +209,20 @@ def test_short_texts_and_passage_zero_score_the_whole_text() -> None:
     assert long_whole == pytest.approx(scored(long, weights, 10))
     assert bm25.passage_length(100, PARAMS) == 200
     assert bm25.passage_length(10, PARAMS) == bm25.PASSAGE_MIN
+
+
+def test_passages_count_the_sparse_terms_alike_whatever_else_the_finder_finds() -> None:
+    # "w3" is dense (every 50th token) and found by the query's finder too; the
+    # sparse terms' passages and counts do not move for it (score_document's finder).
+    own = _filler(1000)
+    own[400], own[402], own[700] = "support", "group", "zq81"
+    text = bm25.encode([own]).split("\n")[1]
+    sparse, pairs = ["support", "group", "zq81"], [("support", "group")]
+
+    def counts(*terms: str) -> list[dict[str, int]]:
+        finder = bm25._finder(terms)
+        return bm25._passage_counts(text, sparse, pairs, span=64, window=4, finder=finder)
+
+    alone = counts("support", "group", "zq81")
+    assert counts("w3", "support", "group", "zq81") == alone
+    assert alone == [{"support": 1, "group": 1, "support group": 1}, {"group": 1}, {"zq81": 1}]
