@@ -91,14 +91,17 @@ def _converter(field: Field[Any, Any] | None, using: str) -> Convert | None:
     if field is None:
         return None
     kind = field.get_internal_type()
-    if kind == "DateTimeField":
-        return _aware
+    if kind == "DateTimeField":  # none for a driver that reads them aware (console.sqlitebackend)
+        return None if getattr(connections[using], "moments_aware", False) else _aware
     if kind == "BooleanField":
         return lambda v: v if v is None else bool(v)
     if kind == "JSONField":
         connection = connections[using]
+        plain = getattr(field, "decoder", None) is None
 
         def decode(value: Any) -> Any:
+            if value == "[]" and plain:  # most memories' tags: what json.loads gives
+                return []
             if isinstance(value, str | bytes | bytearray):
                 return field.from_db_value(value, None, connection)  # type: ignore[attr-defined]
             return value  # a driver that decodes JSON itself

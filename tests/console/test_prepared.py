@@ -176,3 +176,14 @@ def test_a_queryset_read_once_gives_what_values_list_gives(memories: list[Memory
     assert read_rows(archived, COLUMNS) == list(archived.values_list(*COLUMNS))
     assert len(read_rows(archived, COLUMNS)) == 1
     assert read_rows(Memory.objects.filter(pk__in=[]), COLUMNS) == []  # no SQL at all
+
+
+def test_empty_tags_read_as_a_new_empty_list_each_time(memories: list[Memory]) -> None:
+    bare = services.memory_create(project=None, kind="fact", name="bare", description="b")
+    prepared = Prepared(by_ids, model=Memory, columns=COLUMNS)
+    at = COLUMNS.index("tags")
+
+    first, again = (prepared.rows(1, bare.pk)[0][at] for _ in range(2))
+
+    assert first == again == [] == Memory.objects.get(pk=bare.pk).tags
+    assert first is not again  # a caller may fill it
