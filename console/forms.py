@@ -31,6 +31,7 @@ from recall.config import (
     MAX_WEIGHT,
     MAX_WORTH_WEIGHT,
     MIN_BUDGET,
+    MIN_TEXT_BUDGET,
     decode_over,
     limits,
 )
@@ -610,10 +611,10 @@ class InspectForm(ChoicesForm):
     budget = forms.IntegerField(
         label="Token budget",
         required=False,
-        min_value=1,  # a briefing's least; a Recall's is checked in `clean`
+        min_value=MIN_TEXT_BUDGET,  # a briefing's least; a Recall's is checked in `clean`
         max_value=MAX_BUDGET,
-        help_text=f"How much text the agent may receive (a Recall: at least {MIN_BUDGET}); "
-        "blank uses the setting.",
+        help_text=f"How much text the agent may receive (at least {MIN_TEXT_BUDGET}; a Recall: "
+        f"{MIN_BUDGET}); blank uses the setting.",
     )
     limit = forms.IntegerField(
         label="Most items",

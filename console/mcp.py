@@ -524,7 +524,8 @@ SPECS = (
         """
         The session-start briefing: constraints, starred memories and an index of the rest.
         Call it ONCE at the start of a session (a subagent passes agent_type and its task
-        as prompt).""",
+        as prompt). The text is the block, or one line saying why none came, within
+        `budget`.""",
     ),
     Spec(
         "prompt_recall",
@@ -537,7 +538,8 @@ SPECS = (
         with the prompt, and words rare enough in the project to clear a score floor (a
         word many memories hold weighs little), at most 3; when none does, "(no memory
         matched this prompt)"
-        (structured `text` ""). Cheap; call it on each new user
+        (structured `text` ""); matches no line of which fits `budget` get one line
+        saying so, within it. Cheap; call it on each new user
         prompt, and memory_recall for a question in other words.""",
     ),
     Spec(

@@ -11,8 +11,9 @@ for it is kept in the budget. A subagent (non-empty
 prompt by the PromptRecall matcher; a main agent that names its task
 (`prompt`) gets that RELEVANT section too, between constraints and pins. At
 the configured budget, constraints and pins may push past it, never past the
-hard cap (budget x 2); a budget the caller names (1 to 100,000) is used as it
-is and is a hard bound: the configured budget and its cap do not clip it. Lines
+hard cap (budget x 2); a budget the caller names (`MIN_TEXT_BUDGET`, 22, to 100,000)
+is used as it is and is a hard bound: the configured budget and its cap do not clip
+it, and a briefing with no line in it is one warning that fits it too. Lines
 are dropped from the end, and `truncate_block` is the final guard that keeps
 UTF-8 whole and the closing tag. Returns the text, the ids actually rendered,
 its token count, warnings (a constraint, relevant or pinned line dropped, or no
@@ -27,7 +28,7 @@ from datetime import datetime
 
 from recall import prompt as prompt_recall
 from recall import sanitize
-from recall.config import MAX_BUDGET, BriefingConfig, PromptConfig
+from recall.config import MAX_BUDGET, MIN_TEXT_BUDGET, BriefingConfig, PromptConfig
 from recall.errors import QueryError
 from recall.planes import Planes
 from recall.ports import TokenCounter
@@ -50,8 +51,9 @@ def run(
     corpora: prompt_recall.CorpusCache,
 ) -> Briefing:
     """The briefing for `req`; a subagent's RELEVANT section runs on `prompt`'s knobs."""
-    if req.budget is not None and not 1 <= req.budget <= MAX_BUDGET:
-        raise QueryError(f"budget must be within 1..{MAX_BUDGET}, not {req.budget}")
+    if req.budget is not None and not MIN_TEXT_BUDGET <= req.budget <= MAX_BUDGET:
+        message = f"budget must be within {MIN_TEXT_BUDGET}..{MAX_BUDGET}, not {req.budget}"
+        raise QueryError(message, "budget")
     if req.budget is not None:  # what the caller asked for is what it gets, at most
         budget = hard_cap = req.budget
     else:
@@ -190,8 +192,7 @@ def _assemble(
     lines: list[_Line] = [(opening, None)]
     used = count(opening) + count(closing)
     if used > hard_cap:  # not even the wrapper fits
-        held = "1 token holds" if hard_cap == 1 else f"{hard_cap} tokens hold"
-        warning = f"{held} not even the briefing's wrapper ({used} tokens)"
+        warning = f"{hard_cap} tokens hold not even the briefing's wrapper ({used} tokens)"
         every = tuple(i for _, i in [*fixed, *index] if i is not None)
         return Briefing("", (), 0, (warning + ": ask with a larger budget",), every)
     always = sum(1 for _, i in fixed if i is not None)
@@ -257,9 +258,11 @@ def _assemble(
     if last is not None:
         lines.append((last, None))
     if len(lines) == 1 and dropped:  # the wrapper alone would read as nothing to know
+        # One line, which says every line did not fit: with the cut lines' warning
+        # before it, the reason an agent read took 42 tokens (at a budget of 16).
         every = tuple(i for _, i in [*fixed, *index] if i is not None)
         said = f"{budget} tokens held no line of the briefing: ask with a larger budget"
-        return Briefing("", (), 0, (*warnings, said), every)
+        return Briefing("", (), 0, (said,), every)
     lines.append((closing, None))
     text = "\n".join(t for t, _ in lines)
     text = sanitize.truncate_block(text, max_bytes=hard_cap * 4, closing=closing)

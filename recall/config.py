@@ -47,6 +47,11 @@ FUSIONS = ("rrf", "zscore")
 # Request bounds the edges (API schemas, MCP, forms) import rather than copy.
 DEFAULT_BUDGET = 1000
 MIN_BUDGET = 50  # an empty reply with a short warning costs about 35 tokens
+# A block's (briefing, PromptRecall) least budget: with no block the reply is one line
+# saying why, and the longest ("(22 tokens hold not even the briefing's wrapper (53
+# tokens): ask with a larger budget)", a 64-letter tag around a 64-letter project) takes
+# 22 tokens. Below it (1 was allowed) the reason an agent read passed the budget it asked.
+MIN_TEXT_BUDGET = 22
 MAX_BUDGET = 100_000
 MAX_RECALL_LIMIT = 100
 DEFAULT_RECALL_LIMIT = MAX_RECALL_LIMIT  # as many as fit the budget, up to the cap
@@ -380,7 +385,7 @@ class PromptConfig:
         "ttl_seconds": (0, MAX_CACHE_SECONDS),
         "corpus_limit": (1, MAX_PROMPT_CORPUS),
         "description_chars": (MIN_LINE_CHARS, MAX_LINE_CHARS),
-        "budget": (1, MAX_BUDGET),
+        "budget": (MIN_TEXT_BUDGET, MAX_BUDGET),
     }
 
     min_shared_words: int = 2

@@ -45,7 +45,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal, overload
 
 from recall import sanitize, tiers
-from recall.config import PromptConfig
+from recall.config import MIN_TEXT_BUDGET, PromptConfig
 from recall.errors import QueryError
 from recall.planes import Planes
 from recall.ports import MemoryStore, TokenCounter
@@ -585,8 +585,9 @@ def run(
     req: PromptRequest, *, planes: Planes, corpora: CorpusCache, config: PromptConfig
 ) -> PromptResult:
     """The per-prompt recall block ("" when nothing clears the floors), its ids and tokens."""
-    if req.budget is not None and req.budget < 1:
-        raise QueryError(f"budget must be >= 1, not {req.budget}")
+    if req.budget is not None and req.budget < MIN_TEXT_BUDGET:
+        # the least that holds the line saying why no block came (`MIN_TEXT_BUDGET`)
+        raise QueryError(f"budget must be at least {MIN_TEXT_BUDGET}, not {req.budget}", "budget")
     records = matches(req, planes=planes, corpora=corpora, config=config)
     budget = req.budget if req.budget is not None else config.budget
     text, ids = render(records, config, budget=budget, counter=planes.tokens)

@@ -39,6 +39,7 @@ from recall.config import (
     MAX_WEIGHT,
     MAX_WORTH_WEIGHT,
     MIN_BUDGET,
+    MIN_TEXT_BUDGET,
 )
 from recall.decay import MAX_TTL_SECONDS
 from recall.graph import MAX_ASSOCIATED, MAX_CAP, MAX_HOPS, MAX_SEEDS
@@ -178,7 +179,7 @@ def _int(low: int, high: int) -> Any:
 
 
 Budget = _int(MIN_BUDGET, MAX_BUDGET)  # a pack: its own envelope needs room
-TextBudget = _int(1, MAX_BUDGET)  # a block of text: may be empty
+TextBudget = _int(MIN_TEXT_BUDGET, MAX_BUDGET)  # a block: or the line saying why none came
 RecallLimit = _int(1, MAX_RECALL_LIMIT)
 RrfK = _int(1, MAX_K)
 Candidates = _int(1, MAX_RECALL_DEPTH)  # fabriq K: candidates per channel

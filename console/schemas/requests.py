@@ -63,6 +63,7 @@ from recall.config import (
     MAX_SEARCH_DEPTH,
     MAX_SEARCH_LIMIT,
     MIN_BUDGET,
+    MIN_TEXT_BUDGET,
 )
 from recall.graph import REL_RE
 from recall.types import RELATED
@@ -370,7 +371,9 @@ class BriefingIn(Body):
         "briefing is constraints and RELEVANT only; a main agent's keeps pins and index)",
     )  # fmt: skip
     budget: TextBudget | None = Field(
-        None, description="tokens the text may take (default: the configured 1500)"
+        None,
+        description="tokens the text may take (default: the configured 1500); at least "
+        f"{MIN_TEXT_BUDGET}: the line saying why when no line fits",
     )
 
 
@@ -378,7 +381,9 @@ class PromptIn(Body):
     project: Slug | None = Field(None, description=PROJECT)
     prompt: str = Field(max_length=20_000, description="the user's prompt")
     budget: TextBudget | None = Field(
-        None, description="tokens the block may take (default: the configured 300)"
+        None,
+        description="tokens the block may take (default: the configured 300); at least "
+        f"{MIN_TEXT_BUDGET}: the line saying why when no line fits",
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -448,14 +449,38 @@ def test_a_model_reads_why_a_block_tool_gave_no_block(world: World, monkeypatch:
         return str(result.content[0].text)
 
     prompt = {"prompt": "the albatross service cache needs warming before traffic"}
-    said = "(1 memory matched, but its line does not fit 5 tokens: ask with a larger budget)"
-    assert text("prompt_recall", {**prompt, "budget": 5}) == said
+    said = "(1 memory matched, but its line does not fit 22 tokens: ask with a larger budget)"
+    assert text("prompt_recall", {**prompt, "budget": 22}) == said
     assert text("prompt_recall", {"prompt": "zqxv wombles"}) == "(no memory matched this prompt)"
-    wrapper = text("briefing", {"budget": 1})
-    assert wrapper.startswith("(1 token holds not even the briefing's wrapper (")
     block = text("prompt_recall", prompt)  # a block is the text as REST gives it
     rest = call(world.client("alpha"), "post", "/prompt-recall", prompt).json()["text"]
     assert block == rest and "albatross" in block
+
+
+@pytest.mark.parametrize(("tool", "path"), [("prompt_recall", "/prompt-recall"),
+                                            ("briefing", "/briefing")])  # fmt: skip
+def test_a_block_tools_reply_fits_its_budget_or_is_refused_naming_the_least(
+    world: World, monkeypatch: Any, tool: str, path: str
+) -> None:
+    # Below 22 tokens the reply was a reason longer than the budget: at 5, "(1 memory
+    # matched, but its line does not fit 5 tokens: ...)" took 20; at 1, the
+    # briefing's "(1 token holds not even the briefing's wrapper (14 tokens): ...)" 22.
+    from console.mcp import SPECS, TOKEN_ENV
+
+    monkeypatch.setenv(TOKEN_ENV, world.secrets["alpha"])
+    run = next(s for s in SPECS if s.name == tool).build().fn
+    asked = {"prompt": "the albatross service cache needs warming before traffic"}
+
+    for budget in (22, 23, 30, 60):
+        result = run(**asked, budget=budget)
+        assert not result.is_error and ByteEstimate().count(result.content[0].text) <= budget
+    refused = run(**asked, budget=21)
+    rest = call(world.client("alpha"), "post", path, {**asked, "budget": 21})
+
+    error = json.loads(refused.content[0].text)
+    assert refused.is_error and (error["status"], error["field"]) == (422, "budget")
+    assert rest.status_code == 422 and rest.json()["field"] == "budget"
+    assert "greater than or equal to 22" in error["detail"] == rest.json()["detail"]
 
 
 # --- memories -----------------------------------------------------------------

@@ -1327,9 +1327,12 @@ def test_inspector_names_a_recalls_least_budget_on_its_field(
     admin_client: Client, memory: Memory
 ) -> None:
     # The field took 1 and the engine refused anything under 50, apart from the field.
-    ask = {"project": "billing-api", "query": "chroma", "budget": "10"}
+    # A briefing's least is 22 (the line saying why no block came fits it).
+    ask = {"project": "billing-api", "query": "chroma", "budget": "30"}
     recall = admin_client.get("/inspect/", {**ask, "mode": "recall"}, **HX).content.decode()
     briefing = admin_client.get("/inspect/", {**ask, "mode": "briefing"}, **HX).content.decode()
+    low = {**ask, "mode": "briefing", "budget": "21"}
+    assert "must be between 22 and 100,000" in admin_client.get("/inspect/", low).content.decode()
 
     slot = 'id="err-inspect-budget" hx-swap-oob="true">A Recall needs a budget of at least 50'
     assert slot in recall  # at its field

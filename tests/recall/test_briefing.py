@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from recall.config import BriefingConfig
+from recall.config import MIN_TEXT_BUDGET, BriefingConfig
 from recall.engine import Engine
 from recall.errors import QueryError
 from recall.requests import BriefingRequest
@@ -82,7 +82,7 @@ def test_a_budget_the_caller_names_is_used_past_the_default_and_its_cap(
 
     assert 3000 < named.tokens <= 5000
     assert default.tokens <= 3000
-    with pytest.raises(QueryError, match="1..100000"):
+    with pytest.raises(QueryError, match=rf"{MIN_TEXT_BUDGET}\.\.100000"):
         engine.briefing(brief(budget=1_000_000))
 
 
@@ -144,7 +144,7 @@ def test_a_subagents_cut_asks_for_a_budget_only_for_what_a_budget_would_show(
     engine = make_engine(records)
     asked = {"agent_type": "debugger", "prompt": "fix the chroma boot race at startup"}
 
-    small = [engine.briefing(brief(budget=b, **asked)) for b in range(20, 80)]
+    small = [engine.briefing(brief(budget=b, **asked)) for b in range(MIN_TEXT_BUDGET, 80)]
     whole = engine.briefing(brief(budget=2000, **asked))
 
     cut = [r for r in small if r.text and len(r.ids) < 3]
@@ -246,14 +246,53 @@ def test_a_budget_the_caller_names_is_a_hard_bound(make_engine: MakeEngine):
     ]
     engine = make_engine([*rules, make_memory(9, description="a fact")])
 
-    for budget in (20, 60, 200):
+    for budget in (MIN_TEXT_BUDGET, 60, 200):
         result = engine.briefing(brief(budget=budget))
         assert result.tokens <= budget
         assert result.text == "" or result.text.endswith("</memory-briefing>")
-    tiny = engine.briefing(brief(budget=5))
-    assert tiny.text == ""  # not even the wrapper fits, and it says so
-    assert tiny.warnings and "hold not even the briefing's wrapper" in tiny.warnings[0]
     assert not engine.briefing(brief(budget=200)).warnings
+
+
+def test_the_least_budget_holds_the_longest_line_said_for_no_block(make_engine: MakeEngine):
+    # A budget of 5 was taken, and the reason a model read in place of the block
+    # ("(5 tokens hold not even the briefing's wrapper (15 tokens): ...)") took 22
+    # tokens. The least budget now is what the longest such line takes, as MCP gives it
+    # in parentheses: a 64-letter tag around a 64-letter project's briefing.
+    engine = make_engine([make_memory(1, kind="constraint", project=None, description="x")])
+    config = BriefingConfig(tag="t" * 64)
+
+    least = engine.briefing(brief("p" * 64, budget=MIN_TEXT_BUDGET), config=config)
+
+    assert least.text == ""
+    (said,) = least.warnings
+    assert said.startswith(f"{MIN_TEXT_BUDGET} tokens hold not even the briefing's wrapper (")
+    assert engine.planes.tokens.count(f"({said})") == MIN_TEXT_BUDGET
+    with pytest.raises(QueryError, match=rf"within {MIN_TEXT_BUDGET}\.\.100000, not 21") as e:
+        engine.briefing(brief(budget=MIN_TEXT_BUDGET - 1))
+    assert e.value.field == "budget"
+
+
+def test_a_briefing_with_no_line_says_why_in_one_line_within_its_budget(
+    make_engine: MakeEngine,
+):
+    # When the wrapper fitted and no last line did, the reply was two warnings, the
+    # cut constraints' and "held no line": 42 tokens a model read at a budget of 22
+    # (a 30-letter project), 16 on the demo's billing-api.
+    rules = [
+        make_memory(i, f"rule-{i}", kind="constraint", description="must hold " * 10, project=None)
+        for i in range(1, 4)
+    ]
+    engine = make_engine(rules)
+    count = engine.planes.tokens.count
+
+    for project, tag in (("p" * 30, "memory-briefing"), ("p" * 64, "t" * 64)):
+        for budget in range(MIN_TEXT_BUDGET, 90):
+            result = engine.briefing(brief(project, budget=budget), config=BriefingConfig(tag=tag))
+            if result.text:
+                assert result.tokens <= budget
+                continue
+            assert len(result.warnings) == 1, (project, budget, result.warnings)
+            assert count(f"({result.warnings[0]})") <= budget, (project, budget)
 
 
 def test_a_briefing_says_when_a_constraint_or_every_line_did_not_fit(make_engine: MakeEngine):
@@ -290,7 +329,7 @@ def test_a_section_header_never_stands_without_a_line_under_it(make_engine: Make
     ]
     engine = make_engine(rules)
 
-    for budget in range(20, 60, 2):
+    for budget in range(MIN_TEXT_BUDGET, 60, 2):
         lines = engine.briefing(brief(budget=budget)).text.splitlines()
         for n, line in enumerate(lines):
             if line.startswith("CONSTRAINTS"):
@@ -328,7 +367,7 @@ def test_at_every_small_budget_a_block_ends_with_a_whole_line_or_is_a_warning(
 
     # And at 200 tokens (a fix of the above) the six constraint and pinned lines showed
     # with no last line at all: the block read as complete, 19 index lines left out.
-    for budget in range(1, 800):
+    for budget in range(MIN_TEXT_BUDGET, 800):
         result = engine.briefing(brief(budget=budget))
         if result.text == "":
             assert result.warnings, budget

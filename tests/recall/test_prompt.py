@@ -8,7 +8,8 @@ from datetime import timedelta
 
 import pytest
 
-from recall.config import PromptConfig
+from recall.config import MIN_TEXT_BUDGET, PromptConfig
+from recall.errors import QueryError
 from recall.prompt import PAUSE_EVERY, CorpusCache, build_corpus, match, refresh, terms
 from recall.requests import PromptRequest
 from recall.testing import InMemoryStore
@@ -480,12 +481,38 @@ def test_the_block_fits_its_budget_and_reports_its_tokens(make_engine: MakeEngin
 
     full = engine.prompt_recall(PromptRequest(project="alpha", prompt=ask))
     tight = engine.prompt_recall(PromptRequest(project="alpha", prompt=ask, budget=80))
-    none = engine.prompt_recall(PromptRequest(project="alpha", prompt=ask, budget=10))
+    none = engine.prompt_recall(PromptRequest(project="alpha", prompt=ask, budget=MIN_TEXT_BUDGET))
 
     assert len(full.ids) == 3 and full.tokens == engine.planes.tokens.count(full.text)
     assert 0 < len(tight.ids) < 3 and tight.tokens <= 80
     assert tight.text.endswith("</memory-recall>")
     assert (none.text, none.ids, none.tokens) == ("", (), 0)
+
+
+def test_matches_no_line_of_which_fits_are_one_line_within_the_least_budget(
+    make_engine: MakeEngine,
+):
+    # At a budget of 5 the line saying so ("(1 memory matched, but its line does not
+    # fit 5 tokens: ask with a larger budget)") took 20 tokens. Budgets start where the
+    # longest such line fits: a hundred matches (max_hits' most).
+    deploys = [
+        make_memory(i, f"deploy-rollback-{i}", description="deploy rollback " * 6)
+        for i in range(1, 101)
+    ]
+    engine = make_engine([*deploys, *FILLERS])
+    config = PromptConfig(max_hits=100, min_score=0)
+
+    def asked(budget: int) -> PromptRequest:
+        return PromptRequest(project="alpha", prompt="how do I deploy a rollback", budget=budget)
+
+    none = engine.prompt_recall(asked(MIN_TEXT_BUDGET), config=config)
+
+    (said,) = none.warnings
+    assert said.startswith(f"100 memories matched, but no line of them fits {MIN_TEXT_BUDGET} ")
+    assert engine.planes.tokens.count(f"({said})") <= MIN_TEXT_BUDGET
+    with pytest.raises(QueryError, match=f"at least {MIN_TEXT_BUDGET}, not 21") as e:
+        engine.prompt_recall(asked(MIN_TEXT_BUDGET - 1), config=config)
+    assert e.value.field == "budget"
 
 
 def test_a_stale_corpus_whose_index_has_not_moved_is_kept_without_a_rebuild() -> None:
