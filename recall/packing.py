@@ -357,10 +357,11 @@ def _nothing_fits(
     """NOTHING_FITS and the least budget that would hold the best hit (its text cut as
     short as it may be), and at detail "index" when less: at 100 tokens no memory fits in full
     (the envelope takes about 47, an item's fields about 70), and an agent told only
-    "exceeds" had no way to know what to ask for. Each figure is the estimate made good
-    by `holds` (whether a pack at that budget and detail holds an item): the reply's own
-    figures (its budget, its count, what it left out) took a token or two more than the
-    estimate, and an agent asking with the figure it was given got nothing again."""
+    "exceeds" had no way to know what to ask for. Each figure is exact, the least budget
+    at which `holds` (a pack at that budget and detail holds an item), found near the
+    estimate (`_least`): the reply's own figures (its budget, its count, what it left
+    out) made the estimate a token or two off either way, and an agent asking with the
+    figure it was given got nothing again, or could have asked with one less."""
     hit, record = best
     least = _least(envelope_ + _cost(counter, hit, INDEX, home), INDEX, holds)
     if detail == INDEX:
@@ -372,15 +373,25 @@ def _nothing_fits(
     return f"{NOTHING_FITS} {full} ({least} with detail 'index')"
 
 
-LEAST_TRIES = 16  # budgets tried above an estimate (it falls short by a token or two)
+LEAST_TRIES = 16  # budgets tried past an estimate (it is off by a token or two)
 
 
 def _least(estimate: int, detail: str, holds: Callable[[int, str], bool]) -> int:
-    """The least budget from `estimate` at which a pack holds an item (`_nothing_fits`)."""
-    for budget in range(max(estimate, MIN_BUDGET), estimate + LEAST_TRIES):
-        if holds(budget, detail):
-            return budget
-    return estimate
+    """The least budget at which a pack holds an item (`_nothing_fits`), searched from
+    `estimate` both ways. The estimate counts the envelope at the budget asked: from 101,
+    "budget":101 and "tokens":101 are two bytes longer than at 91, and the figure came a
+    token high ("102 (92 with detail 'index')", where 91 held the item) when the search
+    went only up from it."""
+    start = max(estimate, MIN_BUDGET)
+    if not holds(start, detail):
+        return next(
+            (b for b in range(start + 1, estimate + LEAST_TRIES) if holds(b, detail)), estimate
+        )
+    floor = max(MIN_BUDGET, estimate - LEAST_TRIES)
+    least = start
+    while least > floor and holds(least - 1, detail):
+        least -= 1
+    return least
 
 
 def _shorter(warning: str) -> str:

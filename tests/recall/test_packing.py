@@ -440,3 +440,33 @@ def test_a_small_budget_holds_a_memory_whose_pack_says_its_project_once():
     sent = json.loads(text)
     assert sent["project"] == "alpha" and "project" not in sent["items"][0]
     assert sent["items"][0]["tokens"] == packed.items[0].tokens
+
+
+@pytest.mark.parametrize("found_", [7, 12, 123, 1234])
+@pytest.mark.parametrize("words", [4, 9])
+def test_both_figures_are_exact_when_the_budget_asked_has_more_digits(words: int, found_: int):
+    # An agent walk (demo, "deploy rollback"): asked at 101, "needs a budget of 102 (92
+    # with detail 'index')", and detail index at 91 held the item. The estimate counted
+    # the envelope as asked ("budget":101, two bytes more than at 91), and the search
+    # for the least went only up from it: a token high where those bytes began one.
+    record = make_memory(1, "deploy-rollback", description=" ".join(["rollback"] * words),
+                         body="Roll back with the previous image tag. " * 20, valid_from=NOW,
+                         source="agent_observed", agent_id="ops-agent")  # fmt: skip
+    found, asked = ranked(record), {"total_found": found_, "pack_id": "01M9525H09BZF84GTHCJRVCSFP"}
+    told = 0
+
+    for budget in range(100, 130):
+        packed = pack(found, budget=budget, counter=COUNT, **asked)
+        if packed.items:
+            break
+        said = re.search(r"needs a budget of (\d+)(?: \((\d+) with detail 'index'\))?",
+                         packed.warnings[0])  # fmt: skip
+        assert said is not None, packed.warnings
+        for figure, detail in ((said.group(1), "full"), (said.group(2), INDEX)):
+            if figure is None:
+                continue
+            least, told = int(figure), told + 1
+            at = pack(found, budget=least, counter=COUNT, detail=detail, **asked)
+            below = pack(found, budget=least - 1, counter=COUNT, detail=detail, **asked)
+            assert at.items and not below.items, (budget, detail, least)
+    assert told, "no budget from 100 held nothing: the case is not tested"
