@@ -166,10 +166,15 @@ def search_hit_view(h: Hit, source: tuple[str, ...] = ()) -> dict[str, Any]:
         "similarity": round(h.similarity, 4) if h.similarity is not None else None,
         "source": h.source,
         "score": round(h.score, 4),
-        "favorite": h.favorite,
-        "active": h.active,
-        "updated": iso(h.updated),
     }
+    # Said only when not the default, as a recall's items: "favorite":false and
+    # "active":true were on almost every hit (an agent's search never asks for the
+    # archived), 31 bytes a hit that said nothing.
+    if h.favorite:
+        view["favorite"] = True
+    if not h.active:
+        view["active"] = False
+    view["updated"] = iso(h.updated)
     times = (("valid_from", h.valid_from), ("invalid_at", h.invalid_at),
              ("occurred_at", h.occurred_at))  # fmt: skip
     view |= {key: iso(value) for key, value in times if value is not None}

@@ -130,7 +130,8 @@ class FeedbackOut(Reply):
 
 class SearchHitOut(Reply):
     """A hit leaves out what it would say twice or not at all: a title that is its
-    name (a memory's always is), a time it does not have, an attribution unknown."""
+    name (a memory's always is), a time it does not have, an attribution unknown, and
+    `favorite` and `active` at their defaults (below)."""
 
     id: str
     kind: ItemKind
@@ -146,8 +147,11 @@ class SearchHitOut(Reply):
     similarity: float | None = Field(description="cosine, on hits the semantic channel found")
     source: Source
     score: float
-    favorite: bool
-    active: bool
+    favorite: bool = Field(False, description="starred by a person; absent: not starred")
+    active: bool = Field(
+        True,
+        description="false when archived or superseded (as of `as_of`, if given); absent: active",
+    )
     updated: str | None
     valid_from: str | None = Field(None, description="when it became true (memories)")
     invalid_at: str | None = Field(None, description="when it stopped being true, if it did")

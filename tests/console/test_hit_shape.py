@@ -15,12 +15,13 @@ from typing import Any
 import pytest
 from ulid import ULID
 
-from console import indexing, services, wiring
+from console import indexing, replies, services, wiring
 from console.models import Edge, IndexJob, Memory
-from console.schemas import ContextPackOut, SearchOut
+from console.schemas import ContextPackOut, SearchHitOut, SearchOut
 from recall import recall as pipeline
 from recall.indexes.hot_vectors import HotVectorIndex
 from recall.indexes.tantivy_index import TantivyIndex
+from recall.results import to_hit
 from recall.tokens import ByteEstimate
 from recall.types import Doc
 from tests.console.api_world import (  # noqa: F401
@@ -30,6 +31,7 @@ from tests.console.api_world import (  # noqa: F401
     recall_both,
     world_fixture,
 )
+from tests.recall.conftest import NOW, make_memory
 
 pytestmark = pytest.mark.django_db
 
@@ -128,6 +130,33 @@ def test_a_search_hit_says_each_thing_once(world: World, monkeypatch: pytest.Mon
     assert not {"invalid_at", "occurred_at"} & set(hit)  # still true; no event time
     note = hits[world.notes["alpha"].pk]
     assert (note["name"], note["title"]) == ("albatross-notes", "albatross notes")
+
+
+def test_a_search_hit_says_favorite_and_active_only_when_not_the_default(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every hit said "favorite":false and "active":true, defaults a recall's items
+    # leave out (the demo's 7 hits of "invoice retries": 217 of 3,811 bytes).
+    starred, plain = world.memories["alpha"], world.memories[None]
+    services.favorite_toggle(item=starred, value=True)
+    indexing.apply_pending()
+
+    rest_reply = call(
+        world.client("alpha"), "get", "/search", {"q": "cache warm", "limit": 50}
+    ).json()
+    status, mcp_reply = mcp(
+        world, "alpha", "memory_search", {"q": "cache warm", "limit": 50}, monkeypatch
+    )
+
+    assert status == 200 and rest_reply == mcp_reply
+    hits = {h["id"]: SearchHitOut.model_validate(h) for h in rest_reply["hits"]}
+    said = {h["id"]: h for h in rest_reply["hits"]}
+    assert said[starred.pk]["favorite"] is True and "active" not in said[starred.pk]
+    assert not {"favorite", "active"} & set(said[plain.pk]), said[plain.pk]
+    assert (hits[plain.pk].favorite, hits[plain.pk].active) == (False, True)  # the defaults
+    # Archived (the console's search asks for those too), a hit says so.
+    hit = to_hit(make_memory(1, active=False), now=NOW, source="fts", score=1.0)
+    assert replies.search_hit_view(hit)["active"] is False
 
 
 def test_include_history_is_the_cold_tier_and_shows_when_a_memory_stopped_being_true(
