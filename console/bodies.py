@@ -60,7 +60,9 @@ def stalled(start_response: Callable[..., Any], length: int | None) -> list[byte
     detail = (
         f"the request body stopped arriving{before}: nothing for {settings.BODY_IDLE_SECONDS} s"
     )
-    body = json.dumps({"detail": detail, "field": None, "code": "timeout"}).encode()
+    from console import errors  # not at import: wsgi.py reads this before Django is set up
+
+    body = json.dumps(errors.simple(408, detail).body()).encode()
     headers = [("Content-Type", "application/json; charset=utf-8"),
                ("Content-Length", str(len(body)))]  # fmt: skip
     start_response("408 Request Timeout", headers)
@@ -81,13 +83,14 @@ def reading_bodies(app: App) -> App:
 
     def application(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         conn = environ.get("gunicorn.socket")
-        if isinstance(conn, socket.socket):
+        conn = conn if isinstance(conn, socket.socket) else None  # None: not gunicorn
+        if conn is not None:
             conn.settimeout(settings.BODY_IDLE_SECONDS)
         length = announced(environ) if conn is not None else 0
         if chunked(environ) or length:
             body = _read(environ["wsgi.input"], length or settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1)
             if body is None:
-                if isinstance(conn, socket.socket):  # nothing more is read on it
+                if conn is not None:  # nothing more is read on it
                     conn.shutdown(socket.SHUT_RD)
                 return stalled(start_response, length or None)
             environ["wsgi.input"] = io.BytesIO(body)

@@ -47,6 +47,7 @@ CODES = {
     403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
+    408: "timeout",  # a request body that stopped arriving (console/bodies.py)
     409: "conflict",
     413: "too_large",
     414: "too_large",
