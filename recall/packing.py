@@ -4,9 +4,13 @@ As in fabriq's packer, items go in rank order while they fit and the first
 item that cannot fit ends packing (the pack is always a prefix of the
 ranking); `omitted` counts the rest. What is counted is the reply itself:
 the compact JSON of `recall.agent.pack_view`, envelope included (debug, when
-asked, rides outside the budget). Each item carries its memory's text; an
-item longer than `item_tokens`, or longer than what is left, is cut at the
-last sentence or line boundary that fits (`truncated: true`; `memory_read`
+asked, rides outside the budget). An item's `tokens` is its own JSON's count, that
+figure in it. Items go in while the envelope's count and theirs, summed, fit; that
+sum overstates the reply a little (each count rounds up, the envelope's figures are
+said at their widest), so the item it would leave out or cut is sized in the reply
+itself, and one the reply holds exactly, within the budget, goes in. Each item
+carries its memory's text; an item longer than `item_tokens`, or longer than what is
+left, is cut at the last sentence or line boundary that fits (`truncated: true`; `memory_read`
 gives the rest), as long as at least `MIN_TEXT_CHARS` of text fit; a text with
 no such boundary in reach (one long sentence, Chinese without spaces) at the
 last word end, else anywhere; only as much of a long text is read as an item
@@ -22,7 +26,7 @@ as code.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import tee
 from typing import Any
@@ -61,21 +65,84 @@ class Packed:
 
 
 def _cost(counter: TokenCounter, hit: Hit, detail: str, home: str | None = None) -> int:
-    """An item's cost in the reply: its JSON and the comma before it (`home`: the pack's
-    project, which the item leaves out)."""
-    return _view_cost(counter, _costed_view(hit, detail, home))
+    """An item's cost in the reply: its JSON, its own `tokens` figure in it, and the comma
+    before it (`home`: the pack's project, which the item leaves out)."""
+    return _own_cost(counter, item_view(hit, detail=detail, home=home))
 
 
-def _costed_view(hit: Hit, detail: str, home: str | None = None) -> dict[str, Any]:
-    """`hit`'s view as `_cost` counts it: its `tokens` a five-digit stand-in (the view of
-    `replace(hit, tokens=99_999)`: `tokens` keeps its place among the keys)."""
-    view = item_view(hit, detail=detail, home=home)
-    view["tokens"] = 99_999
-    return view
+def _own_cost(counter: TokenCounter, view: dict[str, Any]) -> int:
+    """What `view` costs with its `tokens` saying so (left set to it): a fixed point,
+    as the reply's own count is (`_reply_tokens`)."""
+    return _sized(counter, view)[0]
 
 
-def _view_cost(counter: TokenCounter, view: Mapping[str, Any]) -> int:
-    return counter.count(dumps(view) + ",")
+def _sized(counter: TokenCounter, view: dict[str, Any]) -> tuple[int, str]:
+    """`view`'s own cost (`_own_cost`) and its JSON with that figure in it."""
+    view["tokens"] = 0
+    head, tail = dumps(view).rsplit('"tokens":0', 1)  # one dumps: only the figure changes
+
+    def count(tokens: int) -> int:
+        return counter.count(f'{head}"tokens":{tokens}{tail},')
+
+    view["tokens"] = cost = _fixed(count, 100)
+    return cost, f'{head}"tokens":{cost}{tail}'
+
+
+def _fixed(count: Callable[[int], int], start: int) -> int:
+    """The figure `n` with `count(n) == n`, from `start` (a count that is part of what
+    it counts); when the digits flip-flop, the larger."""
+    tokens = count(start)
+    for _ in range(3):
+        again = count(tokens)
+        if again == tokens:
+            return tokens
+        tokens = again
+    return max(tokens, count(tokens))
+
+
+Fits = Callable[[dict[str, Any]], bool]  # whether an item's view fits where it would go
+
+
+def _alone(counter: TokenCounter, room: int) -> Fits:
+    """An item that costs at most `room` on its own. Its figure is said as `room`, which
+    has as many digits as the cost of an item that fits can have, or more: the check is
+    the fixed point's, one count a try (a count grows with a figure's digits)."""
+
+    def fits(view: dict[str, Any]) -> bool:
+        view["tokens"] = room
+        return counter.count(dumps(view) + ",") <= room
+
+    return fits
+
+
+Frame = Callable[[Sequence[Hit]], tuple[str, str]]  # the reply around a next item, as sent
+
+
+def _in_reply(counter: TokenCounter, around: tuple[str, str], budget: int, cap: int) -> Fits:
+    """An item whose whole reply, its real figures in it, fits `budget` (`around`: the
+    reply's text before and after the item, its `tokens` said as `budget`: the reply
+    fits when that count does, as in `_alone`), and that costs at most `cap` (0: no cap)."""
+    head, tail = around
+
+    def fits(view: dict[str, Any]) -> bool:
+        cost, sent = _sized(counter, view)
+        return not 0 < cap < cost and counter.count(f"{head}{sent}{tail}") <= budget
+
+    return fits
+
+
+def _framing(
+    shape: Callable[[int], dict[str, Any]], key: str, detail: str, home: str | None
+) -> Frame:
+    """`Frame` for items that go in the list at `key` of the reply `shape(n)` makes when
+    n items came before (the list given empty: what the next one would change)."""
+
+    def frame(before: Sequence[Hit]) -> tuple[str, str]:
+        head, tail = dumps(shape(len(before))).split(f'"{key}":[]', 1)
+        views = "".join(dumps(item_view(h, detail=detail, home=home)) + "," for h in before)
+        return f'{head}"{key}":[{views}', f"]{tail}"
+
+    return frame
 
 
 def _cut(head: str, joint: str = "") -> str:
@@ -127,24 +194,24 @@ def _reach(room: int) -> int:
 
 
 def _fit(
-    counter: TokenCounter,
     hit: Hit,
     text: str,
     room: int,
+    fits: Fits,
     focus: str | None = None,
     *,
     clipped: bool = False,
     last: bool = False,
     home: str | None = None,
 ) -> Hit | None:
-    """`hit` with the longest cut of `text` whose item costs at most `room` tokens
-    (at a sentence end if one fits, else a word end, else anywhere); with `focus`
-    beyond that cut, the longest head that fits with it after it, else the focus
-    alone, cut the same way. `clipped`: `text` is only the head of the memory's
-    text (`text_of`'s limit), so a focus not in it comes from beyond it; `last`:
-    nothing follows that focus in the memory (no "…" after it)."""
+    """`hit` with the longest cut of `text` whose item `fits` (at most `room` tokens: how
+    much of a text to read), at a sentence end if one fits, else a word end, else
+    anywhere; with `focus` beyond that cut, the longest head that fits with it after
+    it, else the focus alone, cut the same way. `clipped`: `text` is only the head of
+    the memory's text (`text_of`'s limit), so a focus not in it comes from beyond it;
+    `last`: nothing follows that focus in the memory (no "…" after it)."""
     levels, again = tee(_cuts(text[: _reach(room)]))  # `again`: the heads below
-    best = _first(counter, hit, levels, lambda cut: _cut(text[:cut]), room, home)
+    best = _first(hit, levels, lambda cut: _cut(text[:cut]), fits, home)
     found = _locate(text, focus) if focus else None
     if focus and found is None and clipped:
         said, start, more = body_text(focus, opening=False), len(text), not last
@@ -156,52 +223,50 @@ def _fit(
         return best  # the head already holds it
     tail = said + (f" {ELLIPSIS}" if more else "")
     heads = ([cut for cut in cuts if cut <= start] for cuts in again)
-    with_focus = _first(counter, hit, heads, lambda cut: _joined(text[:cut], tail), room, home)
+    with_focus = _first(hit, heads, lambda cut: _joined(text[:cut], tail), fits, home)
     if with_focus is not None:
         return with_focus
     # too long to follow a head: its own beginning, cut
     alone = _first(
-        counter, hit, _cuts(said[: _reach(room)]),
-        lambda cut: f"{ELLIPSIS}{_gap(said)}{_cut(said[:cut], ' ')}", room, home,
+        hit, _cuts(said[: _reach(room)]),
+        lambda cut: f"{ELLIPSIS}{_gap(said)}{_cut(said[:cut], ' ')}", fits, home,
     )  # fmt: skip
     return alone or best
 
 
 def _first(
-    counter: TokenCounter,
     hit: Hit,
     levels: Iterable[Sequence[int]],
     shape: Callable[[int], str],
-    room: int,
+    fits: Fits,
     home: str | None = None,
 ) -> Hit | None:
     """The longest fitting cut of the first level of cuts that has one."""
     for cuts in levels:
-        found = _longest(counter, hit, cuts, shape, room, home)
+        found = _longest(hit, cuts, shape, fits, home)
         if found is not None:
             return found
     return None
 
 
 def _longest(
-    counter: TokenCounter,
     hit: Hit,
     cuts: Sequence[int],
     shape: Callable[[int], str],
-    room: int,
+    fits: Fits,
     home: str | None = None,
 ) -> Hit | None:
     """`hit` with the text `shape` makes of the longest of `cuts` (longest first) that fits."""
 
     # One view for every try: only its text changes (an item view per try, each from a
     # copy of the hit, was most of what a cut cost).
-    view = _costed_view(replace(hit, text="", truncated=True), FULL, home)
+    view = item_view(replace(hit, text="", truncated=True), detail=FULL, home=home)
 
-    def fits(text: str) -> bool:
+    def holds(text: str) -> bool:
         view["text"] = text
-        return _view_cost(counter, view) <= room
+        return fits(view)
 
-    found = _longest_text(cuts, shape, fits)
+    found = _longest_text(cuts, shape, holds)
     return None if found is None else replace(hit, text=found, truncated=True)
 
 
@@ -319,9 +384,17 @@ def pack(
         project=home,
     )  # fmt: skip
     left = budget - counter.count(dumps(base))
+
+    def shape(before: int) -> dict[str, Any]:  # the reply with the next item after `before`
+        return envelope(
+            [], omitted=len(ranked) - before - 1, tokens=budget, budget=budget,
+            warnings=warnings, total_found=total_found, associated=[] if associated else None,
+            pack_id=pack_id, project=home,
+        )  # fmt: skip
+
     items = _fill(
         ranked, left, counter=counter, detail=detail, item_tokens=item_tokens, focus=focus,
-        home=home,
+        home=home, frame=_framing(shape, "items", detail, home), budget=budget,
     )  # fmt: skip
     said = tuple(warnings)
     if ranked and not items and explain:
@@ -425,7 +498,18 @@ def attach(
     A warning says how many found no room, when it fits itself.
     """
     left = budget - packed.tokens
-    extra = _fill(linked, left, counter=counter, detail=detail, item_tokens=item_tokens, home=home)
+    main = [item_view(h, detail=detail, home=home) for h in packed.items]
+
+    def shape(before: int) -> dict[str, Any]:  # the reply with the next associated item
+        return envelope(
+            main, omitted=packed.omitted, tokens=budget, budget=budget, warnings=packed.warnings,
+            total_found=total_found, associated=[], pack_id=pack_id, project=home,
+        )  # fmt: skip
+
+    extra = _fill(
+        linked, left, counter=counter, detail=detail, item_tokens=item_tokens, home=home,
+        frame=_framing(shape, "associated", detail, home), budget=budget,
+    )  # fmt: skip
 
     def reply(said: tuple[str, ...]) -> int:
         return _reply_tokens(
@@ -458,44 +542,101 @@ def _fill(
     item_tokens: int,
     focus: Focus | None = None,
     home: str | None = None,
+    frame: Frame | None = None,
+    budget: int = 0,
 ) -> list[Hit]:
-    """Items in order while they fit in `left` tokens (cut to fit where they can)."""
+    """Items in order while they fit in `left` tokens (cut to fit where they can).
+
+    `left` less the items' costs overstates what the reply takes a little (each count
+    rounds up; the envelope's figures are said at their widest): with `frame`, an item
+    that sum cannot hold whole is sized in the reply itself, whose count, its real
+    figures in it, must be at most `budget`, so an item the reply holds exactly goes in.
+    """
     items: list[Hit] = []
+    asked: dict[str, str | None] = {}
+
+    def said(record: Record) -> str | None:  # each record's focus asked for once
+        if focus is None:
+            return None
+        if record.id not in asked:
+            asked[record.id] = focus(record)
+        return asked[record.id]
+
+    read: dict[str, str] = {}
+
+    def text(record: Record, limit: int) -> str:  # a text read whole is read once
+        if len(record.description) + len(record.body) + 1 > limit:
+            return text_of(record, limit=limit)
+        if record.id not in read:
+            read[record.id] = text_of(record, limit=limit)
+        return read[record.id]
+
     for hit, record in ranked:
         capped = 0 < item_tokens < left
         room = item_tokens if capped else left
-        limit = _reach(room)
-        clipped = len(record.description) + len(record.body) + 1 > limit
-        full = replace(hit, text=text_of(record, limit=limit)) if detail == FULL else hit
-        cost = _cost(counter, full, detail, home)
-        if cost > room or (clipped and detail == FULL):  # a clipped text is never whole
-            said = focus(record) if focus is not None and detail == FULL else None
-            said = said[: _reach(room)] if said else None  # no item shows more of it
-            last = False
-            if said and clipped:  # beyond what was read: its lines as the text has them
-                said, last = _as_written(record, said)
-            cut = (
-                _fit(
-                    counter,
-                    full,
-                    full.text or "",
-                    room,
-                    said,
-                    clipped=clipped,
-                    last=last,
-                    home=home,
-                )
-                if detail == FULL
-                else None
-            )
-            if cut is None:
+        exact = frame is not None and not capped
+        placed = _place(
+            hit, record, room, _alone(counter, room), counter=counter, detail=detail,
+            focus=said, text=text, home=home, whole=exact,
+        )  # fmt: skip
+        if placed is not None:
+            left -= placed.tokens or 0
+        elif exact and frame is not None:
+            head, tail = frame(items)
+            # what an item can cost in a reply that fits (a count rounds up: one token
+            # more than the reply without it leaves), for how much of its text to read
+            room = budget - counter.count(head + tail) + 1
+            room = min(room, item_tokens) if item_tokens else room
+            if room < 1:
                 break
-            full, cost = cut, _cost(counter, cut, FULL, home)
-        items.append(replace(full, tokens=cost))
-        left -= cost
-        if full.truncated and not capped:
+            fits = _in_reply(counter, (head, tail), budget, item_tokens)
+            placed = _place(
+                hit, record, room, fits, counter=counter, detail=detail, focus=said, text=text,
+                home=home,
+            )  # fmt: skip
+            if placed is not None:  # what the reply, its real count, leaves
+                view = dumps(item_view(placed, detail=detail, home=home))
+                left = budget - counter.count(f"{head}{view}{tail}")
+        if placed is None:
+            break
+        items.append(placed)
+        if placed.truncated and not capped:
             break  # cut to what was left: the budget is spent
     return items
+
+
+def _place(
+    hit: Hit,
+    record: Record,
+    room: int,
+    fits: Fits,
+    *,
+    counter: TokenCounter,
+    detail: str,
+    focus: Focus,
+    text: Callable[[Record, int], str],
+    home: str | None,
+    whole: bool = False,
+) -> Hit | None:
+    """`hit` whole when it `fits`, else cut to fit in at most `room` tokens (`whole`:
+    not cut), its `tokens` its own cost; None when neither fits."""
+    limit = _reach(room)
+    clipped = len(record.description) + len(record.body) + 1 > limit
+    if clipped and detail == FULL and whole:  # a clipped text is never whole
+        return None
+    full = replace(hit, text=text(record, limit)) if detail == FULL else hit
+    view = item_view(full, detail=detail, home=home)
+    if not (clipped and detail == FULL) and fits(view):
+        return replace(full, tokens=_own_cost(counter, view))
+    if whole or detail != FULL:
+        return None
+    said = focus(record)
+    said = said[: _reach(room)] if said else None  # no item shows more of it
+    last = False
+    if said and clipped:  # beyond what was read: its lines as the text has them
+        said, last = _as_written(record, said)
+    cut = _fit(full, full.text or "", room, fits, said, clipped=clipped, last=last, home=home)
+    return None if cut is None else replace(cut, tokens=_cost(counter, cut, FULL, home))
 
 
 def _settle(

@@ -470,3 +470,53 @@ def test_both_figures_are_exact_when_the_budget_asked_has_more_digits(words: int
             below = pack(found, budget=least - 1, counter=COUNT, detail=detail, **asked)
             assert at.items and not below.items, (budget, detail, least)
     assert told, "no budget from 100 held nothing: the case is not tested"
+
+
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_items_are_packed_whole_exactly_when_their_reply_fits(n: int):
+    # An item was sized as though its `tokens` said 99,999 and the envelope's figures
+    # were at their widest: a reply of exactly the budget asked lost its last item, or
+    # had it cut, at nearly every budget.
+    exact = 0
+    for extra in range(12):
+        records = [
+            make_memory(i, description=f"fact {i}", body="A short body. " + "x" * (extra + i))
+            for i in range(1, n + 1)
+        ]
+        roomy = pack(ranked(*records), budget=999, counter=COUNT)
+        assert len(roomy.items) == n and not any(h.truncated for h in roomy.items)
+        for budget in range(max(MIN_BUDGET, roomy.tokens - 6), roomy.tokens + 3):
+            needs = COUNT.count(reply(replace(roomy, tokens=budget, omitted=0), budget))
+            exact += needs == budget
+
+            packed = pack(ranked(*records), budget=budget, counter=COUNT)
+
+            assert (packed.items == roomy.items) == (needs <= budget), (extra, budget, needs)
+            assert COUNT.count(reply(packed, budget)) == packed.tokens <= budget
+    assert exact >= 6  # replies of exactly the budget asked were among them
+
+
+def test_an_items_tokens_count_its_json_as_sent():
+    # Its figure counted its view with "tokens":99999: a token more than it sends.
+    records = [make_memory(i, description=f"fact {i}", body=SENTENCES[: 40 * i]) for i in (1, 2, 3)]
+
+    packed = pack(ranked(*records), budget=400, counter=COUNT, item_tokens=60)
+
+    sent = json.loads(reply(packed, 400))["items"]
+    assert [COUNT.count(dumps(view) + ",") for view in sent] == [h.tokens for h in packed.items]
+
+
+def test_a_cut_is_the_longest_the_whole_reply_holds():
+    # Sized with a stand-in figure, a cut stopped a word or two short of the budget.
+    words = [f"word{i}" for i in range(400)]
+    record = make_memory(1, description="", body=" ".join(words))
+    for budget in range(70, 160):
+        packed = pack(ranked(record), budget=budget, counter=COUNT)
+
+        (item,) = packed.items
+        shown = (item.text or "").removesuffix("…").split(" ")
+        assert item.truncated and shown == words[: len(shown)], budget
+        longer = replace(item, text=" ".join(words[: len(shown) + 1]) + "…")
+        longer = replace(longer, tokens=COUNT.count(dumps(item_view(longer)) + ","))
+        over = replace(packed, items=(longer,), tokens=budget)
+        assert COUNT.count(reply(over, budget)) > budget, (budget, item.text)
