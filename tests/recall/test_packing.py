@@ -520,3 +520,46 @@ def test_a_cut_is_the_longest_the_whole_reply_holds():
         longer = replace(longer, tokens=COUNT.count(dumps(item_view(longer)) + ","))
         over = replace(packed, items=(longer,), tokens=budget)
         assert COUNT.count(reply(over, budget)) > budget, (budget, item.text)
+
+
+DEPLOY = make_memory(
+    1, "deploy-billing", kind="runbook", source="user_stated", valid_from=NOW,
+    description="Deploy the billing API: tag, wait for CI, promote, watch the dashboards.",
+    body="Tag the release, wait for CI to pass, promote to production, then watch the "
+    "dashboards for ten minutes. " * 4,
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("budget", range(MIN_BUDGET, 72))
+def test_an_empty_pack_always_gives_the_least_budget_its_best_hit_needs(budget: int):
+    # The demo's recall (a pack id, its project, associated asked) at budgets 50 to 55
+    # said "nothing packed: needs…": the figures were cut with the words.
+    asked = {"total_found": 28, "pack_id": "01M983CF51Q4X7M0FDCWKA5QMB", "home": "alpha"}
+    found = ranked(DEPLOY)
+
+    packed = pack(found, budget=budget, counter=COUNT, associated=True, **asked)
+
+    more = {"total_found": 28, "pack_id": asked["pack_id"], "project": "alpha", "associated": ()}
+    assert COUNT.count(reply(packed, budget, **more)) == packed.tokens <= budget
+    if packed.items:
+        return
+    said = re.search(r"needs a budget of (\d+)", " ".join(packed.warnings))
+    assert said is not None, packed.warnings
+    least = int(said.group(1))
+    assert pack(found, budget=least, counter=COUNT, associated=True, **asked).items
+    assert not pack(found, budget=least - 1, counter=COUNT, associated=True, **asked).items
+
+
+def test_a_budget_that_cannot_hold_the_figure_is_refused_naming_it():
+    # A 64-letter project, a pack id and associated at 50: not even "needs a budget of
+    # N" fits beside the envelope; the refusal said only that, and no figure.
+    asked = {"total_found": 28, "pack_id": "01M983CF51Q4X7M0FDCWKA5QMB", "associated": True}
+    home = "p" * 64
+    found = [(replace(h, project=home), replace(r, project=home)) for h, r in ranked(DEPLOY)]
+
+    with pytest.raises(BudgetError, match=r"needs a budget of \d+") as refused:
+        pack(found, budget=MIN_BUDGET, counter=COUNT, home=home, **asked)
+
+    least = int(re.findall(r"needs a budget of (\d+)", str(refused.value))[0])
+    assert pack(found, budget=least, counter=COUNT, home=home, **asked).items
+    assert not pack(found, budget=least - 1, counter=COUNT, home=home, **asked).items
