@@ -36,7 +36,7 @@ def memory_view(m: Memory, *, at: datetime | None = None) -> dict[str, Any]:
     whose `active` says whether it was valid then (as a search as of then says),
     its `invalid_at` when it stopped."""
     active = m.invalid_at is None or (at is not None and at < m.invalid_at)
-    return {
+    view = {
         "id": m.pk,
         "project": m.project.slug if m.project_id and m.project else None,
         "kind": m.kind,
@@ -53,13 +53,25 @@ def memory_view(m: Memory, *, at: datetime | None = None) -> dict[str, Any]:
         "valid_from": iso(m.valid_from),
         "invalid_at": iso(m.invalid_at),
         "superseded_by": m.superseded_by_id,
-        "favorite": m.favorite,
-        "active": active,
-        "created": iso(m.created),
-        "updated": iso(m.updated),
-        "expires_at": iso(m.expires_at),
-        "worth": round(worth(m.feedback_helpful, m.feedback_harmful), 4),
     }
+    return (
+        view
+        | _flags(favorite=m.favorite, active=active)
+        | {
+            "created": iso(m.created),
+            "updated": iso(m.updated),
+            "expires_at": iso(m.expires_at),
+            "worth": round(worth(m.feedback_helpful, m.feedback_harmful), 4),
+        }
+    )
+
+
+def _flags(*, favorite: bool, active: bool = True) -> dict[str, bool]:
+    """`favorite` and `active`, each said only when not its default (false, true), as a
+    search hit and a recall item say them: on almost every memory read or listed they
+    were 31 bytes that said nothing (MemoryOut, NoteOut and SearchHitOut state the
+    defaults)."""
+    return ({"favorite": True} if favorite else {}) | ({} if active else {"active": False})
 
 
 def without_body(view: dict[str, Any]) -> dict[str, Any]:
@@ -79,7 +91,7 @@ def note_view(n: Note) -> dict[str, Any]:
         "body": body_text(n.body),
         "tags": [sanitize.name(t, 64) for t in n.tags or []],
         "source_url": sanitize.name(n.source_url, 200),
-        "favorite": n.favorite,
+        **_flags(favorite=n.favorite),
         "created": iso(n.created),
         "updated": iso(n.updated),
     }
@@ -170,10 +182,7 @@ def search_hit_view(h: Hit, source: tuple[str, ...] = ()) -> dict[str, Any]:
     # Said only when not the default, as a recall's items: "favorite":false and
     # "active":true were on almost every hit (an agent's search never asks for the
     # archived), 31 bytes a hit that said nothing.
-    if h.favorite:
-        view["favorite"] = True
-    if not h.active:
-        view["active"] = False
+    view |= _flags(favorite=h.favorite, active=h.active)
     view["updated"] = iso(h.updated)
     times = (("valid_from", h.valid_from), ("invalid_at", h.invalid_at),
              ("occurred_at", h.occurred_at))  # fmt: skip

@@ -9,7 +9,7 @@ tests check every reply against its model.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
 
@@ -20,6 +20,16 @@ class Reply(Schema):
     """Replies are documented strictly: a field the code sends is a field listed here."""
 
     model_config = {"extra": "forbid"}
+
+
+# Said only when not the default (console.replies._flags): absent means the default.
+Starred = Annotated[bool, Field(description="starred by a person; absent: not starred")]
+Active = Annotated[
+    bool,
+    Field(
+        description="false when archived or superseded (as of `as_of`, if given); absent: active"
+    ),
+]
 
 
 class ProvenanceOut(Reply):
@@ -147,11 +157,8 @@ class SearchHitOut(Reply):
     similarity: float | None = Field(description="cosine, on hits the semantic channel found")
     source: Source
     score: float
-    favorite: bool = Field(False, description="starred by a person; absent: not starred")
-    active: bool = Field(
-        True,
-        description="false when archived or superseded (as of `as_of`, if given); absent: active",
-    )
+    favorite: Starred = False
+    active: Active = True
     updated: str | None
     valid_from: str | None = Field(None, description="when it became true (memories)")
     invalid_at: str | None = Field(None, description="when it stopped being true, if it did")
@@ -247,8 +254,8 @@ class MemoryOut(Reply):
     valid_from: datetime
     invalid_at: datetime | None
     superseded_by: str | None
-    favorite: bool
-    active: bool
+    favorite: Starred = False
+    active: Active = True
     created: datetime
     updated: datetime
     expires_at: datetime | None = Field(None, description="when it expires (null: never)")
@@ -329,7 +336,7 @@ class NoteOut(Reply):
     truncated: bool | None = Field(None, description="the body was cut to the budget")
     tags: list[str]
     source_url: str
-    favorite: bool
+    favorite: Starred = False
     created: datetime
     updated: datetime
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from console import indexing, services
 from console.models import AgentToken, Memory, Note, RetrievalEvent
-from console.schemas import ContextPackOut, SearchHitOut, SearchOut
+from console.schemas import ContextPackOut, MemoryOut, SearchHitOut, SearchOut
 from recall.tokens import ByteEstimate
 from tests.console.api_world import World, call, mcp, world_fixture  # noqa: F401
 
@@ -737,9 +737,38 @@ def test_read_records_the_read(world: World) -> None:
     r = call(world.client("alpha"), "get", f"/memories/{mid}")
 
     assert r.status_code == 200 and r.json()["body"] == "Warm the albatross cache first."
-    assert r.json()["active"] is True and r.json()["superseded_by"] is None
+    assert "active" not in r.json() and r.json()["superseded_by"] is None  # absent: active
     assert RetrievalEvent.objects.filter(kind="read", ids__icontains=mid).exists()
     assert Memory.objects.get(pk=mid).access_count == 1
+
+
+def test_a_memory_read_or_listed_says_favorite_and_active_only_when_not_the_default(
+    world: World, monkeypatch: Any
+) -> None:
+    # Search hits and recall items left "favorite":false and "active":true out; a read
+    # and a page of memory_list (and a note's read) still said them for nothing.
+    plain, starred = world.memories["alpha"], world.memories[None]
+    services.favorite_toggle(item=starred, value=True)
+    archived = services.memory_create(project=plain.project, kind="fact", name="gone",
+                                      description="An archived fact")  # fmt: skip
+    services.memory_archive(memory=archived)
+    client = world.client("alpha")
+
+    read = {m.pk: call(client, "get", f"/memories/{m.pk}").json() for m in (plain, starred)}
+    mcp_read = mcp(world, "alpha", "memory_read", {"id": plain.pk}, monkeypatch)
+    listed = call(client, "get", "/memories", {"archived": "include"}).json()["memories"]
+    status, mcp_listed = mcp(world, "alpha", "memory_list", {"archived": "include"}, monkeypatch)
+    notes = mcp(world, "alpha", "notes_read", {}, monkeypatch)[1]["notes"]
+
+    assert mcp_read == (200, read[plain.pk]) and status == 200
+    assert not {"favorite", "active"} & set(read[plain.pk]), read[plain.pk]
+    assert read[starred.pk]["favorite"] is True and "active" not in read[starred.pk]
+    assert MemoryOut.model_validate(read[plain.pk]).favorite is False  # the defaults
+    assert MemoryOut.model_validate(read[plain.pk]).active is True
+    assert mcp_listed["memories"] == listed and listed, listed
+    said = {m["id"]: m for m in listed}
+    assert said[archived.pk]["active"] is False and "favorite" not in said[archived.pk]
+    assert notes and not any("favorite" in n for n in notes), notes
 
 
 def test_a_global_memory_is_readable_but_not_changeable(world: World) -> None:
@@ -844,7 +873,7 @@ def test_archive_and_restore(world: World) -> None:
     assert mid not in [i["id"] for i in pack["items"]]
 
     restored = call(client, "post", f"/memories/{mid}/restore")
-    assert restored.status_code == 200 and restored.json()["active"] is True
+    assert restored.status_code == 200 and "active" not in restored.json()  # absent: active
 
 
 def test_a_superseded_version_is_a_change_updated_after_sees(world: World) -> None:
@@ -1216,7 +1245,7 @@ def test_a_token_of_two_projects_changes_a_memory_by_its_name(world: World) -> N
     both = call(client, "post", "/memories/twin/archive")
 
     assert archived.status_code == 200 and archived.json()["id"] == alpha.pk
-    assert restored.status_code == 200 and restored.json()["active"] is True
+    assert restored.status_code == 200 and "active" not in restored.json()  # absent: active
     assert read.status_code == 200 and read.json()["id"] == alpha.pk
     # The ids, not "or a project": a change by name takes no project.
     said = error(both, 400, "invalid", "name")["detail"]
