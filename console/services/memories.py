@@ -37,6 +37,13 @@ class ValidTimeError(StateConflict):
     instant): a conflict between well-formed values the schema cannot express (409)."""
 
 
+# The code of the conflict a held name raises: its params give the holder's id
+# (`holder`), which the API's text quotes and the console links to.
+NAME_HELD = "name_held"
+NAME_HELD_TEXT = (
+    "%(name)s is already the name of an active memory in %(where)s (%(holder)s): "
+    "supersede that memory to replace it, or choose another name."
+)
 MAX_BODY_CHARS = 200_000
 MAX_TAGS = 32
 
@@ -223,10 +230,8 @@ def name_check(*, project: Project | None, name: str, exclude: Sequence[str] = (
     )
     if held is not None:
         where = project.slug if project else "global"
-        raise StateConflict({"name": (
-            f"{name!r} is already the name of an active memory in {where} ({held.pk}): "
-            "supersede that memory to replace it, or choose another name."
-        )})  # fmt: skip
+        said = {"name": repr(name), "where": where, "holder": held.pk}
+        raise StateConflict({"name": ValidationError(NAME_HELD_TEXT, NAME_HELD, said)})
 
 
 def session_next(*, session_id: str) -> int:

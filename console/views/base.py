@@ -24,12 +24,14 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
+from django.utils.html import conditional_escape, format_html
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.safestring import mark_safe
 from django.views import csrf as csrf_views
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
-from console import roles
+from console import roles, services
 from console.forms import LoginForm
 
 P = ParamSpec("P")
@@ -179,10 +181,37 @@ def or_404(get: Callable[..., T], **kwargs: Any) -> T:
 def add_errors(form: Form, exc: ValidationError) -> None:
     """A service's ValidationError onto the form: per field where it names one."""
     if hasattr(exc, "error_dict"):
-        for field, errors in exc.message_dict.items():
-            form.add_error(field if field in form.fields else None, errors)
+        for field, errors in exc.error_dict.items():
+            form.add_error(field if field in form.fields else None, said(errors))
     else:
-        form.add_error(None, exc.messages)
+        form.add_error(None, said(exc.error_list))
+
+
+def error_text(exc: ValidationError) -> str:
+    """A service's ValidationError as one line for a page (a name held, linked)."""
+    errors = (
+        [e for es in exc.error_dict.values() for e in es]
+        if hasattr(exc, "error_dict")
+        else exc.error_list
+    )
+    return mark_safe(" ".join(conditional_escape(line) for line in said(errors)))
+
+
+def said(errors: list[ValidationError]) -> list[str]:
+    """Each error's text for a page: a name another memory holds links to that memory
+    (the API's text gives its id), the rest as it reads, escaped where shown."""
+    return [_linked(e) if e.code == services.NAME_HELD else _text(e) for e in errors]
+
+
+def _text(error: ValidationError) -> str:
+    return str(error.message % error.params if error.params else error.message)
+
+
+def _linked(error: ValidationError) -> str:
+    params = {k: conditional_escape(v) for k, v in (error.params or {}).items()}
+    holder = str((error.params or {})["holder"])
+    link = format_html('<a href="{}">{}</a>', reverse("memory_detail", args=[holder]), holder)
+    return mark_safe(conditional_escape(error.message) % {**params, "holder": link})
 
 
 class LoginView(auth_views.LoginView):

@@ -40,6 +40,7 @@ from console.views.base import (
     add_errors,
     changeable_or_403,
     done,
+    error_text,
     login_required,
     next_url,
     or_404,
@@ -389,7 +390,7 @@ def _curate(
     try:
         action(memory=memory)
     except ValidationError as exc:
-        error = " ".join(exc.messages)
+        error = error_text(exc)
     else:
         done_text = f"{verb} {memory.name}."
     url = reverse("memory_detail", args=[memory.pk])

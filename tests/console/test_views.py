@@ -1710,6 +1710,46 @@ def test_a_person_writes_a_new_memory(admin_client: Client, project: Project) ->
     assert Memory.objects.filter(name="hand-written").count() == 1
 
 
+def test_a_name_another_memory_holds_links_to_it(admin_client: Client, project: Project) -> None:
+    # The error gave the holder's id as text: a person had to copy it into the address.
+    data = {"project": "billing-api", "kind": "fact", "name": "hand-written", "importance": "0.5"}
+    held = services.memory_create(project=project, kind="fact", name="hand-written")
+    other = services.memory_create(project=project, kind="fact", name="other")
+    link = f'<a href="/memories/{held.pk}/">{held.pk}</a>'
+
+    created = admin_client.post("/memories/new/", {**data, "description": "again"}, **HX)
+    renamed = admin_client.post(f"/memories/{other.pk}/edit/", {**data, "seen": ""}, **HX)
+    services.memory_archive(memory=held)
+    newer = services.memory_create(project=project, kind="fact", name="hand-written")
+    restored = admin_client.post(f"/memories/{held.pk}/restore/", follow=True)
+
+    for reply in (created, renamed):
+        field = reply.content.decode().split('class="field-error"', 1)[1].split("</p>", 1)[0]
+        assert "is already the name of an active memory in billing-api" in field
+        assert link in field, field
+    newer_link = f'<a href="/memories/{newer.pk}/">{newer.pk}</a>'  # restore: the new holder
+    assert f"in billing-api ({newer_link})" in restored.content.decode()
+    assert Memory.objects.filter(name="hand-written", invalid_at__isnull=True).count() == 1
+
+
+def test_a_linked_error_escapes_what_it_quotes() -> None:
+    # The name and project are the service's words around the link: never markup.
+    from django.core.exceptions import ValidationError
+
+    from console.views.base import said
+
+    error = ValidationError(
+        services.memories.NAME_HELD_TEXT, services.NAME_HELD,
+        {"name": "'<b>x</b>'", "where": "<i>p</i>", "holder": "01ABC<x>"},
+    )  # fmt: skip
+
+    (shown,) = said([error])
+
+    assert shown.startswith("&#x27;&lt;b&gt;x&lt;/b&gt;&#x27; is already the name")
+    assert "in &lt;i&gt;p&lt;/i&gt; (" in shown
+    assert '<a href="/memories/01ABC%3Cx%3E/">01ABC&lt;x&gt;</a>' in shown
+
+
 def test_a_person_is_told_which_lines_agents_read_as_withheld(
     admin_client: Client, project: Project
 ) -> None:
