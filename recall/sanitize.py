@@ -240,9 +240,17 @@ def _compatible(text: str) -> Iterator[tuple[int, int, str]]:
 _LINE_BREAK = re.compile(r"\r\n?|[\u2028\u2029\x85\v\f]")
 
 
+# What `normalise` changes in ASCII text: controls but tab and newline (`_LINE_BREAK`'s
+# carriage return, vertical tab and form feed among them). Nearly every stored text is
+# ASCII without one, and the two passes above cost 8 times this one look.
+_ASCII_CHANGED = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
 def normalise(text: str) -> str:
     """Invisible characters dropped (a joiner kept where it joins two characters),
     every line break made "\n", look-alike angle brackets made real."""
+    if text.isascii() and _ASCII_CHANGED.search(text) is None:
+        return text
     text = _INVISIBLE.sub("", _LINE_BREAK.sub("\n", text))
     if "\u200c" in text or "\u200d" in text:
         text = _STRAY_JOINER.sub("", text)
@@ -279,8 +287,30 @@ def _deletions(pattern: re.Pattern[str], text: str) -> Iterator[tuple[int, int, 
     return ((m.start(), m.end(), "") for m in pattern.finditer(text))
 
 
+# Every phrase `_STRICT` or `_LOOSE` finds spells one of these once lower-cased with its
+# separators dropped: a word or phrase its letters (the words of a phrase apart only by
+# spacing, `_spaced`), `_FORGET` "forget", a role marker its role or speaker. ASCII text
+# lower-cased without any separator (so without the ones the skeleton drops from spaced
+# letters either) that holds none of them holds no phrase: its skeleton is not built.
+_TRIGGERS = tuple(
+    p.replace(" ", "").encode() for p in (*WORDS, "forget", *PHRASES, *ROLES, *SPEAKERS)
+)
+# `\s` and `_SEPARATORS` in ASCII (the ASCII `\s` takes in 0x1c-0x1f too).
+_ASCII_SEPARATORS = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f.*_/|+~,-"
+
+
+def _untriggered(text: str) -> bool:
+    """Whether `text` is ASCII and spells none of `_TRIGGERS` (then it holds no phrase)."""
+    if not text.isascii():
+        return False
+    squeezed = text.encode("ascii").lower().translate(None, _ASCII_SEPARATORS)
+    return not any(trigger in squeezed for trigger in _TRIGGERS)
+
+
 def _phrase_spans(text: str) -> Iterator[tuple[int, int]]:
     """(start, end) of each injection phrase in normalised `text`, found in its skeleton."""
+    if _untriggered(text):
+        return
     compat = _Edited(text, () if text.isascii() else _compatible(text))
     folded = compat.text if compat.text.isascii() else compat.text.translate(_FOLD)
     marks = _Edited(folded, _deletions(_MARKS, folded))
