@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -495,6 +497,20 @@ _EXPIRED = Prepared(
 )
 
 
+class _Read:
+    """What one request has read (`DjangoStore.reading`): memory rows by id, and
+    sentence vectors by id (None: asked, and the memory has none)."""
+
+    __slots__ = ("passages", "rows")
+
+    def __init__(self) -> None:
+        self.rows: dict[str, Record] = {}
+        self.passages: dict[str, Vectors | None] = {}
+
+
+_READ: ContextVar[_Read | None] = ContextVar("memory_rows_read", default=None)
+
+
 def newest_job() -> int | None:
     """The newest queued index job's id, None when none waits (compiled once: the
     palette asks on every keystroke, `selectors.text_stamp`; so does every Recall,
@@ -524,17 +540,52 @@ class DjangoStore:
         hold still (a deleted memory was recalled hot for up to 30 s)."""
         return newest_job() or 0  # None would say "no stamp": no hot tier
 
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Keep the memory rows read in the block for the block (`recall.ports.ReadsOnce`):
+        one Recall read the semantic pool's rows for their sessions, then hydrated them;
+        the session channel read its seeds' rows, hydrated already, and its neighbours',
+        hydrated again by the second fusion; a pack cutting a long memory read its
+        sentence vectors, read already by the semantic channel. A context variable: a
+        thread, or a request, never sees another's rows, and none are kept once the
+        block ends."""
+        token = _READ.set(_Read())
+        try:
+            yield
+        finally:
+            _READ.reset(token)
+
+    @staticmethod
+    def _records(ids: list[str]) -> list[Record]:
+        """The memories of `ids` (distinct) that exist, as records; within `reading`
+        each row is read once."""
+        memo = _READ.get()
+        if memo is None:
+            return [memory_row_record(row) for row in _HYDRATE.rows(len(ids), *ids)]
+        read = memo.rows
+        missing = [i for i in ids if i not in read]
+        if missing:
+            for row in _HYDRATE.rows(len(missing), *missing):
+                read[row[0]] = memory_row_record(row)
+        return [read[i] for i in ids if i in read]
+
+    @staticmethod
+    def _remember(records: Iterable[Record]) -> None:
+        """Rows a channel read whole, kept for the hydration after it (within `reading`)."""
+        memo = _READ.get()
+        if memo is not None:
+            memo.rows.update((r.id, r) for r in records)
+
     def hydrate(self, ids: Iterable[str], *, expired: bool = False) -> dict[str, Record]:
         """Rows as plain tuples (no model instances): this runs on every query; an
         expired memory only with `expired` (the cold tier's `include_history`)."""
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
-        rows = _HYDRATE.rows(len(wanted), *wanted)
+        records = self._records(wanted)
         at = self.clock()
-        found = {row[0]: memory_row_record(row) for row in rows}
-        found = {i: r for i, r in found.items() if expired or not is_expired(r, at)}
-        gone = {row[0] for row in rows} - set(found)
+        found = {r.id: r for r in records if expired or not is_expired(r, at)}
+        gone = {r.id for r in records} - set(found)
         rest = [i for i in wanted if i not in found and i not in gone]
         if rest:
             found.update(
@@ -639,9 +690,7 @@ class DjangoStore:
         wanted = list(dict.fromkeys(ids))
         if not wanted or cap <= 0:
             return {}
-        seeds = [
-            r for r in map(memory_row_record, _HYDRATE.rows(len(wanted), *wanted)) if r.session_id
-        ]
+        seeds = [r for r in self._records(wanted) if r.session_id]
         if kinds is not None:  # here, not in SQL: `kind IN` lures SQLite off the primary key
             seeds = [s for s in seeds if s.kind in kinds]
         if not seeds:
@@ -659,6 +708,7 @@ class DjangoStore:
                 args += [seed.occurred_at - span, seed.occurred_at + span]
         rows = _NEAR.rows((where, tuple(seats)), self.clock(), *args)
         found = [memory_row_record(row) for row in rows]
+        self._remember(found)
         return near(seeds, found, where=where, minutes=minutes, turns=turns, cap=cap)
 
     def earlier_turns(
@@ -691,7 +741,15 @@ class DjangoStore:
         return turns_before(seeds, rows, turns)
 
     def passages(self, ids: Sequence[str]) -> dict[str, Vectors]:
-        return passage_store.read(ids)
+        memo = _READ.get()
+        if memo is None:
+            return passage_store.read(ids)
+        read = memo.passages
+        missing = [i for i in dict.fromkeys(ids) if i not in read]
+        if missing:
+            found = passage_store.read(missing)
+            read.update((i, found.get(i)) for i in missing)
+        return {i: v for i in ids if (v := read.get(i)) is not None}
 
     def identifiers(self, text: str, *, where: Filter, limit: int) -> list[Record]:
         """Exact id (lane 0), exact name/slug (1), id prefix of 8+ characters (2).

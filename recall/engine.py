@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -31,7 +32,7 @@ from recall.config import (
     decode_over,
 )
 from recall.planes import CachedEmbedder, Planes
-from recall.ports import Channel, Vector
+from recall.ports import Channel, ReadsOnce, Vector
 from recall.requests import BriefingRequest, PromptRequest, RecallRequest, SearchRequest
 from recall.results import Briefing, ContextPack, Hit, PromptResult, SearchResult
 
@@ -96,7 +97,7 @@ class Engine:
         resolved = self._resolved(RecallConfig, config)
         tier = tiers.tier_of(req)
         if tier == tiers.COLD:
-            pack = recall.run(req, planes=self.planes, channels=self.registered, config=resolved)
+            pack = self._run(req, resolved)
             return tiers.answered(pack, tier, started)
         key = tiers.key(req, resolved)
         if req.project is not None:  # sealing a project takes global memories out of its
@@ -109,9 +110,17 @@ class Engine:
             hot = packing.relabel(hot, req.pack_id, self.planes.tokens)
         if hot is not None:
             return tiers.answered(hot, tiers.HOT, started)
-        pack = recall.run(req, planes=self.planes, channels=self.registered, config=resolved)
+        pack = self._run(req, resolved)
         self.hot.put(key, stamp, pack)
         return tiers.answered(pack, tier, started)
+
+    def _run(self, req: RecallRequest, config: RecallConfig) -> ContextPack:
+        """One Recall, the rows it reads kept for it alone (`ReadsOnce`): the semantic
+        pool's, the session channel's seeds and neighbours and the second fusion's were
+        each read again, by a later stage of the same Recall."""
+        store = self.planes.store
+        with store.reading() if isinstance(store, ReadsOnce) else nullcontext():
+            return recall.run(req, planes=self.planes, channels=self.registered, config=config)
 
     def forget(self) -> None:
         """A write committed: the hot tier's packs may be stale (`recall.tiers`), and

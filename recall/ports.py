@@ -98,6 +98,15 @@ class BulkWrites(Protocol):
 
 
 @runtime_checkable
+class ReadsOnce(Protocol):
+    """A store that can keep the rows it reads for one request (`reading`): within the
+    block a row hydrated or read by a channel is not read again; outside it, every read
+    goes to the database. Rows are never kept past the block."""
+
+    def reading(self) -> AbstractContextManager[None]: ...
+
+
+@runtime_checkable
 class KeepsWriter(Protocol):
     """A plane whose writer one thread can keep between writes (the index worker):
     each write still commits, but the writer is taken once; `let_go` gives it back

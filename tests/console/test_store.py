@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
-from console import services
+from console import indexing, selectors, services, wiring
+from console import store as store_module
 from console.models import Memory, Project
 from console.store import MEMORY_COLUMNS, DjangoStore, memory_row_record
 from recall.types import MEMORY, Filter, Record
@@ -88,3 +90,52 @@ def test_a_row_maps_to_the_record_field_by_field() -> None:
     )  # fmt: skip
     live_row = (*row[:9], None, *row[10:])
     assert memory_row_record(live_row).active
+
+
+def test_rows_are_kept_within_reading_and_read_afresh_after(
+    project: Project, django_assert_num_queries: Any
+) -> None:
+    """`reading` keeps a request's rows for that request alone: within the block a row
+    is read once (even by another of the store's reads), after it every read goes to the
+    database and sees a write made meanwhile."""
+    memory = make(project, "kept-row", body="first")
+    store = DjangoStore()
+    with store.reading():
+        assert store.hydrate([memory.pk])[memory.pk].body == "first"
+        Memory.objects.filter(pk=memory.pk).update(body="second")
+        with django_assert_num_queries(0):
+            assert store.hydrate([memory.pk])[memory.pk].body == "first"
+    assert store_module._READ.get() is None
+    with django_assert_num_queries(1):
+        assert store.hydrate([memory.pk])[memory.pk].body == "second"
+    with store.reading():
+        assert store.hydrate([memory.pk])[memory.pk].body == "second"
+
+
+def test_a_write_between_two_recalls_is_seen(project: Project) -> None:
+    """Each Recall keeps its rows for itself alone: the next one reads them afresh (the
+    semantic pool, the session channel and hydration all read the turns below), and
+    no rows are kept once a Recall has answered."""
+    turns = [
+        make(project, f"turn-{n}", kind="episode", body=f"the deploy canary turn {n}",
+             session_id="ops:s1", session_order=n)
+        for n in range(4)
+    ]  # fmt: skip
+    indexing.apply_pending()
+    seen = []
+    real = DjangoStore.hydrate
+
+    def spy(self: DjangoStore, *args: Any, **kw: Any) -> dict[str, Record]:
+        seen.append(store_module._READ.get() is not None)
+        return real(self, *args, **kw)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(DjangoStore, "hydrate", spy)
+        first = selectors.memory_recall(query="deploy canary turn", project="ops", budget=2000)
+    assert seen and all(seen)  # the Recall's reads were kept for it
+    assert store_module._READ.get() is None  # and none outlive it
+    assert "changed" not in str(first.items)
+    Memory.objects.filter(pk=turns[2].pk).update(body="the deploy canary turn changed")
+    wiring.engine().forget()  # as a write's commit does (the hot tier's packs)
+    again = selectors.memory_recall(query="deploy canary turn", project="ops", budget=2000)
+    assert any(h.id == turns[2].pk and "changed" in (h.text or "") for h in again.items)
