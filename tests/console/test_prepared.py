@@ -5,8 +5,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-from django.db.models import QuerySet
+from django.db import connection, transaction
+from django.db.backends.sqlite3.base import SQLiteCursorWrapper
+from django.db.models import F, QuerySet
+from django.db.transaction import TransactionManagementError
+from django.test.utils import CaptureQueriesContext
 
+from console import prepared as prepared_module
 from console import services
 from console.models import Memory, Project
 from console.prepared import Prepared
@@ -187,3 +192,39 @@ def test_empty_tags_read_as_a_new_empty_list_each_time(memories: list[Memory]) -
 
     assert first == again == [] == Memory.objects.get(pk=bare.pk).tags
     assert first is not again  # a caller may fill it
+
+
+def by_percent(key: str, name: str) -> QuerySet[Memory]:
+    return Memory.objects.filter(name=name, description__contains=F("name"))  # LIKE '%%' || ...
+
+
+def test_the_driver_cursor_reads_what_djangos_cursor_reads(memories: list[Memory]) -> None:
+    """On SQLite a shape's SQL goes to the driver's own cursor (qmark style), unless a
+    query is being logged or wrapped: then Django's cursor counts and wraps it."""
+    if connection.vendor != "sqlite":
+        pytest.skip("the driver's own cursor is SQLite's")
+    services.memory_update(memory=memories[2], description=f"{memories[2].name}, 100% sure")
+    prepared = Prepared(by_ids, model=Memory, columns=COLUMNS)
+    ids = [m.pk for m in memories]
+    percent = Prepared(by_percent, model=Memory, columns=("pk",))  # a literal "%" in the SQL
+    assert prepared_module._direct(connection)
+
+    direct = prepared.rows(len(ids), *ids), percent.rows("p", memories[2].name)
+    with CaptureQueriesContext(connection) as logged:
+        assert (prepared.rows(len(ids), *ids), percent.rows("p", memories[2].name)) == direct
+    assert len(logged) == 2  # through Django's cursor, so counted
+    with connection.execute_wrapper(lambda execute, *args: execute(*args)):
+        assert not prepared_module._direct(connection)
+    assert direct == (list(by_ids(0, *ids).values_list(*COLUMNS)), [(memories[2].pk,)])
+    shape = percent._shape("p", (str,))  # the SQL as Django's SQLite cursor would send it
+    assert "%%" in shape.sql
+    assert shape.qmark == SQLiteCursorWrapper.convert_query(None, shape.sql)  # type: ignore[arg-type]
+
+
+def test_the_driver_cursor_keeps_djangos_transaction_checks(memories: list[Memory]) -> None:
+    """A read inside a transaction that failed is refused, as Django's cursor refuses it."""
+    prepared = Prepared(by_name, model=Memory, columns=("pk",))
+    with transaction.atomic():
+        transaction.set_rollback(True)
+        with pytest.raises(TransactionManagementError):
+            prepared.rows("by-name", memories[1].name)
