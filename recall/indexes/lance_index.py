@@ -211,6 +211,12 @@ def _block(data: Any, dims: int) -> VectorBlock:
     )
 
 
+def _partition_order(partition: dict[str, Any]) -> tuple[bool, str, bool]:
+    """Global first, then projects by slug; inactive rows before active ones."""
+    project = partition["project"]
+    return project is not None, project or "", bool(partition["active"])
+
+
 def _instant(stamp: int | None) -> datetime | None:
     """Microseconds since the epoch back as an aware instant (None stays None)."""
     return None if stamp is None else EPOCH + timedelta(microseconds=stamp)
@@ -412,12 +418,34 @@ class LanceIndex:
         return hashed_vectors(self.path, table=self.table_name)
 
     def blocks(self, size: int) -> Iterator[VectorBlock]:
-        """Every row, `size` rows at a time."""
-        table = self._handle()
-        query = table.search().select(list(_BLOCK_COLUMNS)).limit(None)
-        reader = self._call(lambda: query.to_batches(size), doing="read")
-        while (batch := self._call(next, reader, None, doing="read")) is not None:
-            yield _block(batch, self.dims)  # a damaged file fails here, mid-read
+        """Every row, `size` rows at a time, one partition (project, active) after
+        another, all from the table's version when the read began.
+
+        One reader over the whole table read ahead of its consumer: at 100,000
+        rows the process's peak grew 200 MB while it was drained a batch at a
+        time. Read a partition at a time, what is read ahead is at most that
+        partition, and a copy fills (and can trim) one partition after another.
+        """
+        self._handle()  # opened (or created) and checked as usual
+        table = self._call(self._connect().open_table, self.table_name, doing="open")
+        self._call(lambda: table.checkout(table.version), doing="read")  # held at this version
+        keys = self._call(
+            lambda: table.search().select(["project", "active"]).limit(None).to_arrow(),
+            doing="read",
+        )
+        partitions = keys.group_by(["project", "active"]).aggregate([]).to_pylist()
+        for partition in sorted(partitions, key=_partition_order):
+            project, active = partition["project"], bool(partition["active"])
+            scope = "project IS NULL" if project is None else f"project = {sql_string(project)}"
+            query = (
+                table.search()
+                .where(f"{scope} AND active = {'true' if active else 'false'}")
+                .select(list(_BLOCK_COLUMNS))
+                .limit(None)
+            )
+            reader = self._call(lambda q=query: q.to_batches(size), doing="read")
+            while (batch := self._call(next, reader, None, doing="read")) is not None:
+                yield _block(batch, self.dims)  # a damaged file fails here, mid-read
 
     def changes(self, after: int) -> VectorBlock:
         """The rows written after sequence number `after` (see the module docstring)."""
