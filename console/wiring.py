@@ -121,7 +121,7 @@ def vector_index() -> VectorIndex | None:
             "VECTOR_INDEX", **({"dims": emb.dims} if emb is not None else {})
         )
         if settings.RECALL["VECTOR_CACHE"] and isinstance(plane, Replicable):
-            return HotVectorIndex(plane)
+            return HotVectorIndex(plane, release=allocator.trim)
         return plane
 
     return _once("vectors", make)

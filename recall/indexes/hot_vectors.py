@@ -53,7 +53,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -372,6 +372,10 @@ class HotVectorIndex:
     all of the exact top 10 found; in one project's scope 1.35 / 2.08 ->
     1.29 / 1.71 ms, 0.997 found; the copy's bulk 178 -> 134 MB.
     `warm` loads the copy in the constructor instead of on the first search.
+    `release` is called whenever the first load has trimmed partitions it
+    moved past (console passes glibc's `malloc_trim`, so the load's freed
+    blocks go back as it goes: at 100,000 rows the load's peak RSS, six runs
+    each, median 539 -> 522 MB, range 509-560 -> 500-531).
     """
 
     def __init__(
@@ -385,6 +389,7 @@ class HotVectorIndex:
         sketching: Sketching = Sketching(),
         poll_seconds: float = 0.2,
         warm: bool = False,
+        release: Callable[[], object] | None = None,
     ) -> None:
         if not isinstance(inner, Replicable):
             raise TypeError(f"{type(inner).__name__} offers no version() and block()")
@@ -396,6 +401,7 @@ class HotVectorIndex:
         self.exact_below = exact_below
         self.sketching = sketching
         self.poll_seconds = poll_seconds
+        self.release = release
         self._lock = threading.RLock()
         self._syncing = threading.Lock()  # one refresh at a time (`refresh`)
         self._book = RowBook()  # each row's id, partition, fingerprint, filters, position
@@ -533,9 +539,11 @@ class HotVectorIndex:
                 touched = {(p, bool(a)) for p, a in zip(block.projects, block.active, strict=True)}
                 with self._lock:
                     self._put(block)
-                    for partition in filling - touched:  # the plane has moved past them
-                        if (part := self._parts.get(partition)) is not None:
-                            part.trim()
+                    done = [self._parts[p] for p in filling - touched if p in self._parts]
+                    for part in done:  # the plane has moved past them
+                        part.trim()
+                if done and self.release is not None:
+                    self.release()
                 filling = touched
                 loaded, mark = loaded + len(block.ids), max(mark, block.high_water)
             with self._lock:

@@ -491,3 +491,19 @@ def test_sketching_a_partition_keeps_its_temporaries_small() -> None:
         tracemalloc.stop()
     assert part.basis is not None
     assert peak < 3.5 * vectors.nbytes
+
+
+def test_the_load_hands_memory_back_as_it_moves_past_partitions(tmp_path: Path) -> None:
+    """`release` (console's `malloc_trim`) is called each time the first load has
+    trimmed the partitions it moved past, not per block, and never after the load."""
+    plane = LanceIndex(tmp_path / "v", dims=DIMS, auto_index=False)
+    for project in ("a", "b", "c"):
+        plane.upsert([row(f"{project}{i:03d}", e(i % DIMS), project=project) for i in range(30)])
+    released: list[int] = []
+    hot = HotVectorIndex(plane, poll_seconds=0, release=lambda: released.append(len(hot._book)))
+    plane.blocks = lambda size: LanceIndex.blocks(plane, 10)  # type: ignore[method-assign]
+    hot.refresh()
+    assert released == [40, 70]  # past a (with b's first block in), past b
+    hot.upsert([row("d", e(1), project="d")])
+    hot.refresh()
+    assert released == [40, 70]
