@@ -211,6 +211,9 @@ def _block(data: Any, dims: int) -> VectorBlock:
     )
 
 
+PARTITION_READS = 64  # past this many (project, active) partitions, `blocks` reads the table whole
+
+
 def _partition_order(partition: dict[str, Any]) -> tuple[bool, str, bool]:
     """Global first, then projects by slug; inactive rows before active ones."""
     project = partition["project"]
@@ -425,6 +428,10 @@ class LanceIndex:
         rows the process's peak grew 200 MB while it was drained a batch at a
         time. Read a partition at a time, what is read ahead is at most that
         partition, and a copy fills (and can trim) one partition after another.
+        Each partition's read scans the table's filter columns (no scalar index:
+        about 30 ms a partition at 50,000 rows on a loaded machine: 20 partitions
+        1.6 s, 200 partitions 6.6 s, the table read whole 0.4 s), so past
+        `PARTITION_READS` partitions the table is read whole, in one reader.
         """
         self._handle()  # opened (or created) and checked as usual
         table = self._call(self._connect().open_table, self.table_name, doing="open")
@@ -434,6 +441,14 @@ class LanceIndex:
             doing="read",
         )
         partitions = keys.group_by(["project", "active"]).aggregate([]).to_pylist()
+        if len(partitions) > PARTITION_READS:  # one read of the whole table, as before
+            reader = self._call(
+                lambda: table.search().select(list(_BLOCK_COLUMNS)).limit(None).to_batches(size),
+                doing="read",
+            )
+            while (batch := self._call(next, reader, None, doing="read")) is not None:
+                yield _block(batch, self.dims)
+            return
         for partition in sorted(partitions, key=_partition_order):
             project, active = partition["project"], bool(partition["active"])
             scope = "project IS NULL" if project is None else f"project = {sql_string(project)}"

@@ -443,6 +443,27 @@ def test_the_plane_is_read_one_partition_at_a_time_from_one_version(tmp_path: Pa
     assert len(runs) == len({(r.project, r.active) for r in rows})  # none comes back
 
 
+def test_a_plane_of_many_partitions_is_read_whole_every_row_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past `PARTITION_READS` partitions a read per partition (each scanning the
+    table's filter columns) would cost more than the memory it saves: the table is
+    read whole, every row once, still from the version the read began at."""
+    from recall.indexes import lance_index
+
+    monkeypatch.setattr(lance_index, "PARTITION_READS", 2)
+    plane = LanceIndex(tmp_path / "v", dims=DIMS, auto_index=False)
+    rows = [row(f"r{i:02d}", e(i % DIMS), project=f"p{i % 5}") for i in range(40)]
+    plane.upsert(rows)
+    blocks = plane.blocks(4)
+    first = next(blocks)
+    LanceIndex(tmp_path / "v", dims=DIMS, auto_index=False).delete([r.id for r in rows[20:]])
+    rest = list(blocks)
+    seen = list(first.ids) + [i for block in rest for i in block.ids]
+    assert sorted(seen) == sorted(r.id for r in rows)
+    assert len(set(first.projects)) > 1  # one reader over the table, its rows as stored
+
+
 def test_the_load_trims_each_partition_once_the_plane_moves_past_it(tmp_path: Path) -> None:
     """Blocks that come a partition at a time leave no spare room behind them: a
     partition the load has moved past holds as many rows as its matrix has room for,
