@@ -27,9 +27,10 @@ gave the queries (`routing_classes`, overall and per category).
 
 Ablations (unless the spec says `"ablate": false`): each component off on
 its own (`-nocontext`, `-nobm25f` and, on tantivy, `-noproximity`,
-`-nopassage` and `-noenglish` (the idf's prior, `recall.background`) for the
-fts channel and the default, `-noprior` (the session prior) for the default),
-and on every set
+`-nopassage`, `-nosentence` (a long text's best sentence-sized window,
+`recall.bm25.score_document`) and `-noenglish` (the idf's prior,
+`recall.background`) for the fts channel and the default, `-noprior` (the
+session prior) for the default), and on every set
 the session neighbourhood (Dakera 004, `console/bench/neighbours.py`) off
 (`session-off`), as a fused channel (`session-channel`) and as associated
 items listed below their hit (`session-assoc`; a variant picks that mode with
@@ -76,25 +77,29 @@ CHECK_QUERIES = 25
 # "session_as": "associated" uses the session neighbours as associated items
 # listed below their hit instead of as a fused channel (console/bench/neighbours.py).
 # "clock": "latest" weighs decay against each project's newest memory (console/bench/weighing.py).
-HARNESS_KEYS = ("context", "bm25f", "proximity", "passage", "english", "session_as", "clock")
+HARNESS_KEYS = (
+    "context", "bm25f", "proximity", "passage", "english", "sentence", "session_as", "clock",
+)  # fmt: skip
 
 
 class Leg(NamedTuple):
     """Which full-text index a run reads: session context, the BM25F re-score
     (tantivy), its pairs of neighbouring query words, its reading of long
-    texts (passages, and every holder of a rare query word re-scored), and its
-    idf's prior of English at large (`recall.background`)."""
+    texts (passages, and every holder of a rare query word re-scored), its
+    idf's prior of English at large (`recall.background`), and its best
+    sentence-sized window of a long text."""
 
     context: bool = True
     bm25f: bool = True
     proximity: bool = True
     passage: bool = True
     english: bool = True
+    sentence: bool = True
 
 
 MAIN = Leg()
 NOCONTEXT, NOBM25F, NOPROXIMITY = Leg(context=False), Leg(bm25f=False), Leg(proximity=False)
-NOPASSAGE, NOENGLISH = Leg(passage=False), Leg(english=False)
+NOPASSAGE, NOENGLISH, NOSENTENCE = Leg(passage=False), Leg(english=False), Leg(sentence=False)
 
 
 def variant_config(base: RecallConfig, values: Mapping[str, Any]) -> tuple[RecallConfig, Leg]:
@@ -121,6 +126,8 @@ def _variant_index(root: Path, leg: Leg) -> TextIndex:
             params = replace(params, passage=0.0)
         if not leg.english:
             params = replace(params, prior_rows=0.0)
+        if not leg.sentence:
+            params = replace(params, sentence_mix=0.0)
         if params != bm25.Bm25F():
             options["params"] = params
         if not leg.passage:  # long texts as before: whole, and only if tantivy's top 50
@@ -163,6 +170,7 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
             ablations["default-noproximity"] = (base, NOPROXIMITY)
             ablations["default-nopassage"] = (base, NOPASSAGE)
             ablations["default-noenglish"] = (base, NOENGLISH)
+            ablations["default-nosentence"] = (base, NOSENTENCE)
         if has_sessions:
             ablations["default-nocontext"] = (base, NOCONTEXT)
         if sessions:
@@ -218,6 +226,7 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
         (NOPROXIMITY, "noproximity"),
         (NOPASSAGE, "nopassage"),
         (NOENGLISH, "noenglish"),
+        (NOSENTENCE, "nosentence"),
     ):
         if leg in other_fts and f"default-{suffix}" in ablations:
             runs[f"fts-{suffix}"] = [_ranked([c.id for c in f], ext) for f in other_fts[leg]]

@@ -18,7 +18,8 @@ filter joins as zero-scored MUST clauses, so it applies before the limit. The
 best `RESCORE_POOL` (or `limit`, if larger) of tantivy's own BM25 (whose b is
 fixed at 0.75) are then scored again with `recall.bm25` (BM25F, k1 1.2,
 b 0.4, the neighbour turns at 0.5 / 0.35, the query's neighbouring words as
-pairs found within 4 tokens) from the stored tokens, the index's
+pairs found within 4 tokens, a long text mixed half and half with its best
+20-token window) from the stored tokens, the index's
 document frequencies and its mean length, and ranked by that score; every
 document holding a rare query term (in at most `RARE_DF` documents) joins
 them, as tantivy's b 0.75 can put a long text holding it past the pool. A prefix

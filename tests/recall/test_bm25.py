@@ -7,6 +7,7 @@ import pytest
 from recall import bm25
 
 PARAMS = bm25.Bm25F()
+PASSAGES = bm25.Bm25F(sentence_mix=0)  # whole texts and passages, no sentence window
 
 
 def scored(streams: list[list[str]], weights: dict[str, float], avglen: float) -> float:
@@ -94,6 +95,8 @@ def test_encode_and_count_terms_round_trip(
         {"query_idf_power": -0.1},
         {"stream_weights": ()},
         {"passage": -1.0},
+        {"sentence": -1},
+        {"sentence_mix": 1.5},
     ],
 )
 def test_bad_parameters_are_refused(kwargs: dict[str, object]) -> None:
@@ -165,7 +168,7 @@ def test_a_long_text_scores_as_its_best_passage_by_hand() -> None:
     tf = 1 / (1 - 0.4 + 0.4 * 64 / 10)
     expected = 3.0 * tf * 2.2 / (tf + 1.2)
 
-    got = bm25.score_document(bm25.encode([own]), weights, [], avglen=10, params=PARAMS)
+    got = bm25.score_document(bm25.encode([own]), weights, [], avglen=10, params=PASSAGES)
 
     assert got == pytest.approx(expected)
     assert got > 5 * scored([own], weights, 10)  # the whole text's score
@@ -177,7 +180,7 @@ def test_the_best_passage_is_the_one_holding_most_of_the_query() -> None:
     weights = {"glacier": 1.0, "zq81": 3.0}
     one_passage = [["glacier", "zq81", *_filler(62)]]  # both terms in 64 tokens
 
-    got = bm25.score_document(bm25.encode([own]), weights, [], avglen=10, params=PARAMS)
+    got = bm25.score_document(bm25.encode([own]), weights, [], avglen=10, params=PASSAGES)
 
     assert got == pytest.approx(scored(one_passage, weights, 10))
 
@@ -190,8 +193,8 @@ def test_a_passage_counts_its_pairs_of_neighbouring_words() -> None:
     no_pair = {"support": 1.0, "group": 1.0}
     stored = bm25.encode([own])
 
-    with_pair = bm25.score_document(stored, weights, [pair], avglen=10, params=PARAMS)
-    without = bm25.score_document(stored, no_pair, [], avglen=10, params=PARAMS)
+    with_pair = bm25.score_document(stored, weights, [pair], avglen=10, params=PASSAGES)
+    without = bm25.score_document(stored, no_pair, [], avglen=10, params=PASSAGES)
 
     assert with_pair > without
 
@@ -200,10 +203,10 @@ def test_short_texts_and_passage_zero_score_the_whole_text() -> None:
     weights = {"cat": 3.0}
     short = [["cat", *_filler(40)]]
     long = [["cat", *_filler(999)]]
-    whole_only = bm25.Bm25F(passage=0)
+    whole_only = bm25.Bm25F(passage=0, sentence_mix=0)
 
     assert bm25.score_document(
-        bm25.encode(short), weights, [], avglen=10, params=PARAMS
+        bm25.encode(short), weights, [], avglen=10, params=PASSAGES
     ) == pytest.approx(scored(short, weights, 10))
     long_whole = bm25.score_document(bm25.encode(long), weights, [], avglen=10, params=whole_only)
     assert long_whole == pytest.approx(scored(long, weights, 10))
@@ -226,3 +229,62 @@ def test_passages_count_the_sparse_terms_alike_whatever_else_the_finder_finds() 
     alone = counts("support", "group", "zq81")
     assert counts("w3", "support", "group", "zq81") == alone
     assert alone == [{"support": 1, "group": 1, "support group": 1}, {"group": 1}, {"zq81": 1}]
+
+
+# -- sentence-sized windows (score_document) ---------------------------------------
+
+
+def test_a_text_holding_the_query_in_one_sentence_beats_one_holding_it_apart() -> None:
+    # Same length, same words: a summary that says "adopt" and "puppy" in one
+    # sentence answers "did she adopt a puppy" better than one that says them 40
+    # tokens apart; the whole-text score cannot tell them apart.
+    weights = {"adopt": 2.0, "puppy": 2.0}
+    together, apart = _filler(60), _filler(60)
+    together[10], together[14] = "adopt", "puppy"
+    apart[10], apart[50] = "adopt", "puppy"
+
+    def read(own: list[str], params: bm25.Bm25F) -> float:
+        return bm25.score_document(bm25.encode([own]), weights, [], avglen=30, params=params)
+
+    assert read(together, PASSAGES) == pytest.approx(read(apart, PASSAGES))
+    assert read(together, PARAMS) > read(apart, PARAMS) * 1.05
+
+
+def test_the_window_score_is_mixed_half_and_half_by_hand() -> None:
+    # 60 tokens, "zq81" once; mean length 30: the window is 20 tokens holding it once
+    own = _filler(60)
+    own[30] = "zq81"
+    weights = {"zq81": 3.0}
+    whole = scored([own], weights, 30)
+    tf = 1 / (1 - 0.4 + 0.4 * 20 / 30)
+    window = 3.0 * tf * 2.2 / (tf + 1.2)
+
+    got = bm25.score_document(bm25.encode([own]), weights, [], avglen=30, params=PARAMS)
+
+    assert got == pytest.approx(0.5 * whole + 0.5 * window)
+
+
+def test_the_window_keeps_the_neighbour_turns_and_short_texts_score_whole() -> None:
+    weights = {"tuesday": 2.0, "zq81": 3.0}
+    short = [["zq81", *_filler(39)], ["tuesday"]]  # own text of 40 tokens: two windows
+    long = [[*_filler(60)], ["tuesday"]]  # only the turn before holds a query word
+    neighbours = bm25.score([{}, {"tuesday": 1}], [60, 1], weights, avglen=30, params=PARAMS)
+
+    got_short = bm25.score_document(bm25.encode(short), weights, [], avglen=30, params=PARAMS)
+    got_long = bm25.score_document(bm25.encode(long), weights, [], avglen=30, params=PARAMS)
+
+    assert got_short == pytest.approx(scored(short, weights, 30))
+    assert got_long == pytest.approx(neighbours)  # whole and window alike: the turn before
+
+
+def test_the_window_counts_pairs_where_they_are() -> None:
+    pair = ("support", "group")
+    weights = bm25.pair_weights([pair], {"support": 1.0, "group": 1.0}, PARAMS)
+    near, far = _filler(80), _filler(80)
+    near[40], near[41], near[70] = "support", "group", "support"
+    far[10], far[41], far[70] = "support", "group", "support"
+
+    def read(own: list[str]) -> float:
+        return bm25.score_document(bm25.encode([own]), weights, [pair], avglen=30, params=PARAMS)
+
+    assert read(near) > read(far)
