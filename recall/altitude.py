@@ -26,11 +26,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from recall import digest as digests
 from recall.agent import FULL, dumps, envelope
 from recall.errors import QueryError
-from recall.packing import Packed, _cost, _fill, _settle, pack
+from recall.packing import Packed, _cost, _fill, _framing, _settle, pack
 from recall.ports import TokenCounter
 from recall.results import ContextPack, Hit
 from recall.types import Record
@@ -205,8 +206,22 @@ def with_digest(
     rows = [(h, r) for h, r in ranked if h.id not in covered]
     room = left - (hit.tokens or 0)
     places = rows if how.limit is None else rows[: max(0, how.limit - 1)]
-    items = [hit, *_fill(places, room, counter=how.counter, detail=how.detail,
-                         item_tokens=how.item_tokens, home=how.home)]  # fmt: skip
+
+    def shape(before: int) -> dict[str, Any]:  # the reply with the next row after `before`
+        return envelope(  # items, the digest among them: 1 + len(rows) in all
+            [], omitted=len(rows) - before, tokens=how.budget, budget=how.budget,
+            warnings=how.warnings, total_found=how.total_found,
+            associated=[] if how.associated else None, pack_id=how.pack_id, project=how.home,
+        )  # fmt: skip
+
+    # A row the summed estimate cannot hold whole is sized in the reply itself, the
+    # digest ahead of the rows placed so far, as `recall.packing.pack` sizes its items.
+    framed = _framing(shape, "items", how.detail, how.home)
+    rest = _fill(
+        places, room, counter=how.counter, detail=how.detail, item_tokens=how.item_tokens,
+        home=how.home, frame=lambda before: framed([hit, *before]), budget=how.budget,
+    )  # fmt: skip
+    items = [hit, *rest]
     packed = _settle(how.counter, items, 1 + len(rows), how.budget, how.warnings, how.detail,
                      how.total_found, [] if how.associated else None, how.pack_id,
                      how.home)  # fmt: skip

@@ -9,12 +9,14 @@ from datetime import timedelta
 
 import pytest
 
+from recall import altitude
 from recall.agent import dumps, iso, item_view, pack_view
+from recall.digest import Digest, Sentence
 from recall.errors import BudgetError
 from recall.packing import INDEX, MIN_BUDGET, NOTHING_FITS, NOTHING_FITS_SHORT, pack
 from recall.results import ContextPack, age, to_hit
 from recall.tokens import ByteEstimate
-from tests.recall.conftest import NOW, make_memory
+from tests.recall.conftest import NOW, make_memory, uid
 
 COUNT = ByteEstimate()
 SENTENCES = " ".join(f"Sentence number {i} says something useful." for i in range(60))
@@ -490,6 +492,41 @@ def test_items_are_packed_whole_exactly_when_their_reply_fits(n: int):
             exact += needs == budget
 
             packed = pack(ranked(*records), budget=budget, counter=COUNT)
+
+            assert (packed.items == roomy.items) == (needs <= budget), (extra, budget, needs)
+            assert COUNT.count(reply(packed, budget)) == packed.tokens <= budget
+    assert exact >= 6  # replies of exactly the budget asked were among them
+
+
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_rows_after_a_digest_are_packed_whole_exactly_when_their_reply_fits(n: int):
+    # The rows after a project digest were sized by the summed estimate (each count
+    # rounded up, the envelope's figures at their widest): a row whose whole reply was
+    # exactly the budget asked was left out or cut there, as on the items path before.
+    digest = Digest("alpha", (Sentence("Warm the cache before traffic.", uid(99), (uid(99),)),))
+    how = altitude.Packing(budget=999, counter=COUNT)
+
+    def answer(records, budget: int):  # type: ignore[no-untyped-def]
+        asked = replace(how, budget=budget)
+        packed, _ = altitude.with_digest(
+            digest, ranked(*records), altitude="scope", project="alpha", how=asked
+        )
+        assert packed is not None and packed.items[0].kind == "digest"
+        return packed
+
+    exact = 0
+    for extra in range(12):
+        records = [
+            make_memory(i, description=f"fact {i}", body="A short body. " + "x" * (extra + i))
+            for i in range(1, n + 1)
+        ]
+        roomy = answer(records, 999)
+        assert len(roomy.items) == n + 1 and not any(h.truncated for h in roomy.items)
+        for budget in range(roomy.tokens - 6, roomy.tokens + 3):
+            needs = COUNT.count(reply(replace(roomy, tokens=budget, omitted=0), budget))
+            exact += needs == budget
+
+            packed = answer(records, budget)
 
             assert (packed.items == roomy.items) == (needs <= budget), (extra, budget, needs)
             assert COUNT.count(reply(packed, budget)) == packed.tokens <= budget
