@@ -17,7 +17,7 @@ from typing import Any
 from console.models import Edge, Memory, Note, Project
 from console.raw import Walked
 from recall import sanitize
-from recall.agent import DESCRIPTION_CHARS, body_text, iso
+from recall.agent import DESCRIPTION_CHARS, PRIOR_WORTH, body_text, iso
 from recall.graph import Reached
 from recall.results import Hit, SearchResult
 from recall.types import MEMORY_KINDS, Record
@@ -36,7 +36,7 @@ def memory_view(m: Memory, *, at: datetime | None = None) -> dict[str, Any]:
     whose `active` says whether it was valid then (as a search as of then says),
     its `invalid_at` when it stopped."""
     active = m.invalid_at is None or (at is not None and at < m.invalid_at)
-    view = {
+    view: dict[str, Any] = {
         "id": m.pk,
         "project": m.project.slug if m.project_id and m.project else None,
         "kind": m.kind,
@@ -54,16 +54,19 @@ def memory_view(m: Memory, *, at: datetime | None = None) -> dict[str, Any]:
         "invalid_at": iso(m.invalid_at),
         "superseded_by": m.superseded_by_id,
     }
-    return (
-        view
-        | _flags(favorite=m.favorite, active=active)
-        | {
-            "created": iso(m.created),
-            "updated": iso(m.updated),
-            "expires_at": iso(m.expires_at),
-            "worth": round(worth(m.feedback_helpful, m.feedback_harmful), 4),
-        }
-    )
+    view |= _flags(favorite=m.favorite, active=active)
+    view |= {"created": iso(m.created), "updated": iso(m.updated)}
+    return view | _expiry_and_worth(m.expires_at, worth(m.feedback_helpful, m.feedback_harmful))
+
+
+def _expiry_and_worth(expires_at: datetime | None, value: float) -> dict[str, Any]:
+    """`expires_at` and `worth`, each said only when not its default (never, 0.5 before
+    any verdict), as a recall's items say worth: on almost every memory read, listed or
+    written they were 30 bytes that said nothing (MemoryOut states the defaults)."""
+    said: dict[str, Any] = {} if expires_at is None else {"expires_at": iso(expires_at)}
+    if (rounded := round(value, 4)) != PRIOR_WORTH:
+        said["worth"] = rounded
+    return said
 
 
 def _flags(*, favorite: bool, active: bool = True) -> dict[str, bool]:

@@ -232,6 +232,9 @@ class TextOut(Reply):
 
 
 class MemoryOut(Reply):
+    """A memory leaves out `favorite`, `active`, `expires_at` and `worth` at their
+    defaults (below), as a search hit and a recall item do."""
+
     id: str
     project: str | None
     kind: str
@@ -258,8 +261,14 @@ class MemoryOut(Reply):
     active: Active = True
     created: datetime
     updated: datetime
-    expires_at: datetime | None = Field(None, description="when it expires (null: never)")
-    worth: float = Field(0.5, description="Memory Worth from agents' feedback")
+    expires_at: datetime | None = Field(
+        None, description="when it leaves every read; absent: never (it does not expire)"
+    )
+    worth: float = Field(
+        0.5,
+        description="Memory Worth from agents' feedback: (helpful + 1) / (helpful + harmful "
+        "+ 2); absent: 0.5, as before any verdict",
+    )
 
 
 class DedupHintOut(Reply):

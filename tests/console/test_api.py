@@ -771,6 +771,47 @@ def test_a_memory_read_or_listed_says_favorite_and_active_only_when_not_the_defa
     assert notes and not any("favorite" in n for n in notes), notes
 
 
+def test_a_memory_reply_says_worth_and_expiry_only_when_not_the_default(
+    world: World, monkeypatch: Any
+) -> None:
+    # A recall's items left worth 0.5 out; a memory read, listed, written or curated
+    # still said "expires_at":null,"worth":0.5 on almost every memory, for nothing.
+    plain, rated = world.memories["alpha"], world.memories[None]
+    ends = timezone.now() + timedelta(days=3)
+    Memory.objects.filter(pk=rated.pk).update(feedback_helpful=1, expires_at=ends)
+    client = world.client("alpha")
+
+    def memory(r: Any) -> dict[str, Any]:
+        assert r.status_code in (200, 201), r.json()
+        body: dict[str, Any] = r.json()
+        return body.get("memory", body)
+
+    read = {m.pk: memory(call(client, "get", f"/memories/{m.pk}")) for m in (plain, rated)}
+    listed = call(client, "get", "/memories").json()["memories"]
+    status, mcp_listed = mcp(world, "alpha", "memory_list", {}, monkeypatch)
+    made = memory(call(client, "post", "/memories", {"name": "fresh", "body": "A new fact."}))
+    curated = [
+        made,
+        memory(call(client, "patch", f"/memories/{made['id']}", {"description": "edited"})),
+        memory(call(client, "post", f"/memories/{made['id']}/archive", None)),
+        memory(call(client, "post", f"/memories/{made['id']}/restore", None)),
+        memory(call(client, "post", f"/memories/{made['id']}/supersede", {"body": "Newer."})),
+    ]
+
+    mcp_read = mcp(world, "alpha", "memory_read", {"id": plain.pk}, monkeypatch)
+    assert mcp_read == (200, read[plain.pk])
+    assert status == 200 and mcp_listed["memories"] == listed
+    said = {m["id"]: m for m in listed}
+    for view in (read[plain.pk], said[plain.pk], *curated):
+        assert not {"worth", "expires_at"} & set(view), view
+        edit = ("dedup_hint", "warnings")  # an edit's reply is the memory and these
+        shown = MemoryOut.model_validate({k: v for k, v in view.items() if k not in edit})
+        assert (shown.worth, shown.expires_at) == (0.5, None)  # the defaults, stated
+    for view in (read[rated.pk], said[rated.pk]):
+        assert view["worth"] == round(2 / 3, 4), view
+        assert datetime.fromisoformat(view["expires_at"]) == ends, view
+
+
 def test_a_global_memory_is_readable_but_not_changeable(world: World) -> None:
     gid = world.memories[None].pk
     client = world.client("alpha")
