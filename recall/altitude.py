@@ -24,14 +24,24 @@ which altitude answered and why.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from recall import digest as digests
-from recall.agent import FULL, dumps, envelope
+from recall.agent import FULL, dumps, envelope, item_view
 from recall.errors import QueryError
-from recall.packing import Packed, _cost, _fill, _framing, _settle, pack
+from recall.packing import (
+    Fits,
+    Frame,
+    Packed,
+    _fill,
+    _framing,
+    _in_reply,
+    _own_cost,
+    _settle,
+    pack,
+)
 from recall.ports import TokenCounter
 from recall.results import ContextPack, Hit
 from recall.types import Record
@@ -197,26 +207,36 @@ def with_digest(
         pack_id=how.pack_id, project=how.home,
     )  # fmt: skip
     left = how.budget - how.counter.count(dumps(base))
-    n, hit = _longest(
-        digest, left, counter=how.counter, altitude=altitude, project=project, home=how.home
-    )
+
+    def uncovered(n: int) -> list[tuple[Hit, Record]]:  # the rows n sentences leave
+        covered = {i for s in digest.sentences[:n] for i in s.covers}
+        return [(h, r) for h, r in ranked if h.id not in covered]
+
+    def framing(rows: int) -> Frame:  # around the next item, `rows` rows after the digest
+        def shape(before: int) -> dict[str, Any]:  # the reply with the next after `before`
+            return envelope(  # items, the digest among them: 1 + rows in all
+                [], omitted=rows - before, tokens=how.budget, budget=how.budget,
+                warnings=how.warnings, total_found=how.total_found,
+                associated=[] if how.associated else None, pack_id=how.pack_id,
+                project=how.home,
+            )  # fmt: skip
+
+        return _framing(shape, "items", how.detail, how.home)
+
+    def fits(n: int) -> Fits:  # the digest of n sentences, sized in the reply itself
+        return _in_reply(how.counter, framing(len(uncovered(n)))([]), how.budget, 0)
+
+    n, hit = _longest(digest, fits, counter=how.counter, altitude=altitude, project=project,
+                      detail=how.detail, home=how.home)  # fmt: skip
     if hit is None:
         return None, frozenset()
     covered = frozenset(i for s in digest.sentences[:n] for i in s.covers)
-    rows = [(h, r) for h, r in ranked if h.id not in covered]
+    rows = uncovered(n)
     room = left - (hit.tokens or 0)
     places = rows if how.limit is None else rows[: max(0, how.limit - 1)]
-
-    def shape(before: int) -> dict[str, Any]:  # the reply with the next row after `before`
-        return envelope(  # items, the digest among them: 1 + len(rows) in all
-            [], omitted=len(rows) - before, tokens=how.budget, budget=how.budget,
-            warnings=how.warnings, total_found=how.total_found,
-            associated=[] if how.associated else None, pack_id=how.pack_id, project=how.home,
-        )  # fmt: skip
-
     # A row the summed estimate cannot hold whole is sized in the reply itself, the
     # digest ahead of the rows placed so far, as `recall.packing.pack` sizes its items.
-    framed = _framing(shape, "items", how.detail, how.home)
+    framed = framing(len(rows))
     rest = _fill(
         places, room, counter=how.counter, detail=how.detail, item_tokens=how.item_tokens,
         home=how.home, frame=lambda before: framed([hit, *before]), budget=how.budget,
@@ -232,22 +252,24 @@ def with_digest(
 
 def _longest(
     digest: digests.Digest,
-    room: int,
+    fits: Callable[[int], Fits],
     *,
     counter: TokenCounter,
     altitude: str,
     project: str | None,
+    detail: str = FULL,
     home: str | None = None,
 ) -> tuple[int, Hit | None]:
-    """The most sentences of `digest` whose item costs at most `room` (binary search)."""
+    """The most sentences of `digest` whose item `fits(n)` holds (binary search), its
+    `tokens` its own cost."""
     lo, hi = 1, len(digest.sentences)
     best: tuple[int, Hit | None] = (0, None)
     while lo <= hi:
         mid = (lo + hi) // 2
         hit = digest_hit(digest, mid, altitude=altitude, project=project)
-        cost = _cost(counter, hit, FULL, home)
-        if cost <= room:
-            best, lo = (mid, replace(hit, tokens=cost)), mid + 1
+        view = item_view(hit, detail=detail, home=home)
+        if fits(mid)(view):
+            best, lo = (mid, replace(hit, tokens=_own_cost(counter, view))), mid + 1
         else:
             hi = mid - 1
     return best

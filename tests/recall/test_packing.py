@@ -498,39 +498,72 @@ def test_items_are_packed_whole_exactly_when_their_reply_fits(n: int):
     assert exact >= 6  # replies of exactly the budget asked were among them
 
 
+def digested(digest: Digest, records, budget: int):  # type: ignore[no-untyped-def]
+    """A scope recall's pack: `digest` ahead of the rows of `records` it does not cover
+    (None: not even its first sentence fits)."""
+    how = altitude.Packing(budget=budget, counter=COUNT)
+    packed, _ = altitude.with_digest(
+        digest, ranked(*records), altitude="scope", project="alpha", how=how
+    )
+    assert packed is None or packed.items[0].kind == "digest"
+    return packed
+
+
 @pytest.mark.parametrize("n", [1, 2, 5])
 def test_rows_after_a_digest_are_packed_whole_exactly_when_their_reply_fits(n: int):
     # The rows after a project digest were sized by the summed estimate (each count
     # rounded up, the envelope's figures at their widest): a row whose whole reply was
     # exactly the budget asked was left out or cut there, as on the items path before.
     digest = Digest("alpha", (Sentence("Warm the cache before traffic.", uid(99), (uid(99),)),))
-    how = altitude.Packing(budget=999, counter=COUNT)
-
-    def answer(records, budget: int):  # type: ignore[no-untyped-def]
-        asked = replace(how, budget=budget)
-        packed, _ = altitude.with_digest(
-            digest, ranked(*records), altitude="scope", project="alpha", how=asked
-        )
-        assert packed is not None and packed.items[0].kind == "digest"
-        return packed
-
     exact = 0
     for extra in range(12):
         records = [
             make_memory(i, description=f"fact {i}", body="A short body. " + "x" * (extra + i))
             for i in range(1, n + 1)
         ]
-        roomy = answer(records, 999)
-        assert len(roomy.items) == n + 1 and not any(h.truncated for h in roomy.items)
+        roomy = digested(digest, records, 999)
+        assert (
+            roomy is not None
+            and len(roomy.items) == n + 1
+            and not any(h.truncated for h in roomy.items)
+        )
         for budget in range(roomy.tokens - 6, roomy.tokens + 3):
             needs = COUNT.count(reply(replace(roomy, tokens=budget, omitted=0), budget))
             exact += needs == budget
 
-            packed = answer(records, budget)
+            packed = digested(digest, records, budget)
 
-            assert (packed.items == roomy.items) == (needs <= budget), (extra, budget, needs)
+            assert packed is not None and (packed.items == roomy.items) == (needs <= budget), (
+                extra,
+                budget,
+                needs,
+            )
             assert COUNT.count(reply(packed, budget)) == packed.tokens <= budget
     assert exact >= 6  # replies of exactly the budget asked were among them
+
+
+def test_a_digest_keeps_every_sentence_its_reply_holds():
+    # Its sentences were counted by the summed estimate too: at a budget its reply of n
+    # sentences fitted exactly, the digest came with fewer (157 of 280 such probes).
+    exact = 0
+    for extra in range(8):
+        said = tuple(
+            Sentence(f"Sentence {i} says {'x' * ((extra * 7 + i) % 13)}.", uid(i), (uid(i),))
+            for i in range(1, 8)
+        )
+        for n in range(1, len(said) + 1):
+            roomy = digested(Digest("alpha", said[:n]), [], 999)
+            assert roomy is not None
+            for budget in range(roomy.tokens - 4, roomy.tokens + 2):
+                needs = COUNT.count(reply(replace(roomy, tokens=budget), budget))
+                exact += needs == budget
+
+                packed = digested(Digest("alpha", said), [], budget)
+
+                kept = len((packed.items[0].text or "").split("\n")) if packed else 0
+                assert (kept >= n) == (needs <= budget), (extra, n, budget, needs, kept)
+                assert not packed or COUNT.count(reply(packed, budget)) == packed.tokens <= budget
+    assert exact >= 6
 
 
 def test_an_items_tokens_count_its_json_as_sent():
