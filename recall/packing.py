@@ -345,13 +345,7 @@ def _reply_tokens(
         )  # fmt: skip
         return counter.count(dumps(reply))
 
-    tokens = count(budget)
-    for _ in range(3):
-        again = count(tokens)
-        if again == tokens:
-            return tokens
-        tokens = again
-    return max(tokens, count(tokens))  # digits flip-flopping: report the larger
+    return _fixed(count, budget)
 
 
 def pack(
