@@ -87,7 +87,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from recall.background import Prior
 
@@ -251,33 +251,51 @@ def score_document(
     """
     terms = [t for t in weights if " " not in t]
     counts, lengths = count_terms(stored, terms, pairs, params.window)
-    best = _best_passage(stored, terms, weights, pairs, counts, lengths, avglen, params)
+    doc = _Counted(stored, terms, weights, pairs, counts, lengths, avglen, params)
+    best = _best_passage(doc)
     mix, span = params.sentence_mix, params.sentence
     if mix == 0 or span == 0 or not lengths or lengths[0] <= 2 * span:
         return best  # a sentence or two: read whole
-    window = _best_window(stored, terms, weights, pairs, counts, lengths, avglen, params)
-    return (1 - mix) * best + mix * window
+    return (1 - mix) * best + mix * _best_window(doc)
 
 
-def _best_passage(
-    stored: str,
-    terms: Sequence[str],
-    weights: Mapping[str, float],
-    pairs: Sequence[tuple[str, str]],
-    counts: Sequence[Mapping[str, int]],
-    lengths: Sequence[int],
-    avglen: float,
-    params: Bm25F,
-) -> float:
+@dataclass(frozen=True)
+class _Counted:
+    """One document as `score_document` read it, for its best passage and its best
+    window: the stored text, the query's terms, weights and pairs, each stream's
+    counts and length, and the neighbour streams' frequencies (`rest`), worked out
+    once for both."""
+
+    stored: str
+    terms: Sequence[str]
+    weights: Mapping[str, float]
+    pairs: Sequence[tuple[str, str]]
+    counts: Sequence[Mapping[str, int]]
+    lengths: Sequence[int]
+    avglen: float
+    params: Bm25F
+
+    @cached_property
+    def rest(self) -> dict[str, float]:
+        """The neighbour streams' weighted, normalised frequencies of each key."""
+        return _frequencies(
+            self.counts, self.lengths, self.weights, avglen=self.avglen, params=self.params,
+            first=1,
+        )  # fmt: skip
+
+
+def _best_passage(doc: _Counted) -> float:
     """BM25F of the whole document, or of its best passage when higher (`score_document`)."""
+    stored, terms, weights = doc.stored, doc.terms, doc.weights
+    counts, lengths, avglen, params = doc.counts, doc.lengths, doc.avglen, doc.params
     whole = score(counts, lengths, weights, avglen=avglen, params=params)
     span = passage_length(avglen, params)
     own = counts[0] if counts else {}
     sparse = [t for t in terms if 0 < own.get(t, 0) * span <= lengths[0]]
     if params.passage == 0 or not sparse:
         return whole
-    rest = _frequencies(counts, lengths, weights, avglen=avglen, params=params, first=1)
-    pairs = [p for p in pairs if p[0] in sparse and p[1] in sparse]
+    rest = doc.rest
+    pairs = [p for p in doc.pairs if p[0] in sparse and p[1] in sparse]
     every = _finder(tuple(t for t in dict.fromkeys(terms) if t))  # as `count_terms` made it
     found = _passage_counts(
         stored.split("\n", 2)[1], sparse, pairs, span=span, window=params.window, finder=every
@@ -294,16 +312,7 @@ def _best_passage(
     return best
 
 
-def _best_window(
-    stored: str,
-    terms: Sequence[str],
-    weights: Mapping[str, float],
-    pairs: Sequence[tuple[str, str]],
-    counts: Sequence[Mapping[str, int]],
-    lengths: Sequence[int],
-    avglen: float,
-    params: Bm25F,
-) -> float:
+def _best_window(doc: _Counted) -> float:
     """BM25F of the best run of `params.sentence` own tokens starting at a query
     term, beside the neighbour streams whole; with no query term in its own
     text, the neighbour streams alone.
@@ -314,7 +323,9 @@ def _best_window(
     every place in an abstract cost more than the rest. One pass over the
     places: the window slides from one to the next, and only what enters or
     leaves it changes its score."""
-    rest = _frequencies(counts, lengths, weights, avglen=avglen, params=params, first=1)
+    stored, terms, weights, pairs = doc.stored, doc.terms, doc.weights, doc.pairs
+    counts, lengths, avglen, params = doc.counts, doc.lengths, doc.avglen, doc.params
+    rest = doc.rest
     k1, span = params.k1, params.sentence
     share = params.stream_weights[0] / _norm(span, avglen, params)
     own = counts[0] if counts else {}
