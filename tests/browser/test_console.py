@@ -952,6 +952,11 @@ def test_a_briefing_setting_changes_the_preview_then_the_next_briefing(
     assert Setting.objects.get(key="briefing_config").value == {"budget": 80, "tag": "team-brief"}
 
     label = page.inner_text("label[for=id_briefing_config-tag]")
+    # The save also refreshes the preview: press the reset once no request is in flight
+    # and no swap is settling (pressed sooner, it failed 1 run in 5 on a loaded machine).
+    page.wait_for_function(
+        "() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"
+    )
     page.focus("#section-briefing_config button[value='reset:tag']")
     page.keyboard.press("Enter")  # by keyboard: the button goes with the swap
     page.wait_for_function(
