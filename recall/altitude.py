@@ -35,12 +35,12 @@ from recall.packing import (
     Fits,
     Frame,
     Packed,
-    _fill,
-    _framing,
-    _in_reply,
-    _own_cost,
-    _settle,
+    fill_items,
+    in_reply,
+    item_frame,
+    own_cost,
     pack,
+    settle,
 )
 from recall.ports import TokenCounter
 from recall.results import ContextPack, Hit
@@ -221,10 +221,10 @@ def with_digest(
                 project=how.home,
             )  # fmt: skip
 
-        return _framing(shape, "items", how.detail, how.home)
+        return item_frame(shape, "items", how.detail, how.home)
 
     def fits(n: int) -> Fits:  # the digest of n sentences, sized in the reply itself
-        return _in_reply(how.counter, framing(len(uncovered(n)))([]), how.budget, 0)
+        return in_reply(how.counter, framing(len(uncovered(n)))([]), how.budget, 0)
 
     n, hit = _longest(digest, fits, counter=how.counter, altitude=altitude, project=project,
                       detail=how.detail, home=how.home)  # fmt: skip
@@ -237,14 +237,14 @@ def with_digest(
     # A row the summed estimate cannot hold whole is sized in the reply itself, the
     # digest ahead of the rows placed so far, as `recall.packing.pack` sizes its items.
     framed = framing(len(rows))
-    rest = _fill(
+    rest = fill_items(
         places, room, counter=how.counter, detail=how.detail, item_tokens=how.item_tokens,
         home=how.home, frame=lambda before: framed([hit, *before]), budget=how.budget,
     )  # fmt: skip
     items = [hit, *rest]
-    packed = _settle(how.counter, items, 1 + len(rows), how.budget, how.warnings, how.detail,
-                     how.total_found, [] if how.associated else None, how.pack_id,
-                     how.home)  # fmt: skip
+    packed = settle(how.counter, items, 1 + len(rows), how.budget, how.warnings, how.detail,
+                    how.total_found, [] if how.associated else None, how.pack_id,
+                    how.home)  # fmt: skip
     if not packed.items or packed.items[0].kind != DIGEST:
         return None, frozenset()
     return packed, covered
@@ -269,7 +269,7 @@ def _longest(
         hit = digest_hit(digest, mid, altitude=altitude, project=project)
         view = item_view(hit, detail=detail, home=home)
         if fits(mid)(view):
-            best, lo = (mid, replace(hit, tokens=_own_cost(counter, view))), mid + 1
+            best, lo = (mid, replace(hit, tokens=own_cost(counter, view))), mid + 1
         else:
             hi = mid - 1
     return best

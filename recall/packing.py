@@ -21,6 +21,12 @@ item keeps a shorter head and that sentence after an ellipsis instead: the
 tokens the agent gets hold what it asked about. A cut inside a fenced code
 block closes the fence after the ellipsis, so what follows the item is not read
 as code.
+
+A packer of another shape (recall/altitude.py: a digest first, then the rows it does
+not cover) composes the same pieces, so its replies fit as exactly: `item_frame` says
+the reply around a next item, `in_reply` whether an item fits in it, `fill_items`
+places items in rank order, `own_cost` sizes one item, and `settle` counts the final
+reply and trims it until it fits.
 """
 
 from __future__ import annotations
@@ -68,17 +74,17 @@ class Packed:
 def _cost(counter: TokenCounter, hit: Hit, detail: str, home: str | None = None) -> int:
     """An item's cost in the reply: its JSON, its own `tokens` figure in it, and the comma
     before it (`home`: the pack's project, which the item leaves out)."""
-    return _own_cost(counter, item_view(hit, detail=detail, home=home))
+    return own_cost(counter, item_view(hit, detail=detail, home=home))
 
 
-def _own_cost(counter: TokenCounter, view: dict[str, Any]) -> int:
+def own_cost(counter: TokenCounter, view: dict[str, Any]) -> int:
     """What `view` costs with its `tokens` saying so (left set to it): a fixed point,
     as the reply's own count is (`_reply_tokens`)."""
     return _sized(counter, view)[0]
 
 
 def _sized(counter: TokenCounter, view: dict[str, Any]) -> tuple[int, str]:
-    """`view`'s own cost (`_own_cost`) and its JSON with that figure in it."""
+    """`view`'s own cost (`own_cost`) and its JSON with that figure in it."""
     view["tokens"] = 0
     head, tail = dumps(view).rsplit('"tokens":0', 1)  # one dumps: only the figure changes
 
@@ -119,7 +125,7 @@ def _alone(counter: TokenCounter, room: int) -> Fits:
 Frame = Callable[[Sequence[Hit]], tuple[str, str]]  # the reply around a next item, as sent
 
 
-def _in_reply(counter: TokenCounter, around: tuple[str, str], budget: int, cap: int) -> Fits:
+def in_reply(counter: TokenCounter, around: tuple[str, str], budget: int, cap: int) -> Fits:
     """An item whose whole reply, its real figures in it, fits `budget` (`around`: the
     reply's text before and after the item, its `tokens` said as `budget`: the reply
     fits when that count does, as in `_alone`), and that costs at most `cap` (0: no cap)."""
@@ -132,7 +138,7 @@ def _in_reply(counter: TokenCounter, around: tuple[str, str], budget: int, cap: 
     return fits
 
 
-def _framing(
+def item_frame(
     shape: Callable[[int], dict[str, Any]], key: str, detail: str, home: str | None
 ) -> Frame:
     """`Frame` for items that go in the list at `key` of the reply `shape(n)` makes when
@@ -387,9 +393,9 @@ def pack(
             pack_id=pack_id, project=home,
         )  # fmt: skip
 
-    items = _fill(
+    items = fill_items(
         ranked, left, counter=counter, detail=detail, item_tokens=item_tokens, focus=focus,
-        home=home, frame=_framing(shape, "items", detail, home), budget=budget,
+        home=home, frame=item_frame(shape, "items", detail, home), budget=budget,
     )  # fmt: skip
     said = tuple(warnings)
     if ranked and not items and explain:
@@ -407,7 +413,7 @@ def pack(
                 ranked[0], budget - left, counter=counter, detail=detail, holds=holds, home=home
             ),
         )
-    return _settle(
+    return settle(
         counter, items, len(ranked), budget, said, detail, total_found,
         [] if associated else None, pack_id, home,
     )  # fmt: skip
@@ -514,9 +520,9 @@ def attach(
             total_found=total_found, associated=[], pack_id=pack_id, project=home,
         )  # fmt: skip
 
-    extra = _fill(
+    extra = fill_items(
         linked, left, counter=counter, detail=detail, item_tokens=item_tokens, home=home,
-        frame=_framing(shape, "associated", detail, home), budget=budget,
+        frame=item_frame(shape, "associated", detail, home), budget=budget,
     )  # fmt: skip
 
     def reply(said: tuple[str, ...]) -> int:
@@ -541,7 +547,7 @@ def _no_room(n: int) -> str:
     return f"{n} associated {'memory' if n == 1 else 'memories'} found no room in the budget"
 
 
-def _fill(
+def fill_items(
     ranked: Sequence[tuple[Hit, Record]],
     left: int,
     *,
@@ -597,7 +603,7 @@ def _fill(
             room = min(room, item_tokens) if item_tokens else room
             if room < 1:
                 break
-            fits = _in_reply(counter, (head, tail), budget, item_tokens)
+            fits = in_reply(counter, (head, tail), budget, item_tokens)
             placed = _place(
                 hit, record, room, fits, counter=counter, detail=detail, focus=said, text=text,
                 home=home,
@@ -635,7 +641,7 @@ def _place(
     full = replace(hit, text=text(record, limit)) if detail == FULL else hit
     view = item_view(full, detail=detail, home=home)
     if not (clipped and detail == FULL) and fits(view):
-        return replace(full, tokens=_own_cost(counter, view))
+        return replace(full, tokens=own_cost(counter, view))
     if whole or detail != FULL:
         return None
     said = focus(record)
@@ -647,7 +653,7 @@ def _place(
     return None if cut is None else replace(cut, tokens=_cost(counter, cut, FULL, home))
 
 
-def _settle(
+def settle(
     counter: TokenCounter,
     items: list[Hit],
     total: int,
@@ -700,6 +706,7 @@ def relabel(pack_: ContextPack, pack_id: str | None, counter: TokenCounter) -> C
 
 
 __all__ = [
-    "FULL", "INDEX", "MIN_BUDGET", "NOTHING_FITS", "Packed", "attach", "cut_to_fit", "pack",
-    "relabel",
+    "FULL", "INDEX", "MIN_BUDGET", "NOTHING_FITS", "Fits", "Frame", "Packed", "attach",
+    "cut_to_fit", "fill_items", "in_reply", "item_frame", "own_cost", "pack", "relabel",
+    "settle",
 ]  # fmt: skip
