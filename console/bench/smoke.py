@@ -121,6 +121,9 @@ def missing(body: Mapping[str, Any]) -> list[str]:
         problems.append("speed writers lag_ms p95")
     if writers.get("errors") or writers.get("findable") != writers.get("acknowledged"):
         problems.append(f"speed writers: errors or writes not found ({writers})")
+    paced = writers.get("paced") or {}
+    if not _number((paced.get("write_ms") or {}).get("p99")) or paced.get("errors") != 0:
+        problems.append(f"speed writers paced: no write_ms p99 or errors ({paced})")
     if writers.get("drift") != 0:
         problems.append(f"speed writers: drift {writers.get('drift')} after the writes")
     first = timing.get("backends", {}).get("tantivy", {})

@@ -16,6 +16,17 @@ Measured:
 - after the outbox is empty and the vector copies' poll has passed: every
   acknowledged write found by a full-text Search through the API (each write
   carries a word of its own), and `selectors.index_status()`'s drift.
+
+The writers above are a closed loop: each sends its next write the moment the
+last one is answered, so the figures are those of a server kept saturated (on
+2 cores about 80 writes/s, each embedded once for its dedup hint and once more
+by the index worker, so a write's time is mostly its wait for a core). The
+`paced` row then measures what a write costs when the server keeps up: the
+same writers, each sending `PACED_PER_S` writes a second on a fixed schedule
+(staggered between writers), `PACED_WRITES` in all (fewer when the closed
+loop wrote fewer). A write's time there is counted from when it was due, not
+when it was sent, so a server that falls behind shows in it (no coordinated
+omission).
 """
 
 from __future__ import annotations
@@ -30,7 +41,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -40,6 +51,8 @@ WARM_WRITES = 5  # untimed writes per thread before the timed ones
 SETTLE_S = 1.0  # after the outbox empties: the vector copies' poll (0.2 s) and more
 DRAIN_TIMEOUT_S = 300.0
 READY_TIMEOUT_S = 120.0
+PACED_PER_S = 5.0  # each paced writer's writes a second: 40 a second for 8 writers
+PACED_WRITES = 400
 
 
 def run(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
@@ -82,10 +95,34 @@ def run(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
         time.sleep(SETTLE_S)
         found = client.findable()
         figures = _figures(client.results, lag, seconds, found, drained, writers)
-        return figures | {"drift_before": drift_before}
+        paced = _paced(client, min(writes, PACED_WRITES), writers)
+        return figures | {"drift_before": drift_before, "paced": paced}
     finally:
         _stop(server, worker)
         log.close()
+
+
+def _paced(client: _Client, writes: int, writers: int) -> dict[str, Any]:
+    """The `paced` row (module docstring): its writes' times and index lag."""
+    from console.bench.metrics import percentiles
+
+    client.results.clear()
+    lag = _Lag()
+    lag.start()
+    started = time.perf_counter()
+    client.write_all(writes, writers, on_ack=lag.acked, every=1 / PACED_PER_S)
+    seconds = time.perf_counter() - started
+    drained = lag.finish(DRAIN_TIMEOUT_S)
+    ms = [r[0] for r in client.results if r[2] is None]
+    return {
+        "per_writer_per_s": PACED_PER_S,
+        "writes": len(client.results),
+        "errors": sum(r[2] is not None for r in client.results),
+        "per_s": round(len(client.results) / seconds, 1),
+        "write_ms": percentiles(ms) if ms else None,
+        "lag_ms": percentiles(lag.lags) if lag.lags else None,
+        "drained": drained,
+    }
 
 
 def _figures(
@@ -188,12 +225,28 @@ class _Client:
             connection.close()
 
     def write_all(
-        self, total: int, writers: int, on_ack: Callable[[str], None] | None = None
+        self,
+        total: int,
+        writers: int,
+        on_ack: Callable[[str], None] | None = None,
+        every: float = 0.0,
     ) -> None:
+        """`total` writes from `writers` threads: each sends its next write when its last
+        is answered, or (`every` > 0) on a schedule of one each `every` seconds, the
+        writers staggered, a write's time counted from when it was due."""
         with self._lock:
             end = self._next + total
+        start = time.perf_counter()
         threads = [
-            threading.Thread(target=self._writer, args=(end, on_ack)) for _ in range(writers)
+            threading.Thread(
+                target=self._writer,
+                args=(
+                    end,
+                    on_ack,
+                    _schedule(start + i * every / writers, every) if every else None,
+                ),
+            )
+            for i in range(writers)
         ]
         for thread in threads:
             thread.start()
@@ -207,7 +260,9 @@ class _Client:
             self._next += 1
             return self._next - 1
 
-    def _writer(self, end: int, on_ack: Callable[[str], None] | None) -> None:
+    def _writer(
+        self, end: int, on_ack: Callable[[str], None] | None, due: Iterator[float] | None
+    ) -> None:
         """Each write on a connection of its own: with 8 kept-alive connections the two
         workers' shares were left to chance (one served 36 s of CPU and the other 7 in
         one run, 20 and 23 in the next), and the runs fell in two camps (write p50
@@ -220,6 +275,9 @@ class _Client:
                 "description": f"{text[:150]} {word}", "force": True,
             })  # fmt: skip
             started = time.perf_counter()
+            if due is not None:
+                started = next(due)
+                time.sleep(max(0.0, started - time.perf_counter()))
             connection = self._connect()
             try:
                 connection.request("POST", "/api/v1/memories", body, self.headers)
@@ -323,8 +381,28 @@ def summary(b: Mapping[str, Any]) -> str:
         f"applied, read every {int(POLL_S * 1000)} ms) p50 {lag.get('p50', '-')} / p95 "
         f"{lag.get('p95', '-')} ms; findable by full-text Search {b['findable']} of "
         f"{b['acknowledged']}; pending jobs {b['pending_jobs']}, drift {b['drift']} "
-        f"(before the writes {b.get('drift_before', '-')})"
+        f"(before the writes {b.get('drift_before', '-')}){_paced_line(b.get('paced'))}"
     )
+
+
+def _paced_line(paced: Mapping[str, Any] | None) -> str:
+    if not paced:
+        return ""
+    w, lag = paced.get("write_ms") or {}, paced.get("lag_ms") or {}
+    return (
+        f"; paced, each writer {paced['per_writer_per_s']:g} writes/s ({paced['writes']} "
+        f"writes, {paced['per_s']} writes/s in all): p50 {w.get('p50', '-')} / p95 "
+        f"{w.get('p95', '-')} / p99 {w.get('p99', '-')} ms from when due, {paced['errors']} "
+        f"errors, index lag p50 {lag.get('p50', '-')} / p95 {lag.get('p95', '-')} ms"
+    )
+
+
+def _schedule(first: float, every: float) -> Iterator[float]:
+    """When a paced writer's writes are due: `first`, then one each `every` seconds."""
+    k = 0
+    while True:
+        yield first + k * every
+        k += 1
 
 
 def _first(b: Mapping[str, Any]) -> str:

@@ -60,8 +60,10 @@ def test_missing_names_every_absent_figure() -> None:
 
 
 def test_writes_that_were_lost_or_left_drift_are_problems() -> None:
+    paced = {"write_ms": {"p99": 3.0}, "errors": 0}
     good = {"write_ms": {"p50": 1.0, "p95": 2.0, "p99": 3.0}, "lag_ms": {"p95": 9.0},
-            "errors": 0, "findable": 5, "acknowledged": 5, "drift": 0}  # fmt: skip
+            "errors": 0, "findable": 5, "acknowledged": 5, "drift": 0,
+            "paced": paced}  # fmt: skip
 
     def problems(**changed: object) -> list[str]:
         found = smoke.missing({"speed": {"writers": good | changed}})
@@ -69,6 +71,7 @@ def test_writes_that_were_lost_or_left_drift_are_problems() -> None:
 
     assert problems() == []
     assert problems(findable=4) and problems(errors=1) and problems(drift=2)
+    assert problems(paced=paced | {"errors": 1}) and problems(paced={"errors": 0})
 
 
 # The full smoke run (every figure produced, at a tiny size) is `make bench-smoke`,
