@@ -222,6 +222,15 @@ def envelope(
     return view
 
 
+def home_said(
+    home: str | None, items: Sequence[Any], associated: Sequence[Any] | None
+) -> str | None:
+    """The project a sent pack's envelope says: none for a pack with no item, whose
+    project would name no item's (a 64-letter one took the room of the warning saying
+    which budget to ask with, at a budget the schema accepts)."""
+    return home if items or associated else None
+
+
 def pack_view(pack: ContextPack) -> dict[str, Any]:
     """The whole reply an agent receives for a pack (`debug` when it was asked)."""
     debug, home = pack.debug is not None, pack.project
@@ -234,7 +243,7 @@ def pack_view(pack: ContextPack) -> dict[str, Any]:
     view = envelope(
         items, omitted=pack.omitted, tokens=pack.tokens, budget=pack.budget,
         warnings=pack.warnings, total_found=pack.total_found, associated=associated,
-        pack_id=pack.pack_id, project=home,
+        pack_id=pack.pack_id, project=home_said(home, items, associated),
     )  # fmt: skip
     if pack.debug is not None:
         view["debug"] = pack.debug

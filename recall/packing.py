@@ -37,7 +37,16 @@ from dataclasses import dataclass, replace
 from itertools import tee
 from typing import Any
 
-from recall.agent import FULL, INDEX, body_text, dumps, envelope, item_view, text_of
+from recall.agent import (
+    FULL,
+    INDEX,
+    body_text,
+    dumps,
+    envelope,
+    home_said,
+    item_view,
+    text_of,
+)
 from recall.config import MIN_BUDGET
 from recall.errors import BudgetError
 from recall.markdown import fence, open_fence
@@ -347,7 +356,8 @@ def _reply_tokens(
     def count(tokens: int) -> int:
         reply = envelope(
             views, omitted=omitted, tokens=tokens, budget=budget, warnings=warnings,
-            total_found=total_found, associated=linked, pack_id=pack_id, project=home,
+            total_found=total_found, associated=linked, pack_id=pack_id,
+            project=home_said(home, views, linked),
         )  # fmt: skip
         return counter.count(dumps(reply))
 

@@ -103,7 +103,9 @@ class PackItem(Reply):
 
 class ContextPackOut(Reply):
     project: str | None = Field(
-        None, description="the recall's project: an item of it leaves its `project` out"
+        None,
+        description="the recall's project: an item of it leaves its `project` out; absent when "
+        "the pack holds no item",
     )
     items: list[PackItem]
     associated: list[PackItem] | None = Field(

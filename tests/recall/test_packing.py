@@ -620,16 +620,20 @@ def test_an_empty_pack_always_gives_the_least_budget_its_best_hit_needs(budget: 
     assert not pack(found, budget=least - 1, counter=COUNT, associated=True, **asked).items
 
 
-def test_a_budget_that_cannot_hold_the_figure_is_refused_naming_it():
-    # A 64-letter project, a pack id and associated at 50: not even "needs a budget of
-    # N" fits beside the envelope; the refusal said only that, and no figure.
+def test_an_empty_pack_leaves_out_its_project_so_the_figure_fits():
+    # A 64-letter project, a pack id and associated at 50: with the project said in the
+    # envelope not even "needs a budget of N" fitted, and the recall was refused.
     asked = {"total_found": 28, "pack_id": "01M983CF51Q4X7M0FDCWKA5QMB", "associated": True}
     home = "p" * 64
     found = [(replace(h, project=home), replace(r, project=home)) for h, r in ranked(DEPLOY)]
 
-    with pytest.raises(BudgetError, match=r"needs a budget of \d+") as refused:
-        pack(found, budget=MIN_BUDGET, counter=COUNT, home=home, **asked)
+    packed = pack(found, budget=MIN_BUDGET, counter=COUNT, home=home, **asked)
 
-    least = int(re.findall(r"needs a budget of (\d+)", str(refused.value))[0])
+    assert not packed.items
+    sent = reply(packed, MIN_BUDGET, total_found=28, pack_id=asked["pack_id"], project=home,
+                 associated=())  # fmt: skip
+    assert COUNT.count(sent) == packed.tokens <= MIN_BUDGET
+    assert home not in sent
+    least = int(re.findall(r"needs a budget of (\d+)", " ".join(packed.warnings))[0])
     assert pack(found, budget=least, counter=COUNT, home=home, **asked).items
     assert not pack(found, budget=least - 1, counter=COUNT, home=home, **asked).items
