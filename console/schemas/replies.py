@@ -234,8 +234,9 @@ class TextOut(Reply):
 
 
 class MemoryOut(Reply):
-    """A memory leaves out `favorite`, `active`, `expires_at` and `worth` at their
-    defaults (below), as a search hit and a recall item do."""
+    """A memory leaves out `favorite`, `active`, `expires_at`, `worth`, `session_id`,
+    `session_order`, `occurred_at`, `invalid_at` and `superseded_by` at their defaults
+    (below), as a search hit and a recall item do."""
 
     id: str
     project: str | None
@@ -252,13 +253,15 @@ class MemoryOut(Reply):
     tags: list[str]
     importance: float
     agent_id: str
-    session_id: str
-    session_order: int | None
-    occurred_at: datetime | None
+    session_id: str = Field("", description="its conversation; absent: none")
+    session_order: int | None = Field(None, description="its turn in the session; absent: none")
+    occurred_at: datetime | None = Field(None, description="when it happened; absent: not given")
     source: str
     valid_from: datetime
-    invalid_at: datetime | None
-    superseded_by: str | None
+    invalid_at: datetime | None = Field(
+        None, description="when it stopped being true (archived, superseded); absent: still true"
+    )
+    superseded_by: str | None = Field(None, description="its replacement's id; absent: none")
     favorite: Starred = False
     active: Active = True
     created: datetime
