@@ -50,9 +50,13 @@ class TokenAdmin(admin.ModelAdmin[AgentToken]):
         prefix, secret = tokens.new_secret()
         obj.prefix, obj.secret_hash = prefix, tokens.hash_secret(secret)
         super().save_model(request, obj, form, change)
+        # Said how to use it, as `manage.py agent_token create` says: the page named
+        # neither the header nor the variable, and an operator went to the README.
         messages.warning(
             request,
-            f"The secret of token {obj.pk} is shown once; store it now: {secret}",
+            f"The secret of token {obj.pk} is shown once; store it now: {secret} "
+            "(agents send it as the header Authorization: Bearer <secret> to /api/v1, "
+            "or as RECALL_AGENT_TOKEN to manage.py mcp)",
         )
 
     @admin.action(description="Revoke the selected tokens")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import html
 import re
 from datetime import timedelta
 from io import StringIO
@@ -179,3 +180,6 @@ def test_admin_add_shows_the_secret_once(projects: None, admin_client) -> None:
     secret = re.search(r"rct_[0-9a-f]{10}_[A-Za-z0-9_-]{43}", page)
     assert secret is not None and tokens.token_verify(secret.group()) == token
     assert token.may_write and list(token.projects.all()) == [alpha]
+    # How to use it, as `manage.py agent_token create` says (the page said neither).
+    said = html.unescape(page)
+    assert "Authorization: Bearer <secret>" in said and "RECALL_AGENT_TOKEN" in said
