@@ -1594,6 +1594,20 @@ def test_the_palette_says_when_only_archived_memories_match(
     assert "No memory or note matches “zzqxv”." in nothing and "archived=on" not in nothing
 
 
+def test_the_palette_says_a_long_query_back_cut_short(admin_client: Client, memory: Memory) -> None:
+    # A pasted 500-character error was said back whole twice (the status and the link
+    # to the search page): on a phone it filled the dialog and hid the link.
+    typed = "zzqxv " * 83  # 498 characters, within the box's maxlength
+
+    html = admin_client.get("/palette/", {"q": typed}, **HX).content.decode()
+
+    status = html.split('class="pal-status" role="status">', 1)[1].split("</p>", 1)[0]
+    href, text = html.split('class="pal-all" href="', 1)[1].split("</a>", 1)[0].split('">', 1)
+    assert status.startswith("No memory or note matches “zzqxv zzqxv") and "…”" in status
+    assert len(status) < 120 and text.startswith("Search everything for “zzqxv") and len(text) < 100
+    assert href.count("zzqxv") == 83  # the link itself still searches all of it
+
+
 def test_snippets_are_plain_text_cut_at_a_sentence(admin_client: Client, project: Project) -> None:
     make_memory(
         project,
