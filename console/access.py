@@ -266,7 +266,8 @@ def briefing(
     result = selectors.briefing_render(
         project=bound, agent_type=agent_type, prompt=prompt, budget=budget
     )
-    _seen(access, "injected", result.ids, query=prompt, project=bound)
+    # Its budget kept, as a recall's is: the memory page's Inspect link runs it again.
+    _seen(access, "injected", result.ids, query=prompt, project=bound, budget=budget)
     return result
 
 

@@ -37,3 +37,24 @@ def test_an_agents_recall_opens_in_the_inspector_as_the_agent_asked_it(
     shown = inspected.content.decode()
     assert "of its 120 tokens" in shown, shown
     assert [i for i in linked(shown) if i in items][: len(items)] == items
+
+
+def test_an_agents_briefing_opens_in_the_inspector_as_the_agent_asked_it(
+    world: World, admin_client: Client
+) -> None:
+    """A memory's history listed "injected · agent-alpha · alpha" (a session-start
+    briefing) with no Inspect link, where a recall's row has one: why the agent got
+    that line could only be asked by retyping the run, at the configured budget."""
+    reply = call(world.client("alpha"), "post", "/briefing", {"budget": 300}).json()
+    assert reply["ids"], reply
+
+    page = admin_client.get(f"/memories/{reply['ids'][0]}/").content.decode()
+    found = re.search(r'<a class="inspect-link" href="([^"]*mode=briefing[^"]*)"', page)
+    assert found is not None, page
+    link = html.unescape(found.group(1))
+    assert "budget=300" in link and "project=alpha" in link
+    inspected: Any = admin_client.get(link, HTTP_HX_REQUEST="true")
+
+    assert inspected.status_code == 200
+    shown = inspected.content.decode()
+    assert set(reply["ids"]) <= set(linked(shown)), shown
