@@ -82,3 +82,14 @@ def test_every_admin_list_and_add_page_renders(admin_client: Client, model: str)
 def test_the_admin_names_its_models_in_english(admin_client: Client) -> None:
     page = admin_client.get("/admin/").content.decode()
     assert ">Memories<" in page and "Memorys" not in page
+
+
+def test_an_admin_page_names_its_icon_so_the_browser_asks_for_no_favicon(
+    admin_client: Client,
+) -> None:
+    # Each admin page made the browser ask for /favicon.ico: a 404 in the server log
+    # and in the browser's console, where the console's own pages name an empty icon.
+    page = admin_client.get("/admin/console/agenttoken/").content.decode()
+
+    assert '<link rel="icon" href="data:,">' in page
+    assert "Agent tokens" in page and "Django administration" in page  # the admin as it was
