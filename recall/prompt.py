@@ -250,12 +250,19 @@ def listed(name: str, meta: str, description: str) -> str:
 
 
 def render(
-    records: Sequence[Record], config: PromptConfig, *, budget: int, counter: TokenCounter
+    records: Sequence[Record],
+    config: PromptConfig,
+    *,
+    budget: int,
+    counter: TokenCounter,
+    home: str | None = None,
 ) -> tuple[str, tuple[str, ...]]:
     """The block an agent sees (one tag pair, one sanitized line per memory) and
     the ids in it: the best matches that fit `budget` tokens ("" if none does). A
     block that could not hold every match ends with a line that says how many more
-    matched, in the budget too: a cut block read as every match there was."""
+    matched, in the budget too: a cut block read as every match there was. A global
+    memory's line in a project's block says so ("global constraint"), as the
+    briefing's does: it read as the project's own, which the agent may not change."""
     head = [f"<{config.tag}>", "Memories that may bear on this prompt (memory_read by name):"]
     tail = [f"</{config.tag}>"]
 
@@ -267,7 +274,10 @@ def render(
     ids: list[str] = []
     for n, r in enumerate(records):
         desc = sanitize.field(lead(r.description, r.body), config.description_chars)
-        line = listed(sanitize.name(r.name), sanitize.name(r.kind), desc)
+        kind = sanitize.name(r.kind)
+        if r.project is None and home is not None:
+            kind = f"global {kind}"
+        line = listed(sanitize.name(r.name), kind, desc)
         left = len(records) - n - 1
         # The short last line for a first line alone: no line at all says less than
         # one line and "(+1 more matched)" (at 50 tokens: "no line of them fits").
@@ -590,7 +600,7 @@ def run(
         raise QueryError(f"budget must be at least {MIN_TEXT_BUDGET}, not {req.budget}", "budget")
     records = matches(req, planes=planes, corpora=corpora, config=config)
     budget = req.budget if req.budget is not None else config.budget
-    text, ids = render(records, config, budget=budget, counter=planes.tokens)
+    text, ids = render(records, config, budget=budget, counter=planes.tokens, home=req.project)
     if records and not text:  # matches the budget had no room for: say so, not nothing
         n = len(records)
         said = "1 memory matched, but its line does not fit" if n == 1 else (

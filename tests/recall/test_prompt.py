@@ -143,6 +143,25 @@ def test_prompt_recall_is_scoped_and_live_only(make_engine: MakeEngine):
     assert engine.prompt_recall(PromptRequest("alpha", "chroma boot race at startup")).text == ""
 
 
+def test_a_global_memorys_line_in_a_projects_block_says_it_is_global(make_engine: MakeEngine):
+    # The briefing said "[global constraint, 1y]"; the same memory matched by a prompt
+    # read "[constraint]", as though the project's own (an agent may not change it).
+    engine = make_engine(
+        [
+            make_memory(1, "deploy-freeze-fridays", description="no deploys friday afternoon",
+                        project=None, kind="constraint"),
+            make_memory(2, "chroma-boot-race", description="startup ordering"),
+            *FILLERS,
+        ]
+    )  # fmt: skip
+
+    shared = engine.prompt_recall(PromptRequest("alpha", "can we deploy on friday afternoon"))
+    own = engine.prompt_recall(PromptRequest("alpha", "the chroma boot race at startup"))
+
+    assert "- deploy-freeze-fridays [global constraint]: " in shared.text, shared.text
+    assert "- chroma-boot-race [fact]: " in own.text, own.text
+
+
 def test_a_cached_corpus_shows_its_matches_as_the_store_has_them_now(
     make_engine: MakeEngine,
 ):
