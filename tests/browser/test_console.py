@@ -1257,3 +1257,29 @@ def test_paging_search_results_keeps_the_focus_on_the_pager(page: Any, user: Use
             " && (document.activeElement.dataset.focusKey || '').startsWith('pager-')",
             arg=shown,
         )
+
+
+def test_an_agents_recall_opened_from_a_memory_shows_its_result_at_phone_size(
+    page: Any, user: User
+) -> None:
+    # The history's Inspect link opened the inspector at its top with "More options"
+    # unfolded (the budget the agent asked for is one): at 390 px the result began
+    # some 5,700 px down, under every knob, and the page seemed to show only a form.
+    memories = seed()
+    memory = memories["stripe-webhook-retries"]
+    services.retrieval_record(
+        kind="recalled", ids=[memory.pk], project="billing-api", agent="claude-code",
+        query="stripe webhook retries", budget=300,
+    )  # fmt: skip
+    page.set_viewport_size({"width": 390, "height": 844})
+    log_in(page, user)
+    page.goto(f"/memories/{memory.pk}/")
+
+    page.click("a.inspect-link")
+    page.wait_for_url(re.compile(r"/inspect/"))
+    result = page.locator("#inspect-result .inspect-item").first
+    result.wait_for()
+
+    assert page.locator(".advanced").get_attribute("open") is not None  # the budget shown
+    top = page.evaluate("document.getElementById('inspect-result').getBoundingClientRect().top")
+    assert 0 <= top < 844, top  # in view, not under the form
