@@ -198,6 +198,8 @@ def search_hit_view(h: Hit, source: tuple[str, ...] = ()) -> dict[str, Any]:
         "source": h.source,
         "score": round(h.score, 4),
     }
+    if h.source == "fused":  # several channels found it: the default, as a recall item's
+        del view["source"]  # 16 bytes on almost every hit of memory_search, said nothing
     # Said only when not the default, as a recall's items: "favorite":false and
     # "active":true were on almost every hit (an agent's search never asks for the
     # archived), 31 bytes a hit that said nothing.

@@ -143,7 +143,7 @@ class FeedbackOut(Reply):
 class SearchHitOut(Reply):
     """A hit leaves out what it would say twice or not at all: a title that is its
     name (a memory's always is), a time it does not have, an attribution unknown, and
-    `favorite` and `active` at their defaults (below)."""
+    `favorite`, `active` and `source` at their defaults (below)."""
 
     id: str
     kind: ItemKind
@@ -157,7 +157,7 @@ class SearchHitOut(Reply):
         "in what the title or description already shows"
     )
     similarity: float | None = Field(description="cosine, on hits the semantic channel found")
-    source: Source
+    source: Source = Field("fused", description="what found it; absent: several channels")
     score: float
     favorite: Starred = False
     active: Active = True

@@ -336,7 +336,7 @@ def test_search_covers_the_token_projects_and_global(world: World) -> None:
     assert {h["project"] for h in hits} == {"alpha", None}
     hit = next(h for h in hits if h["id"] == world.memories["alpha"].pk)
     optional = {"title", "valid_from", "invalid_at", "occurred_at", "attribution", "favorite",
-                "active"}  # when said  # fmt: skip
+                "active", "source"}  # when said  # fmt: skip
     assert SEARCH_HIT - optional <= set(hit) <= SEARCH_HIT and "title" not in hit
     assert "\x01" not in (hit["snippet"] or "") and "<mark>" not in (hit["snippet"] or "")
 

@@ -159,6 +159,24 @@ def test_a_search_hit_says_favorite_and_active_only_when_not_the_default(
     assert replies.search_hit_view(hit)["active"] is False
 
 
+def test_a_search_hit_says_its_source_only_when_one_channel_found_it(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Almost every hit of memory_search said "source":"fused" (several channels found
+    # it), the default a recall's items leave out: 16 bytes a hit that said nothing.
+    rest_reply = call(world.client("alpha"), "get", "/search", {"q": "albatross cache"}).json()
+    status, mcp_reply = mcp(world, "alpha", "memory_search", {"q": "albatross cache"}, monkeypatch)
+
+    assert status == 200 and rest_reply == mcp_reply and rest_reply["hits"], rest_reply
+    for said in rest_reply["hits"]:
+        shown = SearchHitOut.model_validate(said)
+        assert said.get("source", "fused") == shown.source  # absent: fused, the default
+        assert said.get("source") != "fused", said
+    assert any("source" not in said for said in rest_reply["hits"])  # the fused ones
+    one = to_hit(make_memory(1), now=NOW, source="fts", score=1.0)
+    assert replies.search_hit_view(one)["source"] == "fts"  # one channel: said
+
+
 def test_include_history_is_the_cold_tier_and_shows_when_a_memory_stopped_being_true(
     world: World,
 ) -> None:
