@@ -4,7 +4,8 @@ The token comes from the RECALL_AGENT_TOKEN environment variable and is
 verified on every call (a revoked token stops working mid-session). Each
 tool is the REST call of the same name: its input schema IS the REST
 request schema (`console.schemas`, unknown fields refused, descriptions,
-defaults, ranges and enums included), it runs the same operation
+defaults, ranges and enums included; `memory_recall` advertises its tuning
+fields by name only, `RECALL_TUNING`), it runs the same operation
 (`console.operations`) and returns the same JSON, compact, as its text (for
 `briefing` and `prompt_recall`, the block itself) with the JSON as
 structured content under a published output schema. An error is a tool
@@ -206,15 +207,31 @@ class Spec:
     read_only: bool = True
     destructive: bool = False
     idempotent: bool = True
+    tuning: tuple[str, ...] = ()  # taken, not advertised: their names close the description
 
     def said(self) -> str:
         """The description an agent reads: a tool that changes anything says it needs a
-        write token (or names the scope it needs), so a read-only agent skips it."""
+        write token (or names the scope it needs), so a read-only agent skips it; one
+        with `tuning` fields names them (their ranges are in the REST schema)."""
         text = " ".join(self.description.split())
+        if self.tuning:
+            text += f" Also takes the REST call's tuning fields: {', '.join(self.tuning)}."
         needs = ("write token", "admin scope")
         if self.read_only or any(n in text for n in needs):
             return text
         return f"{text} Needs a write token."
+
+    def advertised(self) -> dict[str, Any]:
+        """The input schema an agent reads: the request model's, compact, less `tuning`."""
+        schema: dict[str, Any] = compact(self.args.model_json_schema(by_alias=True))
+        if self.tuning:
+            for name in self.tuning:
+                del schema["properties"][name]
+            required = [n for n in schema.get("required", ()) if n not in self.tuning]
+            schema.pop("required", None)
+            if required:
+                schema["required"] = required
+        return schema
 
     def fields(self) -> tuple[str, ...]:
         """The argument names the tool takes, as its schema spells them."""
@@ -245,12 +262,25 @@ class Spec:
             name=self.name,
             title=self.name.replace("_", " ").capitalize(),
             description=self.said(),
-            parameters=compact(self.args.model_json_schema(by_alias=True)),
+            parameters=self.advertised(),
             fn_metadata=FuncMetadata(arg_model=AnyArguments, output_model=self.reply),
             is_async=False,
             context_kwarg=None,
             annotations=hints,
         )
+
+
+# memory_recall's fields for evaluating and tuning the ranking rather than asking it:
+# in every session's tool list they were 3,250 of its schema's 6,903 characters (about
+# 800 tokens). They are still taken (the REST schema gives their ranges); an agent reads
+# their names at the end of the tool's description.
+RECALL_TUNING = (
+    "rrf_k", "channel_weights", "routing", "k", "hops", "graph_seeds", "graph_reverse",
+    "graph_min_weight", "graph_cap", "associated_cap", "associated_depth",
+    "associated_min_weight", "session_neighbours", "session_window_minutes", "session_turns",
+    "session_cap", "importance_weighted", "worth_weight", "decay", "strict", "record",
+    "entities", "top_k", "types",
+)  # fmt: skip
 
 
 def compact(schema: Any) -> Any:
@@ -307,7 +337,7 @@ def _notes_write(who: Access, p: NoteWriteIn) -> operations.Answer:
     )
 
 
-WRITE = {"read_only": False, "idempotent": False}
+WRITE: dict[str, Any] = {"read_only": False, "idempotent": False}
 SPECS = (
     Spec(
         "memory_recall",
@@ -321,6 +351,7 @@ SPECS = (
         earlier. Empty query + kind lists that kind, newest first. An item leaves out the
         defaults (kind memory, source fused, worth 0.5) and the pack's `project`; the
         reply's pack_id is what memory_feedback names.""",
+        tuning=RECALL_TUNING,
     ),
     Spec(
         "memory_feedback",

@@ -159,7 +159,9 @@ def test_every_tool_documents_itself_and_refuses_unknown_fields(
         tools = (await session.list_tools()).tools
         refused = {t.name: await session.call_tool(t.name, {"bogus_field": 1}) for t in tools}
         misspelt = await session.call_tool("memory_recal", {"query": "x"})
-        return {"tools": tools, "refused": refused, "misspelt": misspelt}
+        tuned = {"query": "vpn", "k": 5, "hops": 0, "record": False, "channel_weights": {"fts": 1}}
+        tuned_reply = await session.call_tool("memory_recall", tuned)
+        return {"tools": tools, "refused": refused, "misspelt": misspelt, "tuned": tuned_reply}
 
     out = anyio.run(_session, data_dir, token, steps)
 
@@ -194,9 +196,17 @@ def test_every_tool_documents_itself_and_refuses_unknown_fields(
         assert ("bogus_field", "unknown_field") in listed, tool.name
         if schema.get("properties"):  # the reply names what the tool takes instead
             takes = error["detail"].split("; it takes ", 1)[1].split(", ")
-            assert set(takes) == set(schema["properties"]), (tool.name, error["detail"])
+            tuning = says.split("tuning fields: ", 1)[1].rstrip(".").split(", ") if (
+                "tuning fields: " in says) else []  # fmt: skip
+            assert set(takes) == {*schema["properties"], *tuning}, (tool.name, error["detail"])
     recall = next(t for t in out["tools"] if t.name == "memory_recall")
     props = recall.input_schema["properties"]
+    # Its tuning fields are named once at the end of its description, not schemas of
+    # their own in every session's context, and still taken.
+    assert not {"rrf_k", "channel_weights", "hops", "top_k", "record"} & set(props)
+    assert "tuning fields: rrf_k, channel_weights" in (recall.description or "")
+    assert not out["tuned"].is_error, out["tuned"].content[0].text
+    assert out["tuned"].structured_content["budget"] > 0
     # No default of its own: the configured budget (1000 unless Settings change it).
     budget = props["budget"]
     assert "default" not in budget and "the configured one (1000" in budget["description"]
