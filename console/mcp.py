@@ -422,7 +422,7 @@ SPECS = (
         """
         List memories newest first with filters (kind, tags, session, agent, dates,
         archived), a page at a time: pass next_cursor back as cursor. A page of 50 is
-        about 4,000 tokens: `limit` or `budget` keeps it smaller.""",
+        about 5,200 tokens: `limit` or `budget` keeps it smaller.""",
     ),
     Spec(
         "memory_write",
