@@ -27,9 +27,9 @@ for that predicate, which stays the reference (a test holds the two equal).
 from __future__ import annotations
 
 import sys
-from collections.abc import Collection, Hashable
+from collections.abc import Collection, Hashable, Mapping
 from datetime import datetime, timedelta
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -206,6 +206,30 @@ class RowBook:
             ok &= np.isin(codes, fits)
         return ok
 
+    def state(self) -> tuple[dict[str, npt.NDArray[Any]], dict[str, Any]]:
+        """The book as arrays (its columns) and plain values (ids, codes, odd
+        fingerprints, free keys), for a snapshot (`recall.indexes.copy_snapshot`)."""
+        arrays = {name: getattr(self, name) for name in ("part", *_COLUMNS)}
+        codes = {name: getattr(self, name).values for name in _CODES}
+        plain = {"ids": self.ids, "codes": codes, "odd": self._odd, "free": self._free}
+        return arrays, plain
+
+    @classmethod
+    def restored(cls, arrays: Mapping[str, npt.NDArray[Any]], plain: Mapping[str, Any]) -> RowBook:
+        """The book `state` gave (its plain values as JSON read them back)."""
+        book = cls()
+        for name, column in arrays.items():
+            setattr(book, name, column)
+        book.ids = list(plain["ids"])
+        book.key_of = {id_: key for key, id_ in enumerate(book.ids) if id_}
+        for name, values in plain["codes"].items():
+            codes = getattr(book, name)
+            for value in values:  # JSON gives lists back where the codes held tuples
+                codes.code(tuple(value) if isinstance(value, list) else value)
+        book._odd = {int(key): fp for key, fp in plain["odd"].items()}
+        book._free = [int(key) for key in plain["free"]]
+        return book
+
     def _grow(self) -> int:
         """A key past the last one, the columns lengthened (by half) when full."""
         key = len(self.ids)
@@ -220,6 +244,7 @@ class RowBook:
 
 _COLUMNS = ("item", "kind", "agent", "session", "tags", "importance", "created",
             "fingerprint", "position")  # fmt: skip
+_CODES = ("partitions", "_items", "_kinds", "_agents", "_sessions", "_tag_sets")
 A = TypeVar("A", bound=np.generic)
 
 

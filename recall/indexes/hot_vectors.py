@@ -53,14 +53,16 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from recall.errors import IndexUnavailable
+from recall.indexes import copy_snapshot
 from recall.indexes.copy_rows import Partition, RowBook
 from recall.ports import VectorIndex, Vectors
 from recall.types import Candidate, Facets, Filter, VectorBlock, VectorRow
@@ -190,6 +192,35 @@ class _Part:
             self.scale = self.scale[:rows].copy()
             if self.basis is not None:
                 self.sketch = self.sketch[:rows].copy()
+
+    def state(self, at: str) -> tuple[dict[str, Any], dict[str, tuple[npt.NDArray[Any], int]]]:
+        """What a snapshot holds of the partition: (plain values, arrays by name
+        under the prefix `at`, with spare room for an eighth more rows)."""
+        if self.index is not None:
+            return {"graph": f"{at}.usearch", "count": 0}, {}
+        rows = self.count
+        room = rows + max(64, rows // 8)
+        arrays = {f"{at}.{name}": (getattr(self, name)[:rows], room)
+                  for name in ("matrix", "keys", "scale")}  # fmt: skip
+        if self.basis is not None:
+            arrays[f"{at}.basis"] = (self.basis, len(self.basis))
+            arrays[f"{at}.sketch"] = (self.sketch[:rows], room)
+        return {"count": rows, "sketched": self.basis is not None}, arrays
+
+    def restore(self, plain: Mapping[str, Any], at: str, snapshot: copy_snapshot.Snapshot) -> None:
+        """Take the partition `state` wrote into `snapshot`: arrays mapped, a graph loaded."""
+        if "graph" in plain:
+            from usearch.index import Index
+
+            self.index = Index.restore(str(snapshot.file(plain["graph"])))
+            self.index.expansion_search = self.options["expansion_search"]  # not in the file
+            return
+        self.count = int(plain["count"])
+        self.matrix = snapshot.array(f"{at}.matrix")
+        self.keys, self.scale = snapshot.array(f"{at}.keys"), snapshot.array(f"{at}.scale")
+        if plain["sketched"]:
+            self.basis = np.ascontiguousarray(snapshot.array(f"{at}.basis"))
+            self.sketch = snapshot.array(f"{at}.sketch")
 
     def rows(self, keys: Sequence[int]) -> npt.NDArray[np.float32]:
         """The vectors stored under `keys`, in order, as f32 (from the bf16 a sketched
@@ -390,6 +421,7 @@ class HotVectorIndex:
         poll_seconds: float = 0.2,
         warm: bool = False,
         release: Callable[[], object] | None = None,
+        snapshots: Path | None = None,
     ) -> None:
         if not isinstance(inner, Replicable):
             raise TypeError(f"{type(inner).__name__} offers no version() and block()")
@@ -402,6 +434,7 @@ class HotVectorIndex:
         self.sketching = sketching
         self.poll_seconds = poll_seconds
         self.release = release
+        self.snapshots = snapshots
         self._lock = threading.RLock()
         self._syncing = threading.Lock()  # one refresh at a time (`refresh`)
         self._book = RowBook()  # each row's id, partition, fingerprint, filters, position
@@ -532,25 +565,9 @@ class HotVectorIndex:
         version = self._source.version()
         if version == self._version:
             return 0
-        if self._version is None:
-            loaded = mark = 0
-            filling: set[Partition] = set()  # the partitions the last block added to
-            for block in self._source.blocks(_LOAD_BLOCK):
-                touched = {(p, bool(a)) for p, a in zip(block.projects, block.active, strict=True)}
-                with self._lock:
-                    self._put(block)
-                    done = [self._parts[p] for p in filling - touched if p in self._parts]
-                    for part in done:  # the plane has moved past them
-                        part.trim()
-                if done and self.release is not None:
-                    self.release()
-                filling = touched
-                loaded, mark = loaded + len(block.ids), max(mark, block.high_water)
-            with self._lock:
-                for part in self._parts.values():
-                    part.trim()
-                self._version, self._mark = version, mark
-            return loaded
+        if self._version is None and not self._adopted(version):
+            return self._load(version)
+        # Mapped from a snapshot just now, or loaded before: read what changed since.
         delta = self._source.changes(self._mark)
         with self._lock:
             self._put(delta)
@@ -558,6 +575,111 @@ class HotVectorIndex:
             self._version = version
             agree = len(self._book) == self.inner.count()
         return len(delta.ids) + (0 if agree else self._reconcile())
+
+    def _load(self, version: int) -> int:
+        """Read every row of the plane into the copy (the first load, with no snapshot)."""
+        loaded = mark = 0
+        filling: set[Partition] = set()  # the partitions the last block added to
+        for block in self._source.blocks(_LOAD_BLOCK):
+            touched = {(p, bool(a)) for p, a in zip(block.projects, block.active, strict=True)}
+            with self._lock:
+                self._put(block)
+                done = [self._parts[p] for p in filling - touched if p in self._parts]
+                for part in done:  # the plane has moved past them
+                    part.trim()
+            if done and self.release is not None:
+                self.release()
+            filling = touched
+            loaded, mark = loaded + len(block.ids), max(mark, block.high_water)
+        with self._lock:
+            for part in self._parts.values():
+                part.trim()
+            self._version, self._mark = version, mark
+        return loaded
+
+    # -- the snapshot serving processes map (recall.indexes.copy_snapshot) ---------
+
+    def publish(self) -> copy_snapshot.Snapshot:
+        """Bring the copy up to the plane and write it as the current snapshot.
+
+        For the process that keeps the plane (the index worker): serving
+        processes built with the same `snapshots` folder then map the copy's
+        arrays instead of reading the plane (`_adopted`). Holds the copy's lock
+        while it writes (searches here wait; a serving process's do not), then maps
+        what it wrote: the writer's rows are shared file pages too.
+        """
+        if self.snapshots is None:
+            raise ValueError("this copy has no snapshots folder to publish to")
+        with self._syncing:
+            self._refresh()
+            self._ready.set()
+            with self._lock:
+                book_arrays, book = self._book.state()
+                arrays = {f"book.{n}": (a, len(a)) for n, a in book_arrays.items()}
+                parts, writers = [], dict[str, copy_snapshot.Writer]()
+                ordered = sorted(self._parts.items(), key=_partition_order)
+                for n, ((project, active), part) in enumerate(ordered):
+                    plain, held = part.state(f"p{n}")
+                    arrays.update(held)
+                    if part.index is not None:
+                        writers[plain["graph"]] = _graph_writer(part.index)
+                    parts.append({"project": project, "active": active, **plain})
+                meta = {"version": self._version, "mark": self._mark, "dims": self._dims,
+                        "shape": self._shape(), "book": book, "parts": parts}  # fmt: skip
+                snap = copy_snapshot.publish(self.snapshots, meta, arrays, writers)
+                # This copy now maps what it wrote (nothing changed meanwhile: the lock is
+                # held), so its rows are shared file pages here too, not a private copy.
+                self._book, self._parts = self._mapped(snap)
+                self._changes += 1
+                return snap
+
+    def snapshot_behind(self) -> bool:
+        """Whether the plane has moved since the current snapshot was written (or
+        there is none): what the publisher checks before writing one again."""
+        if self.snapshots is None:
+            return False
+        snap = copy_snapshot.current(self.snapshots)
+        return snap is None or snap.meta["version"] != self._source.version()
+
+    def _shape(self) -> list[Any]:
+        """The settings a snapshot's partitions were built under (a reader with
+        others reads the plane instead: its partitions would not match them)."""
+        sketch = self.sketching
+        return [self.dtype, self.connectivity, self.expansion, self.exact_below,
+                sketch.above, sketch.dims, sketch.pool]  # fmt: skip
+
+    def _adopted(self, version: int, *, again: bool = True) -> bool:
+        """Map the current snapshot as the copy, if there is one this copy can use:
+        written under the same settings, of a plane version not past `version`."""
+        snap = copy_snapshot.current(self.snapshots) if self.snapshots is not None else None
+        if snap is None:
+            return False
+        meta = snap.meta
+        if meta["shape"] != self._shape() or meta["version"] is None or meta["version"] > version:
+            log.info("the vector copy's snapshot %s does not fit this copy: reading the plane",
+                     snap.path)  # fmt: skip
+            return False
+        try:
+            mapped = self._mapped(snap)
+        except FileNotFoundError:  # removed after `current` read it: a newer one is there
+            return again and self._adopted(version, again=False)
+        with self._lock:
+            self._book, self._parts = mapped
+            self._dims = meta["dims"]
+            self._version, self._mark = int(meta["version"]), int(meta["mark"])
+            self._changes += 1
+        return True
+
+    def _mapped(self, snap: copy_snapshot.Snapshot) -> tuple[RowBook, dict[Partition, _Part]]:
+        """The book and partitions `snap` holds, their arrays mapped from its files."""
+        meta = snap.meta
+        book = RowBook.restored({n[5:]: snap.array(n) for n in _book_arrays(snap)}, meta["book"])
+        parts: dict[Partition, _Part] = {}
+        for n, plain in enumerate(meta["parts"]):
+            part = _Part(meta["dims"] or 0, self._options(), self.exact_below, self.sketching, book)
+            part.restore(plain, f"p{n}", snap)
+            parts[(plain["project"], bool(plain["active"]))] = part
+        return book, parts
 
     def _reconcile(self) -> int:
         """Drop rows the plane no longer has and reload rows whose fingerprint differs."""
@@ -650,12 +772,15 @@ class HotVectorIndex:
     def _part(self, partition: Partition) -> _Part:
         part = self._parts.get(partition)
         if part is None:
-            options = {"dtype": self.dtype, "connectivity": self.connectivity,
-                       "expansion_search": self.expansion}  # fmt: skip
             part = self._parts[partition] = _Part(
-                self._dims or 0, options, self.exact_below, self.sketching, self._book
+                self._dims or 0, self._options(), self.exact_below, self.sketching, self._book
             )
         return part
+
+    def _options(self) -> dict[str, Any]:
+        """A partition's USearch graph options."""
+        return {"dtype": self.dtype, "connectivity": self.connectivity,
+                "expansion_search": self.expansion}  # fmt: skip
 
     def _search_part(
         self,
@@ -733,6 +858,22 @@ def _keep_current(ref: weakref.ref[HotVectorIndex]) -> None:
         poll, index = index.poll_seconds, None
         if not poll or _STOPPING.wait(poll):
             return
+
+
+def _partition_order(pair: tuple[Partition, _Part]) -> tuple[bool, str, bool]:
+    (project, active), _ = pair
+    return (project is not None, project or "", active)
+
+
+def _graph_writer(index: Any) -> copy_snapshot.Writer:
+    def write(path: Path) -> None:
+        index.save(str(path))
+
+    return write
+
+
+def _book_arrays(snap: copy_snapshot.Snapshot) -> list[str]:
+    return sorted(p.stem for p in snap.path.glob("book.*.npy"))
 
 
 def _admits_partition(where: Filter, partition: Partition) -> bool:
