@@ -533,6 +533,18 @@ def vectors_caught_up() -> None:
         vectors.catch_up()
 
 
+def vector_copy_publish() -> bool:
+    """Write the vector copy's snapshot if the plane moved since the last one;
+    whether one was written. For the index worker (console/management/commands/
+    index_worker.py): serving processes then map it at their start instead of
+    reading the whole plane through LanceDB (recall/indexes/copy_snapshot.py)."""
+    vectors = wiring.vector_index()
+    if not isinstance(vectors, HotVectorIndex) or not vectors.snapshot_behind():
+        return False
+    vectors.publish()
+    return True
+
+
 def _forget_known(used: Iterable[str]) -> None:
     """Drop the vectors just used and those nobody took in KNOWN_TTL."""
     stale = Q(created__lt=timezone.now() - KNOWN_TTL)

@@ -358,6 +358,10 @@ RECALL: dict[str, Any] = {
     # copy of the vector plane, loaded on a process's first search and kept
     # current from the plane (recall/indexes/hot_vectors.py); off: ask LanceDB.
     "VECTOR_CACHE": env_bool("RECALL_VECTOR_CACHE", True),
+    # The index worker writes that copy's arrays beside the plane (<plane>-copy) and
+    # serving processes map them instead of reading the whole plane: shared file
+    # pages, not a private copy each (recall/indexes/copy_snapshot.py); off: read it.
+    "VECTOR_SNAPSHOTS": env_bool("RECALL_VECTOR_SNAPSHOTS", True),
     # After this many failed attempts an index job is retried once a minute instead of
     # at every apply (it stays visible in index_status; sync_indexes retries it now).
     "MAX_JOB_ATTEMPTS": env_int("RECALL_MAX_JOB_ATTEMPTS", "20", 1),

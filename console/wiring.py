@@ -121,10 +121,19 @@ def vector_index() -> VectorIndex | None:
             "VECTOR_INDEX", **({"dims": emb.dims} if emb is not None else {})
         )
         if settings.RECALL["VECTOR_CACHE"] and isinstance(plane, Replicable):
-            return HotVectorIndex(plane, release=allocator.trim)
+            return HotVectorIndex(plane, release=allocator.trim, snapshots=_snapshots(plane))
         return plane
 
     return _once("vectors", make)
+
+
+def _snapshots(plane: VectorIndex) -> Path | None:
+    """The folder of the copy's snapshots: beside the plane's own, so a test's or a
+    command's plane elsewhere never maps another plane's snapshot."""
+    path = getattr(plane, "path", None)
+    if not settings.RECALL["VECTOR_SNAPSHOTS"] or not isinstance(path, Path):
+        return None
+    return path.with_name(path.name + "-copy")
 
 
 def vector_plane() -> VectorIndex | None:

@@ -66,6 +66,7 @@ from console.services.planes import (
     plane_set_aside,
     planes_recover,
     planes_vanished,
+    vector_copy_publish,
 )
 from console.services.projects import (
     project_create,
@@ -157,4 +158,5 @@ __all__ = [
     "setting_save",
     "slugify_name",
     "tags_clean",
+    "vector_copy_publish",
 ]

@@ -52,6 +52,11 @@ def index_maintain() -> None:
     indexing.maintain()
 
 
+def vector_copy_publish() -> bool:
+    """Write the vector copy's snapshot for serving processes if the plane moved."""
+    return indexing.vector_copy_publish()
+
+
 def bulk_mode() -> None:
     """For batch commands (import, reindex): embed on every core from now on."""
     wiring.use_batch_threads()

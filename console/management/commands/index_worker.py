@@ -81,6 +81,13 @@ class Command(BaseCommand):
             help="seconds of an idle queue before the kept text writer is let go (0: never kept)",
         )
         parser.add_argument(
+            "--snapshot-every",
+            type=_seconds(0),
+            default=300.0,
+            help="seconds between snapshots of the vector copy for serving processes, "
+            "written when the queue is idle and the plane moved (0: never)",
+        )
+        parser.add_argument(
             "--expire-every",
             type=_seconds(0),
             default=60.0,
@@ -136,6 +143,7 @@ class Command(BaseCommand):
         interval, every = options["interval"], options["maintain_every"]
         last_upkeep = last_purge = last_work = time.monotonic()
         purge_every = options["expire_every"]
+        snapshot_every, last_snapshot = options.get("snapshot_every", 0.0), None
         while not stopping():
             now = services.plane_folders()
             if gone := services.planes_vanished(seen, now):
@@ -168,8 +176,25 @@ class Command(BaseCommand):
                 last_purge = time.monotonic()
             if report.applied:
                 last_work = time.monotonic()
+            elif snapshot_every and (
+                last_snapshot is None or time.monotonic() - last_snapshot >= snapshot_every
+            ):
+                # Idle: the serving processes' next start maps the copy as it is now.
+                self._snapshot()
+                last_snapshot = time.monotonic()
             else:
                 if keep > 0 and time.monotonic() - last_work >= keep:
                     services.index_writer_let_go()
                 time.sleep(interval)
         return []
+
+    def _snapshot(self) -> None:
+        """Write the vector copy's snapshot; a failure is one line, not the worker's end:
+        the snapshot only spares serving processes a read of the plane (a plane's folder
+        deleted meanwhile is the next poll's to notice and rebuild)."""
+        try:
+            if services.vector_copy_publish():
+                self.stdout.write("wrote the vector copy's snapshot")
+        except Exception as exc:
+            log.warning("writing the vector copy's snapshot failed", exc_info=True)
+            self.stderr.write(f"writing the vector copy's snapshot failed ({exc}); retrying later")
