@@ -3,7 +3,9 @@
 Per backend, two child processes over one throwaway data directory:
 - `speed-ingest` (first backend only; the others reuse its database):
   migrate, `import_memories` of the generated corpus with embedding (the
-  ingest rate), then `indexing.rebuild` (what `manage.py reindex` runs).
+  ingest rate), then `indexing.rebuild` (what `manage.py reindex` runs), then
+  the vector copy's snapshot an idle index worker writes (serving processes
+  map it: recall/indexes/copy_snapshot.py).
 - `speed-serve`: a fresh process that only serves, so its peak RSS (VmHWM
   from /proc/self/status) is the serving process's. For a backend other
   than the first it first builds its own full-text plane from the database
@@ -191,7 +193,13 @@ def _ingest(spec: Mapping[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     rebuilt = indexing.rebuild()
     reindex_s = time.perf_counter() - started
+    # What the idle index worker beside a server writes (`index_worker --snapshot-every`):
+    # the serving process maps it, as a gunicorn worker of that deployment would.
+    started = time.perf_counter()
+    snapshot = indexing.vector_copy_publish()
+    snapshot_s = round(time.perf_counter() - started, 2) if snapshot else None
     return {
+        "vector_snapshot_s": snapshot_s,
         "memories": Memory.objects.count(),
         "superseded": Memory.objects.exclude(invalid_at=None).count(),
         "ingest_s": load["seconds"],
