@@ -21,7 +21,8 @@ leaves `CURRENT` naming a complete snapshot (or none); its temporary folder
 is swept by the next writer, under the folder's write lock. The snapshot
 before the current one is kept (a reader may have just read `CURRENT`);
 older ones are removed, which a reader that has mapped them does not notice
-(a mapped file outlives its name).
+(a mapped file outlives its name; its disk space is freed when the last
+process mapping it exits).
 """
 
 from __future__ import annotations

@@ -650,12 +650,18 @@ class HotVectorIndex:
 
     def _adopted(self, version: int, *, again: bool = True) -> bool:
         """Map the current snapshot as the copy, if there is one this copy can use:
-        written under the same settings, of a plane version not past `version`."""
+        written under the same settings, of a plane version not past `version`, of
+        vectors as long as the plane's."""
         snap = copy_snapshot.current(self.snapshots) if self.snapshots is not None else None
         if snap is None:
             return False
-        meta = snap.meta
-        if meta["shape"] != self._shape() or meta["version"] is None or meta["version"] > version:
+        meta, dims = snap.meta, getattr(self.inner, "dims", None)
+        if (
+            meta["shape"] != self._shape()
+            or meta["version"] is None
+            or meta["version"] > version  # of a plane since deleted and begun again
+            or (isinstance(dims, int) and meta["dims"] not in (None, dims))  # another model's
+        ):
             log.info("the vector copy's snapshot %s does not fit this copy: reading the plane",
                      snap.path)  # fmt: skip
             return False

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -183,6 +184,27 @@ def test_a_snapshot_under_other_settings_is_not_used(plane: Path, tmp_path: Path
 
     assert not mapped(other)  # read from the plane instead
     assert answers(other) == answers(copy(plane, sketching=Sketching(above=100, dims=4, pool=24)))
+
+
+def test_a_snapshot_of_another_models_vectors_is_not_used(plane: Path, tmp_path: Path) -> None:
+    # A reindex to a model of another length begins the plane again; a copy that mapped
+    # the old snapshot would put the new rows into matrices of the old length.
+    copy(plane, tmp_path / "snaps").publish()
+    shutil.rmtree(plane)
+    longer = LanceIndex(plane, dims=DIMS * 2)
+    wide = [VectorRow(**{**_fields(r), "vector": r.vector * 2}) for r in rows(40, seed=3)]
+    longer.upsert(wide)
+    for _ in range(12):  # past the old plane's version, as a plane written more would be
+        longer.upsert(wide[:1])
+
+    served = HotVectorIndex(
+        LanceIndex(plane, dims=DIMS * 2), poll_seconds=0, warm=True, snapshots=tmp_path / "snaps",
+        sketching=SKETCHING,
+    )  # fmt: skip
+
+    assert not mapped(served)
+    query = np.asarray(wide[5].vector)
+    assert served.search(query, where=Filter(active_only=False), limit=1)[0].id == "m0005"
 
 
 _KILLED_MID_WRITE = """
