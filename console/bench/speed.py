@@ -113,6 +113,49 @@ def run(
         shutil.rmtree(root, ignore_errors=True)
 
 
+def serve_kept(*, size: int, backend: str, queries: int, deployment: Path) -> dict[str, Any]:
+    """Only the load and serve part, over a deployment kept in `deployment`.
+
+    The first run generates and ingests the corpus there (`speed-ingest`, the
+    slow part: 35 min at 100,000); every run then copies its data folder aside
+    and runs `speed-serve` over the copy, so the serving process's own writes
+    never reach the kept deployment and runs stay comparable. No API batch
+    ingest, no writers job, no second backend: for the serving process's
+    figures (its RSS, latencies) before and after a change.
+    """
+    from console.bench.isolate import run_worker
+
+    deployment.mkdir(parents=True, exist_ok=True)
+    corpus_path, ingested = deployment / "corpus.jsonl", deployment / "ingest.json"
+    workload = deployment / f"workload-{queries}.json"
+    kept = json.loads(ingested.read_text()) if ingested.exists() else None
+    if kept is not None and (kept["size"], kept["backend"]) != (size, backend):
+        raise ValueError(
+            f"{deployment} holds {kept['size']} memories ingested with {kept['backend']}, "
+            f"not {size} with {backend}: give another folder"
+        )
+    if kept is None or not workload.exists():
+        corpus = generate(size)  # the same corpus every time (a fixed seed)
+        if kept is None:
+            corpus.write(corpus_path)
+        workload.write_text(json.dumps(_workload(corpus, queries)))
+        del corpus  # the children read it from the file
+    spec = {"corpus": str(corpus_path), "workload": str(workload), "queries": queries}
+    if kept is None:
+        shutil.rmtree(deployment / "data", ignore_errors=True)  # an ingest cut short
+        done = run_worker("speed-ingest", spec, env=_env(backend, None), data_dir=deployment)
+        kept = done | {"backend": backend, "size": size}
+        ingested.write_text(json.dumps(kept))
+    root = Path(tempfile.mkdtemp(prefix="recall-speed-"))
+    try:
+        shutil.copytree(deployment / "data", root / "data", symlinks=True)
+        serve_spec = spec | {"build_text": False, "api_ingest": 0}
+        served = run_worker("speed-serve", serve_spec, env=_env(backend, None), data_dir=root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return {"size": size, "queries": queries, "ingest": kept, "backends": {backend: served}}
+
+
 def _env(backend: str, extra: Mapping[str, str] | None) -> dict[str, str]:
     chosen = {"RECALL_TEXT_INDEX": BACKENDS[backend]} if backend in BACKENDS else {}
     return {**chosen, **(extra or {})}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -76,3 +77,31 @@ def test_writes_that_were_lost_or_left_drift_are_problems() -> None:
 
 # The full smoke run (every figure produced, at a tiny size) is `make bench-smoke`,
 # a step of `make test`; running it here too would double its cost.
+
+
+@pytest.mark.slow
+def test_speed_over_a_kept_deployment_ingests_once_and_serves_a_copy(tmp_path: Path) -> None:
+    # The 100,000 speed bench took 23 min a run, most of it the ingest: a change to the
+    # serving process could not be measured before and after in one sitting.
+    import sqlite3
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    kept = tmp_path / "kept"
+    args = ["bench", "speed", "--size", "60", "--backend", "tantivy", "--queries", "4"]
+
+    def memories() -> int:
+        with sqlite3.connect(kept / "data" / "recall.sqlite3") as db:
+            return int(db.execute("SELECT count(*) FROM console_memory").fetchone()[0])
+
+    call_command(*args, "--deployment", str(kept), stdout=StringIO())
+    ingested, count = (kept / "ingest.json").read_text(), memories()
+    out = StringIO()
+    call_command(*args, "--deployment", str(kept), stdout=out)
+
+    assert "peak RSS" in out.getvalue()
+    assert (kept / "ingest.json").read_text() == ingested  # not ingested again
+    assert memories() == count  # the serving process wrote into its copy only
+    with pytest.raises(CommandError, match="holds 60 memories"):
+        call_command(*args[:2], "--size", "80", *args[4:], "--deployment", str(kept))

@@ -77,6 +77,12 @@ class Command(BaseCommand):
         s.add_argument("--backend", choices=("tantivy", "whoosh", "both"), default="both")
         s.add_argument("--queries", type=int, default=200, help="timed calls per operation")
         s.add_argument(
+            "--deployment",
+            type=Path,
+            help="keep the ingested deployment in this folder (made on the first run) and "
+            "run only the serving process over a copy of it (one embedded backend)",
+        )
+        s.add_argument(
             "--profile",
             choices=(*PROFILES, "both"),
             default="embedded",
@@ -115,7 +121,14 @@ class Command(BaseCommand):
 
                 self.stdout.write(postgres.side_by_side(bodies))
         elif action == "speed":
-            self.speed(options["size"], options["backend"], options["queries"], options["profile"])
+            if options["deployment"] is not None:
+                self.speed_kept(
+                    options["size"], options["backend"], options["queries"], options["deployment"]
+                )
+            else:
+                self.speed(
+                    options["size"], options["backend"], options["queries"], options["profile"]
+                )
         elif action == "altitude":
             from console.bench import altitude
             from console.bench.isolate import run_worker
@@ -179,6 +192,23 @@ class Command(BaseCommand):
         path = report.write("speed", f"{size}-{name}", body)
         self.stdout.write(f"report: {path}")
         return body
+
+    def speed_kept(self, size: int, backend: str, queries: int, deployment: Path) -> None:
+        """`speed --deployment`: the serving process only, over a kept deployment."""
+        from console.bench import speed
+
+        if backend == "both":
+            raise CommandError("--deployment serves one backend: choose --backend")
+        with _profile_env("embedded"):
+            try:
+                body = speed.serve_kept(
+                    size=size, backend=backend, queries=queries, deployment=deployment
+                )
+            except ValueError as exc:  # a folder kept for another size or backend
+                raise CommandError(str(exc)) from exc
+        self.stdout.write(speed.tables(body))
+        path = report.write("speed", f"{size}-{backend}-served", body)
+        self.stdout.write(f"report: {path}")
 
     def all(self, eval_dir: Path, sizes: list[int]) -> None:
         sets = [
