@@ -29,6 +29,11 @@ since the last look (the plane's write sequence, `changes`); a deletion
 (the counts disagree) makes it compare every (id, fingerprint) pair. The lag
 this adds to the worker's is about `poll_seconds` plus that read.
 
+A copy given a `snapshots` folder starts from the snapshot the process that
+writes the plane published there (`publish`, recall/indexes/copy_snapshot.py)
+when one fits: its arrays mapped from the files (pages shared by every process
+mapping them), then the plane's rows written since, read as a poll reads them.
+
 Each row has an integer key (what a USearch graph or a flat matrix holds);
 a write drops the id's row and adds it again (in its new partition if it
 moved), and a dropped row's key goes to the next new row. What the copy
