@@ -143,7 +143,10 @@ class Command(BaseCommand):
         interval, every = options["interval"], options["maintain_every"]
         last_upkeep = last_purge = last_work = time.monotonic()
         purge_every = options["expire_every"]
-        snapshot_every, last_snapshot = options.get("snapshot_every", 0.0), None
+        # The first snapshot waits a period too: it loads the worker's copy of the whole
+        # plane (20-30 s at 100,000 memories) while jobs queue, which a worker just
+        # started beside a server under writes should not do at once.
+        snapshot_every, last_snapshot = options.get("snapshot_every", 0.0), time.monotonic()
         while not stopping():
             now = services.plane_folders()
             if gone := services.planes_vanished(seen, now):
@@ -176,9 +179,7 @@ class Command(BaseCommand):
                 last_purge = time.monotonic()
             if report.applied:
                 last_work = time.monotonic()
-            elif snapshot_every and (
-                last_snapshot is None or time.monotonic() - last_snapshot >= snapshot_every
-            ):
+            elif snapshot_every and time.monotonic() - last_snapshot >= snapshot_every:
                 # Idle: the serving processes' next start maps the copy as it is now.
                 self._snapshot()
                 last_snapshot = time.monotonic()
