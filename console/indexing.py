@@ -33,6 +33,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
@@ -56,6 +57,7 @@ from recall.indexes.hot_vectors import HotVectorIndex
 from recall.locks import FileLock
 from recall.ports import (
     BulkWrites,
+    Embedder,
     KeepsTextHashes,
     KeepsWriter,
     TextIndex,
@@ -571,11 +573,8 @@ def write_docs(
     if vectors is None or embedder is None:
         return 0
     hashes = [d.embedding_hash(embedder.model) for d in docs]
-    reuse = dict(known or {})
-    missing = [i for i, h in enumerate(hashes) if h not in reuse]
-    if missing:
-        fresh = embedder.embed([docs[i].embedding_text() for i in missing])
-        reuse.update((hashes[i], fresh[n]) for n, i in enumerate(missing))
+    fresh, embedded = _embedded(docs, hashes, known or {}, embedder)
+    reuse = _Layered(fresh, known or {})  # a reindex's `known` holds every vector: not copied
     rows = [
         VectorRow(
             id=d.id,
@@ -599,7 +598,41 @@ def write_docs(
     vectors.upsert(rows)
     if sentences and settings.RECALL["PASSAGES"]:
         passage_store.write(docs, embedder)
-    return len(missing)
+    return embedded
+
+
+class _Layered(Mapping[str, Vectors]):
+    """Two mappings read as one, the first's value winning: a batch's fresh vectors over
+    a reindex's `known` (100,000 of them), without copying either."""
+
+    def __init__(self, first: Mapping[str, Vectors], second: Mapping[str, Vectors]) -> None:
+        self.first, self.second = first, second
+
+    def __getitem__(self, key: str) -> Vectors:
+        return self.first[key] if key in self.first else self.second[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.first or key in self.second
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.first
+        yield from (k for k in self.second if k not in self.first)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _embedded(
+    docs: Sequence[Doc], hashes: Sequence[str], known: Mapping[str, Vectors], embedder: Embedder
+) -> tuple[dict[str, Vectors], int]:
+    """The vectors of the docs whose embedding hash `known` lacks, embedded in one batch,
+    by hash, and how many texts that embedded. Touches no database, so a rebuild runs it
+    for the next batch in another thread (`_written_ahead`)."""
+    missing = [i for i, h in enumerate(hashes) if h not in known]
+    if not missing:
+        return {}, 0
+    fresh = embedder.embed([docs[i].embedding_text() for i in missing])
+    return {hashes[i]: fresh[n] for n, i in enumerate(missing)}, len(missing)
 
 
 def stored_vectors() -> dict[str, Vectors]:
@@ -722,8 +755,8 @@ def rebuild(
         # queued itself too); a change committed later leaves one of its own.
         last_job = store.newest_job() or 0
         indexed: set[str] = set()
-        for docs in _all_docs(REBUILD_BATCH):
-            embedded += write_docs(docs, known=known)
+        for docs, fresh in _written_ahead(_all_docs(REBUILD_BATCH), known):
+            embedded += fresh
             indexed.update(d.id for d in docs)
             done += len(docs)
             if progress:
@@ -735,6 +768,51 @@ def rebuild(
     written = time.perf_counter()
     maintain()
     return Rebuilt(done, embedded, written - started, time.perf_counter() - written)
+
+
+def _written_ahead(
+    batches: Iterable[list[Doc]], known: Mapping[str, Vectors]
+) -> Iterator[tuple[list[Doc], int]]:
+    """Write each batch to both planes (`write_docs`) while the next one is embedded in
+    another thread; yields each batch once written, with how many texts it embedded.
+
+    After a model change the embedding is most of a rebuild, and it runs on every core
+    only while it embeds: reading the next rows and writing tantivy, LanceDB and the
+    sentence vectors left a core idle for the rest of each batch. The vectors are those
+    `write_docs` would embed itself (the same batches, the same texts).
+    """
+    embedder = wiring.embedder()
+    if embedder is None or wiring.vector_index() is None:
+        for docs in batches:
+            yield docs, write_docs(docs, known=known)
+        return
+    model = embedder.model
+
+    def ahead(docs: list[Doc]) -> tuple[dict[str, Vectors], int]:
+        return _embedded(docs, [d.embedding_hash(model) for d in docs], known, embedder)
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-ahead")
+    waiting: tuple[list[Doc], Future[tuple[dict[str, Vectors], int]]] | None = None
+    try:
+        for docs in batches:
+            future = pool.submit(ahead, docs)
+            if waiting is not None:
+                yield _written(*waiting, known)
+            waiting = (docs, future)
+        if waiting is not None:
+            yield _written(*waiting, known)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _written(
+    docs: list[Doc],
+    future: Future[tuple[dict[str, Vectors], int]],
+    known: Mapping[str, Vectors],
+) -> tuple[list[Doc], int]:
+    fresh, embedded = future.result()
+    write_docs(docs, known=_Layered(fresh, known) if fresh else known)
+    return docs, embedded
 
 
 def _emptied_for_rebuild(

@@ -20,6 +20,10 @@ Per backend, two child processes over one throwaway data directory:
 - `speed-writers` (first backend): the production server and the index
   worker on the same deployment, agents writing at once
   (console/bench/writers.py).
+- `speed-model-change` (with `model_change`): `indexing.rebuild` on a copy
+  of the ingested deployment with the embedder renamed
+  (console/bench/renamed.py), so every text is embedded again while both
+  planes are written: what `manage.py reindex` costs after a model change.
 Query texts are distinct and the embedder's own LRU cache is off, so
 embedding is paid on every uncached call; "recall, cached" repeats the
 Recall queries once their embeddings sit in the engine's cache.
@@ -63,6 +67,7 @@ def run(
     queries: int = 200,
     env: Mapping[str, str] | None = None,
     moved_to: Mapping[str, str] | None = None,
+    model_change: bool = False,
 ) -> dict[str, Any]:
     """Generate, ingest once, serve once per backend; the report body.
 
@@ -71,7 +76,9 @@ def run(
     `postgres` profile's environment) adds that profile beside the embedded
     backends on the same corpus: the ingested deployment is moved there as
     an operator would (`migrate_data`: rows copied, planes rebuilt with the
-    LanceDB vectors reused), then served like the others.
+    LanceDB vectors reused), then served like the others. `model_change`
+    adds the reindex after a model change, on a copy of the ingested
+    deployment (`speed-model-change`).
     """
     from console.bench.isolate import run_worker
 
@@ -87,6 +94,8 @@ def run(
         body["ingest"] = run_worker(
             "speed-ingest", spec, env=_env(backends[0], env), data_dir=root
         ) | {"backend": backends[0]}
+        if model_change:
+            body["model_change"] = _model_change(root, spec, _env(backends[0], env))
         if moved_to is not None:  # before serving: the serving runs write memories of their own
             source = f"sqlite:///{root / 'data' / 'recall.sqlite3'}"
             body["moved"] = run_worker(
@@ -156,6 +165,20 @@ def serve_kept(*, size: int, backend: str, queries: int, deployment: Path) -> di
     return {"size": size, "queries": queries, "ingest": kept, "backends": {backend: served}}
 
 
+def _model_change(root: Path, spec: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """The reindex after a model change, on a copy of the ingested deployment (the
+    serving runs then use the original, its vectors of the configured model)."""
+    from console.bench.isolate import run_worker
+
+    copy = root / "model-change"
+    shutil.copytree(root / "data", copy / "data")
+    try:
+        renamed = {"RECALL_EMBEDDER": "console.bench.renamed.NextModel"}
+        return run_worker("speed-model-change", spec, env={**env, **renamed}, data_dir=copy)
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+
+
 def _env(backend: str, extra: Mapping[str, str] | None) -> dict[str, str]:
     chosen = {"RECALL_TEXT_INDEX": BACKENDS[backend]} if backend in BACKENDS else {}
     return {**chosen, **(extra or {})}
@@ -222,6 +245,8 @@ def worker(job: str, spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
         return writers.run(spec, root)
     if job == "speed-move":
         return _move(spec)
+    if job == "speed-model-change":
+        return _reindex_model_change()
     raise ValueError(f"unknown speed job {job!r}")
 
 
@@ -249,6 +274,25 @@ def _ingest(spec: Mapping[str, Any]) -> dict[str, Any]:
         "ingest_per_s": load["per_s"],
         "reindex_s": round(reindex_s, 2),
         "reindex_per_s": round(rebuilt.items / reindex_s, 1),
+        "reindex_split_s": [round(rebuilt.writing_s, 2), round(rebuilt.maintaining_s, 2)],
+        "loadavg": [load_before, loadavg()],
+    }
+
+
+def _reindex_model_change() -> dict[str, Any]:
+    """`indexing.rebuild` with the renamed embedder: every text embedded again."""
+    from console import indexing, wiring
+
+    load_before = loadavg()
+    wiring.use_batch_threads()  # as `manage.py reindex` (`services.bulk_mode`)
+    started = time.perf_counter()
+    rebuilt = indexing.rebuild()
+    seconds = time.perf_counter() - started
+    return {
+        "items": rebuilt.items,
+        "embedded": rebuilt.embedded,
+        "reindex_s": round(seconds, 2),
+        "embedded_per_s": round(rebuilt.embedded / seconds, 1),
         "reindex_split_s": [round(rebuilt.writing_s, 2), round(rebuilt.maintaining_s, 2)],
         "loadavg": [load_before, loadavg()],
     }
@@ -700,6 +744,13 @@ def tables(body: Mapping[str, Any]) -> str:
         f"({ingest['reindex_per_s']}/s; writing, compacting: "
         f"{ingest.get('reindex_split_s', '-')} s); load average {ingest['loadavg']}"
     ]
+    if body.get("model_change"):
+        c = body["model_change"]
+        lines.append(
+            f"reindex after a model change (every text embedded again): {c['reindex_s']} s "
+            f"({c['embedded']} of {c['items']} items embedded, {c['embedded_per_s']}/s; "
+            f"writing, compacting: {c['reindex_split_s']} s); load average {c['loadavg']}"
+        )
     if body.get("moved"):
         m = body["moved"]
         lines.append(

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import copy
 import shutil
+import threading
 from datetime import timedelta
 from io import StringIO
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from django.core.exceptions import ValidationError
@@ -465,6 +467,48 @@ def test_a_vector_plane_of_another_layout_is_rebuilt_without_embedding_again(
     assert (rebuilt.items, rebuilt.embedded) == (3, 0)
     assert dict(vector_rows()) == before
     assert not layout.previous(where).exists()  # used, then removed
+
+
+def test_a_rebuild_embeds_the_next_batch_while_it_writes_the_current_one(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a model change embedding is most of a reindex: the next batch's texts are
+    embedded while the current batch is written, and the vectors are those a batch at
+    a time gives."""
+    memories = [make_memory(project, name=f"fact-{i}", kind="fact") for i in range(3)]
+    indexing.apply_pending()
+    before = dict(vector_rows())
+    wiring.vector_index().clear()  # type: ignore[union-attr]  # every text embedded again
+    monkeypatch.setattr(indexing, "REBUILD_BATCH", 1)
+    embedder = wiring.embedder()
+    assert embedder is not None
+    real_embed, real_write = embedder.embed, indexing.write_docs
+    embedding = [threading.Event() for _ in memories]
+
+    def embed(texts: Any) -> Any:
+        order = [n for n, m in enumerate(memories) if any(m.name in t for t in texts)]
+        embedding[order[0]].set()
+        return real_embed(texts)
+
+    overlapped: list[bool] = []
+
+    def write(docs: Any, **planes: Any) -> int:
+        at = next(n for n, m in enumerate(memories) if m.pk == docs[0].id)
+        if at + 1 < len(memories):  # the next batch is embedding meanwhile
+            overlapped.append(embedding[at + 1].wait(timeout=30))
+        return real_write(docs, **planes)
+
+    monkeypatch.setattr(embedder, "embed", embed)
+    monkeypatch.setattr(indexing, "write_docs", write)
+
+    rebuilt = indexing.rebuild()
+
+    assert (rebuilt.items, rebuilt.embedded) == (3, 3)
+    assert overlapped == [True, True]
+    after = dict(vector_rows())
+    assert after.keys() == before.keys()
+    assert all(np.allclose(after[k], before[k], atol=1e-6) for k in before)
+    assert indexing.status().drift == 0
 
 
 def test_vectors_from_another_model_are_drift_until_reindexed(

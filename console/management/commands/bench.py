@@ -89,6 +89,12 @@ class Command(BaseCommand):
             help=PROFILE_HELP + "; both: the embedded backend(s), then the same deployment "
             "moved to PostgreSQL (migrate_data) and served, side by side",
         )
+        s.add_argument(
+            "--model-change",
+            action="store_true",
+            help="also time a reindex after a model change (every text embedded again) "
+            "on a copy of the ingested deployment",
+        )
         alt = sub.add_parser("altitude", help="rows, digest use, tokens per budget: auto vs entity")
         alt.add_argument("--size", type=int, default=2000, help="memories in the one project")
         alt.add_argument("--queries", type=int, default=30)
@@ -127,7 +133,11 @@ class Command(BaseCommand):
                 )
             else:
                 self.speed(
-                    options["size"], options["backend"], options["queries"], options["profile"]
+                    options["size"],
+                    options["backend"],
+                    options["queries"],
+                    options["profile"],
+                    model_change=options["model_change"],
                 )
         elif action == "altitude":
             from console.bench import altitude
@@ -175,18 +185,33 @@ class Command(BaseCommand):
         return body
 
     def speed(
-        self, size: int, backend: str, queries: int, profile: str = "embedded"
+        self,
+        size: int,
+        backend: str,
+        queries: int,
+        profile: str = "embedded",
+        *,
+        model_change: bool = False,
     ) -> dict[str, Any]:
         from console.bench import speed
 
         with _profile_env("embedded" if profile == "embedded" else "postgres") as env:
             if profile == "postgres":  # one backend: the planes are the database's tables
-                body = speed.run(size=size, backends=["postgres"], queries=queries, env=env)
+                body = speed.run(
+                    size=size, backends=["postgres"], queries=queries, env=env,
+                    model_change=model_change,
+                )  # fmt: skip
             elif profile == "both":
                 chosen = speed.backends(backend)
-                body = speed.run(size=size, backends=chosen, queries=queries, moved_to=env)
+                body = speed.run(
+                    size=size, backends=chosen, queries=queries, moved_to=env,
+                    model_change=model_change,
+                )  # fmt: skip
             else:
-                body = speed.run(size=size, backends=speed.backends(backend), queries=queries)
+                body = speed.run(
+                    size=size, backends=speed.backends(backend), queries=queries,
+                    model_change=model_change,
+                )  # fmt: skip
         self.stdout.write(speed.tables(body))
         name = {"postgres": "postgres", "both": f"{backend}+postgres"}.get(profile, backend)
         path = report.write("speed", f"{size}-{name}", body)
