@@ -169,9 +169,13 @@ class ApplyReport:
     failed: int = 0
 
 
-def apply_pending(*, limit: int | None = None, parked: bool = False) -> ApplyReport:
+def apply_pending(
+    *, limit: int | None = None, parked: bool = False, ahead: Mapping[str, Vectors] | None = None
+) -> ApplyReport:
     """Apply queued jobs, a claimed batch at a time; failures stay queued with their error
     (`_failed`). With `parked`, the parked jobs are retried now too (`sync_indexes`).
+    `ahead`: vectors embedded beforehand by embedding hash (`embedding_ahead`), used
+    where a text still hashes to one of them.
 
     The memory and note jobs first, then the long memories' sentences
     (console/passage_store.py), one memory at a time, with the memory and note
@@ -184,7 +188,7 @@ def apply_pending(*, limit: int | None = None, parked: bool = False) -> ApplyRep
     failed: set[int] = set()  # tried once per call, like every other job
 
     def rows() -> None:
-        _apply_rows(report, failed, limit, parked=parked)
+        _apply_rows(report, failed, limit, parked=parked, ahead=ahead or {})
 
     rows()
     while limit is None or report.applied + report.failed < limit:
@@ -198,7 +202,12 @@ def apply_pending(*, limit: int | None = None, parked: bool = False) -> ApplyRep
 
 
 def _apply_rows(
-    report: ApplyReport, failed: set[int], limit: int | None, *, parked: bool = False
+    report: ApplyReport,
+    failed: set[int],
+    limit: int | None,
+    *,
+    parked: bool = False,
+    ahead: Mapping[str, Vectors],
 ) -> None:
     """Apply the queued memory and note jobs, a claimed batch at a time."""
     while limit is None or report.applied + report.failed < limit:
@@ -209,9 +218,46 @@ def _apply_rows(
 
         def apply(jobs: list[IndexJob] = chunk) -> list[str]:
             with plane_lock().held(before_waiting=let_go_writer):
-                return _apply(jobs)
+                return _apply(jobs, ahead)
 
         _settled(chunk, report, failed, apply)
+
+
+def embedding_ahead(ids: Sequence[str]) -> Future[dict[str, Vectors]] | None:
+    """Start embedding these memories' and notes' texts, as the planes will store them,
+    in another thread: for `apply_pending(ahead=...)` once the caller has done other
+    work meanwhile (the importer reads and saves its next batch, and writes the planes
+    of the one before). None where nothing would use them: no vector plane, or planes
+    written in the writes' own transaction.
+
+    The result maps embedding hashes to vectors, so an item edited in between is simply
+    embedded again by the apply; it is empty when the embedder failed (the apply then
+    tries itself, and leaves the jobs queued with the error)."""
+    embedder = wiring.embedder()
+    if embedder is None or not ids or wiring.vector_index() is None:
+        return None
+    if any(getattr(p, "joins_caller", False) for p in (wiring.text_index(), wiring.vector_index())):
+        return None
+    docs = memory_docs(Memory.objects.filter(pk__in=ids))
+    docs += note_docs(Note.objects.filter(pk__in=ids))
+    hashes = [d.embedding_hash(embedder.model) for d in docs]
+    return _embedding_pool().submit(_embedded_quietly, docs, hashes, embedder)
+
+
+@cache
+def _embedding_pool() -> ThreadPoolExecutor:
+    """One thread: batches embedded ahead queue behind each other, in order."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-ahead")
+
+
+def _embedded_quietly(
+    docs: Sequence[Doc], hashes: Sequence[str], embedder: Embedder
+) -> dict[str, Vectors]:
+    try:
+        return _embedded(docs, hashes, {}, embedder)[0]
+    except Exception as exc:  # the apply embeds, and fails with the jobs' own error
+        log.warning("embedding ahead failed, the apply embeds: %s", exc)
+        return {}
 
 
 PARKED_RETRY = timedelta(minutes=1)  # how often a job that failed MAX_JOB_ATTEMPTS is retried
@@ -378,7 +424,7 @@ def _plane_lock(path: str) -> FileLock:
     return FileLock(path)
 
 
-def _apply(jobs: list[IndexJob]) -> list[str]:
+def _apply(jobs: list[IndexJob], ahead: Mapping[str, Vectors] | None = None) -> list[str]:
     """Write the jobs' items to the planes; the keys of the kept vectors used, for the
     caller to forget (`_forget_known`) with the jobs: a batch that dies before that
     finds them again when it is applied once more."""
@@ -390,7 +436,7 @@ def _apply(jobs: list[IndexJob]) -> list[str]:
     present = {d.id for d in docs}
     gone = sorted((memory_ids | note_ids) - present)
     known = _known(docs)
-    write_docs(docs, known=known, sentences=False)
+    write_docs(docs, known=_Layered(known, ahead) if ahead else known, sentences=False)
     embedder = wiring.embedder()
     if embedder is not None and settings.RECALL["PASSAGES"]:
         passage_store.queue(docs, embedder.model)  # after these jobs (`apply_pending`)
@@ -562,19 +608,32 @@ def write_docs(
     """Upsert docs into both planes; returns how many texts were embedded.
 
     Vectors are embedded in one batch, except those `known` already holds by
-    `Doc.embedding_hash` (a reindex passes the vectors stored before it).
+    `Doc.embedding_hash` (a reindex passes the vectors stored before it), while
+    the full-text plane is written.
     `sentences`: the long memories' sentence vectors too (console/passage_store.py);
     the outbox queues them instead.
     """
     if not docs:
         return 0
-    wiring.text_index().upsert(docs)
+    text = wiring.text_index()
     vectors, embedder = wiring.vector_index(), wiring.embedder()
     if vectors is None or embedder is None:
+        text.upsert(docs)
         return 0
     hashes = [d.embedding_hash(embedder.model) for d in docs]
-    fresh, embedded = _embedded(docs, hashes, known or {}, embedder)
-    reuse = _Layered(fresh, known or {})  # a reindex's `known` holds every vector: not copied
+    known = known or {}
+    fresh: dict[str, Vectors] = {}
+    embedded = 0
+    if all(h in known for h in hashes):
+        text.upsert(docs)
+    else:
+        # The full-text write (tantivy's commit mostly waits on the disk and its merge
+        # threads) goes on while the texts are embedded, rather than before them.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed") as beside:
+            embedding = beside.submit(_embedded, docs, hashes, known, embedder)
+            text.upsert(docs)
+            fresh, embedded = embedding.result()
+    reuse = _Layered(fresh, known)  # a reindex's `known` holds every vector: not copied
     rows = [
         VectorRow(
             id=d.id,

@@ -10,6 +10,7 @@ episode's session context is already in the database when it is indexed.
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,7 @@ from console.models import Memory, MemoryRevision, Note, Project
 from console.reading import Record
 from console.records import TYPES, RecordError, parse_time
 from console.services.revisions import revision_of
+from recall.ports import Vectors
 from recall.types import MEMORY, NOTE
 
 
@@ -68,6 +70,8 @@ class _Importer:
         self.external: dict[int | None, set[str]] = {}  # external ids per project id
         self.texts: dict[int | None, set[tuple[str, str]]] = {}  # see `known_texts`
         self.mentions: links.Mentions | None = None  # read at the first batch
+        self.embedding: Future[dict[str, Vectors]] | None = None  # the last batch's texts
+        self.waiting = 0  # that batch's jobs, applied after the next one is saved
 
     def fail(self, record: Record, reason: str) -> None:
         self.report.errors.append(f"{record.where}: {reason}; skipped")
@@ -240,7 +244,7 @@ class _Importer:
         self.report.notes += len(saved) - len(memories)
         pending.clear()
         if self.index:
-            self.apply()
+            self.apply_behind(indexing.embedding_ahead([i.pk for i in saved]), len(saved))
 
     def save(self, pending: list[tuple[Record, Memory | Note]]) -> list[Memory | Note]:
         """Insert the batch at once; if the database refuses, row by row to find who."""
@@ -275,8 +279,11 @@ class _Importer:
         MemoryRevision.objects.bulk_create(rows)
 
     def finish(self) -> None:
-        """After the last batch: what still waits, parent projects, explicit edges,
-        the file's revisions (console/importing/revisions.py)."""
+        """After the last batch: its index jobs and what still waits, parent projects,
+        explicit edges, the file's revisions (console/importing/revisions.py)."""
+        if self.embedding is not None:  # the last batch (and every job left, passages too)
+            embedding, self.embedding = self.embedding, None
+            self.apply(ahead=embedding.result())
         for link in self.supersessions:
             self.report.warnings.append(
                 f"memory {link.old}: its replacement {link.new} is not in the import; "
@@ -307,8 +314,21 @@ class _Importer:
             self.report.errors.extend(errors)
             self.report.skipped += skipped
 
-    def apply(self) -> None:
-        result = indexing.apply_pending()
+    def apply_behind(self, embedding: Future[dict[str, Vectors]] | None, jobs: int) -> None:
+        """Apply the previous batch's jobs, its texts embedded while this batch was read
+        and saved; this batch's texts are embedded meanwhile (`indexing.embedding_ahead`:
+        one thread, in order). The model, most of an import's time, then runs on every
+        core while the rows are saved and the planes written, not after them. Without
+        an embedding ahead (no vector plane, planes written in the transaction) a batch
+        is applied at once."""
+        if self.embedding is not None:
+            self.apply(limit=self.waiting, ahead=self.embedding.result())
+        self.embedding, self.waiting = embedding, jobs
+        if embedding is None:
+            self.apply()
+
+    def apply(self, *, limit: int | None = None, ahead: dict[str, Vectors] | None = None) -> None:
+        result = indexing.apply_pending(limit=limit, ahead=ahead)
         if result.failed:
             self.report.warnings.append(
                 f"{result.failed} index jobs failed; they stay queued (manage.py sync_indexes)"

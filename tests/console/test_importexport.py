@@ -11,6 +11,7 @@ from io import StringIO
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 from hypothesis import given
@@ -127,6 +128,44 @@ def test_a_bad_line_is_reported_with_its_number_and_the_rest_imports(
     assert reason in report.errors[0]
     assert Memory.objects.count() == 2
     assert not Memory.objects.filter(session_order=8).exists()
+
+
+def test_an_import_embeds_a_batch_while_it_saves_the_next_one(
+    planes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model, most of an import's time, runs while the rows are read and saved and
+    the planes written: a batch's planes are written once the next batch is saved,
+    with the vectors embedded meanwhile (the apply embeds nothing again)."""
+    path = write_jsonl(planes / "m.jsonl", [turn(n, f"line {n} about otters") for n in (1, 2, 3)])
+    embedder, text = wiring.embedder(), wiring.text_index()
+    assert embedder is not None
+    real_embed, real_upsert = embedder.embed, text.upsert
+    embedded: list[int] = []
+    saved_when_written: list[int] = []
+
+    def embed(texts: Any) -> Any:
+        embedded.append(len(texts))
+        return real_embed(texts)
+
+    def upsert(docs: Any) -> None:
+        saved_when_written.append(Memory.objects.count())
+        real_upsert(docs)
+
+    monkeypatch.setattr(embedder, "embed", embed)
+    monkeypatch.setattr(text, "upsert", upsert)
+
+    report = importing.import_records(reading.read_records([path]), batch=1)
+
+    assert report.memories == 3 and not any("index jobs failed" in w for w in report.warnings)
+    assert saved_when_written == [2, 3, 3]  # the first batch written once the second was saved
+    assert embedded == [1, 1, 1]  # each text once, ahead of its apply
+    assert not IndexJob.objects.exists() and indexing.status().drift == 0
+    plane = wiring.vector_plane()
+    assert plane is not None
+    docs = indexing.memory_docs(Memory.objects.order_by("session_order"))
+    stored = plane.vectors([d.id for d in docs])
+    direct = real_embed([d.embedding_text() for d in docs])
+    assert all(np.allclose(stored[d.id], direct[n], atol=1e-6) for n, d in enumerate(docs))
 
 
 def test_the_command_prints_errors_and_a_summary(planes: Path) -> None:

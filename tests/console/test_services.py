@@ -511,6 +511,34 @@ def test_a_rebuild_embeds_the_next_batch_while_it_writes_the_current_one(
     assert indexing.status().drift == 0
 
 
+def test_the_full_text_plane_is_written_while_the_texts_are_embedded(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_memory(project)
+    embedder, text = wiring.embedder(), wiring.text_index()
+    assert embedder is not None
+    real_embed, real_upsert = embedder.embed, text.upsert
+    embedding = threading.Event()
+    overlapped: list[bool] = []
+
+    def embed(texts: Any) -> Any:
+        embedding.set()
+        return real_embed(texts)
+
+    def upsert(docs: Any) -> None:
+        overlapped.append(embedding.wait(timeout=30))
+        real_upsert(docs)
+
+    monkeypatch.setattr(embedder, "embed", embed)
+    monkeypatch.setattr(text, "upsert", upsert)
+
+    assert indexing.apply_pending().applied == 1
+
+    assert overlapped == [True]
+    assert indexing.status().drift == 0
+    assert fts_ids("chroma") and len(vector_ids()) == 1
+
+
 def test_vectors_from_another_model_are_drift_until_reindexed(
     project: Project, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
