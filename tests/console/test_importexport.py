@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
@@ -136,6 +137,12 @@ def test_an_import_embeds_a_batch_while_it_saves_the_next_one(
     """The model, most of an import's time, runs while the rows are read and saved and
     the planes written: a batch's planes are written once the next batch is saved,
     with the vectors embedded meanwhile (the apply embeds nothing again)."""
+    if connection.vendor == "postgresql":
+        pytest.skip(
+            "the PostgreSQL profile writes its planes in the write's own transaction, one "
+            "table write beside the rows: no batch of index jobs to overlap with embedding "
+            "(the embedded pass runs this test)"
+        )
     path = write_jsonl(planes / "m.jsonl", [turn(n, f"line {n} about otters") for n in (1, 2, 3)])
     embedder, text = wiring.embedder(), wiring.text_index()
     assert embedder is not None
