@@ -1,16 +1,23 @@
 """Retrieval quality (worker side): ours, variants, ablations and peers.
 
-What is evaluated: the shared candidate-and-fusion core that Recall runs
-(the full-text and semantic channels' planes, `recall.fusion.fuse`), called on the
-real adapters of the throwaway data directory with each query scoped to its
-project exactly as Recall scopes it (`recall_filter`), and ranked to 100
-(MRR@100). Each leg is queried once per query at depth 100; a config with a
-smaller `depth` sees the top `depth` of each leg, which is what a query at
-that depth returns (ranks are contiguous, ties by id). This is Recall's
-ranking minus what does not apply to eval data (token packing, favourite and
-usage boosts, graph expansion); `engine_check` confirms on the first queries
-that `Engine.recall` (limit 100, huge budget, no link seeds) returns the same
-top 10 as the core for the default config.
+What is evaluated: the shared candidate-and-fusion core that Recall runs,
+called on the real adapters of the throwaway data directory with each query
+scoped to its project exactly as Recall scopes it (`recall_filter`), and
+ranked to 100 (MRR@100). The candidates come from Recall's own rank channels
+(`recall.channels`: full text, and the semantic channel with the config's
+reading of its pool, `recall.context`), each asked at the config's `depth`
+as `recall.recall.run` asks them: the full-text plane re-scores its best
+`max(depth, RESCORE_POOL)` with BM25F, so a leg read deeper and cut would
+rank differently from Recall (it did, up to 2026-12-07: read at 100 and cut
+to 50, the turns said R@10 0.816 where Recall ranked 0.810). Each channel is
+asked once per query, depth and reading, whichever configs share them. The
+"vector" row is the plain cosine ranking (one vector per memory) at depth
+100; the "fts" row the full-text channel alone at the base depth. This is
+Recall's ranking minus what does not apply to eval data (token packing,
+favourite and usage boosts, graph expansion); `engine_check` confirms on the
+first `check_queries` queries (25 unless the spec says) that `Engine.recall`
+(limit 100, huge budget, no graph seeds) returns the same top 10 as the core
+for the default config.
 
 Variants are JSON overrides of RecallConfig (`fusion`, `k`, `depth`,
 `channel_weights`, `session_prior`) plus two harness keys that swap the
@@ -59,18 +66,20 @@ from console.indexing import memory_docs
 from console.models import Edge, Memory, Passages
 from recall import bm25
 from recall.channels import FTS, SEMANTIC
+from recall.channels.fulltext import FullText
+from recall.channels.semantic import Semantic
 from recall.config import RecallConfig, from_mapping
 from recall.context import reading as context_reading
-from recall.context import rescore
 from recall.fusion import fuse, session_prior
 from recall.indexes.pg_text_index import PgTextIndex
 from recall.indexes.tantivy_index import TantivyIndex
+from recall.planes import Planes
 from recall.ports import TextIndex
 from recall.query import clean
 from recall.requests import RecallRequest
 from recall.routing import ROUTINGS, classify, route
 from recall.scope import recall_filter
-from recall.types import EPISODIC_KINDS, Candidate, Context, Filter
+from recall.types import EPISODIC_KINDS, Candidate, ChannelQuery, Context, Filter
 
 DEPTH = 100
 CHECK_QUERIES = 25
@@ -156,6 +165,7 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
         .values_list("pk", "session_id")
     )
     queries = read_queries(Path(spec["queries"]), spec.get("limit_queries"))
+    checks = int(spec.get("check_queries") or CHECK_QUERIES)
     engine = wiring.engine()
     planes = wiring.planes()
     base: RecallConfig = selectors.config_base("recall")
@@ -192,33 +202,12 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
     texts = [clean(q.text) for q in queries]
     for mode in ROUTINGS:  # each routing mode over the base config
         configs[f"routing-{mode}"] = (replace(base, routing=mode), MAIN)
-    legs: list[dict[str, list[Candidate]]] = []
-    other_fts: dict[Leg, list[list[Candidate]]] = {leg: [] for leg in others}
-    qvecs: list[Any] = []
-    spent = {"fts": 0.0, "embed": 0.0, "vector": 0.0}
-    embedder, vectors = planes.embedder, planes.vectors
-    assert embedder is not None and vectors is not None, "quality needs vectors"
-    for q in queries:
-        where = recall_filter(planes.store, project=q.project)
-        text = clean(q.text)
-        t0 = time.perf_counter()
-        fts = planes.text.search(text, where=where, limit=DEPTH)
-        t1 = time.perf_counter()
-        vec = np.asarray(embedder.embed([text])[0], dtype=np.float32)
-        t2 = time.perf_counter()
-        sem = vectors.search(vec, where=where, limit=DEPTH)
-        t3 = time.perf_counter()
-        spent["fts"] += t1 - t0
-        spent["embed"] += t2 - t1
-        spent["vector"] += t3 - t2
-        legs.append({FTS: fts, SEMANTIC: sem})
-        qvecs.append(vec)
-        for leg, index in others.items():
-            other_fts[leg].append(index.search(text, where=where, limit=DEPTH))
-
+    wheres = [recall_filter(planes.store, project=q.project) for q in queries]
+    lists = Lists(planes, texts, wheres, {MAIN: planes.text, **others})
+    spent = lists.spent
     runs: dict[str, list[list[str]]] = {
-        "fts": [_ranked([c.id for c in lg[FTS]], ext) for lg in legs],
-        "vector": [_ranked([c.id for c in lg[SEMANTIC]], ext) for lg in legs],
+        "fts": [_ranked([c.id for c in f], ext) for f in lists.fts(MAIN, base.depth)],
+        "vector": [_ranked([c.id for c in f], ext) for f in lists.plain],
     }
     for leg, suffix in (
         (NOCONTEXT, "nocontext"),
@@ -228,18 +217,16 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
         (NOENGLISH, "noenglish"),
         (NOSENTENCE, "nosentence"),
     ):
-        if leg in other_fts and f"default-{suffix}" in ablations:
-            runs[f"fts-{suffix}"] = [_ranked([c.id for c in f], ext) for f in other_fts[leg]]
-    wheres = [recall_filter(planes.store, project=q.project) for q in queries]
-    read: dict[Context, list[list[Candidate]]] = {}  # each reading's semantic legs, once
+        if leg in others and f"default-{suffix}" in ablations:
+            found = lists.fts(leg, base.depth)
+            runs[f"fts-{suffix}"] = [_ranked([c.id for c in f], ext) for f in found]
     for name, (config, leg) in {**configs, **ablations}.items():
-        fts_lists = other_fts.get(leg)
         mode = modes.get(name, "channel")
-        semantic = in_context(legs, qvecs, wheres, context_reading(config), read)
         runs[name] = _fused_runs(
-            legs, fts_lists, config, ext, sessions, texts, wheres, mode, clocks.get(name),
-            semantic,
+            lists.fts(leg, config.depth), lists.semantic(context_reading(config), config.depth),
+            config, ext, sessions, texts, wheres, mode, clocks.get(name),
         )  # fmt: skip
+    qvecs = lists.vectors
 
     peer_runs, peer_ms = peers.run_all(queries, qvecs, root, skip=spec.get("skip_peers", False))
     runs |= peer_runs
@@ -277,7 +264,9 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
             for name, ranked in runs.items()
         },
         "latency_ms_mean": {k: round(v * 1000 / n, 3) for k, v in spent.items()} | peer_ms,
-        "engine_check": _engine_check(engine, queries, legs, base, ext, sessions, texts, qvecs),
+        "engine_check": _engine_check(
+            engine, queries[:checks], runs["default"][:checks], base, ext
+        ),
     }
 
 
@@ -293,32 +282,69 @@ def _classes(texts: Sequence[str], categories: Sequence[Any]) -> dict[str, dict[
     return out
 
 
-def in_context(
-    legs: Sequence[Mapping[str, list[Candidate]]],
-    qvecs: Sequence[Any],
-    wheres: Sequence[Filter],
-    reading: Context | None,
-    read: dict[Context, list[list[Candidate]]],
-) -> list[list[Candidate]] | None:
-    """Each query's semantic leg as Recall's channel reads it under `reading`
-    (`recall.context.rescore` over the leg's top `pool`); None: the plain leg.
-    `read` keeps each reading's legs, so configs that share one read it once."""
-    if reading is None:
-        return None
-    if reading not in read:
-        planes = wiring.planes()
-        assert planes.vectors is not None
-        read[reading] = [
-            rescore(lg[SEMANTIC][: reading.pool], vec, store=planes.store, vectors=planes.vectors,
-                    where=where, context=reading)
-            for lg, vec, where in zip(legs, qvecs, wheres, strict=True)
-        ]  # fmt: skip
-    return read[reading]
+class Lists:
+    """Each query's candidates from Recall's own rank channels, asked as
+    `recall.recall.run` asks them (`recall.gather`): the full-text channel over
+    a text index (`Leg`) at a depth, the semantic channel with a reading of its
+    pool (`recall.context`) at a depth. Each is asked once per query and kept,
+    so the configs that share it read it once. `plain`: the plain cosine
+    ranking at `DEPTH` (the "vector" row). `spent`: seconds in the main full-text
+    leg at its first depth, in embedding, and in the plain vector search."""
+
+    def __init__(
+        self,
+        planes: Planes,
+        texts: Sequence[str],
+        wheres: Sequence[Filter],
+        indexes: Mapping[Leg, TextIndex],
+    ) -> None:
+        self._planes, self._texts, self._wheres = planes, texts, wheres
+        self._indexes = indexes
+        self._fts: dict[tuple[Leg, int], list[list[Candidate]]] = {}
+        self._semantic: dict[tuple[Context | None, int], list[list[Candidate]]] = {}
+        self.spent = {"fts": 0.0, "embed": 0.0, "vector": 0.0}
+        embedder, vectors = planes.embedder, planes.vectors
+        assert embedder is not None and vectors is not None, "quality needs vectors"
+        self.vectors: list[Any] = []
+        self.plain: list[list[Candidate]] = []
+        for text, where in zip(texts, wheres, strict=True):
+            t0 = time.perf_counter()
+            vec = np.asarray(embedder.embed([text])[0], dtype=np.float32)
+            t1 = time.perf_counter()
+            self.plain.append(vectors.search(vec, where=where, limit=DEPTH))
+            self.spent["embed"] += t1 - t0
+            self.spent["vector"] += time.perf_counter() - t1
+            self.vectors.append(vec)
+
+    def fts(self, leg: Leg, depth: int) -> list[list[Candidate]]:
+        """Each query's full-text candidates over `leg`'s index at `depth`."""
+        if (leg, depth) not in self._fts:
+            timed = leg == MAIN and not any(lg == MAIN for lg, _ in self._fts)
+            channel = FullText(replace(self._planes, text=self._indexes[leg]))
+            found = []
+            for text, where in zip(self._texts, self._wheres, strict=True):
+                t0 = time.perf_counter()
+                found.append(channel.candidates(ChannelQuery(text), where, depth, ()))
+                if timed:
+                    self.spent["fts"] += time.perf_counter() - t0
+            self._fts[(leg, depth)] = found
+        return self._fts[(leg, depth)]
+
+    def semantic(self, reading: Context | None, depth: int) -> list[list[Candidate]]:
+        """Each query's semantic candidates under `reading` at `depth`."""
+        if (reading, depth) not in self._semantic:
+            channel = Semantic(self._planes)
+            self._semantic[(reading, depth)] = [
+                channel.candidates(ChannelQuery(text, vector=vec, context=reading), where,
+                                   depth, ())
+                for text, vec, where in zip(self._texts, self.vectors, self._wheres, strict=True)
+            ]  # fmt: skip
+        return self._semantic[(reading, depth)]
 
 
 def _fused_runs(
-    legs: Sequence[Mapping[str, list[Candidate]]],
-    other_fts: Sequence[list[Candidate]] | None,
+    fts_lists: Sequence[list[Candidate]],
+    semantic: Sequence[list[Candidate]],
     config: RecallConfig,
     ext: Mapping[str, str],
     sessions: Mapping[str, str],
@@ -326,21 +352,19 @@ def _fused_runs(
     wheres: Sequence[Filter],
     mode: str = "channel",
     clock: Sequence[datetime] | None = None,
-    semantic: Sequence[list[Candidate]] | None = None,
 ) -> list[list[str]]:
-    """Each query's ranking under `config`, routed as Recall routes it, weighed by
-    importance, worth and decay as Recall weighs it (`clock`: each query's "now")."""
+    """Each query's ranking under `config` from its channels' lists (`Lists`, at the
+    config's depth and reading), routed as Recall routes it, weighed by importance,
+    worth and decay as Recall weighs it (`clock`: each query's "now")."""
     out = []
     store = wiring.planes().store
     now = timezone.now()
-    for i, lg in enumerate(legs):
-        fts = other_fts[i] if other_fts is not None else lg[FTS]
+    for i, (fts, sem) in enumerate(zip(fts_lists, semantic, strict=True)):
         weights = route(
             config.routing, texts[i], dict(config.channel_weights), config.routing_weights
         ).weights
-        sem = semantic[i] if semantic is not None else lg[SEMANTIC]
         both = ((FTS, fts), (SEMANTIC, sem))
-        channels = {name: found[: config.depth] for name, found in both if weights[name] > 0}
+        channels = {name: found for name, found in both if weights[name] > 0}
         fused = fuse(channels, method=config.fusion, weights=weights, k=config.k)
         fused = session_prior(fused, sessions, weight=config.session_prior)
         if mode == "associated":  # the session neighbourhood (console/bench/neighbours.py)
@@ -366,29 +390,29 @@ def _clock(values: Mapping[str, Any], queries: Sequence[Query]) -> list[datetime
 def _engine_check(
     engine: Any,
     queries: Sequence[Query],
-    legs: Sequence[Mapping[str, list[Candidate]]],
+    core: Sequence[Sequence[str]],
     base: RecallConfig,
     ext: Mapping[str, str],
-    sessions: Mapping[str, str],
-    texts: Sequence[str],
-    qvecs: Sequence[Any],
 ) -> dict[str, Any]:
-    """Engine.recall's top 10 against the core's, for the default config; and the
-    graph channel's effect: the default (graph on) against graph_seeds=0 (off)."""
+    """Engine.recall's top 10 against the core's (`core`: the default's rankings of
+    `queries`), the graph off as the core has it; and the graph channel's effect: the
+    default (graph on) against graph_seeds=0 (off). `differ`: the queries whose top
+    10 differ, by their place in the set."""
     config = replace(base, graph_seeds=0)
-    wheres = [recall_filter(wiring.planes().store, project=q.project) for q in queries]
-    first = legs[:CHECK_QUERIES]
-    semantic = in_context(first, qvecs[:CHECK_QUERIES], wheres[:CHECK_QUERIES],
-                          context_reading(config), {})  # fmt: skip
-    core = _fused_runs(first, None, config, ext, sessions, texts, wheres, semantic=semantic)
     same = graph_same = 0
-    for q, expected in zip(queries[:CHECK_QUERIES], core, strict=False):
+    differ = []
+    for n, (q, expected) in enumerate(zip(queries, core, strict=True)):
         request = RecallRequest(query=q.text, project=q.project, budget=100_000, limit=100)
         pack = engine.recall(request, config=config)
         got = _ranked([h.id for h in pack.items], ext)
-        same += got[:10] == expected[:10]
+        if got[:10] == list(expected[:10]):
+            same += 1
+        else:
+            differ.append(n)
         on = engine.recall(request, config=base)
         graph_same += _ranked([h.id for h in on.items], ext)[:10] == got[:10]
-    checked = min(CHECK_QUERIES, len(queries))
     edges = Edge.objects.count()
-    return {"checked": checked, "same_top10": same, "graph_same_top10": graph_same, "edges": edges}
+    return {
+        "checked": len(queries), "same_top10": same, "graph_same_top10": graph_same,
+        "edges": edges, "differ": differ[:50],
+    }  # fmt: skip
