@@ -35,9 +35,11 @@ gave the queries (`routing_classes`, overall and per category).
 Ablations (unless the spec says `"ablate": false`): each component off on
 its own (`-nocontext`, `-nobm25f` and, on tantivy, `-noproximity`,
 `-nopassage`, `-nosentence` (a long text's best sentence-sized window,
-`recall.bm25.score_document`) and `-noenglish` (the idf's prior,
-`recall.background`) for the fts channel and the default, `-noprior` (the
-session prior) for the default), and on every set
+`recall.bm25.score_document`), `-noenglish` (the idf's prior,
+`recall.background`) and `-noidf2` (each query word weighted idf^0.5 on top of
+its idf, as before 2026-12-07, not idf^1: `Bm25F.query_idf_power`) for the
+fts channel and the default, `-noprior` (the session prior) for the default),
+and on every set
 the session neighbourhood (Dakera 004, `console/bench/neighbours.py`) off
 (`session-off`), as a fused channel (`session-channel`) and as associated
 items listed below their hit (`session-assoc`; a variant picks that mode with
@@ -87,7 +89,8 @@ CHECK_QUERIES = 25
 # listed below their hit instead of as a fused channel (console/bench/neighbours.py).
 # "clock": "latest" weighs decay against each project's newest memory (console/bench/weighing.py).
 HARNESS_KEYS = (
-    "context", "bm25f", "proximity", "passage", "english", "sentence", "session_as", "clock",
+    "context", "bm25f", "proximity", "passage", "english", "sentence", "idf2", "session_as",
+    "clock",
 )  # fmt: skip
 
 
@@ -96,7 +99,8 @@ class Leg(NamedTuple):
     (tantivy), its pairs of neighbouring query words, its reading of long
     texts (passages, and every holder of a rare query word re-scored), its
     idf's prior of English at large (`recall.background`), and its best
-    sentence-sized window of a long text."""
+    sentence-sized window of a long text, and its query words weighted by idf
+    squared (`Bm25F.query_idf_power` 1; off: 0.5)."""
 
     context: bool = True
     bm25f: bool = True
@@ -104,11 +108,13 @@ class Leg(NamedTuple):
     passage: bool = True
     english: bool = True
     sentence: bool = True
+    idf2: bool = True
 
 
 MAIN = Leg()
 NOCONTEXT, NOBM25F, NOPROXIMITY = Leg(context=False), Leg(bm25f=False), Leg(proximity=False)
 NOPASSAGE, NOENGLISH, NOSENTENCE = Leg(passage=False), Leg(english=False), Leg(sentence=False)
+NOIDF2 = Leg(idf2=False)
 
 
 def variant_config(base: RecallConfig, values: Mapping[str, Any]) -> tuple[RecallConfig, Leg]:
@@ -137,6 +143,8 @@ def _variant_index(root: Path, leg: Leg) -> TextIndex:
             params = replace(params, prior_rows=0.0)
         if not leg.sentence:
             params = replace(params, sentence_mix=0.0)
+        if not leg.idf2:
+            params = replace(params, query_idf_power=0.5)
         if params != bm25.Bm25F():
             options["params"] = params
         if not leg.passage:  # long texts as before: whole, and only if tantivy's top 50
@@ -181,6 +189,7 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
             ablations["default-nopassage"] = (base, NOPASSAGE)
             ablations["default-noenglish"] = (base, NOENGLISH)
             ablations["default-nosentence"] = (base, NOSENTENCE)
+            ablations["default-noidf2"] = (base, NOIDF2)
         if has_sessions:
             ablations["default-nocontext"] = (base, NOCONTEXT)
         if sessions:
@@ -216,6 +225,7 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
         (NOPASSAGE, "nopassage"),
         (NOENGLISH, "noenglish"),
         (NOSENTENCE, "nosentence"),
+        (NOIDF2, "noidf2"),
     ):
         if leg in others and f"default-{suffix}" in ablations:
             found = lists.fts(leg, base.depth)

@@ -487,7 +487,7 @@ def test_tantivy_scores_are_bm25f_over_own_text_and_previous_turns(tmp_path: Pat
     avglen = (4 + 3 + 6) / 3
     # df from the own texts alone, and the prior's rows of English (recall/background.py)
     share = 1 - math.exp(-background.frequency("zeppelin") * avglen)
-    weights = {"zeppelin": bm25.idf(1 + params.prior_rows * share, 3 + params.prior_rows) ** 1.5}
+    weights = {"zeppelin": bm25.idf(1 + params.prior_rows * share, 3 + params.prior_rows) ** 2}
 
     hits = {c.id: c.score for c in index.search("zeppelin", where=EVERYTHING, limit=5)}
 

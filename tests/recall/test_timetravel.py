@@ -58,7 +58,7 @@ def test_lexical_scores_are_bm25f_of_one_stream() -> None:
     avg = (3 + 2 + 1) / 3
     rows = timetravel.PARAMS.prior_rows
     share = 1 - math.exp(-background.frequency("queues") * avg)
-    weight = bm25.idf(2 + rows * share, 3 + rows) ** 1.5
+    weight = bm25.idf(2 + rows * share, 3 + rows) ** 2
     k1, b = 1.2, 0.4
 
     def expected(tf: int, length: int) -> float:
@@ -69,7 +69,7 @@ def test_lexical_scores_are_bm25f_of_one_stream() -> None:
     assert found[0].score == pytest.approx(expected(2, 3))
     assert found[1].score == pytest.approx(expected(1, 1))
     df, n = 2 + rows * share, 3 + rows
-    assert math.isclose(weight, math.log(1 + (n - df + 0.5) / (df + 0.5)) ** 1.5)
+    assert math.isclose(weight, math.log(1 + (n - df + 0.5) / (df + 0.5)) ** 2)
 
 
 def test_lexical_counts_whole_terms_and_reads_a_changed_text_afresh() -> None:
