@@ -373,13 +373,12 @@ class _Lag:
 
 def summary(b: Mapping[str, Any]) -> str:
     """One line for the speed tables."""
-    w, lag = b.get("write_ms") or {}, b.get("lag_ms") or {}
     return (
         f"{b['writers']} concurrent writers, {b['writes']} POST /memories ({b['server']}): "
-        f"p50 {w.get('p50', '-')} / p95 {w.get('p95', '-')} / p99 {w.get('p99', '-')} ms, "
+        f"{_said(b.get('write_ms'), 'p50', 'p95', 'p99')} ms, "
         f"{b['per_s']} writes/s, {b['errors']} errors{_first(b)}; index lag (reply to job "
-        f"applied, read every {int(POLL_S * 1000)} ms) p50 {lag.get('p50', '-')} / p95 "
-        f"{lag.get('p95', '-')} ms; findable by full-text Search {b['findable']} of "
+        f"applied, read every {int(POLL_S * 1000)} ms) {_said(b.get('lag_ms'), 'p50', 'p95')} "
+        f"ms; findable by full-text Search {b['findable']} of "
         f"{b['acknowledged']}; pending jobs {b['pending_jobs']}, drift {b['drift']} "
         f"(before the writes {b.get('drift_before', '-')}){_paced_line(b.get('paced'))}"
     )
@@ -388,13 +387,17 @@ def summary(b: Mapping[str, Any]) -> str:
 def _paced_line(paced: Mapping[str, Any] | None) -> str:
     if not paced:
         return ""
-    w, lag = paced.get("write_ms") or {}, paced.get("lag_ms") or {}
     return (
         f"; paced, each writer {paced['per_writer_per_s']:g} writes/s ({paced['writes']} "
-        f"writes, {paced['per_s']} writes/s in all): p50 {w.get('p50', '-')} / p95 "
-        f"{w.get('p95', '-')} / p99 {w.get('p99', '-')} ms from when due, {paced['errors']} "
-        f"errors, index lag p50 {lag.get('p50', '-')} / p95 {lag.get('p95', '-')} ms"
+        f"writes, {paced['per_s']} writes/s in all): "
+        f"{_said(paced.get('write_ms'), 'p50', 'p95', 'p99')} ms from when due, "
+        f"{paced['errors']} errors, index lag {_said(paced.get('lag_ms'), 'p50', 'p95')} ms"
     )
+
+
+def _said(figures: Mapping[str, Any] | None, *quantiles: str) -> str:
+    """'p50 1.2 / p95 3.4': the quantiles asked ('-' where missing)."""
+    return " / ".join(f"{q} {(figures or {}).get(q, '-')}" for q in quantiles)
 
 
 def _schedule(first: float, every: float) -> Iterator[float]:
