@@ -478,8 +478,9 @@ def test_a_rebuild_embeds_the_next_batch_while_it_writes_the_current_one(
     a time gives."""
     if connection.vendor == "postgresql":
         pytest.skip(
-            "the overlap is the embedded planes' (tantivy and LanceDB written beside the "
-            "model); the PostgreSQL pass checks its own rebuild (test_pg_profile.py)"
+            "on PostgreSQL the planes are tables rebuilt beside the writes, a batch per "
+            "transaction (indexing._rebuild_beside_writes), with no embedding ahead to "
+            "check; test_pg_profile.py checks that rebuild (the embedded pass runs this test)"
         )
     memories = [make_memory(project, name=f"fact-{i}", kind="fact") for i in range(3)]
     indexing.apply_pending()
