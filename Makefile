@@ -30,7 +30,7 @@ run: migrate
 	$(PY) manage.py ensure_login
 	@echo "Serving the console on http://$(ADDRESS)/ (Ctrl-C stops it and the index worker)"
 	@echo "Agents: a token from '$(PY) manage.py agent_token create --agent NAME --project SLUG --write',"
-	@echo "  then the API at http://$(ADDRESS)/api/v1/docs or MCP: RECALL_AGENT_TOKEN=<token> $(PY) manage.py mcp"
+	@echo "  then the API at http://$(ADDRESS)/api/v1/docs or MCP: RECALL_AGENT_TOKEN=<token> $(PY) manage.py mcp [--tools core]"
 	@$(WITH_WORKER) $(PY) manage.py runserver $(ADDRESS) --insecure
 
 # Production-style server for the API and the console (see README).

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
@@ -89,18 +89,47 @@ from recall.errors import QueryError
 log = logging.getLogger(__name__)
 TOKEN_ENV = "RECALL_AGENT_TOKEN"
 
-INSTRUCTIONS = """\
-Long-term memory for this project. Call `briefing` once at session start;
-`memory_recall` before acting on anything past sessions may have settled
-(conventions, gotchas, decisions): its items carry their text, within the
-token budget you ask for; `memory_read` (by id or name) for one memory in
-full; `memory_write` when you learn something a future session needs (give
-`session_id` for conversation turns; check the returned dedup_hint);
-`memory_supersede` when a memory is wrong or outdated; `memory_associate` to
-link two memories so recalling one brings the other (`memory_recall` with
-`include_associated` lists them apart). For manual control:
-`memory_search_text`, `memory_search_vector` (one plane each) and
-`memory_graph` (what a memory links to)."""
+# What `instructions` tells an agent each tool is for, in the order it reads them:
+# only the tools its server offers are named.
+GUIDE = (
+    ("briefing", "call `briefing` once at session start"),
+    (
+        "memory_recall",
+        "`memory_recall` before acting on anything past sessions may have settled "
+        "(conventions, gotchas, decisions): its items carry their text, within the token "
+        "budget you ask for",
+    ),
+    ("memory_read", "`memory_read` (by id or name) for one memory in full"),
+    (
+        "memory_write",
+        "`memory_write` when you learn something a future session needs (give `session_id` "
+        "for conversation turns; check the returned dedup_hint)",
+    ),
+    ("memory_supersede", "`memory_supersede` when a memory is wrong or outdated"),
+    (
+        "memory_associate",
+        "`memory_associate` to link two memories so recalling one brings the other "
+        "(`memory_recall` with `include_associated` lists them apart)",
+    ),
+)
+MANUAL = (
+    ("memory_search_text", "`memory_search_text` (full text alone)"),
+    ("memory_search_vector", "`memory_search_vector` (meaning alone)"),
+    ("memory_graph", "`memory_graph` (what a memory links to)"),
+)
+
+
+def instructions(offered: Collection[str]) -> str:
+    """What the server tells an agent at `initialize`, naming only the tools in `offered`
+    (a tool it named and did not list sent the agent to call it in vain)."""
+    said = "; ".join(text for name, text in GUIDE if name in offered)
+    out = "Long-term memory for this project."
+    if said:
+        out += f" {said[0].upper()}{said[1:]}."
+    manual = [text for name, text in MANUAL if name in offered]
+    if manual:
+        out += f" For manual control: {', '.join(manual)}."
+    return out
 
 
 class NotesReadIn(Body):
@@ -593,6 +622,37 @@ SPECS = (
 )
 
 
+# The tools ARCHITECTURE section 6 gives an agent's session (`manage.py mcp --tools
+# core`): the 24 tools' names, descriptions and input schemas are about 8,800 tokens of
+# every session's context, these 8 about half of that.
+CORE = (
+    "memory_recall", "memory_search", "memory_read", "memory_write", "memory_supersede",
+    "notes_read", "notes_write", "briefing",
+)  # fmt: skip
+TOOLS_ENV = "RECALL_MCP_TOOLS"
+
+
+def offered(choice: str) -> tuple[Spec, ...]:
+    """The tools a server offers for `choice`: "all", "core" (`CORE`), or tool names and
+    "core" separated by commas (`core,memory_list`), in `SPECS`' order. An unknown name
+    is a ValueError naming the choices."""
+    named = {spec.name: spec for spec in SPECS}
+    wanted: set[str] = set()
+    for word in (w.strip() for w in choice.split(",")):
+        if word == "all":
+            wanted |= set(named)
+        elif word == "core":
+            wanted |= set(CORE)
+        elif word in named:
+            wanted.add(word)
+        else:
+            raise ValueError(
+                f"no tool or set named {word[:100]!r}: give all, core or tool names "
+                f"separated by commas ({', '.join(named)})"
+            )
+    return tuple(spec for spec in SPECS if spec.name in wanted)
+
+
 class RecallServer(MCPServer):
     """The SDK's server, with a call to a tool it does not have answered in the one error
     shape (404), as every tool's refusal is: the SDK's own answer was the bare text
@@ -602,23 +662,28 @@ class RecallServer(MCPServer):
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
         if self._tool_manager.get_tool(name) is None:
-            names = ", ".join(sorted(spec.name for spec in SPECS))
+            names = ", ".join(sorted(tool.name for tool in self._tool_manager.list_tools()))
             said = f"no tool named {name[:100]!r}; the tools are {names}"
+            if any(spec.name == name for spec in SPECS):
+                said = (
+                    f"this server does not offer {name} (`manage.py mcp --tools` or "
+                    f"{TOOLS_ENV} chose its tools); the tools are {names}"
+                )
             return _refused(errors.simple(404, said))
         return await super().call_tool(name, arguments, context)
 
 
-def build_server() -> MCPServer:
+def build_server(tools: Sequence[Spec] = SPECS) -> MCPServer:
     return RecallServer(
         name="recall",
         title="Recall memory",
         version="1",
-        instructions=INSTRUCTIONS,
-        tools=[spec.build() for spec in SPECS],
+        instructions=instructions({spec.name for spec in tools}),
+        tools=[spec.build() for spec in tools],
     )
 
 
-def serve() -> None:
+def serve(tools: Sequence[Spec] = SPECS) -> None:
     """Run over stdio until the client closes the pipe; a malformed line is answered
     with a JSON-RPC error and the session goes on (console.mcp_stdio)."""
-    mcp_stdio.serve(build_server())
+    mcp_stdio.serve(build_server(tools))

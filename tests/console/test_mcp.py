@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -259,6 +260,58 @@ def test_a_bad_token_stops_the_server_before_it_speaks(prepared: tuple[Path, str
     assert result.returncode != 0
     assert "RECALL_AGENT_TOKEN is missing, invalid or revoked" in result.stderr
     assert result.stdout == ""
+
+
+@pytest.mark.slow
+def test_the_core_tools_alone_are_offered_and_named(prepared: tuple[Path, str]) -> None:
+    """`--tools core`: the tool list holds ARCHITECTURE's eight, the instructions name no
+    other, and a call to another is the one error shape saying how to get it."""
+    data_dir, token = prepared
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["manage.py", "mcp", "--tools", "core"],
+        env=_env(data_dir, token),
+        cwd=ROOT,
+    )
+
+    async def steps() -> tuple[Any, Any, Any]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            started = await session.initialize()
+            listed = await session.list_tools()
+            other = await session.call_tool("memory_list", {})
+            return started, listed, other
+
+    started, listed, other = anyio.run(steps)
+
+    core = {
+        "memory_recall", "memory_search", "memory_read", "memory_write", "memory_supersede",
+        "notes_read", "notes_write", "briefing",
+    }  # fmt: skip
+    assert {t.name for t in listed.tools} == core
+    named = set(re.findall(r"`(\w+)`", started.instructions))
+    assert "briefing" in named and not (named & TOOLS) - core
+    refused = json.loads(other.content[0].text)
+    assert other.is_error and refused["status"] == 404
+    assert "does not offer memory_list" in refused["detail"]
+
+
+def test_an_unknown_tool_set_stops_the_server_before_it_speaks(
+    prepared: tuple[Path, str],
+) -> None:
+    data_dir, token = prepared
+
+    result = subprocess.run(
+        [sys.executable, "manage.py", "mcp", "--tools", "core,memory_lsit"],
+        cwd=ROOT,
+        env={**os.environ, **_env(data_dir, token)},
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
+
+    assert result.returncode != 0 and result.stdout == ""
+    assert "no tool or set named 'memory_lsit'" in result.stderr
 
 
 def _replies(stream: Any, into: queue.Queue[str]) -> None:

@@ -39,7 +39,7 @@ def test_the_server_warms_the_tokens_projects_beside_serving(
 
     monkeypatch.setenv(mcp.TOKEN_ENV, token)
     monkeypatch.setattr(selectors, "warm_quietly", warm)
-    monkeypatch.setattr(mcp, "serve", lambda: done.wait(10))  # serving while it warms
+    monkeypatch.setattr(mcp, "serve", lambda tools: done.wait(10))  # serving while it warms
 
     call_command("mcp")
 
