@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from recall import sanitize
@@ -49,6 +49,25 @@ def iso(value: datetime | None) -> str | None:
     value = value.astimezone(UTC)
     spec = "microseconds" if value.microsecond else "seconds"
     return value.replace(tzinfo=None).isoformat(timespec=spec) + "Z"
+
+
+def second(value: datetime) -> str:
+    """An item's time to the second, rounded up: the microseconds every written time
+    carries were 7 bytes of each `valid_from` an agent reads. Up, not down, so an
+    `as_of` given the figure shown finds the state it begins, as with the exact time
+    (valid over [valid_from, invalid_at), recall.timetravel): a `valid_from` cut down
+    read the memory as not yet valid (memory_read as_of: 404). The exact time stays
+    in the memory's own record (memory_read)."""
+    value = value.astimezone(UTC)
+    if value.microsecond:
+        value = value.replace(microsecond=0) + timedelta(seconds=1)
+    return value.replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
+
+
+def figure(value: float) -> float:
+    """A score as an agent reads it, to 3 significant digits (`1.04`,
+    `0.0323`): its order is the items' own, and a fourth digit only cost a token."""
+    return float(f"{value:.3g}")
 
 
 def text_of(record: Record, *, limit: int | None = None) -> str:
@@ -128,7 +147,7 @@ def item_view(
     if index:
         view["description"] = sanitize.field(hit.description, DESCRIPTION_CHARS)
         if hit.invalid_at is not None:  # a past or archived version (history): not live
-            view["invalid_at"] = iso(hit.invalid_at)
+            view["invalid_at"] = second(hit.invalid_at)
     else:
         view["text"] = hit.text or ""
         if hit.truncated:
@@ -139,7 +158,7 @@ def item_view(
         )  # fmt: skip
         for key, value in times:
             if value is not None:
-                view[key] = iso(value)
+                view[key] = second(value)
     if hit.superseded_by:  # a past version: which memory says what is true now
         view["superseded_by"] = hit.superseded_by
     attribution = {} if index else _attribution(hit)
@@ -151,9 +170,9 @@ def item_view(
         view["favorite"] = True
     if hit.source != FUSED:
         view["source"] = hit.source
-    view["score"] = round(hit.score, 4)
+    view["score"] = figure(hit.score)
     if hit.worth is not None and not index and round(hit.worth, 4) != PRIOR_WORTH:
-        view["worth"] = round(hit.worth, 4)
+        view["worth"] = round(hit.worth, 4)  # as the feedback reply and memory_read say it
     if hit.depth is not None:  # an associated item: how it hangs off the main items
         view["depth"] = hit.depth
         view["via"] = hit.via

@@ -71,9 +71,13 @@ class PackItem(Reply):
     text: str | None = Field(None, description="the memory's text (detail full)")
     truncated: bool | None = Field(None, description="true when the text was cut to fit")
     description: str | None = Field(None, description="one line (detail index)")
-    valid_from: str | None = Field(None, description="when it became true (ISO 8601, UTC)")
+    valid_from: str | None = Field(
+        None,
+        description="when it became true (ISO 8601, UTC, to the second rounded up: as_of "
+        "it finds this version)",
+    )
     invalid_at: str | None = Field(
-        None, description="when it stopped being true (superseded or archived)"
+        None, description="when it stopped being true (superseded or archived; as valid_from)"
     )
     occurred_at: str | None = Field(None, description="when the event happened, if known")
     superseded_by: str | None = Field(
@@ -87,7 +91,7 @@ class PackItem(Reply):
     )
     favorite: bool | None = Field(None, description="starred by a person")
     source: Source = Field("fused", description="what found it; absent: several channels")
-    score: float
+    score: float = Field(description="its rank's score, to 3 significant digits")
     worth: float | None = Field(
         None,
         description="Memory Worth: (helpful + 1) / (helpful + harmful + 2) (memories at "

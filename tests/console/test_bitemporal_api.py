@@ -330,3 +330,39 @@ def test_a_supersede_retried_with_its_idempotency_key_gets_the_first_answer(
     assert list(answers[0][1]["memory"]) == list(answers[1][1]["memory"])
     assert answers[0][1]["memory"]["id"] == answers[1][1]["memory"]["id"]
     assert Memory.objects.filter(name="retry-mcp").count() == 2
+
+
+def test_an_item_says_its_times_to_the_second_and_as_of_them_finds_that_state(
+    world: World, monkeypatch: Any
+) -> None:
+    # Every written time carries microseconds (7 bytes of each `valid_from` a pack
+    # item said). Said to the second, rounded up: an `as_of` of the figure shown
+    # finds the state it begins, as the exact time would (cut down, 404).
+    a = write(world, name="queue-choice", description="zebrafish queue: RabbitMQ",
+              valid_from="2024-01-01T00:00:00.250000Z")  # fmt: skip
+    b = supersede(world, a["id"], description="zebrafish queue: SQS",
+                  valid_from="2024-03-01T00:00:00.750000Z")  # fmt: skip
+    body = {"query": "zebrafish queue", "project": "alpha", "include_history": True, "as_of": JUN}
+
+    rest, (status, over_mcp) = recall_both(world, body, monkeypatch)
+
+    assert rest.json() | {"pack_id": ""} == over_mcp | {"pack_id": ""} and status == 200
+    items = {item["id"]: item for item in over_mcp["items"]}
+    assert (items[a["id"]]["valid_from"], items[a["id"]]["invalid_at"]) == (
+        "2024-01-01T00:00:01Z", "2024-03-01T00:00:01Z",
+    )  # fmt: skip
+    assert items[b["id"]]["valid_from"] == "2024-03-01T00:00:01Z"
+    for item in items.values():  # scores to 3 significant digits
+        assert item["score"] == float(f"{item['score']:.3g}")
+    read = world.client("alpha")
+    shown = items[a["id"]]
+    assert (
+        call(read, "get", f"/memories/{a['id']}", {"as_of": shown["valid_from"]}).status_code == 200
+    )
+    assert (
+        call(read, "get", f"/memories/{a['id']}", {"as_of": shown["invalid_at"]}).status_code == 404
+    )
+    then = {"as_of": items[b["id"]]["valid_from"]}
+    assert call(read, "get", f"/memories/{b['id']}", then).status_code == 200
+    exact = call(read, "get", f"/memories/{a['id']}").json()  # the record keeps the exact time
+    assert exact["valid_from"] == "2024-01-01T00:00:00.250000Z"

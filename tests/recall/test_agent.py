@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from recall import sanitize
-from recall.agent import body_text, dumps, item_view, text_of
+from recall.agent import body_text, dumps, figure, item_view, second, text_of
 from recall.results import Provenance, to_hit
 from tests.recall.conftest import NOW, make_memory, make_note
 
@@ -62,7 +62,7 @@ def test_an_item_holds_what_an_agent_needs_and_nothing_raw():
         "project": "alpha", "text": "", "valid_from": "2023-05-08T13:56:00Z",
         "invalid_at": "2024-01-02T03:04:00Z",
         "attribution": {"source": "user_stated", "agent": "claude-code", "session": "s1"},
-        "favorite": True, "score": 0.1235, "tokens": 0,
+        "favorite": True, "score": 0.123, "tokens": 0,
     }  # fmt: skip
     assert "sources" in item_view(hit, debug=True)
 
@@ -92,3 +92,22 @@ def test_a_note_shows_its_title():
 def test_dumps_is_compact_and_keeps_unicode():
     assert dumps({"a": [1, "é"]}) == '{"a":[1,"é"]}'
     assert json.loads(dumps({"x": "\n"})) == {"x": "\n"}
+
+
+@pytest.mark.parametrize(
+    ("at", "said"),
+    [
+        (datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC), "2024-01-02T03:04:05Z"),
+        (datetime(2024, 1, 2, 3, 4, 5, 1, tzinfo=UTC), "2024-01-02T03:04:06Z"),
+        (datetime(2024, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC), "2025-01-01T00:00:00Z"),
+    ],
+)
+def test_an_item_time_is_said_to_the_second_rounded_up(at: datetime, said: str):
+    assert second(at) == said
+
+
+@pytest.mark.parametrize(
+    ("score", "said"), [(1.038219, 1.04), (0.769412, 0.769), (0.0323456, 0.0323), (1.0, 1.0)]
+)
+def test_a_score_is_said_to_three_significant_digits(score: float, said: float):
+    assert figure(score) == said
