@@ -160,7 +160,6 @@ class SettingAdmin(admin.ModelAdmin[Setting]):
 
 @admin.register(AgentToken)
 class AgentTokenAdmin(StaffManaged, TokenAdmin):
-    list_display = ["agent", "prefix", "may_write", "created", "last_used", "revoked"]
     filter_horizontal = ["projects"]
 
 

@@ -36,12 +36,28 @@ class TokenForm(forms.ModelForm[AgentToken]):
 
 
 class TokenAdmin(admin.ModelAdmin[AgentToken]):
+    """The list says what each token reaches and may do beside its name: it showed the
+    agent, the prefix and a may-write icon, and which projects a token opened took a
+    click per token (and may_admin was not shown at all)."""
+
     form = TokenForm
     actions = ["revoke_tokens"]
+    list_display = ["agent", "project_slugs", "scope", "prefix", "created", "last_used", "revoked"]
     fields = [
         "agent", "projects", "may_write", "may_admin", "prefix", "created", "last_used", "revoked",
     ]  # fmt: skip
     readonly_fields = ["prefix", "created", "last_used", "revoked"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AgentToken]:
+        return super().get_queryset(request).prefetch_related("projects")
+
+    @admin.display(description="projects")
+    def project_slugs(self, token: AgentToken) -> str:
+        return ", ".join(sorted(p.slug for p in token.projects.all()))
+
+    @admin.display(description="scope", ordering="may_write")
+    def scope(self, token: AgentToken) -> str:
+        return tokens.token_scope(token)
 
     def save_model(self, request: HttpRequest, obj: AgentToken, form: Any, change: bool) -> None:
         if change:

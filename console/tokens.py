@@ -80,6 +80,13 @@ def token_create(
     return token, secret
 
 
+def token_scope(token: AgentToken) -> str:
+    """What a token may do, in the words `agent_token create` prints: "read-only",
+    "read-write", either followed by ", admin" (it may create projects)."""
+    scope = "read-write" if token.may_write else "read-only"
+    return scope + (", admin" if token.may_admin else "")
+
+
 def token_projects_check(projects: Sequence[Project]) -> None:
     """Raise ValidationError when a sealed project is mixed with others.
 

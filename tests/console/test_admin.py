@@ -93,3 +93,29 @@ def test_an_admin_page_names_its_icon_so_the_browser_asks_for_no_favicon(
 
     assert '<link rel="icon" href="data:,">' in page
     assert "Agent tokens" in page and "Django administration" in page  # the admin as it was
+
+
+def test_the_token_list_says_each_token_projects_and_scope(
+    admin_client: Client, projects: dict[str, Project]
+) -> None:
+    # It showed the agent, the prefix and a may-write icon: which projects a token
+    # opened took a click per token, and an admin token looked like any other.
+    tokens.token_create(agent="coder", projects=["beta", "alpha"], may_write=True)
+    tokens.token_create(agent="reader", projects=["vault"])
+    tokens.token_create(agent="maker", projects=["alpha"], may_write=True, may_admin=True)
+
+    page = admin_client.get("/admin/console/agenttoken/").content.decode()
+
+    rows = {
+        row.split(">", 1)[1].split("<", 1)[0]: row
+        for row in page.split('<th class="field-agent">')[1:]
+    }
+    assert set(rows) >= {"coder", "reader", "maker"}, list(rows)
+    for agent, projects_said, scope in (
+        ("coder", "alpha, beta", "read-write"),
+        ("reader", "vault", "read-only"),
+        ("maker", "alpha", "read-write, admin"),
+    ):
+        row = rows[agent].split("</tr>", 1)[0]
+        assert f'<td class="field-project_slugs">{projects_said}</td>' in row, row
+        assert f'<td class="field-scope">{scope}</td>' in row, row

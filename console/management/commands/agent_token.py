@@ -45,10 +45,10 @@ class Command(BaseCommand):
             may_write=options["write"],
             may_admin=options["admin"],
         )
-        mode = "read-write" if token.may_write else "read-only"
-        mode += ", admin" if token.may_admin else ""
         scope = ", ".join(options["project"])
-        self.stderr.write(f"token {token.pk} ({mode}) for {token.agent} on {scope}")
+        self.stderr.write(
+            f"token {token.pk} ({tokens.token_scope(token)}) for {token.agent} on {scope}"
+        )
         self.stderr.write("The secret is shown once; store it now (RECALL_AGENT_TOKEN for MCP):")
         self.stdout.write(secret)
 
