@@ -28,7 +28,14 @@ from datetime import datetime
 
 from recall import prompt as prompt_recall
 from recall import sanitize
-from recall.config import MAX_BUDGET, MIN_TEXT_BUDGET, BriefingConfig, PromptConfig
+from recall.config import (
+    MAX_BUDGET,
+    MIN_TEXT_BUDGET,
+    TEXT_BUDGET_WHY,
+    BriefingConfig,
+    PromptConfig,
+    out_of_bounds,
+)
 from recall.errors import QueryError
 from recall.planes import Planes
 from recall.ports import TokenCounter
@@ -52,8 +59,8 @@ def run(
 ) -> Briefing:
     """The briefing for `req`; a subagent's RELEVANT section runs on `prompt`'s knobs."""
     if req.budget is not None and not MIN_TEXT_BUDGET <= req.budget <= MAX_BUDGET:
-        message = f"budget must be within {MIN_TEXT_BUDGET}..{MAX_BUDGET}, not {req.budget}"
-        raise QueryError(message, "budget")
+        said = out_of_bounds("budget", MIN_TEXT_BUDGET, MAX_BUDGET, req.budget, TEXT_BUDGET_WHY)
+        raise QueryError(said, "budget")
     if req.budget is not None:  # what the caller asked for is what it gets, at most
         budget = hard_cap = req.budget
     else:

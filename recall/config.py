@@ -51,7 +51,12 @@ MIN_BUDGET = 50  # an empty reply with a short warning costs about 35 tokens
 # saying why, and the longest ("(22 tokens hold not even the briefing's wrapper (53
 # tokens): ask with a larger budget)", a 64-letter tag around a 64-letter project) takes
 # 22 tokens. Below it (1 was allowed) the reason an agent read passed the budget it asked.
+# The least for a briefing asked for (API, MCP) and configured (the Settings page) alike:
+# the setting refused under 50 what a request was given at 22.
 MIN_TEXT_BUDGET = 22
+TEXT_BUDGET_WHY = (
+    f"{MIN_TEXT_BUDGET} tokens is the least that holds the line saying why nothing fits"
+)
 MAX_BUDGET = 100_000
 MAX_RECALL_LIMIT = 100
 DEFAULT_RECALL_LIMIT = MAX_RECALL_LIMIT  # as many as fit the budget, up to the cap
@@ -83,11 +88,21 @@ MAX_DEDUP_CANDIDATES = 100
 
 def check_limits(config: object) -> None:
     """ValueError naming the first knob of `config` outside its declared `limits`
-    (NaN and infinity included)."""
+    (NaN and infinity included), and why the bound is where it is when the section
+    says (`WHY`)."""
+    why: Mapping[str, str] = getattr(type(config), "WHY", {})
     for knob, (low, high) in limits(config).items():
         value = getattr(config, knob)
         if not low <= value <= high:
-            raise ValueError(f"{knob} must be within {_bound(low)}..{_bound(high)}, not {value}")
+            raise ValueError(out_of_bounds(knob, low, high, value, why.get(knob, "")))
+
+
+def out_of_bounds(knob: str, low: float, high: float, value: object, why: str = "") -> str:
+    """The one wording of a number outside its bounds: "budget must be within
+    22..100000, not 10", then why the least is the least, when it has a reason."""
+    said = f"{knob} must be within {_bound(low)}..{_bound(high)}, not {value}"
+    below = isinstance(value, int | float) and value < low
+    return f"{said}: {why}" if why and below else said
 
 
 def _bound(value: float) -> str:
@@ -347,17 +362,18 @@ class BriefingConfig:
     """Session-start briefing."""
 
     # Each number knob's bounds, checked below and said by the edges (`limits`): below
-    # Recall's least budget a briefing holds its wrapper and little else (a setting of
-    # 10 emptied every agent's briefing without a word); a scan of a billion "newest"
-    # memories read every memory of a large deployment on every briefing, and a
-    # 3-character line says nothing.
+    # MIN_TEXT_BUDGET not even the line saying why nothing fits does (a setting of 10
+    # emptied every agent's briefing without a word), the least a request may ask; a
+    # scan of a billion "newest" memories read every memory of a large deployment on
+    # every briefing, and a 3-character line says nothing.
     LIMITS: ClassVar[Mapping[str, tuple[float, float]]] = {
-        "budget": (MIN_BUDGET, MAX_BUDGET),
+        "budget": (MIN_TEXT_BUDGET, MAX_BUDGET),
         "scan_limit": (1, MAX_BRIEFING_SCAN),
         "hard_cap_factor": (1, MAX_HARD_CAP),
         "description_chars": (MIN_LINE_CHARS, MAX_LINE_CHARS),
         "relevant_hits": (0, MAX_RECALL_LIMIT),
     }
+    WHY: ClassVar[Mapping[str, str]] = {"budget": TEXT_BUDGET_WHY}
 
     budget: int = 1500
     hard_cap_factor: float = 2.0  # nothing renders beyond budget x this
@@ -387,6 +403,7 @@ class PromptConfig:
         "description_chars": (MIN_LINE_CHARS, MAX_LINE_CHARS),
         "budget": (MIN_TEXT_BUDGET, MAX_BUDGET),
     }
+    WHY: ClassVar[Mapping[str, str]] = {"budget": TEXT_BUDGET_WHY}
 
     min_shared_words: int = 2
     min_score: float = 1.5

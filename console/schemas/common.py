@@ -40,6 +40,8 @@ from recall.config import (
     MAX_WORTH_WEIGHT,
     MIN_BUDGET,
     MIN_TEXT_BUDGET,
+    TEXT_BUDGET_WHY,
+    out_of_bounds,
 )
 from recall.decay import MAX_TTL_SECONDS
 from recall.graph import MAX_ASSOCIATED, MAX_CAP, MAX_HOPS, MAX_SEEDS
@@ -179,7 +181,24 @@ def _int(low: int, high: int) -> Any:
 
 
 Budget = _int(MIN_BUDGET, MAX_BUDGET)  # a pack: its own envelope needs room
-TextBudget = _int(MIN_TEXT_BUDGET, MAX_BUDGET)  # a block: or the line saying why none came
+
+
+def _text_budget(value: Any) -> Any:
+    """A block's budget out of bounds, refused in the words the engine and the Settings
+    page use (`recall.config.out_of_bounds`), why included: "Input should be greater
+    than or equal to 22" said neither why, nor what the page said of its own bound."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if number and not MIN_TEXT_BUDGET <= value <= MAX_BUDGET:
+        said = out_of_bounds("budget", MIN_TEXT_BUDGET, MAX_BUDGET, value, TEXT_BUDGET_WHY)
+        raise ValueError(said.removeprefix("budget "))  # the field is named before it
+    return value
+
+
+# A block: or the line saying why none came.
+TextBudget = Annotated[
+    int, Strict(False), Field(ge=MIN_TEXT_BUDGET, le=MAX_BUDGET),
+    BeforeValidator(_json_number), BeforeValidator(_text_budget),  # the last runs first
+]  # fmt: skip
 RecallLimit = _int(1, MAX_RECALL_LIMIT)
 RrfK = _int(1, MAX_K)
 Candidates = _int(1, MAX_RECALL_DEPTH)  # fabriq K: candidates per channel

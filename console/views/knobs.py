@@ -6,6 +6,8 @@ knob missing here still shows, under its engine name, with a generic line.
 
 from __future__ import annotations
 
+from recall.config import MIN_TEXT_BUDGET
+
 WEIGHTS = {
     "fts": ("Weight: word matches", "How much matching the words counts. 0 turns it off."),
     "semantic": ("Weight: meaning", "How much similar meaning counts. 0 turns it off."),
@@ -24,7 +26,10 @@ PRIOR = (
 
 HELP: dict[str, dict[str, tuple[str, str]]] = {
     "briefing": {
-        "budget": ("Size (tokens)", "How much text the session-start briefing may use."),
+        "budget": (
+            "Size (tokens)",
+            f"How much text the session-start briefing may use (at least {MIN_TEXT_BUDGET}).",
+        ),
         "hard_cap_factor": (
             "Hard cap (x size)",
             "Rules and starred memories may pass the size up to this multiple, never beyond.",
@@ -159,7 +164,10 @@ HELP: dict[str, dict[str, tuple[str, str]]] = {
         "corpus_limit": ("Memories considered", "How many active memories are matched against."),
         "description_chars": ("Line length (characters)", "Each memory's line is cut to this."),
         "tag": ("Wrapping tag", "The tag around the block, e.g. <memory-recall>."),
-        "budget": ("Size (tokens)", "How much text the block may use when none is asked."),
+        "budget": (
+            "Size (tokens)",
+            f"How much text the block may use when none is asked (at least {MIN_TEXT_BUDGET}).",
+        ),
     },
     "dedup": {
         "threshold": (

@@ -12,6 +12,7 @@ from django.utils import timezone
 from console import indexing, services
 from console.models import AgentToken, Memory, Note, RetrievalEvent
 from console.schemas import ContextPackOut, MemoryOut, SearchHitOut, SearchOut
+from recall.config import TEXT_BUDGET_WHY
 from recall.tokens import ByteEstimate
 from tests.console.api_world import World, call, mcp, world_fixture  # noqa: F401
 
@@ -481,7 +482,10 @@ def test_a_block_tools_reply_fits_its_budget_or_is_refused_naming_the_least(
     error = json.loads(refused.content[0].text)
     assert refused.is_error and (error["status"], error["field"]) == (422, "budget")
     assert rest.status_code == 422 and rest.json()["field"] == "budget"
-    assert "greater than or equal to 22" in error["detail"] == rest.json()["detail"]
+    # in the words of the Settings page and the engine, why included ("Input should be
+    # greater than or equal to 22" said neither)
+    said = f"budget: must be within 22..100000, not 21: {TEXT_BUDGET_WHY}"
+    assert said == error["detail"] == rest.json()["detail"]
 
 
 # --- memories -----------------------------------------------------------------

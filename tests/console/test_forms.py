@@ -19,7 +19,7 @@ from console.forms import (
     SearchForm,
 )
 from console.views import knobs
-from recall.config import BriefingConfig, RecallConfig
+from recall.config import TEXT_BUDGET_WHY, BriefingConfig, RecallConfig
 
 CHANNELS = ("fts", "semantic")
 DJANGO = ("Ensure this value", "Enter a whole number", "Enter a number", "Select a valid choice",
@@ -73,9 +73,10 @@ def config(section: str, base: Any, **changed: str) -> ConfigForm:
         (inspect(project="vault"), "project",
          "Project the agent works in must be one of the choices offered, not “vault”."),
         (config("briefing", BriefingConfig(), budget="many"), "budget",
-         "“Size (tokens)” must be a whole number between 50 and 100,000."),
+         "“Size (tokens)” must be a whole number between 22 and 100,000."),
         (config("briefing", BriefingConfig(), budget="-3"), "budget",
-         "“Size (tokens)” must be between 50 and 100,000, not -3."),
+         "“Size (tokens)” must be between 22 and 100,000, not -3: "
+         f"{TEXT_BUDGET_WHY}."),
         (config("briefing", BriefingConfig(), hard_cap_factor="x"), "hard_cap_factor",
          "“Hard cap (x size)” must be a number between 1 and 10."),
         (config("briefing", BriefingConfig(), scan_limit="1.5"), "scan_limit",

@@ -18,6 +18,7 @@ from django.urls import reverse
 from console import indexing, selectors, services
 from console.forms import SearchForm
 from console.models import Memory, Note, Project, RetrievalEvent, Setting
+from recall.config import MIN_TEXT_BUDGET, TEXT_BUDGET_WHY
 
 pytestmark = pytest.mark.django_db
 
@@ -1102,6 +1103,26 @@ def test_a_bad_value_shows_the_engines_message_at_its_field(
     assert not Setting.objects.filter(key="prompt_config").exists()
 
 
+def test_the_briefing_setting_takes_the_least_budget_a_request_takes_and_says_why(
+    admin_client: Client, memory: Memory
+) -> None:
+    # The setting refused under 50 what the API's briefing was given at 22.
+    least = {"action": "save", "briefing_config-budget": str(MIN_TEXT_BUDGET)}
+    below = {"action": "save", "briefing_config-budget": str(MIN_TEXT_BUDGET - 1)}
+
+    html = admin_client.post("/settings/briefing_config/", below, **HX).content.decode()
+    field = html.split('id="err-briefing_config-budget"', 1)[1].split("</p>", 1)[0]
+    assert not Setting.objects.filter(key="briefing_config").exists()
+    saved = admin_client.post("/settings/briefing_config/", least, **HX)
+
+    assert f"“Size (tokens)” must be between {MIN_TEXT_BUDGET} and 100,000, not 21: " in field
+    assert TEXT_BUDGET_WHY in field, field
+    assert "Saved." in saved.content.decode()
+    assert Setting.objects.get(key="briefing_config").value == {"budget": MIN_TEXT_BUDGET}
+    brief = selectors.briefing_render(project=memory.project.slug if memory.project else None)
+    assert 0 < brief.tokens <= MIN_TEXT_BUDGET * 2, brief  # within its hard cap (2x)
+
+
 @pytest.mark.parametrize(
     ("section", "knob", "typed", "said"),
     [
@@ -1855,7 +1876,8 @@ def test_a_settings_error_names_its_field_and_quotes_the_value_as_typed(
         return html.split(f'id="err-briefing_config-{name}"', 1)[1].split("</p>", 1)[0]
 
     assert "&#x27;bad tag with spaces&#x27;" in slot("tag")
-    assert "“Size (tokens)” must be between 50 and 100,000, not -3." in slot("budget")
+    said = f"“Size (tokens)” must be between 22 and 100,000, not -3: {TEXT_BUDGET_WHY}."
+    assert said in slot("budget")
     assert "Newest memories read" not in slot("budget")
 
 
