@@ -2108,3 +2108,37 @@ def test_a_cross_field_settings_error_names_the_other_field(
 
     said = "“Results per search” must be between 1 and 5 (“Most results allowed”), not 20."
     assert said in html
+
+
+@pytest.mark.parametrize(
+    ("body", "links"),
+    [
+        ("See https://example.com/a_(b)?x=1&y=2. Next", ["https://example.com/a_(b)?x=1&amp;y=2"]),
+        ("(https://example.com/x), then", ["https://example.com/x"]),
+        ("**https://bold.example**", ["https://bold.example"]),
+        ("http://plain.example/p?q", ["http://plain.example/p?q"]),
+        ("javascript://x%0Aalert(1) javascript:alert(1) data:text/html,x http:// x", []),
+        ("`https://in.code.example/x`", []),
+        ("[label https://x.example](https://y.example)", ["https://y.example"]),
+        ("https://x.example/<script>", ["https://x.example/"]),
+    ],
+)
+def test_a_bare_url_in_a_body_is_a_link_and_no_other_scheme(body: str, links: list[str]) -> None:
+    # A body's URLs were plain text: a person copied them out by hand.
+    from console.templatetags.console_tags import render_markdown
+
+    html = render_markdown(body)
+
+    assert re.findall(r'<a href="([^"]*)" rel="noopener noreferrer nofollow">', html) == links
+    assert html.count("<a ") == len(links) and "<script" not in html
+
+
+def test_a_memory_page_links_the_urls_of_its_body(admin_client: Client, memory: Memory) -> None:
+    memory.body = "The runbook: https://wiki.example/deploy. Not javascript:alert(1)."
+    memory.save(update_fields=["body"])
+
+    page = admin_client.get(f"/memories/{memory.pk}/").content.decode()
+
+    link = '<a href="https://wiki.example/deploy" rel="noopener noreferrer nofollow">'
+    assert f"{link}https://wiki.example/deploy</a>." in page
+    assert "Not javascript:alert(1)." in page and 'href="javascript' not in page
