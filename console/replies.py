@@ -31,27 +31,37 @@ def _line(text: str | None, limit: int = 300) -> str:
     return sanitize.field(text or "", limit)
 
 
-# A memory's fields said only when not their default, as `favorite`, `active`,
-# `expires_at` and `worth` are (MemoryOut states each default): no session, no event
-# time, still valid, not superseded. A memory written outside a conversation said
-# `"session_id":"","session_order":null,"occurred_at":null,"invalid_at":null,
-# "superseded_by":null`, 95 bytes of nothing on each write and read, about 1,200
-# tokens on a page of 50 of memory_list.
+# A field said only when not its default, in every reply (MemoryOut, NoteOut and
+# SearchHitOut state each default, absent means it): no session, no event time, still
+# valid, not superseded, not starred, no expiry, no verdict yet (Memory Worth 0.5). A
+# memory written outside a conversation said `"session_id":"","session_order":null,
+# "occurred_at":null,"invalid_at":null,"superseded_by":null`, 95 bytes of nothing on each
+# write and read, about 1,200 tokens on a page of 50 of memory_list; "favorite":false and
+# "active":true were 31 bytes on almost every memory and hit, `expires_at` and `worth`
+# 30. One table for them all: three ways of leaving a default out had grown here.
 UNSAID: dict[str, object] = {
     "session_id": "",
     "session_order": None,
     "occurred_at": None,
     "invalid_at": None,
     "superseded_by": None,
+    "favorite": False,
+    "active": True,
+    "expires_at": None,
+    "worth": PRIOR_WORTH,
 }
+
+
+def said(view: dict[str, Any]) -> dict[str, Any]:
+    """`view` without the fields at their default (`UNSAID`), in its order."""
+    return {k: v for k, v in view.items() if k not in UNSAID or v != UNSAID[k]}
 
 
 def memory_view(m: Memory, *, at: datetime | None = None) -> dict[str, Any]:
     """A memory as the API gives it; `at`: a past state read as of that valid time,
     whose `active` says whether it was valid then (as a search as of then says),
     its `invalid_at` when it stopped."""
-    active = m.invalid_at is None or (at is not None and at < m.invalid_at)
-    view: dict[str, Any] = {
+    return said({
         "id": m.pk,
         "project": m.project.slug if m.project_id and m.project else None,
         "kind": m.kind,
@@ -68,29 +78,13 @@ def memory_view(m: Memory, *, at: datetime | None = None) -> dict[str, Any]:
         "valid_from": iso(m.valid_from),
         "invalid_at": iso(m.invalid_at),
         "superseded_by": m.superseded_by_id,
-    }
-    view = {k: v for k, v in view.items() if k not in UNSAID or v != UNSAID[k]}
-    view |= _flags(favorite=m.favorite, active=active)
-    view |= {"created": iso(m.created), "updated": iso(m.updated)}
-    return view | _expiry_and_worth(m.expires_at, worth(m.feedback_helpful, m.feedback_harmful))
-
-
-def _expiry_and_worth(expires_at: datetime | None, value: float) -> dict[str, Any]:
-    """`expires_at` and `worth`, each said only when not its default (never, 0.5 before
-    any verdict), as a recall's items say worth: on almost every memory read, listed or
-    written they were 30 bytes that said nothing (MemoryOut states the defaults)."""
-    said: dict[str, Any] = {} if expires_at is None else {"expires_at": iso(expires_at)}
-    if (rounded := round(value, 4)) != PRIOR_WORTH:
-        said["worth"] = rounded
-    return said
-
-
-def _flags(*, favorite: bool, active: bool = True) -> dict[str, bool]:
-    """`favorite` and `active`, each said only when not its default (false, true), as a
-    search hit and a recall item say them: on almost every memory read or listed they
-    were 31 bytes that said nothing (MemoryOut, NoteOut and SearchHitOut state the
-    defaults)."""
-    return ({"favorite": True} if favorite else {}) | ({} if active else {"active": False})
+        "favorite": m.favorite,
+        "active": m.invalid_at is None or (at is not None and at < m.invalid_at),
+        "created": iso(m.created),
+        "updated": iso(m.updated),
+        "expires_at": iso(m.expires_at),
+        "worth": round(worth(m.feedback_helpful, m.feedback_harmful), 4),
+    })  # fmt: skip
 
 
 def without_body(view: dict[str, Any]) -> dict[str, Any]:
@@ -101,7 +95,7 @@ def without_body(view: dict[str, Any]) -> dict[str, Any]:
 
 
 def note_view(n: Note) -> dict[str, Any]:
-    return {
+    return said({
         "id": n.pk,
         "project": n.project.slug if n.project_id and n.project else None,
         "title": _line(n.title, 200),
@@ -110,10 +104,10 @@ def note_view(n: Note) -> dict[str, Any]:
         "body": body_text(n.body),
         "tags": [sanitize.name(t, 64) for t in n.tags or []],
         "source_url": sanitize.name(n.source_url, 200),
-        **_flags(favorite=n.favorite),
+        "favorite": n.favorite,
         "created": iso(n.created),
         "updated": iso(n.updated),
-    }
+    })  # fmt: skip
 
 
 def project_view(p: Project) -> dict[str, Any]:
@@ -200,11 +194,7 @@ def search_hit_view(h: Hit, source: tuple[str, ...] = ()) -> dict[str, Any]:
     }
     if h.source == "fused":  # several channels found it: the default, as a recall item's
         del view["source"]  # 16 bytes on almost every hit of memory_search, said nothing
-    # Said only when not the default, as a recall's items: "favorite":false and
-    # "active":true were on almost every hit (an agent's search never asks for the
-    # archived), 31 bytes a hit that said nothing.
-    view |= _flags(favorite=h.favorite, active=h.active)
-    view["updated"] = iso(h.updated)
+    view |= {"favorite": h.favorite, "active": h.active, "updated": iso(h.updated)}
     times = (("valid_from", h.valid_from), ("invalid_at", h.invalid_at),
              ("occurred_at", h.occurred_at))  # fmt: skip
     view |= {key: iso(value) for key, value in times if value is not None}
@@ -214,7 +204,7 @@ def search_hit_view(h: Hit, source: tuple[str, ...] = ()) -> dict[str, Any]:
     attribution = {key: label for key, value in given if (label := sanitize.label(value))}
     if attribution:
         view["attribution"] = attribution
-    return view
+    return said(view)
 
 
 def _repeats(snippet: str, *fields: str) -> bool:

@@ -22,7 +22,7 @@ class Reply(Schema):
     model_config = {"extra": "forbid"}
 
 
-# Said only when not the default (console.replies._flags): absent means the default.
+# Said only when not the default (console.replies.UNSAID): absent means the default.
 Starred = Annotated[bool, Field(description="starred by a person; absent: not starred")]
 Active = Annotated[
     bool,
