@@ -34,6 +34,7 @@ MAX_WARNING_CHARS = 160
 DESCRIPTION_CHARS = 150  # of a description an agent is shown (its stored limit too)
 FUSED = "fused"  # an item's `source` when the envelope leaves it out: found by several
 PRIOR_WORTH = 0.5  # Memory Worth before any verdict (recall.worth), left out of an item
+_LAST_SECOND = datetime.max.replace(microsecond=0)  # none after it to round up to
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
@@ -59,7 +60,7 @@ def second(value: datetime) -> str:
     read the memory as not yet valid (memory_read as_of: 404). The exact time stays
     in the memory's own record (memory_read)."""
     value = value.astimezone(UTC)
-    if value.microsecond:
+    if value.microsecond and value.replace(tzinfo=None) < _LAST_SECOND:
         value = value.replace(microsecond=0) + timedelta(seconds=1)
     return value.replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
 

@@ -100,6 +100,8 @@ def test_dumps_is_compact_and_keeps_unicode():
         (datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC), "2024-01-02T03:04:05Z"),
         (datetime(2024, 1, 2, 3, 4, 5, 1, tzinfo=UTC), "2024-01-02T03:04:06Z"),
         (datetime(2024, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC), "2025-01-01T00:00:00Z"),
+        # the last second of year 9999 has none after it (an occurred_at may be there)
+        (datetime(9999, 12, 31, 23, 59, 59, 500_000, tzinfo=UTC), "9999-12-31T23:59:59Z"),
     ],
 )
 def test_an_item_time_is_said_to_the_second_rounded_up(at: datetime, said: str):
