@@ -1,7 +1,7 @@
 """Rendering for people: markdown bodies, item links, dates, small display helpers.
 
 Markdown is rendered with raw HTML off (typed tags show as text), `[[name]]`
-becomes a link to that memory, a bare http(s) URL a link to it, then the HTML
+becomes a link to that memory, a bare URL or e-mail address a link to it, then the HTML
 is cleaned by nh3 with an allow-list (http, https and mailto links only, each
 rel="noopener noreferrer nofollow"). Result snippets are cut
 from plain text and escaped piece by piece (console/views/text.py).
@@ -108,39 +108,12 @@ def _revealed(state: StateCore) -> None:
             t.attrs["title"] = sanitize.revealed(str(t.attrs["title"]))
 
 
-class _Url:
-    """What markdown-it's linkify rule reads of a match: the URL."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-
-
-class _Linkify:
-    """A bare http(s) URL in a body, as markdown-it's own linkify rule asks its matcher
-    (the linkify-it-py package, not installed): a body's URLs were plain text, and a
-    person copied them out by hand. Only http and https: `javascript://x` and the
-    like stay text (nh3's schemes would drop them anyway). Punctuation ending a
-    sentence, and a closing parenthesis it did not open, stay outside the link."""
-
-    _URL = re.compile(r"https?://[^\s<>\"'`\x00-\x1f\x7f]+", re.IGNORECASE)
-    _TRAILING = ".,;:!?'\"…"
-
-    def match_at_start(self, text: str) -> _Url | None:
-        found = self._URL.match(text)
-        if found is None:
-            return None
-        url = found.group()
-        while url and (
-            url[-1] in self._TRAILING or (url[-1] == ")" and url.count("(") < url.count(")"))
-        ):
-            url = url[:-1]
-        host = url.split("//", 1)[1]
-        return _Url(url) if host else None
-
-
-_md = _Markdown("commonmark", {"html": False, "linkify": True}).enable(["table", "strikethrough"])
-_md.linkify = _Linkify()  # what linkify-it would be, for the inline rule: http(s) only
-_md.inline.ruler.enable("linkify")  # the inline rule only: the core one would want linkify-it
+# linkify: a bare URL (`https://...`, `www.example.com`) or e-mail address is a link
+# (linkify-it-py): a body's URLs were plain text, and a person copied them out by hand.
+# nh3 then keeps http, https and mailto alone; markdown-it refuses `javascript:` first.
+_md = _Markdown("commonmark", {"html": False, "linkify": True}).enable(
+    ["table", "strikethrough", "linkify"]
+)
 _md.inline.ruler.before("link", "wikilink", _wikilink_rule)
 _md.core.ruler.push("below_the_title", _below_the_title)
 _md.core.ruler.push("revealed", _revealed)

@@ -2117,6 +2117,10 @@ def test_a_cross_field_settings_error_names_the_other_field(
         ("(https://example.com/x), then", ["https://example.com/x"]),
         ("**https://bold.example**", ["https://bold.example"]),
         ("http://plain.example/p?q", ["http://plain.example/p?q"]),
+        (
+            "www.example.com/runbook or ops@example.com",
+            ["http://www.example.com/runbook", "mailto:ops@example.com"],
+        ),
         ("javascript://x%0Aalert(1) javascript:alert(1) data:text/html,x http:// x", []),
         ("`https://in.code.example/x`", []),
         ("[label https://x.example](https://y.example)", ["https://y.example"]),
