@@ -155,6 +155,7 @@ class RecallConfig:
         "item_tokens": (0, MAX_BUDGET),
         "meaning_floor": (0, 1),
         "session_prior": (0, MAX_WEIGHT),
+        "asking_turns": (0, MAX_WEIGHT),
         **GRAPH_LIMITS,
         "session_seeds": (0, MAX_SEEDS),
         "session_window_minutes": (0, MAX_SESSION_WINDOW_MINUTES),
@@ -205,6 +206,10 @@ class RecallConfig:
     # (`recall.fusion.session_prior`); 0 = off. Dev sets: LoCoMo turns +0.016
     # R@10 / +0.008 nDCG@10 at 0.3 (0.2 to 0.5 alike); no session, no change.
     session_prior: float = 0.3
+    # Lower each conversation turn that ends by asking by this x the spread of the
+    # first 30 fused scores (`recall.fusion.asking_turns`): the answer is the turn
+    # after it. 0 = off.
+    asking_turns: float = 0.0
     # --- graph channel and associated memories (recall/graph.py, README "Graph") ---
     graph_seeds: int = 8  # top fused memories the graph expands from (fabriq GraphSeeds)
     graph_hops: int = 1  # edges followed from a seed, 0..3 (fabriq Hops; 0 = off)

@@ -22,10 +22,10 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from recall.fusion import Fused, fuse, session_prior
+from recall.fusion import Fused, fuse
 from recall.ports import MemoryStore
-from recall.scoring import Scored, positive
-from recall.types import MEMORY, Candidate, Filter, conversation
+from recall.scoring import Scored, positive, prior_and_asking
+from recall.types import MEMORY, Candidate, Filter
 
 
 def seeds(scored: Sequence[Scored], *, limit: int) -> list[Candidate]:
@@ -64,24 +64,27 @@ def refuse(
     weights: Mapping[str, float],
     k: int,
     prior: float = 0.0,
+    asking: float = 0.0,
 ) -> list[Scored]:
     """`scored` again with the expand channels' lists fused in (see the module docstring).
 
     Records already hydrated are reused; new ids are hydrated once. The
     session prior (`prior`, as `recall.scoring.hydrate` applies it to the
-    first fusion) is applied again to the new fusion. The caller guards the
+    first fusion) is applied again to the new fusion, and then the turns that
+    ask are lowered (`asking`, `recall.fusion.asking_turns`): here and not
+    before the expansion, where a lowered question would no longer be the seed
+    that brings in the turn answering it. With `asking`, the lists are fused
+    again even when the expansion found nothing. The caller guards the
     result like every other hit.
     """
-    if not any(expanded.values()):
+    if not any(expanded.values()) and not asking:
         return list(scored)
     fused = fuse({**ranked, **expanded}, method=method, weights=weights, k=k)
     paths = {(ch, c.id): c for ch, found in expanded.items() for c in found if c.path}
     known = {s.record.id: s for s in scored}
     records = store.hydrate([f.id for f in fused if f.id not in known])
     records.update({i: s.record for i, s in known.items()})
-    if prior:
-        sessions = {i: conversation(r) for i, r in records.items()}
-        fused = session_prior(fused, sessions, weight=prior)
+    fused = prior_and_asking(fused, records, prior=prior, asking=asking)
     pathed = {i for _, i in paths}
     out: list[Scored] = []
     for f in fused:

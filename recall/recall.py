@@ -279,17 +279,18 @@ def run(
     fused = fuse(gathered.lists, method=config.fusion, weights=weights, k=rrf_k)
     timings["fusion"] = _ms(start)
 
+    graph_seeds = associated.seeds(req, config)
+    session_seeds = neighbourhood.seeds(req, config)  # the session channel (Dakera 004)
+    expands = expansion.wanted(where, limit=max(graph_seeds, session_seeds))
     start = time.perf_counter()
-    hydrated = hydrate(
+    hydrated = hydrate(  # the turns that ask are lowered once the expansion is fused in
         planes.store, fused, method=config.fusion, prior=config.session_prior,
-        expired=req.include_history,
+        asking=0.0 if expands else config.asking_turns, expired=req.include_history,
     )  # fmt: skip
     scored = guard(where, hydrated)
     timings["hydrate"] = _ms(start)
 
-    graph_seeds = associated.seeds(req, config)
-    session_seeds = neighbourhood.seeds(req, config)  # the session channel (Dakera 004)
-    if expansion.wanted(where, limit=max(graph_seeds, session_seeds)):  # recall/expansion.py
+    if expands:  # recall/expansion.py
         seeds = expansion.seeds(scored, limit=max(graph_seeds, session_seeds))
         expanding = select(channels, EXPAND, weights)
         walked = replace(
@@ -301,7 +302,7 @@ def run(
         _strict(req, extra.warnings)
         refused = expansion.refuse(
             gathered.lists, extra.lists, scored, store=planes.store, method=config.fusion,
-            weights=weights, k=rrf_k, prior=config.session_prior,
+            weights=weights, k=rrf_k, prior=config.session_prior, asking=config.asking_turns,
         )  # fmt: skip
         scored = guard(where, refused)
         gathered.merge(extra)

@@ -16,13 +16,13 @@ into (0, 1), computed so that no weight the schema allows can overflow).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from recall.fusion import Fused, session_prior
+from recall.fusion import Fused, asking_turns, session_prior
 from recall.ports import MemoryStore
 from recall.results import Provenance
-from recall.types import Filter, Record, conversation
+from recall.types import Filter, Record, asks, conversation
 
 
 @dataclass(slots=True)
@@ -52,23 +52,36 @@ def hydrate(
     *,
     method: str,
     prior: float = 0.0,
+    asking: float = 0.0,
     expired: bool = False,
 ) -> list[Scored]:
     """Fused hits as records, in fused order; ids that no longer hydrate are dropped.
 
     With `prior` > 0 the fused scores first take the session prior
-    (`recall.fusion.session_prior`), read from the hydrated rows' sessions.
+    (`recall.fusion.session_prior`), read from the hydrated rows' sessions;
+    with `asking` > 0 the turns that ask are then lowered (`prior_and_asking`).
     `expired`: expired memories not yet purged hydrate too (`include_history`).
     """
     records = store.hydrate([f.id for f in fused], expired=expired)
-    if prior:
-        sessions = {i: conversation(r) for i, r in records.items()}
-        fused = session_prior(fused, sessions, weight=prior)
+    fused = prior_and_asking(fused, records, prior=prior, asking=asking)
     return [
         Scored(records[f.id], positive(f.score, method), f.sources, f.source, f.snippet)
         for f in fused
         if f.id in records
     ]
+
+
+def prior_and_asking(
+    fused: Sequence[Fused], records: Mapping[str, Record], *, prior: float, asking: float
+) -> list[Fused]:
+    """The session prior (`recall.fusion.session_prior`), then the turns that ask
+    lowered (`recall.fusion.asking_turns`), both read from the hydrated rows."""
+    if prior:
+        sessions = {i: conversation(r) for i, r in records.items()}
+        fused = session_prior(fused, sessions, weight=prior)
+    if asking:
+        fused = asking_turns(fused, {i for i, r in records.items() if asks(r)}, weight=asking)
+    return list(fused)
 
 
 def admits(where: Filter, record: Record) -> bool:

@@ -324,6 +324,16 @@ def conversation(record: Record) -> str:
     return record.session_id if record.kind in EPISODIC_KINDS else ""
 
 
+def asks(record: Record) -> bool:
+    """Whether `record` is a conversation turn that ends by asking (its text's last
+    character a question mark): the turn after it holds the answer
+    (`recall.fusion.asking_turns`)."""
+    if not conversation(record):
+        return False
+    text = (record.body or record.description).rstrip()
+    return text.endswith("?")
+
+
 @dataclass(frozen=True, slots=True)
 class Nearby:
     """How the session channel reads its seeds' neighbourhoods.

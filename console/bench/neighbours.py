@@ -14,14 +14,14 @@ its associated memories sees), the rest of the list after.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
 from console import wiring
 from recall.channels import SESSION
 from recall.channels.session import Session
 from recall.config import RecallConfig
-from recall.fusion import Fused, fuse, session_prior
+from recall.fusion import Fused, asking_turns, fuse, session_prior
 from recall.neighbourhood import nearby
 from recall.requests import RecallRequest
 from recall.scoring import positive
@@ -53,17 +53,21 @@ def expand(
     *,
     where: Filter,
     sessions: Mapping[str, str],
+    asking: Collection[str] = frozenset(),
 ) -> list[Fused]:
-    """`fused` with the session channel's list fused in (the channel mode)."""
+    """`fused` with the session channel's list fused in (the channel mode), the
+    turns in `asking` then lowered (`recall.fusion.asking_turns`), as
+    `recall.expansion.refuse` does."""
     reach = _reach(config)
     weights = dict(config.channel_weights)
     if reach is None or weights.get(SESSION, 0) <= 0 or not fused:
-        return fused
+        return asking_turns(fused, asking, weight=config.asking_turns)
     found = _neighbours(fused, config, reach, where)
     if not found:
-        return fused
+        return asking_turns(fused, asking, weight=config.asking_turns)
     again = fuse({**lists, SESSION: found}, method=config.fusion, weights=weights, k=config.k)
     again = session_prior(again, sessions, weight=config.session_prior)
+    again = asking_turns(again, asking, weight=config.asking_turns)
     seed_of = {c.id: c.path[0] for c in found}
     score = {f.id: f.score for f in again}
     capped = [  # a neighbour only the session found stays below its seed (recall.expansion)

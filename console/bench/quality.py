@@ -38,7 +38,9 @@ its own (`-nocontext`, `-nobm25f` and, on tantivy, `-noproximity`,
 `recall.bm25.score_document`), `-noenglish` (the idf's prior,
 `recall.background`) and `-noidf2` (each query word weighted idf^0.5 on top of
 its idf, as before 2026-12-07, not idf^1: `Bm25F.query_idf_power`) for the
-fts channel and the default, `-noprior` (the session prior) for the default),
+fts channel and the default, `-noprior` (the session prior) for the default,
+and where turns end by asking, `-noasking` with `asking_turns` on, or
+`default-asking` (at `ASKING_TRIAL`) while it is off),
 and on every set
 the session neighbourhood (Dakera 004, `console/bench/neighbours.py`) off
 (`session-off`), as a fused channel (`session-channel`) and as associated
@@ -52,7 +54,7 @@ the default minus each peer (`metrics.paired_bootstrap`).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -72,7 +74,7 @@ from recall.channels.fulltext import FullText
 from recall.channels.semantic import Semantic
 from recall.config import RecallConfig, from_mapping
 from recall.context import reading as context_reading
-from recall.fusion import fuse, session_prior
+from recall.fusion import asking_turns, fuse, session_prior
 from recall.indexes.pg_text_index import PgTextIndex
 from recall.indexes.tantivy_index import TantivyIndex
 from recall.planes import Planes
@@ -81,10 +83,12 @@ from recall.query import clean
 from recall.requests import RecallRequest
 from recall.routing import ROUTINGS, classify, route
 from recall.scope import recall_filter
-from recall.types import EPISODIC_KINDS, Candidate, ChannelQuery, Context, Filter
+from recall.types import EPISODIC_KINDS, Candidate, ChannelQuery, Context, Filter, asks
 
 DEPTH = 100
 CHECK_QUERIES = 25
+# The `asking_turns` weight the "default-asking" row tries while the knob is off.
+ASKING_TRIAL = 1.0
 # "session_as": "associated" uses the session neighbours as associated items
 # listed below their hit instead of as a fused channel (console/bench/neighbours.py).
 # "clock": "latest" weighs decay against each project's newest memory (console/bench/weighing.py).
@@ -172,6 +176,9 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
         .filter(kind__in=EPISODIC_KINDS)
         .values_list("pk", "session_id")
     )
+    asking = {  # the turns that ask (`recall.types.asks`), lowered by `asking_turns`
+        pk for pk, r in wiring.planes().store.hydrate(list(sessions)).items() if asks(r)
+    }
     queries = read_queries(Path(spec["queries"]), spec.get("limit_queries"))
     checks = int(spec.get("check_queries") or CHECK_QUERIES)
     engine = wiring.engine()
@@ -194,6 +201,10 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
             ablations["default-nocontext"] = (base, NOCONTEXT)
         if sessions:
             ablations["default-noprior"] = (replace(base, session_prior=0.0), MAIN)
+        if asking and base.asking_turns:
+            ablations["default-noasking"] = (replace(base, asking_turns=0.0), MAIN)
+        elif asking:  # off by default: the row shows what it would do
+            ablations["default-asking"] = (replace(base, asking_turns=ASKING_TRIAL), MAIN)
         if has_sessions:  # the semantic channel's turns in context (recall/context.py)
             ablations["default-nocontextmix"] = (replace(base, context_mix=0.0), MAIN)
         if Passages.objects.exists():  # long memories read by sentence (recall/passages.py)
@@ -234,7 +245,7 @@ def evaluate(spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
         mode = modes.get(name, "channel")
         runs[name] = _fused_runs(
             lists.fts(leg, config.depth), lists.semantic(context_reading(config), config.depth),
-            config, ext, sessions, texts, wheres, mode, clocks.get(name),
+            config, ext, sessions, texts, wheres, mode, clocks.get(name), asking,
         )  # fmt: skip
     qvecs = lists.vectors
 
@@ -362,10 +373,14 @@ def _fused_runs(
     wheres: Sequence[Filter],
     mode: str = "channel",
     clock: Sequence[datetime] | None = None,
+    asking: Collection[str] = frozenset(),
 ) -> list[list[str]]:
     """Each query's ranking under `config` from its channels' lists (`Lists`, at the
     config's depth and reading), routed as Recall routes it, weighed by importance,
-    worth and decay as Recall weighs it (`clock`: each query's "now")."""
+    worth and decay as Recall weighs it (`clock`: each query's "now"); the turns
+    in `asking` lowered by the config's `asking_turns` once the session
+    neighbours are fused in (lowered before, a question would no longer bring in
+    the turn that answers it: LoCoMo turns 0.812 / 0.622 against 0.826 / 0.650)."""
     out = []
     store = wiring.planes().store
     now = timezone.now()
@@ -378,9 +393,12 @@ def _fused_runs(
         fused = fuse(channels, method=config.fusion, weights=weights, k=config.k)
         fused = session_prior(fused, sessions, weight=config.session_prior)
         if mode == "associated":  # the session neighbourhood (console/bench/neighbours.py)
+            fused = asking_turns(fused, asking, weight=config.asking_turns)
             fused = neighbours.below(fused, config, where=wheres[i])
-        else:
-            fused = neighbours.expand(fused, channels, config, where=wheres[i], sessions=sessions)
+        else:  # the turns that ask lowered after the neighbours are fused in, as Recall does
+            fused = neighbours.expand(
+                fused, channels, config, where=wheres[i], sessions=sessions, asking=asking
+            )
         fused = weighing.weighed(fused, config, store=store, now=clock[i] if clock else now)
         out.append(_ranked([f.id for f in fused], ext))
     return out

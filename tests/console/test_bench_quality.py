@@ -55,3 +55,40 @@ def test_the_core_ranks_what_engine_recall_returns(planes: Path) -> None:
     check = body["engine_check"]
     assert check["checked"] == 3
     assert check["same_top10"] == 3, check.get("differ")
+
+
+def _conversation(folder: Path) -> tuple[Path, Path]:
+    """One session where the turn that asks shares the query's words and the turn
+    after it, which answers, is the gold one."""
+    said = [
+        "Caroline: what got you into pottery classes?",
+        "Melanie: my sister signed me up for them last spring.",
+        "Caroline: pottery sounds relaxing.",
+        "Melanie: I made a bowl in my pottery class.",
+        "Caroline: I went hiking with my dog yesterday.",
+    ]
+    rows = [
+        {"id": f"t{n}", "project": "p", "name": f"turn {n}", "description": text,
+         "metadata": {"session": 1, "turn_index": n}}
+        for n, text in enumerate(said)
+    ]  # fmt: skip
+    memories, queries = folder / "memories.jsonl", folder / "queries.jsonl"
+    memories.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    asked = [{"id": "q1", "project": "p", "query": "what got Melanie into pottery classes",
+              "gold": ["t1"]}]  # fmt: skip
+    queries.write_text("".join(json.dumps(q) + "\n" for q in asked))
+    return memories, queries
+
+
+def test_the_asking_row_lowers_the_turn_that_asks(planes: Path) -> None:
+    # `asking_turns` is off by default, so the ablations try it (`default-asking`)
+    # where turns end by asking, after the session neighbours are fused in.
+    memories, queries = _conversation(planes)
+    spec = {"dataset": str(memories), "queries": str(queries), "skip_peers": True}
+
+    body = quality.evaluate(spec, planes)
+
+    ranks = body["first_gold_rank"]
+    assert ranks["default"] == [2]  # the asking turn first
+    assert ranks["default-asking"] == [1]
+    assert "default-noasking" not in ranks

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from recall.fusion import Fused, fuse, rrf, session_prior, zscore
+from recall.fusion import Fused, asking_turns, fuse, rrf, session_prior, zscore
 from recall.results import Provenance
 from recall.types import Candidate
 
@@ -165,3 +165,34 @@ def test_session_prior_at_zero_changes_nothing() -> None:
     fused = [Fused("b", 1.0, ()), Fused("a", 2.0, ())]
 
     assert session_prior(fused, {"a": "s", "b": "s"}, weight=0) == fused
+
+
+def test_asking_turns_lowers_by_weight_times_the_spread_of_the_scores() -> None:
+    fused = [Fused("q", 3.0, ()), Fused("a", 2.0, ()), Fused("b", 1.0, ())]
+    spread = (2 / 3) ** 0.5  # population standard deviation of 3, 2, 1
+
+    lowered = asking_turns(fused, {"q"}, weight=1.5)
+
+    assert [f.id for f in lowered] == ["a", "q", "b"]  # 3 - 1.22: below 2, above 1
+    assert lowered[1].score == pytest.approx(3.0 - 1.5 * spread)
+    assert lowered[0] == fused[1]
+
+
+def test_asking_turns_measures_the_spread_on_the_first_thirty() -> None:
+    head = [Fused(f"h{i:02d}", 10.0 - i * 0.1, ()) for i in range(30)]
+    tail = [Fused("far", -1000.0, ())]
+    top = [f.score for f in head]
+    mean = sum(top) / 30
+    spread = (sum((s - mean) ** 2 for s in top) / 30) ** 0.5
+
+    lowered = asking_turns([*head, *tail], {"h00"}, weight=1.0)
+
+    assert {f.id: f.score for f in lowered}["h00"] == pytest.approx(10.0 - spread)
+
+
+def test_asking_turns_at_zero_without_askers_or_spread_changes_nothing() -> None:
+    fused = [Fused("a", 2.0, ()), Fused("b", 1.0, ())]
+    assert asking_turns(fused, {"a"}, weight=0) == fused
+    assert asking_turns(fused, set(), weight=1.0) == fused
+    flat = [Fused("a", 1.0, ()), Fused("b", 1.0, ())]
+    assert asking_turns(flat, {"a"}, weight=1.0) == flat

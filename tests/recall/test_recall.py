@@ -409,6 +409,49 @@ def test_the_session_prior_reads_turns_only_not_notes_written_in_a_session(
     assert ids(lifted.items) == [uid(1), uid(2), uid(3)]
 
 
+@pytest.mark.parametrize("kind", [None, "episode"])
+def test_a_turn_that_asks_falls_below_the_turns_that_tell(make_engine: MakeEngine, kind):
+    # The question turn shares more of the query's words than the answer after it;
+    # `asking_turns` lowers it by 3 x the spread of the fused scores, more than a
+    # three-hit list can span, so both telling turns pass it. Lowered after the
+    # expansion (any kind), or at hydration where a kind filter turns expansion off.
+    turn = {"kind": "episode", "session_id": "s1"}
+    engine = make_engine(
+        [
+            make_memory(1, description="Caroline: what got you into chroma boot race?", **turn),
+            make_memory(2, description="Melanie: chroma boot race, my brother's idea", **turn),
+            make_memory(3, description="Melanie: chroma again today", **turn),
+        ],
+        embedder=None,
+    )
+
+    query = "what got you into chroma boot race"
+    plain = engine.recall(ask(query, kind=kind), config=RRF)
+    lowered = engine.recall(ask(query, kind=kind), config=replace(RRF, asking_turns=3.0))
+
+    assert ids(plain.items)[0] == uid(1)
+    assert ids(lowered.items) == [uid(2), uid(3), uid(1)]
+
+
+def test_a_question_in_a_note_is_not_lowered(make_engine: MakeEngine):
+    # Only conversation turns are read as asking: a note that ends in a question
+    # mark (an open question an agent wrote down) keeps its place.
+    engine = make_engine(
+        [
+            make_memory(1, description="why does the chroma boot race happen?", kind="gotcha"),
+            make_memory(2, description="chroma boot", kind="fact"),
+            make_memory(3, description="chroma again", kind="fact"),
+        ],
+        embedder=None,
+    )
+
+    lowered = engine.recall(
+        ask("why does the chroma boot race happen"), config=replace(RRF, asking_turns=3.0)
+    )
+
+    assert ids(lowered.items)[0] == uid(1)
+
+
 def test_ranked_makes_each_hit_when_first_read_and_only_those_a_pack_reads(monkeypatch):
     """A 1,000-token pack holds a few of the up to 100 ranked: only those become Hits."""
     from recall import recall as pipeline

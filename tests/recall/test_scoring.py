@@ -82,3 +82,17 @@ def test_current_first_puts_a_chains_newest_ranked_version_where_its_best_one_wa
     assert [s.record.id for s in ordered] == [uid(n) for n in (3, 2, 1, 4, 5)]
     looped = current_first([at(7, 0.9, 8), at(8, 0.8, 7)])  # bad data must not hang
     assert sorted(s.record.id for s in looped) == [uid(7), uid(8)]
+
+
+def test_a_turn_asks_when_its_text_ends_with_a_question_mark() -> None:
+    from recall.types import asks
+
+    turn = {"kind": "episode", "session_id": "s1"}
+    assert asks(make_memory(1, description="Mel: what got you into running?  \n", **turn))
+    assert not asks(make_memory(2, description="Mel: running? It cleared my head.", **turn))
+    # the body is the turn's text when there is one (the description then sums it up)
+    assert asks(make_memory(3, description="a question", body="How was it?", **turn))
+    assert not asks(make_memory(4, description="How was it?", body="Great, thanks.", **turn))
+    # not a turn: a note, or an episode outside any session
+    assert not asks(make_memory(5, description="why does it race?", kind="gotcha", session_id="s1"))
+    assert not asks(make_memory(6, description="why does it race?", kind="episode"))
