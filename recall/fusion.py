@@ -189,15 +189,16 @@ def asking_turns(fused: Sequence[Fused], asking: Collection[str], *, weight: flo
     A conversation turn that asks ("What got you into running?") shares the
     question's words and meaning, and so outranks the turn that answers it,
     which is what was asked about (of LoCoMo's 1,349 gold turns, 122 end by
-    asking, often a statement closed by a question). The spread is the population standard deviation of the
-    first `SPREAD_TOP` fused scores, so the same weight fits z-score sums and
-    RRF. `asking` holds the ids whose turn text ends with a question mark
-    (`recall.types.asks`). Dev sets (2026-12-07, `manage.py bench quality`,
-    R@10 / nDCG@10): LoCoMo turns 0.816 / 0.628 -> 0.826 / 0.650 at weight 1,
-    adversarial questions (category 5) 0.647 -> 0.691 nDCG; the other sets
-    hold no such turns and do not move (README "Turns that ask"). Applied
-    once the session neighbours are fused in (`recall.expansion.refuse`). The
-    list comes back re-sorted, ties by id; `weight` 0 returns it unchanged.
+    asking, often news closed by a question). The spread is the population
+    standard deviation of the first `SPREAD_TOP` fused scores, so the same
+    weight fits z-score sums and RRF. `asking` holds the ids whose turn text
+    ends with a question mark (`recall.types.asks`). Dev sets (2026-12-07,
+    `manage.py bench quality`, R@10 / nDCG@10): LoCoMo turns 0.816 / 0.628
+    -> 0.826 / 0.650 at weight 1, adversarial questions (category 5) 0.647
+    -> 0.691 nDCG; the other sets hold no such turns and do not move (README
+    "Turns that ask"). Applied once the session neighbours are fused in
+    (`recall.expansion.refuse`). The list comes back re-sorted, ties by id;
+    `weight` 0 returns it unchanged.
     """
     if weight == 0 or not fused or not asking:
         return list(fused)

@@ -94,6 +94,11 @@ HELP: dict[str, dict[str, tuple[str, str]]] = {
         "k": K,
         "semantic": ("Match by meaning", "Use the meaning channel when an embedding model is set."),
         "session_prior": PRIOR,
+        "asking_turns": (
+            "Lower turns that only ask",
+            "How far a conversation turn ending in a question falls below the turn that "
+            "answers it (1 measured best). 0 turns it off.",
+        ),
         "graph_seeds": (
             "Results whose links are followed",
             "Links and associations of this many top memories are followed.",

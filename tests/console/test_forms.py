@@ -85,6 +85,8 @@ def config(section: str, base: Any, **changed: str) -> ConfigForm:
          "“Link hops” must be between 0 and 3, not 9."),
         (config("recall", RecallConfig(), **{"channel_weights.fts": "-1"}), "channel_weights.fts",
          "“Weight: word matches” must be at least 0."),
+        (config("recall", RecallConfig(), asking_turns="-1"), "asking_turns",
+         "“Lower turns that only ask” must be between 0 and 1,000, not -1.0."),
     ],
 )  # fmt: skip
 def test_an_error_names_its_field_and_what_it_takes(
