@@ -25,7 +25,7 @@ from dataclasses import replace
 from recall.fusion import Fused, fuse
 from recall.ports import MemoryStore
 from recall.scoring import Scored, positive, prior_and_asking
-from recall.types import MEMORY, Candidate, Filter
+from recall.types import MEMORY, Candidate, Filter, asks
 
 
 def seeds(scored: Sequence[Scored], *, limit: int) -> list[Candidate]:
@@ -73,11 +73,14 @@ def refuse(
     first fusion) is applied again to the new fusion, and then the turns that
     ask are lowered (`asking`, `recall.fusion.asking_turns`): here and not
     before the expansion, where a lowered question would no longer be the seed
-    that brings in the turn answering it. With `asking`, the lists are fused
-    again even when the expansion found nothing. The caller guards the
-    result like every other hit.
+    that brings in the turn answering it. With `asking` and a turn among `scored`
+    that asks, the lists are fused again even when the expansion found nothing
+    (with none, `scored` is what that fusion would give: a Recall of memories that
+    are no turns pays no second fusion). The caller guards the result like every
+    other hit.
     """
-    if not any(expanded.values()) and not asking:
+    lowers = bool(asking) and any(asks(s.record) for s in scored)
+    if not any(expanded.values()) and not lowers:
         return list(scored)
     fused = fuse({**ranked, **expanded}, method=method, weights=weights, k=k)
     paths = {(ch, c.id): c for ch, found in expanded.items() for c in found if c.path}

@@ -66,6 +66,24 @@ def test_an_empty_graph_list_leaves_the_ranking_as_it_was():
     assert out == before
 
 
+def test_with_no_turn_that_asks_nothing_expanded_is_not_fused_again(monkeypatch):
+    # `asking_turns` on: an empty expansion fuses the lists again only to lower a turn
+    # that asks; with none among the hits, the ranking stays as it was, unfused.
+    from recall import expansion
+
+    turn = make_memory(1, description="what broke the deploy?", kind="episode", session_id="s")
+    fact = make_memory(2, description="the deploy broke on a lock")
+    lists = {"fts": [Candidate(uid(1), 1, 2.0), Candidate(uid(2), 2, 1.0)]}
+    fused: list[int] = []
+    monkeypatch.setattr(expansion, "fuse", lambda *a, **kw: fused.append(1) or [])
+
+    for hits in ([fact], [fact, turn]):
+        refuse(lists, {"session": []}, scored(*hits), store=InMemoryStore([turn, fact]),
+               method="zscore", weights={}, k=60, asking=1.0)  # fmt: skip
+
+    assert fused == [1]  # the second call alone: a turn asks
+
+
 def test_graph_neighbours_join_recall_with_source_graph(make_engine: MakeEngine):
     seed = make_memory(1, description="chroma boot race", body="see [[startup-order]]")
     neighbour = make_memory(2, "startup-order", description="services start in this order")
