@@ -81,14 +81,14 @@ def _conversation(folder: Path) -> tuple[Path, Path]:
 
 
 def test_the_asking_row_lowers_the_turn_that_asks(planes: Path) -> None:
-    # `asking_turns` is off by default, so the ablations try it (`default-asking`)
-    # where turns end by asking, after the session neighbours are fused in.
+    # `asking_turns` is on by default: the turn that asks falls below the answer, and
+    # the ablations show it off (`default-noasking`) where turns end by asking.
     memories, queries = _conversation(planes)
     spec = {"dataset": str(memories), "queries": str(queries), "skip_peers": True}
 
     body = quality.evaluate(spec, planes)
 
     ranks = body["first_gold_rank"]
-    assert ranks["default"] == [2]  # the asking turn first
-    assert ranks["default-asking"] == [1]
-    assert "default-noasking" not in ranks
+    assert ranks["default"] == [1]
+    assert ranks["default-noasking"] == [2]  # the asking turn first
+    assert "default-asking" not in ranks

@@ -276,8 +276,8 @@ def test_a_refused_long_value_is_quoted_cut_not_repeated_whole() -> None:
     assert said.count("\u2026") == 2 and "x" * 60 not in said, said
 
 
-def test_asking_turns_is_off_by_default_and_refuses_a_negative_weight() -> None:
-    assert RecallConfig().asking_turns == 0.0
+def test_asking_turns_is_on_at_one_by_default_and_refuses_a_negative_weight() -> None:
+    assert RecallConfig().asking_turns == 1.0
     assert RecallConfig(asking_turns=1.0).asking_turns == 1.0
     with pytest.raises(ValueError, match="asking_turns"):
         RecallConfig(asking_turns=-0.5)

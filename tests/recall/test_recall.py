@@ -22,11 +22,13 @@ from tests.recall.conftest import (
     uid,
 )
 
-# The RRF arithmetic, without the session prior (its own tests are below and in test_fusion)
+# The RRF arithmetic, without the session prior and the lowering of turns that ask (their
+# own tests are below and in test_fusion)
 # and without routing (hybrid: the weights as given; routing has its own tests below).
 RRF = RecallConfig(
-    fusion="rrf", channel_weights={"fts": 1.0, "semantic": 1.0}, session_prior=0.0, routing="hybrid"
-)
+    fusion="rrf", channel_weights={"fts": 1.0, "semantic": 1.0}, session_prior=0.0,
+    routing="hybrid", asking_turns=0.0,
+)  # fmt: skip
 
 
 def ask(query: str, project: str | None = "alpha", **kw: object) -> RecallRequest:
