@@ -97,7 +97,7 @@ HELP: dict[str, dict[str, tuple[str, str]]] = {
         "asking_turns": (
             "Lower turns that only ask",
             "How far a conversation turn ending in a question falls below the turn that "
-            "answers it (1 measured best). 0 turns it off.",
+            "answers it. 0 turns it off.",
         ),
         "graph_seeds": (
             "Results whose links are followed",
