@@ -362,6 +362,11 @@ RECALL: dict[str, Any] = {
     # serving processes map them instead of reading the whole plane: shared file
     # pages, not a private copy each (recall/indexes/copy_snapshot.py); off: read it.
     "VECTOR_SNAPSHOTS": env_bool("RECALL_VECTOR_SNAPSHOTS", True),
+    # Every write through that copy is also journaled beside the snapshots, and a
+    # process that mapped one follows the journal instead of polling the plane, so a
+    # serving process never loads LanceDB (recall/indexes/copy_journal.py); the same
+    # in every process of a deployment. Off: poll the plane.
+    "VECTOR_JOURNAL": env_bool("RECALL_VECTOR_JOURNAL", True),
     # After this many failed attempts an index job is retried once a minute instead of
     # at every apply (it stays visible in index_status; sync_indexes retries it now).
     "MAX_JOB_ATTEMPTS": env_int("RECALL_MAX_JOB_ATTEMPTS", "20", 1),

@@ -121,7 +121,10 @@ def vector_index() -> VectorIndex | None:
             "VECTOR_INDEX", **({"dims": emb.dims} if emb is not None else {})
         )
         if settings.RECALL["VECTOR_CACHE"] and isinstance(plane, Replicable):
-            return HotVectorIndex(plane, release=allocator.trim, snapshots=_snapshots(plane))
+            return HotVectorIndex(
+                plane, release=allocator.trim, snapshots=_snapshots(plane),
+                journal=settings.RECALL["VECTOR_JOURNAL"],
+            )  # fmt: skip
         return plane
 
     return _once("vectors", make)

@@ -33,6 +33,11 @@ A copy given a `snapshots` folder starts from the snapshot the process that
 writes the plane published there (`publish`, recall/indexes/copy_snapshot.py)
 when one fits: its arrays mapped from the files (pages shared by every process
 mapping them), then the plane's rows written since, read as a poll reads them.
+With a `journal` too (recall/indexes/copy_journal.py), every write made through a
+copy is also appended there, and a copy that mapped a snapshot follows those
+records from the snapshot's position instead of polling the plane: a serving
+process then never opens LanceDB in the steady state. A gap or an unreadable
+record (or no snapshot) and it reads the plane, as above.
 
 Each row has an integer key (what a USearch graph or a flat matrix holds);
 a write drops the id's row and adds it again (in its new partition if it
@@ -54,6 +59,7 @@ and fitted a chunk at a time: peak 522-527 MB, 416 once loaded.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import threading
@@ -67,7 +73,7 @@ import numpy as np
 import numpy.typing as npt
 
 from recall.errors import IndexUnavailable
-from recall.indexes import copy_snapshot
+from recall.indexes import copy_journal, copy_snapshot, layout
 from recall.indexes.copy_rows import Partition, RowBook
 from recall.ports import VectorIndex, Vectors
 from recall.types import Candidate, Facets, Filter, VectorBlock, VectorRow
@@ -427,6 +433,7 @@ class HotVectorIndex:
         warm: bool = False,
         release: Callable[[], object] | None = None,
         snapshots: Path | None = None,
+        journal: bool = False,
     ) -> None:
         if not isinstance(inner, Replicable):
             raise TypeError(f"{type(inner).__name__} offers no version() and block()")
@@ -440,6 +447,12 @@ class HotVectorIndex:
         self.poll_seconds = poll_seconds
         self.release = release
         self.snapshots = snapshots
+        # The writes' journal beside the snapshots; `_cursor` is where this copy is in
+        # it while it follows it (None: it reads the plane).
+        self.journal = copy_journal.Journal(snapshots) if journal and snapshots else None
+        self._cursor: copy_journal.Cursor | None = None
+        self._keeper = False  # this copy publishes snapshots: it reads the plane
+        self._plane_folder: tuple[int, ...] | None = None  # which plane folder it follows
         self._lock = threading.RLock()
         self._syncing = threading.Lock()  # one refresh at a time (`refresh`)
         self._book = RowBook()  # each row's id, partition, fingerprint, filters, position
@@ -457,29 +470,50 @@ class HotVectorIndex:
     # -- the VectorIndex port ---------------------------------------------------
 
     def upsert(self, rows: Sequence[VectorRow]) -> None:
-        self.inner.upsert(rows)
-        if self._ready.is_set() and rows:
-            matrix = np.asarray([r.vector for r in rows], dtype=np.float32)
+        if not rows:
+            return
+        last = list({r.id: r for r in rows}.values())  # as the plane keeps them
+        block = VectorBlock(
+            ids=[r.id for r in last],
+            items=[r.item for r in last],
+            projects=[r.project for r in last],
+            active=[r.active for r in last],
+            kinds=[r.kind for r in last],
+            fingerprints=[r.fingerprint for r in last],
+            vectors=np.asarray([r.vector for r in last], dtype=np.float32),
+            facets=[Facets.of(r) for r in last],
+        )
+        with self._journaled(lambda: copy_journal.encode_put(block)):
+            self.inner.upsert(rows)
+        if self._ready.is_set():
             with self._lock:
-                self._put(
-                    VectorBlock(
-                        ids=[r.id for r in rows],
-                        items=[r.item for r in rows],
-                        projects=[r.project for r in rows],
-                        active=[r.active for r in rows],
-                        kinds=[r.kind for r in rows],
-                        fingerprints=[r.fingerprint for r in rows],
-                        vectors=matrix,
-                        facets=[Facets.of(r) for r in rows],
-                    )
-                )
+                self._put(block)
 
     def delete(self, ids: Sequence[str]) -> None:
-        self.inner.delete(ids)
+        if not ids:
+            return
+        with self._journaled(lambda: copy_journal.encode_drop(sorted(set(ids)))):
+            self.inner.delete(ids)
         if self._ready.is_set():
             with self._lock:
                 for id_ in ids:
                     self._drop(id_)
+
+    @contextlib.contextmanager
+    def _journaled(self, payload: Callable[[], bytes]) -> Iterator[None]:
+        """Around a write to the plane: append its record once the plane took it, under
+        the journal's lock (so records are in the plane's order), flushed before the
+        write returns. A copy following the journal moves past its own record when
+        nothing came between (it applies the write itself)."""
+        if self.journal is None:
+            yield
+            return
+        with self.journal.lock.held():
+            yield
+            before, after = self.journal.append(payload())
+        with self._lock:
+            if self._cursor == before:
+                self._cursor = after
 
     def search(
         self, vector: Sequence[float] | Vectors, *, where: Filter, limit: int
@@ -528,7 +562,8 @@ class HotVectorIndex:
         return self.inner.count()
 
     def clear(self) -> None:
-        self.inner.clear()
+        with self._journaled(copy_journal.encode_clear):
+            self.inner.clear()
         with self._lock:
             self._book = RowBook()
             self._parts.clear()
@@ -567,6 +602,19 @@ class HotVectorIndex:
             return self._refresh()
 
     def _refresh(self) -> int:
+        if self.journal is not None and not self._keeper:
+            if self._version is None and self._cursor is None:
+                self._adopted(None)  # a snapshot with a journal position: follow it
+            if self._cursor is not None:
+                try:
+                    return self._follow(self.journal.folder, self._cursor)
+                except (copy_journal.Broken, OSError) as exc:
+                    log.warning("the vector copy stops following its journal (%s): "
+                                "reading the plane", exc)  # fmt: skip
+                    # No plane version matches: the plane's rows written since the
+                    # snapshot are read, and the counts compared (a replaced plane's
+                    # version may equal the snapshot's).
+                    self._cursor, self._version = None, -1
         version = self._source.version()
         if version == self._version:
             return 0
@@ -580,6 +628,31 @@ class HotVectorIndex:
             self._version = version
             agree = len(self._book) == self.inner.count()
         return len(delta.ids) + (0 if agree else self._reconcile())
+
+    def _follow(self, folder: Path, cursor: copy_journal.Cursor) -> int:
+        """Apply the journal's records past `cursor` (see the module docstring). A plane
+        whose folder was deleted or replaced since (rebuilt from the database, which
+        journals only what the new plane lacks) is read instead."""
+        if _folder_identity(self.inner) != self._plane_folder:
+            raise copy_journal.Broken("the vector plane's folder was replaced")
+        records, moved = copy_journal.read(folder, cursor)
+        changed = 0
+        with self._lock:
+            if self._cursor != cursor:  # a write here moved it meanwhile: read again
+                return 0
+            for record in records:
+                if record.block is not None:
+                    self._put(record.block)
+                    changed += len(record.block.ids)
+                elif record.op == "clear":
+                    self._book = RowBook()
+                    self._parts.clear()
+                    self._changes += 1
+                for id_ in record.ids:
+                    self._drop(id_)
+                changed += len(record.ids)
+            self._cursor = moved
+        return changed
 
     def _load(self, version: int) -> int:
         """Read every row of the plane into the copy (the first load, with no snapshot)."""
@@ -616,6 +689,12 @@ class HotVectorIndex:
         if self.snapshots is None:
             raise ValueError("this copy has no snapshots folder to publish to")
         with self._syncing:
+            # The publisher's copy is the plane's (what it writes must be), and the
+            # journal's position is read first: the plane then holds every record up to
+            # it, and a follower's replay of later ones, in order, is idempotent.
+            self._cursor, self._keeper = None, True
+            position = self.journal.position() if self.journal is not None else None
+            kept = copy_snapshot.current(self.snapshots)
             self._refresh()
             self._ready.set()
             with self._lock:
@@ -630,8 +709,11 @@ class HotVectorIndex:
                         writers[plain["graph"]] = _graph_writer(part.index)
                     parts.append({"project": project, "active": active, **plain})
                 meta = {"version": self._version, "mark": self._mark, "dims": self._dims,
-                        "shape": self._shape(), "book": book, "parts": parts}  # fmt: skip
+                        "shape": self._shape(), "book": book, "parts": parts,
+                        "journal": position, "plane": _folder_identity(self.inner)}  # fmt: skip
                 snap = copy_snapshot.publish(self.snapshots, meta, arrays, writers)
+                if self.journal is not None and kept is not None:  # the kept one's records
+                    self.journal.sweep(kept.meta.get("journal") or 0)
                 # This copy now maps what it wrote (nothing changed meanwhile: the lock is
                 # held), so its rows are shared file pages here too, not a private copy.
                 self._book, self._parts = self._mapped(snap)
@@ -653,18 +735,25 @@ class HotVectorIndex:
         return [self.dtype, self.connectivity, self.expansion, self.exact_below,
                 sketch.above, sketch.dims, sketch.pool]  # fmt: skip
 
-    def _adopted(self, version: int, *, again: bool = True) -> bool:
+    def _adopted(self, version: int | None, *, again: bool = True) -> bool:
         """Map the current snapshot as the copy, if there is one this copy can use:
         written under the same settings, of a plane version not past `version`, of
-        vectors as long as the plane's."""
+        vectors as long as the plane's. With `version` None (the plane not read), only
+        a snapshot holding a journal position, of this plane folder (not one deleted
+        and made again since), which the copy then follows."""
         snap = copy_snapshot.current(self.snapshots) if self.snapshots is not None else None
         if snap is None:
+            return False
+        if version is None and (
+            snap.meta.get("journal") is None
+            or snap.meta.get("plane") != _json_identity(self.inner)  # of a plane replaced
+        ):
             return False
         meta, dims = snap.meta, getattr(self.inner, "dims", None)
         if (
             meta["shape"] != self._shape()
             or meta["version"] is None
-            or meta["version"] > version  # of a plane since deleted and begun again
+            or (version is not None and meta["version"] > version)  # a plane begun again
             or (isinstance(dims, int) and meta["dims"] not in (None, dims))  # another model's
         ):
             log.info("the vector copy's snapshot %s does not fit this copy: reading the plane",
@@ -676,6 +765,9 @@ class HotVectorIndex:
             return again and self._adopted(version, again=False)
         with self._lock:
             self._book, self._parts = mapped
+            if version is None:
+                self._cursor = copy_journal.Cursor(int(meta["journal"]))
+                self._plane_folder = _folder_identity(self.inner)
             self._dims = meta["dims"]
             self._version, self._mark = int(meta["version"]), int(meta["mark"])
             self._changes += 1
@@ -869,6 +961,27 @@ def _keep_current(ref: weakref.ref[HotVectorIndex]) -> None:
         poll, index = index.poll_seconds, None
         if not poll or _STOPPING.wait(poll):
             return
+
+
+def _folder_identity(plane: object) -> tuple[int, ...] | None:
+    """Which plane folder this is: its layout marker's inode and time (written when the
+    folder is made, `recall.indexes.layout`) and the folder's inode; None without
+    one. A folder deleted and made again has another (a freed inode is often reused
+    at once, hence the marker's time too)."""
+    path = getattr(plane, "path", None)
+    if not isinstance(path, Path):
+        return None
+    try:
+        folder, marker = path.stat(), (path / layout.MARKER).stat()
+    except OSError:
+        return None
+    return (folder.st_ino, marker.st_ino, marker.st_mtime_ns)
+
+
+def _json_identity(plane: object) -> list[int] | None:
+    """`_folder_identity` as a snapshot's meta.json holds it."""
+    found = _folder_identity(plane)
+    return None if found is None else list(found)
 
 
 def _partition_order(pair: tuple[Partition, _Part]) -> tuple[bool, str, bool]:

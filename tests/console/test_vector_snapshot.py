@@ -58,6 +58,7 @@ def test_the_idle_index_worker_writes_the_copy_a_new_process_maps(planes: Path) 
     served = wiring.vector_index()
     assert isinstance(served, HotVectorIndex) and served.wait_ready(timeout=60)
     assert _mapped(served)
+    assert served._cursor is not None  # it follows the journal, not the plane
     model = wiring.embedder()
     assert model is not None
     query = model.embed(["pager rota Mondays"])[0]
