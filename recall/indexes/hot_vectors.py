@@ -722,11 +722,22 @@ class HotVectorIndex:
 
     def snapshot_behind(self) -> bool:
         """Whether the plane has moved since the current snapshot was written (or
-        there is none): what the publisher checks before writing one again."""
+        there is none), or, with a journal, a follower could not follow it (written
+        before the journal, or of another plane folder: a deployment copied or
+        restored elsewhere, whose processes then all read the plane): what the
+        publisher checks before writing one again."""
         if self.snapshots is None:
             return False
         snap = copy_snapshot.current(self.snapshots)
-        return snap is None or snap.meta["version"] != self._source.version()
+        if snap is None:
+            return True
+        meta = snap.meta
+        followed = meta.get("journal") is not None and meta.get("plane") == _json_identity(
+            self.inner
+        )
+        return (self.journal is not None and not followed) or meta["version"] != (
+            self._source.version()
+        )
 
     def _shape(self) -> list[Any]:
         """The settings a snapshot's partitions were built under (a reader with

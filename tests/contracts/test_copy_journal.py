@@ -247,6 +247,31 @@ def test_a_follower_reads_the_plane_on_a_gap_or_an_unreadable_record(
     assert alike(answers(served), answers(worker))
 
 
+def test_a_snapshot_of_a_copied_plane_is_written_again_to_be_followed(
+    plane: Path, tmp_path: Path
+) -> None:
+    # A deployment copied (or restored) elsewhere: its snapshot names the old plane
+    # folder, which no follower follows; the worker's publisher counts it as behind,
+    # though the plane has not moved, and the snapshot it writes is followed.
+    snaps = tmp_path / "snaps"
+    copy(plane, snaps, journal=False).publish()  # written before the journal, too
+    assert not copy(plane, snaps, journal=False).snapshot_behind()
+    assert copy(plane, snaps).snapshot_behind()
+    copy(plane, snaps).publish()
+    assert not copy(plane, snaps).snapshot_behind()
+    moved, moved_snaps = tmp_path / "moved" / "v", tmp_path / "moved" / "snaps"
+    shutil.copytree(plane, moved)
+    shutil.copytree(snaps, moved_snaps)
+
+    worker = copy(moved, moved_snaps)
+    assert copy(moved, moved_snaps)._cursor is None  # it reads the plane
+    assert worker.snapshot_behind()
+    worker.publish()
+
+    served = copy(moved, moved_snaps, unread=True)
+    assert served._cursor is not None and answers(served) == answers(worker)
+
+
 def test_records_round_trip_and_files_are_swept_behind_a_kept_snapshot(tmp_path: Path) -> None:
     journal = copy_journal.Journal(tmp_path)
     start = journal.position()
