@@ -160,8 +160,13 @@ def serve_kept(*, size: int, backend: str, queries: int, deployment: Path) -> di
     root = Path(tempfile.mkdtemp(prefix="recall-speed-"))
     try:
         shutil.copytree(deployment / "data", root / "data", symlinks=True)
+        # A copied plane is another folder: its snapshot is mapped but not followed by
+        # its journal (`copy_journal`); the worker beside a restored deployment writes
+        # a new one at its first idle pass, as this child does before serving.
+        published = run_worker("speed-publish", {}, env=_env(backend, None), data_dir=root)
         serve_spec = spec | {"build_text": False, "api_ingest": 0}
         served = run_worker("speed-serve", serve_spec, env=_env(backend, None), data_dir=root)
+        served |= published
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return {"size": size, "queries": queries, "ingest": kept, "backends": {backend: served}}
@@ -249,7 +254,18 @@ def worker(job: str, spec: Mapping[str, Any], root: Path) -> dict[str, Any]:
         return _move(spec)
     if job == "speed-model-change":
         return _reindex_model_change()
+    if job == "speed-publish":
+        return _publish()
     raise ValueError(f"unknown speed job {job!r}")
+
+
+def _publish() -> dict[str, Any]:
+    """The vector copy's snapshot written as the idle index worker writes it."""
+    from console import indexing
+
+    started = time.perf_counter()
+    snapshot = indexing.vector_copy_publish()
+    return {"vector_snapshot_s": round(time.perf_counter() - started, 2) if snapshot else None}
 
 
 def _ingest(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -265,11 +281,7 @@ def _ingest(spec: Mapping[str, Any]) -> dict[str, Any]:
     reindex_s = time.perf_counter() - started
     # What the idle index worker beside a server writes (`index_worker --snapshot-every`):
     # the serving process maps it, as a gunicorn worker of that deployment would.
-    started = time.perf_counter()
-    snapshot = indexing.vector_copy_publish()
-    snapshot_s = round(time.perf_counter() - started, 2) if snapshot else None
-    return {
-        "vector_snapshot_s": snapshot_s,
+    return _publish() | {
         "memories": Memory.objects.count(),
         "superseded": Memory.objects.exclude(invalid_at=None).count(),
         "ingest_s": load["seconds"],
