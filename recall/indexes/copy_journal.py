@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from recall.indexes import copy_snapshot
 from recall.locks import FileLock
 from recall.types import Facets, VectorBlock
 
@@ -193,7 +194,7 @@ class Journal:
             finally:
                 os.close(fd)
             if created:
-                _fsync_dir(self.folder)
+                copy_snapshot.fsync(self.folder)
             size += _HEAD.size + len(payload)
             self._tail = (path, size, number)
             return before, Cursor(number, path.name, size)
@@ -205,7 +206,7 @@ class Journal:
             path, size, number = self._open_tail()
             if not size:  # an empty journal's first file, so that the number holds
                 path.touch()
-                _fsync_dir(self.folder)
+                copy_snapshot.fsync(self.folder)
             return number
 
     def _open_tail(self) -> tuple[Path, int, int]:
@@ -288,11 +289,3 @@ def read(folder: Path, cursor: Cursor) -> tuple[list[Record], Cursor]:
                     raise Broken(f"journal record {number} cannot be decoded: {exc}") from exc
                 cursor = Cursor(number, path.name, end)
     return records, cursor
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -102,18 +102,18 @@ def publish(
             _write_array(temp / f"{name}.npy", array, length)
         for name, write in (writers or {}).items():
             write(temp / name)
-            _fsync(temp / name)
+            fsync(temp / name)
         body = json.dumps({**meta, "format": FORMAT}, separators=(",", ":"))
         (temp / "meta.json").write_text(body, encoding="utf-8")
-        _fsync(temp / "meta.json")
-        _fsync(temp)
+        fsync(temp / "meta.json")
+        fsync(temp)
         final = folder / f"snap-{time.time_ns()}"
         os.rename(temp, final)
         pointer = folder / f".{CURRENT}.tmp"
         pointer.write_text(final.name, encoding="ascii")
-        _fsync(pointer)
+        fsync(pointer)
         os.replace(pointer, folder / CURRENT)
-        _fsync(folder)
+        fsync(folder)
         _sweep(folder, keep={final.name} | ({keep} if keep else set()))
     return Snapshot(final, json.loads(body))
 
@@ -140,10 +140,11 @@ def _write_array(path: Path, array: npt.NDArray[Any], length: int) -> None:
         out[start:end] = array[start:end]
     out.flush()
     del out
-    _fsync(path)
+    fsync(path)
 
 
-def _fsync(path: Path) -> None:
+def fsync(path: Path) -> None:
+    """Flush a file's or a folder's contents (a folder: its names) to disk."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
