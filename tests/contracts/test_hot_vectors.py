@@ -273,23 +273,23 @@ def test_the_stamp_is_none_until_loaded_then_moves_with_every_change(tmp_path: P
 
 
 def test_the_flat_scan_ranks_by_exact_cosine_ties_by_position_zero_rows_last() -> None:
-    """`_nearest`, the flat partitions' scan: cosine whatever the rows' norms, the
+    """`nearest`, the flat partitions' scan: cosine whatever the rows' norms, the
     top `count` nearest first, equal distances in row order, a zero row (or a zero
     query) at similarity 0, and never more rows than there are."""
-    from recall.indexes.hot_vectors import _inverse_norms, _nearest
+    from recall.indexes.copy_parts import inverse_norms, nearest
 
     rows = np.array(
         [[3, 0, 0], [0, 2, 0], [1, 1, 0], [0, 0, 0], [5, 0, 0], [2, 2, 0]], dtype=np.float32
     )
     query = np.array([2, 0, 0], dtype=np.float32)
 
-    at, distances = _nearest(rows, _inverse_norms(rows), query, 4)
+    at, distances = nearest(rows, inverse_norms(rows), query, 4)
 
     assert at.tolist() == [0, 4, 2, 5]  # 0 and 4 tie at cosine 1; 2 and 5 at 1/sqrt(2)
     assert distances.tolist() == pytest.approx([0.0, 0.0, 1 - 2**-0.5, 1 - 2**-0.5])
-    everything, far = _nearest(rows, _inverse_norms(rows), query, 99)
+    everything, far = nearest(rows, inverse_norms(rows), query, 99)
     assert len(everything) == 6 and far[everything.tolist().index(3)] == pytest.approx(1.0)
-    _, blank = _nearest(rows, _inverse_norms(rows), np.zeros(3, dtype=np.float32), 3)
+    _, blank = nearest(rows, inverse_norms(rows), np.zeros(3, dtype=np.float32), 3)
     assert blank.tolist() == pytest.approx([1.0, 1.0, 1.0])
 
 
@@ -494,14 +494,14 @@ def test_sketching_a_partition_keeps_its_temporaries_small() -> None:
     (the f32 matrix itself, its bfloat16 copy and the sketch among them)."""
     import tracemalloc
 
+    from recall.indexes.copy_parts import Part
     from recall.indexes.copy_rows import RowBook
-    from recall.indexes.hot_vectors import _Part
 
     rows, dims = 4096, 384
     book = RowBook()
     for _ in range(rows):
         book._grow()
-    part = _Part(dims, {}, 1 << 20, Sketching(above=rows), book)
+    part = Part(dims, {}, 1 << 20, Sketching(above=rows), book)
     vectors = np.random.default_rng(3).normal(size=(rows, dims)).astype(np.float32)
     tracemalloc.start()
     try:
