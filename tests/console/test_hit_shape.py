@@ -132,6 +132,28 @@ def test_a_search_hit_says_each_thing_once(world: World, monkeypatch: pytest.Mon
     assert (note["name"], note["title"]) == ("albatross-notes", "albatross notes")
 
 
+def test_a_search_hit_says_its_times_to_the_second_as_a_recall_item(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Microseconds were 7 bytes of each time on every hit; rounded up, as a recall
+    # item's, so an as_of of the figure shown finds the version it begins.
+    memory = world.memories["alpha"]
+    exact = datetime(2026, 3, 4, 5, 6, 7, 250_000, tzinfo=UTC)
+    Memory.objects.filter(pk=memory.pk).update(valid_from=exact, occurred_at=exact)
+    services.memory_update(memory=Memory.objects.get(pk=memory.pk), tags=["t"])
+    indexing.apply_pending()
+
+    rest_reply = call(world.client("alpha"), "get", "/search", {"q": "albatross"}).json()
+    status, mcp_reply = mcp(world, "alpha", "memory_search", {"q": "albatross"}, monkeypatch)
+    recalled = item(rest(world, {}), memory.pk)
+
+    assert status == 200 and rest_reply == mcp_reply
+    hit = next(h for h in rest_reply["hits"] if h["id"] == memory.pk)
+    assert hit["valid_from"] == hit["occurred_at"] == "2026-03-04T05:06:08Z"
+    assert hit["valid_from"] == recalled["valid_from"]
+    assert "." not in hit["updated"]
+
+
 def test_a_search_hit_says_favorite_and_active_only_when_not_the_default(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
