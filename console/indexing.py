@@ -850,7 +850,7 @@ def _written_ahead(
     def ahead(docs: list[Doc]) -> tuple[dict[str, Vectors], int]:
         return _embedded(docs, [d.embedding_hash(model) for d in docs], known, embedder)
 
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-ahead")
+    pool = _embedding_pool()  # the import's embedding ahead runs there too, in order
     waiting: tuple[list[Doc], Future[tuple[dict[str, Vectors], int]]] | None = None
     try:
         for docs in batches:
@@ -860,8 +860,10 @@ def _written_ahead(
             waiting = (docs, future)
         if waiting is not None:
             yield _written(*waiting, known)
+            waiting = None
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if waiting is not None:  # a rebuild that stopped: the next batch is not needed
+            waiting[1].cancel()
 
 
 def _written(
