@@ -15,6 +15,18 @@ def linked(page: str) -> list[str]:
     return re.findall(r'<a href="/memories/([0-9A-Z]{26})/"', page)
 
 
+def inspected(admin_client: Client, memory_id: str, href: str) -> tuple[str, str]:
+    """The Inspect link (`href`, a pattern) in a memory's retrieval history, and the
+    inspector's answer to it (which must be 200)."""
+    page = admin_client.get(f"/memories/{memory_id}/").content.decode()
+    found = re.search(rf'<a class="inspect-link" href="({href})"', page)
+    assert found is not None, page
+    link = html.unescape(found.group(1))
+    answer: Any = admin_client.get(link, HTTP_HX_REQUEST="true")
+    assert answer.status_code == 200
+    return link, answer.content.decode()
+
+
 def test_an_agents_recall_opens_in_the_inspector_as_the_agent_asked_it(
     world: World, admin_client: Client
 ) -> None:
@@ -26,15 +38,9 @@ def test_an_agents_recall_opens_in_the_inspector_as_the_agent_asked_it(
     items = [i["id"] for i in reply["items"]]
     assert items and reply["budget"] == 120
 
-    page = admin_client.get(f"/memories/{items[0]}/").content.decode()
-    found = re.search(r'<a class="inspect-link" href="([^"]+)"', page)
-    assert found is not None, page
-    link = html.unescape(found.group(1))
-    assert "budget=120" in link and "project=alpha" in link
-    inspected: Any = admin_client.get(link, HTTP_HX_REQUEST="true")
+    link, shown = inspected(admin_client, items[0], r'[^"]+')
 
-    assert inspected.status_code == 200
-    shown = inspected.content.decode()
+    assert "budget=120" in link and "project=alpha" in link
     assert "of its 120 tokens" in shown, shown
     assert [i for i in linked(shown) if i in items][: len(items)] == items
 
@@ -48,13 +54,7 @@ def test_an_agents_briefing_opens_in_the_inspector_as_the_agent_asked_it(
     reply = call(world.client("alpha"), "post", "/briefing", {"budget": 300}).json()
     assert reply["ids"], reply
 
-    page = admin_client.get(f"/memories/{reply['ids'][0]}/").content.decode()
-    found = re.search(r'<a class="inspect-link" href="([^"]*mode=briefing[^"]*)"', page)
-    assert found is not None, page
-    link = html.unescape(found.group(1))
-    assert "budget=300" in link and "project=alpha" in link
-    inspected: Any = admin_client.get(link, HTTP_HX_REQUEST="true")
+    link, shown = inspected(admin_client, reply["ids"][0], r'[^"]*mode=briefing[^"]*')
 
-    assert inspected.status_code == 200
-    shown = inspected.content.decode()
+    assert "budget=300" in link and "project=alpha" in link
     assert set(reply["ids"]) <= set(linked(shown)), shown

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.skipif(
-    shutil.which("make") is None,
-    reason="reads `make -n run`'s output, and this machine has no make (`make test`, which "
-    "CI runs, always has it)",
-)
 def test_make_run_says_how_an_agent_connects_beside_the_consoles_address() -> None:
     # It printed the console's address and login alone: an operator who wanted an agent
     # on it went to the README for the token command, the API's address and MCP's.
