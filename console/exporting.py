@@ -176,6 +176,14 @@ def _settled(record: dict[str, Any]) -> dict[str, Any]:
     return {key: settled(value) for key, value in record.items()}
 
 
+def jsonl_lines(*, project: str | None = None) -> Iterator[tuple[str, str]]:
+    """Each record's type and its line of the JSON-lines export, newline included, one
+    at a time: the command writes them to a file, the console streams them (an export
+    held whole in memory grew with the database)."""
+    for record in export_records(project=project):
+        yield record["type"], json.dumps(_settled(record), ensure_ascii=False) + "\n"
+
+
 def export_jsonl(out: Path, *, project: str | None = None) -> dict[str, int]:
     """One JSON object per line; returns the count per record type.
 
@@ -187,9 +195,9 @@ def export_jsonl(out: Path, *, project: str | None = None) -> dict[str, int]:
     partial = out.with_name(out.name + ".partial")
     try:
         with partial.open("w", encoding="utf-8", newline="\n") as fh:
-            for record in export_records(project=project):
-                fh.write(json.dumps(_settled(record), ensure_ascii=False) + "\n")
-                counts[record["type"]] += 1
+            for kind, line in jsonl_lines(project=project):
+                fh.write(line)
+                counts[kind] += 1
         partial.replace(out)
     finally:
         partial.unlink(missing_ok=True)
