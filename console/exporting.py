@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import Q
 
 from console.models import Digest, Edge, Memory, MemoryRevision, Note, Project
 from console.records import (
@@ -96,12 +97,14 @@ def digest_record(d: Digest) -> dict[str, Any]:
 
 
 def export_records(
-    *, project: str | None = None, revisions: bool = True
+    *, project: str | None = None, revisions: bool = True, within: tuple[str, ...] | None = None
 ) -> Iterator[dict[str, Any]]:
     """Projects by slug, then memories, notes and explicit edges by id, then (with
     `revisions`) every memory's revisions by memory id and number, deleted ones' too,
     and the digests a person edited, by project.
 
+    `within` (when no `project` is named) keeps the projects of those slugs and the
+    global items alone: what a console person who is not staff sees (console/roles.py).
     Wikilink edges are not exported: they are derived from bodies on import.
     """
     history = MemoryRevision.objects.select_related("project").order_by("memory_id", "number")
@@ -119,6 +122,17 @@ def export_records(
         edges = edges.filter(src__project__slug=project)
         history = history.filter(project__slug=project)
         edited = edited.filter(key=project)
+    elif within is not None:
+        seen = Q(project__isnull=True) | Q(project__slug__in=within)
+        projects = projects.filter(slug__in=within)
+        memories = memories.filter(seen)
+        notes = notes.filter(seen)
+        edges = edges.filter(
+            Q(src__project__isnull=True) | Q(src__project__slug__in=within),
+            Q(dst__project__isnull=True) | Q(dst__project__slug__in=within),
+        )
+        history = history.filter(seen)
+        edited = edited.filter(seen)
     with snapshot():
         yield from (project_record(p) for p in projects)
         yield from (memory_record(m) for m in memories.iterator(chunk_size=1000))
@@ -176,11 +190,13 @@ def _settled(record: dict[str, Any]) -> dict[str, Any]:
     return {key: settled(value) for key, value in record.items()}
 
 
-def jsonl_lines(*, project: str | None = None) -> Iterator[tuple[str, str]]:
+def jsonl_lines(
+    *, project: str | None = None, within: tuple[str, ...] | None = None
+) -> Iterator[tuple[str, str]]:
     """Each record's type and its line of the JSON-lines export, newline included, one
     at a time: the command writes them to a file, the console streams them (an export
     held whole in memory grew with the database)."""
-    for record in export_records(project=project):
+    for record in export_records(project=project, within=within):
         yield record["type"], json.dumps(_settled(record), ensure_ascii=False) + "\n"
 
 

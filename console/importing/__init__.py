@@ -21,13 +21,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from console.importing.parsing import cut_description, derive_name
 from console.importing.writer import ImportReport, _Importer
 from console.models import Memory, Note, Project
 from console.reading import Record
 
-__all__ = ["ImportReport", "cut_description", "derive_name", "import_records"]
+__all__ = [
+    "ImportReport",
+    "Preview",
+    "cut_description",
+    "derive_name",
+    "import_records",
+    "preview_records",
+]
 
 
 def import_records(
@@ -37,6 +45,7 @@ def import_records(
     batch: int = 256,
     index: bool = True,
     progress: Callable[[int], None] | None = None,
+    copies: bool = False,
 ) -> ImportReport:
     """Import records in order, `batch` rows per transaction.
 
@@ -44,17 +53,14 @@ def import_records(
     (project records are then ignored; a typo in it made a project, said as one
     the records named). With `index` the outbox jobs of each batch are applied
     after it commits; without, they stay queued for `manage.py sync_indexes`.
+    With `copies` (and `project`), rows of other projects the file names are
+    copied in under ids of their own (console/importing/copies.py).
     """
     if batch < 1:
         raise ValueError(f"batch must be at least 1, got {batch}")
-    if project and not Project.objects.filter(slug=project).exists():
-        raise ValueError(
-            f"there is no project {project!r} to import into: create it with "
-            f"`manage.py project create {project}` (`manage.py project list` shows them); "
-            "nothing imported"
-        )
+    _target_exists(project)
     started = time.perf_counter()
-    importer = _Importer(project=project, index=index)
+    importer = _Importer(project=project, index=index, copies=copies)
     pending: list[tuple[Record, Memory | Note]] = []
     seen = 0
     for record in records:
@@ -71,3 +77,39 @@ def import_records(
         progress(seen)
     importer.report.seconds = time.perf_counter() - started
     return importer.report
+
+
+def _target_exists(project: str | None) -> None:
+    if project and not Project.objects.filter(slug=project).exists():
+        raise ValueError(
+            f"there is no project {project!r} to import into: create it with "
+            f"`manage.py project create {project}` (`manage.py project list` shows them); "
+            "nothing imported"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Preview:
+    """What `import_records` would do with a file, told before it writes anything."""
+
+    memories: int  # new memories
+    notes: int  # new notes
+    present: int  # records already here (same id, external id, or text in its session)
+    later: int  # edges, revisions and digests: checked as the import writes them
+    errors: list[str]  # bad records, each with its place (`file.jsonl:12: reason`)
+
+
+def preview_records(records: Iterable[Record], *, project: str, copies: bool = False) -> Preview:
+    """The import's own checks on each record (the same `_Importer.take`), without saving:
+    how many memories and notes are new, how many are here already, and which records
+    are refused and why. Into an existing `project` only, so nothing (not even a project
+    a record names) is created."""
+    _target_exists(project)
+    importer = _Importer(project=project, index=False, copies=copies)
+    pending: list[tuple[Record, Memory | Note]] = []
+    for record in records:
+        importer.take(record, pending)
+    memories = sum(isinstance(item, Memory) for _, item in pending)
+    later = len(importer.edges) + len(importer.revisions) + len(importer.digests)
+    report = importer.report
+    return Preview(memories, len(pending) - memories, report.skipped, later, report.errors)

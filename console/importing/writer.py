@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from console import indexing, services
 from console.importing import links, parsing
+from console.importing.copies import Rekey
 from console.importing.digests import digests_import
 from console.importing.revisions import revisions_import
 from console.models import Memory, MemoryRevision, Note, Project
@@ -54,10 +55,12 @@ class ImportReport:
 
 
 class _Importer:
-    def __init__(self, *, project: str | None, index: bool) -> None:
+    def __init__(self, *, project: str | None, index: bool, copies: bool = False) -> None:
         self.override = project
         self.index = index
         self.report = ImportReport()
+        # Ids of other projects' rows become their copies' (console/importing/copies.py).
+        self.rekey = Rekey(Project.objects.get(slug=project)) if copies and project else None
         self.projects: dict[str, Project] = {}
         self.parents: list[tuple[str, str, str]] = []
         self.supersessions: list[links.Supersession] = []
@@ -82,6 +85,9 @@ class _Importer:
             self.fail(record, record.error)
             return
         data = record.data
+        if self.rekey is not None:
+            data = self.rekey.record(data)
+            record = Record(record.where, data)
         kind = data.get("type", "memory")
         try:
             if kind == "project":
