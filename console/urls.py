@@ -13,6 +13,7 @@ from console.views import (
     revisions,
     search,
     settings_pages,
+    transfer,
 )
 
 urlpatterns = [
@@ -39,6 +40,9 @@ urlpatterns = [
     path("projects/", lists.projects, name="projects"),
     path("projects/<str:key>/", lists.project_detail, name="project_detail"),
     path("projects/<str:key>/digest/", digests.digest_update, name="digest_update"),
+    path("projects/<str:key>/import/", transfer.import_upload, name="import_upload"),
+    path("projects/<str:key>/import/apply/", transfer.import_apply, name="import_apply"),
+    path("export/", transfer.export_download, name="export_download"),
     path("settings/", settings_pages.settings_page, name="settings"),
     path("settings/preview/", settings_pages.settings_preview, name="settings_preview"),
     path("settings/<str:key>/", settings_pages.settings_save, name="settings_save"),

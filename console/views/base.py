@@ -21,6 +21,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import ObjectDoesNotExist, PermissionDenied, ValidationError
 from django.forms import Form
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
@@ -44,7 +45,8 @@ class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
 
 
-View = Callable[Concatenate[HtmxHttpRequest, P], HttpResponse]
+# HttpResponseBase: a streamed download (the export) is a view like any other.
+View = Callable[Concatenate[HtmxHttpRequest, P], HttpResponseBase]
 
 
 def login_required(view: View[P]) -> View[P]:
@@ -55,7 +57,7 @@ def login_required(view: View[P]) -> View[P]:
     a guarded form's text stays on its page, static/console/app.js). Every answer
     to a logged-in person is `Cache-Control: no-store`."""
 
-    def wrapped(request: HtmxHttpRequest, /, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
+    def wrapped(request: HtmxHttpRequest, /, *args: P.args, **kwargs: P.kwargs) -> HttpResponseBase:
         if request.user.is_authenticated:
             response = view(request, *args, **kwargs)
             # Console pages change under the person (a star, a delete): never
@@ -117,7 +119,7 @@ def staff_required(view: View[P]) -> View[P]:
     Put under `login_required`, so an anonymous request still goes to the login.
     """
 
-    def wrapped(request: HtmxHttpRequest, /, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
+    def wrapped(request: HtmxHttpRequest, /, *args: P.args, **kwargs: P.kwargs) -> HttpResponseBase:
         if not roles.is_staff(request.user):
             raise PermissionDenied(
                 "Only staff may open this page: ask a staff member if you need it."

@@ -92,6 +92,7 @@ def project_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
         ),
         "digest_draft": request.session.pop(digests.draft_key(key), None),
         "digest_chars": services.MAX_DIGEST_CHARS,
+        "may_import": project is not None and roles.can_change(request.user, project.slug),
     }
     if context["digest"] is not None:
         context["digest_seen"] = services.digest_stamp(context["digest"])
