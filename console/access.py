@@ -694,16 +694,33 @@ def note_list(access: Access, *, project: str | None = None, limit: int = 20) ->
     return selectors.note_list(projects=scope, include_inbox=include_inbox, limit=limit)
 
 
-def note_write(access: Access, *, project: str | None, fields: Mapping[str, Any]) -> Note:
+@dataclass(frozen=True, slots=True)
+class NoteWritten:
+    """A note's write or edit and its dedup hint (the most similar other note)."""
+
+    note: Note
+    dedup_hint: Hit | None
+
+
+NOTE_TEXT = frozenset({"title", "slug", "description", "body"})  # what a note's hint compares
+
+
+def note_write(access: Access, *, project: str | None, fields: Mapping[str, Any]) -> NoteWritten:
+    """A new note and its dedup hint, as a memory's write gets one."""
     _writer(access)
     withheld.unmarked(fields)
-    return services.note_create(project=_project(access, project), **fields)
+    note = services.note_create(project=_project(access, project), **fields)
+    return NoteWritten(note, selectors.note_like(note))
 
 
-def note_update(access: Access, *, note_id: str, fields: Mapping[str, Any]) -> Note:
+def note_update(access: Access, *, note_id: str, fields: Mapping[str, Any]) -> NoteWritten:
+    """The edited note, and its dedup hint when the edit changed its text."""
     note = _note_to_change(access, note_id)
     fields = withheld.restored(note, fields)
-    return services.note_update(note=note, **fields) if fields else note
+    if not fields:
+        return NoteWritten(note, None)
+    edited = services.note_update(note=note, **fields)
+    return NoteWritten(edited, selectors.note_like(edited) if NOTE_TEXT & fields.keys() else None)
 
 
 def note_favorite(access: Access, *, note_id: str, value: bool | None) -> Note:

@@ -66,6 +66,7 @@ from console.schemas import (
     NoteListIn,
     NoteOut,
     NotesOut,
+    NoteWrittenOut,
     Params,
     PlaneSearchIn,
     ProjectIn,
@@ -519,7 +520,7 @@ def note_list(request: HttpRequest, params: Query[NoteListIn]) -> HttpResponse:
     return _answer(operations.note_list(_auth(request), params))
 
 
-@endpoint("post", "/notes", "note_write", {201: NoteOut}, ["notes"])
+@endpoint("post", "/notes", "note_write", {201: NoteWrittenOut}, ["notes"])
 def note_write(request: HttpRequest, payload: NoteIn) -> HttpResponse:
     """Write a note for people (a longer write-up).
 
@@ -539,7 +540,7 @@ def note_read(
     return _answer(operations.note_read(_auth(request), note_id, budget=budget))
 
 
-@endpoint("patch", "/notes/{note_id}", "note_update", {200: NoteOut}, ["notes"])
+@endpoint("patch", "/notes/{note_id}", "note_update", {200: NoteWrittenOut}, ["notes"])
 def note_update(request: HttpRequest, note_id: str, payload: NoteChange) -> HttpResponse:
     """Edit a note."""
     return _answer(operations.note_update(_auth(request), note_id, payload))

@@ -65,8 +65,8 @@ from console.schemas import (
     NoteChange,
     NoteIn,
     NoteListIn,
-    NoteOut,
     NotesOut,
+    NoteWrittenOut,
     PlaneSearchIn,
     ProjectIn,
     ProjectOut,
@@ -569,11 +569,11 @@ SPECS = (
     Spec(
         "notes_write",
         NoteWriteIn,
-        NoteOut,
+        NoteWrittenOut,
         _notes_write,
         """
         Write a longer note for people; with `id`, update that note. Use memory_write for
-        short facts a future agent must recall.""",
+        short facts a future agent must recall. Check the returned dedup_hint.""",
         **WRITE,
     ),
     Spec(

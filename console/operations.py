@@ -614,8 +614,8 @@ def note_write(who: Access, p: NoteIn, *, key: str | None = None) -> Answer:
     fields = _set(p, drop=("project", "idempotency_key", "detail"))
 
     def write() -> Answer:
-        note = access.note_write(who, project=p.project, fields=fields)
-        return _json(replies.note_view(note), 201)
+        written = access.note_write(who, project=p.project, fields=fields)
+        return _json(replies.note_written_view(written.note, hint=written.dedup_hint), 201)
 
     request = {"call": "note_write", **p.dict(exclude={"idempotency_key", "detail"})}
     return _at_detail(_idempotent(who, key or p.idempotency_key, request, write), p.detail)
@@ -636,8 +636,9 @@ def note_read(
 
 
 def note_update(who: Access, note_id: str, p: NoteChange) -> Answer:
-    note = access.note_update(who, note_id=note_id, fields=_set(p, drop=("detail",)))
-    return _at_detail(_json(replies.note_view(note)), p.detail)
+    edited = access.note_update(who, note_id=note_id, fields=_set(p, drop=("detail",)))
+    body = replies.note_written_view(edited.note, hint=edited.dedup_hint, changed=True)
+    return _at_detail(_json(body), p.detail)
 
 
 def note_favorite(who: Access, note_id: str, p: FavoriteIn | None) -> Answer:

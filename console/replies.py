@@ -20,7 +20,7 @@ from recall import sanitize
 from recall.agent import DESCRIPTION_CHARS, PRIOR_WORTH, body_text, figure, iso, second
 from recall.graph import Reached
 from recall.results import Hit, SearchResult
-from recall.types import MEMORY_KINDS, Record
+from recall.types import MEMORY_KINDS, NOTE, Record
 from recall.worth import worth
 
 EPISODIC = ("episode", "working")
@@ -127,6 +127,11 @@ def advice(hint: Hit, *, kind: str, changed: bool = False) -> str:
     supersede's own hint said to supersede the first. `changed`: the hint is for a
     supersede's new version or an edit, not a memory just written."""
     name = sanitize.name(hint.name)
+    if hint.kind == NOTE:  # agents edit notes but cannot delete one (people curate them)
+        return (
+            f"very similar to note {name}: if both say the same thing, write what this one "
+            f"adds into {name} (notes_write with its id) rather than keep two"
+        )
     if hint.project is None:  # agents cannot supersede a global memory (the console curates it)
         return (
             f"very similar to {name}, a global memory that applies here already: "
@@ -169,6 +174,12 @@ def written_view(
         "dedup_hint": hint_view(hint, kind=memory.kind, changed=changed),
         "warnings": [_line(w, 300) for w in warnings],
     }
+
+
+def note_written_view(note: Note, *, hint: Hit | None, changed: bool = False) -> dict[str, Any]:
+    """A note's write or edit: the note and its dedup hint (null: none), as an edited
+    memory's reply carries its own."""
+    return {**note_view(note), "dedup_hint": hint_view(hint, kind=NOTE, changed=changed)}
 
 
 def search_hit_view(h: Hit, source: tuple[str, ...] = ()) -> dict[str, Any]:

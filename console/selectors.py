@@ -48,7 +48,7 @@ from recall.config import BriefingConfig, Problem, decode_over
 from recall.errors import QueryError, RecallError
 from recall.requests import BriefingRequest, PromptRequest, RecallRequest, SearchRequest
 from recall.results import Briefing, ContextPack, Hit, PromptResult, SearchResult
-from recall.types import ISOLATION_OPEN, ISOLATION_SEALED
+from recall.types import ISOLATION_OPEN, ISOLATION_SEALED, MEMORY, NOTE
 
 log = logging.getLogger(__name__)
 
@@ -295,10 +295,14 @@ def memory_dedup_hint(
     body: str = "",
     exclude: Collection[str] = (),
     kind: str = "fact",
+    item: str = MEMORY,
+    title: str = "",
 ) -> Hit | None:
     """The most similar active in-scope memory (advisory; None on embedder trouble),
-    the memories written but not indexed yet among them, and those indexed since."""
-    pending = indexing.unindexed_vectors(project=project)
+    the memories written but not indexed yet among them, and those indexed since.
+    `item` NOTE: the most similar note to a note (`dedup.hint`); a note's write keeps
+    no vector, so the notes the index has not applied yet are not compared."""
+    pending = indexing.unindexed_vectors(project=project) if item == MEMORY else []
     indexing.vectors_caught_up()
     return wiring.engine().dedup_hint(
         project=project,
@@ -308,6 +312,8 @@ def memory_dedup_hint(
         exclude=exclude,
         kind=kind,
         pending=pending,
+        item=item,
+        title=title,
     )
 
 
@@ -327,6 +333,25 @@ def memory_like(memory: Memory, *, later: Collection[str] = ()) -> Hit | None:
         )
     except RecallError as exc:
         log.warning("dedup hint for %s left out: %s", memory.pk, exc)
+        return None
+
+
+def note_like(note: Note) -> Hit | None:
+    """The dedup hint of a note just saved: the most similar other note in its scope,
+    by the same mechanism as a memory's (`memory_like`), advisory as it is."""
+    try:
+        return memory_dedup_hint(
+            project=note.project.slug if note.project else None,
+            name=note.slug,
+            title=note.title,
+            description=note.description,
+            body=note.body,
+            exclude=[note.pk],
+            kind=NOTE,
+            item=NOTE,
+        )
+    except RecallError as exc:
+        log.warning("dedup hint for %s left out: %s", note.pk, exc)
         return None
 
 

@@ -70,12 +70,21 @@ def threshold(config: DedupConfig, *, model: str, kind: str) -> float:
     return config.threshold or durable
 
 
-def probe(project: str | None, name: str, description: str, body: str) -> Doc:
-    """A memory about to be written as the vector plane will embed it (its
-    `embedding_text` and `embedding_hash` are the stored row's)."""
+def probe(
+    project: str | None,
+    name: str,
+    description: str,
+    body: str,
+    *,
+    title: str = "",
+    item: str = MEMORY,
+) -> Doc:
+    """A memory (or with `item` NOTE, a note: `name` its slug) about to be written as
+    the vector plane will embed it (its `embedding_text` and `embedding_hash` are the
+    stored row's)."""
     return Doc(
-        id="", item=MEMORY, project=project, active=True, kind="", name=name, title=name,
-        description=description, body=body,
+        id="", item=item, project=project, active=True, kind="" if item == MEMORY else item,
+        name=name, title=title or name, description=description, body=body,
     )  # fmt: skip
 
 
@@ -90,18 +99,26 @@ def hint(
     kind: str = "fact",
     config: DedupConfig,
     pending: Sequence[tuple[str, Vector]] = (),
+    item: str = MEMORY,
+    title: str = "",
 ) -> Hit | None:
     """The hint for a memory about to be (or just) written, none of `exclude` (itself,
     and in a batch the items written after it). `pending`: memories
     written but not in the vector plane yet (the index lags its writes), each with
     the vector its write embedded: an agent writing a burst of memories is shown
-    the one it wrote a moment ago too."""
+    the one it wrote a moment ago too.
+
+    With `item` NOTE (`name` its slug, `title` its title), the most similar note: a
+    note is compared with notes only, at the durable threshold, since a write-up for
+    people that restates a memory is not a spare (notes_write got no hint at all,
+    and an agent wrote the same write-up twice unwarned)."""
     if planes.embedder is None or planes.vectors is None:
         return None
     minimum = threshold(config, model=planes.embedder.model, kind=kind)
+    scope = "memories" if item == MEMORY else "notes"
     try:
-        where = recall_filter(planes.store, project=project, scope="memories")
-        text = probe(project, name, description, body).embedding_text()
+        where = recall_filter(planes.store, project=project, scope=scope)
+        text = probe(project, name, description, body, title=title, item=item).embedding_text()
         vector = planes.embedder.embed([text])[0]
         found = planes.vectors.search(vector, where=where, limit=config.candidates + 1)
         found = _nearest(found, vector, pending)

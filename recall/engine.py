@@ -35,6 +35,7 @@ from recall.planes import CachedEmbedder, Planes
 from recall.ports import Channel, ReadsOnce, Vector
 from recall.requests import BriefingRequest, PromptRequest, RecallRequest, SearchRequest
 from recall.results import Briefing, ContextPack, Hit, PromptResult, SearchResult
+from recall.types import MEMORY
 
 # Reads the override row of a section ("search", ...): its JSON value or None.
 Overrides = Callable[[str], Mapping[str, Any] | str | None]
@@ -161,9 +162,12 @@ class Engine:
         kind: str = "fact",
         config: DedupConfig | None = None,
         pending: Sequence[tuple[str, Vector]] = (),
+        item: str = MEMORY,
+        title: str = "",
     ) -> Hit | None:
         """The most similar active in-scope memory over the threshold, or None. Advisory.
-        `pending`: memories not in the vector plane yet, with their vectors (`dedup.hint`)."""
+        `pending`: memories not in the vector plane yet, with their vectors (`dedup.hint`);
+        `item` NOTE: the most similar note to a note (`name` its slug, `title` its title)."""
         return dedup.hint(
             self.planes,
             project=project,
@@ -174,4 +178,6 @@ class Engine:
             kind=kind,
             config=self._resolved(DedupConfig, config),
             pending=pending,
+            item=item,
+            title=title,
         )

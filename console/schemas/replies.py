@@ -285,7 +285,7 @@ class DedupHintOut(Reply):
     name: str
     description: str
     project: str | None
-    similarity: float = Field(description="cosine to the memory just written")
+    similarity: float = Field(description="cosine to the memory (or note) just written")
     advice: str = Field(description="what to do about it")
 
 
@@ -357,6 +357,13 @@ class NoteOut(Reply):
     favorite: Starred = False
     created: datetime
     updated: datetime
+
+
+class NoteWrittenOut(NoteOut):
+    dedup_hint: DedupHintOut | None = Field(
+        description="a very similar note in scope, if any (advisory); on an edit, only "
+        "when it changed the title, slug or text"
+    )
 
 
 class NotesOut(Reply):

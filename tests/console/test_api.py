@@ -1062,6 +1062,37 @@ def test_notes_list_create_read_patch_and_star(world: World) -> None:
     assert Note.objects.get(pk=note["id"]).favorite is True
 
 
+def test_a_note_restating_another_gets_a_dedup_hint_as_a_memory_does(world: World) -> None:
+    # A memory's write named its near-duplicate; a note's said nothing, and an agent
+    # wrote the same write-up twice unwarned. One mechanism (`dedup.hint`), notes
+    # against notes.
+    client = world.client("alpha")
+    first = {
+        "title": "Deploying the ledger",
+        "description": "How the ledger ships",
+        "body": "Run the migrations, drain the workers, then roll the pods one by one.",
+    }
+    written = call(client, "post", "/notes", first).json()
+    assert written["dedup_hint"] is None  # nothing like it yet: said, as a memory's write
+    indexing.apply_pending()
+    again = {**first, "title": "Ledger deploy steps"}  # the same write-up under a new title
+
+    r = call(client, "post", "/notes", again)
+
+    hint = r.json()["dedup_hint"]
+    assert r.status_code == 201 and hint["id"] == written["id"]
+    assert hint["name"] == "deploying-the-ledger" and hint["similarity"] >= 0.80
+    assert "notes_write with its id" in hint["advice"]
+    assert "delete" not in hint["advice"]  # agents cannot delete a note
+    other = {"title": "Lunch", "body": "Friday lunch is pizza in the kitchen."}
+    assert call(client, "post", "/notes", other).json()["dedup_hint"] is None
+    indexing.apply_pending()
+    edited = call(client, "patch", f"/notes/{r.json()['id']}", {"tags": ["ops"]}).json()
+    assert edited["dedup_hint"] is None  # an edit that leaves the text: no hint
+    reworded = call(client, "patch", f"/notes/{r.json()['id']}", {"body": first["body"] + " "})
+    assert reworded.json()["dedup_hint"]["id"] == written["id"]
+
+
 def test_notes_reject_bad_input(world: World) -> None:
     client = world.client("alpha")
 
