@@ -79,6 +79,7 @@ from console.schemas import (
     TextOut,
     field_names,
     fields_at,
+    names_taken,
 )
 from console.schemas.requests import AS_OF, RECORDED_AS_OF
 from recall.agent import dumps
@@ -247,8 +248,9 @@ def _auth(request: HttpRequest) -> Access:
 def _known(request: HttpRequest, schema: type[Params] = Params, *extra: str) -> None:
     """Query parameters (and, on a call that takes no body, body fields) the call does
     not know are refused, as unknown fields of a body schema are."""
-    names = {*field_names(schema), *extra}
-    unknown = [("query", key) for key in request.GET if key not in names]
+    names = {*field_names(schema), *extra}  # what the refusal says it takes
+    taken = names | names_taken(schema)  # and the old names it still reads
+    unknown = [("query", key) for key in request.GET if key not in taken]
     if request.method in ("POST", "DELETE") and request.body.strip():
         try:  # its keys alone: a number too long to read is still a field it does not take
             body = json.loads(request.body, parse_int=str)

@@ -378,7 +378,7 @@ SPECS = (
         with their text, the whole reply within `budget` tokens. Call it BEFORE you plan or
         change anything non-trivial, and whenever the user refers to something decided
         earlier. Empty query + kind lists that kind, newest first. An item leaves out the
-        defaults (kind memory, source fused, worth 0.5) and the pack's `project`; the
+        defaults (item memory, source fused, worth 0.5) and the pack's `project`; the
         reply's pack_id is what memory_feedback names.""",
         tuning=RECALL_TUNING,
     ),

@@ -191,11 +191,12 @@ def search_hit_view(h: Hit, source: tuple[str, ...] = ()) -> dict[str, Any]:
     shown = _line(snippet, 400) if snippet is not None else None
     if shown is not None and _repeats(shown, title, description):
         shown = None  # a match in the description showed it twice, as snippet too
-    view: dict[str, Any] = {"id": h.id, "kind": h.kind, "name": sanitize.name(h.name)}
+    view: dict[str, Any] = {"id": h.id, "item": h.kind, "name": sanitize.name(h.name)}
     if title != view["name"]:  # a memory's title is its name: the same text twice per hit
         view["title"] = title
+    if h.memory_kind:  # a memory's kind; a note has none (it said `"memory_kind":null`)
+        view["kind"] = h.memory_kind
     view |= {
-        "memory_kind": h.memory_kind or None,
         "project": h.project,
         "description": description,
         "snippet": shown,
@@ -269,7 +270,7 @@ def _node_view(record: Record, reached: Reached | None) -> dict[str, Any]:
     view: dict[str, Any] = {
         "id": record.id,
         "name": sanitize.name(record.name),
-        "memory_kind": record.kind,
+        "kind": record.kind,
         "project": record.project,
         "description": _line(record.description, 150),
         "hops": reached.hops if reached else 0,

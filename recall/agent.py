@@ -128,15 +128,19 @@ def item_view(
     hit: Hit, *, detail: str = FULL, debug: bool = False, home: str | None = None
 ) -> dict[str, Any]:
     """One item as the agent receives it. What it would say for nothing is left out: an
-    absent value, a default (`kind` memory, `source` fused, `worth` 0.5, no verdict
+    absent value, a default (`item` memory, `source` fused, `worth` 0.5, no verdict
     yet) and `home`, the pack's project, which its envelope says once (a global item's
-    `project` is null). These were a quarter of an item's fields."""
+    `project` is null). These were a quarter of an item's fields.
+
+    `kind` is the memory's kind, the name every write, filter and memory_read uses
+    for it; `item` says a note or a digest (the engine's `Doc.item`): an item said
+    `memory_kind` and a search hit `kind` for memory|note, so one word meant two things."""
     view: dict[str, Any] = {"id": hit.id}
     if hit.kind != MEMORY:
-        view["kind"] = hit.kind
+        view["item"] = hit.kind
     view["name"] = sanitize.name(hit.name)
     if hit.kind == MEMORY:
-        view["memory_kind"] = hit.memory_kind
+        view["kind"] = hit.memory_kind
     elif hit.title and hit.title != hit.name:
         view["title"] = sanitize.field(hit.title, 200)
     if home is None or hit.project != home:

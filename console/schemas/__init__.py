@@ -10,6 +10,7 @@ from console.schemas.common import (
     Source,
     field_names,
     fields_at,
+    names_taken,
 )
 from console.schemas.replies import (
     AssociationOut,
@@ -115,6 +116,7 @@ __all__ = [
     "Params",
     "field_names",
     "fields_at",
+    "names_taken",
     "ProjectIn",
     "ProjectOut",
     "ProjectsOut",

@@ -18,6 +18,7 @@ from django.utils.module_loading import import_string
 from ninja import Field, Schema
 from pydantic import (
     AfterValidator,
+    AliasChoices,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -73,6 +74,17 @@ SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
 def field_names(model: type[BaseModel]) -> tuple[str, ...]:
     """The fields a request schema takes, as callers spell them (aliases included)."""
     return tuple(f.alias or name for name, f in model.model_fields.items())
+
+
+def names_taken(model: type[BaseModel]) -> frozenset[str]:
+    """Every name a request schema takes for its fields: `field_names`, and the old names
+    a field still accepts (`AliasChoices`, e.g. `memory_kind` for `kind`), which the
+    schema and its "it takes ..." lists leave out."""
+    taken = set(field_names(model))
+    for f in model.model_fields.values():
+        if isinstance(f.validation_alias, AliasChoices):
+            taken |= {c for c in f.validation_alias.choices if isinstance(c, str)}
+    return frozenset(taken)
 
 
 def fields_at(model: type[BaseModel], path: str) -> tuple[str, ...]:

@@ -61,9 +61,9 @@ class PackItem(Reply):
     and the pack's project, which the envelope says once."""
 
     id: str
-    kind: ItemKind | Literal["digest"] = Field("memory", description="absent: a memory")
+    item: ItemKind | Literal["digest"] = Field("memory", description="absent: a memory")
     name: str
-    memory_kind: str | None = Field(None, description="constraint, fact, ... (memories)")
+    kind: str | None = Field(None, description="constraint, fact, ... (memories)")
     title: str | None = Field(None, description="a note's title, when it differs from its name")
     project: str | None = Field(
         None, description="project slug; null = global; absent: the pack's `project`"
@@ -150,10 +150,10 @@ class SearchHitOut(Reply):
     `favorite`, `active` and `source` at their defaults (below)."""
 
     id: str
-    kind: ItemKind
+    item: ItemKind
     name: str
     title: str | None = Field(None, description="a note's title, when it differs from its name")
-    memory_kind: str | None = None
+    kind: str | None = Field(None, description="constraint, fact, ... (memories; null: a note)")
     project: str | None
     description: str
     snippet: str | None = Field(
@@ -208,7 +208,7 @@ class DissociatedOut(Reply):
 class GraphNodeOut(Reply):
     id: str
     name: str
-    memory_kind: str
+    kind: str
     project: str | None
     description: str
     hops: int = Field(description="edges from the start (0: the start itself)")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from ninja import Field
-from pydantic import ConfigDict, StringConstraints, field_validator, model_validator
+from pydantic import AliasChoices, ConfigDict, StringConstraints, field_validator, model_validator
 
 from console.models import (
     AGENT_SOURCE,
@@ -81,6 +81,10 @@ AS_OF = "valid time: only what was true at this instant (ISO 8601 with a zone)"
 RECORDED_AS_OF = "transaction time: what was known at this instant (ISO 8601 with a zone)"
 RECORD = "record what was returned (feeds usage ranking and history); false for evaluations"
 
+# A memory's kind is `kind` in every request and reply; replies said `memory_kind`
+# in recall items, search hits and graph nodes until 2026-12, so an agent that read
+# it there may send it back: accepted as `kind` (the schema names `kind` only).
+KIND_NAMES = AliasChoices("kind", "memory_kind")
 TAGS_SAID = "labels, stored lower-cased without a leading #"
 
 
@@ -105,7 +109,9 @@ class RecallIn(Body):
         "full", description="full: each item's text; index: name and description only"
     )
     scope: Scope = Field("all", description="memories, notes, or both")
-    kind: MemoryKind | None = Field(None, description="only this memory kind (browse if no query)")
+    kind: MemoryKind | None = Field(
+        None, validation_alias=KIND_NAMES, description="only this memory kind (browse if no query)"
+    )
     rrf_k: RrfK | None = Field(None, description="RRF constant (when fusion is rrf)")
     channel_weights: dict[ChannelName, Weight] | None = Field(
         None,
@@ -408,7 +414,9 @@ class MemoryFields(Body):
     each edit (`&lt;` read, `&lt;` sent, `<` stored).
     """
 
-    kind: MemoryKind | None = Field(None, description="constraint, gotcha, fact, episode, ...")
+    kind: MemoryKind | None = Field(
+        None, validation_alias=KIND_NAMES, description="constraint, gotcha, fact, episode, ..."
+    )
     name: Name | None = Field(None, description="its slug, e.g. chroma-boot-race")
     description: str | None = Field(None, max_length=150, description="one line, shown in indexes")
     body: str | None = Field(None, max_length=200_000, description="markdown; [[name]] links")
@@ -467,7 +475,9 @@ class MemoryChange(MemoryFields, WriteReply):
 class MemoryItem(MemoryFields):
     """One memory to write."""
 
-    kind: MemoryKind = Field("fact", description="constraint, gotcha, fact, episode, ...")
+    kind: MemoryKind = Field(
+        "fact", validation_alias=KIND_NAMES, description="constraint, gotcha, fact, episode, ..."
+    )
     name: Name = Field(description="its slug, e.g. chroma-boot-race")
     source: str = Field(AGENT_SOURCE, max_length=32, description="user_stated, ...")
 
@@ -538,7 +548,9 @@ class MemoryListIn(Params):
     project: Slug | None = Field(
         None, description="one of the token's projects (default: all of them)"
     )
-    kind: list[MemoryKind] | None = Field(None, description="any of these kinds (repeatable)")
+    kind: list[MemoryKind] | None = Field(
+        None, validation_alias=KIND_NAMES, description="any of these kinds (repeatable)"
+    )
     tags: list[Tag] | None = Field(None, description="all of these tags (repeatable)")
     any_tags: list[Tag] | None = Field(None, description="at least one of these tags")
     session_id: str | None = Field(None, max_length=120, description="only this session")

@@ -33,7 +33,7 @@ def _memory(slug: str | None, name: str, text: str) -> None:
 
 
 def _digest_text(body: dict[str, Any]) -> str:
-    return next((i["text"] for i in body["items"] if i.get("kind") == "digest"), "")
+    return next((i["text"] for i in body["items"] if i.get("item") == "digest"), "")
 
 
 def test_rest_and_mcp_answer_the_same_pack_at_scope(world: World, monkeypatch: Any):
@@ -48,7 +48,7 @@ def test_rest_and_mcp_answer_the_same_pack_at_scope(world: World, monkeypatch: A
     assert {k: v for k, v in got.items() if k not in own} == {
         k: v for k, v in answer.items() if k not in own
     }
-    assert got["items"][0]["kind"] == "digest" and "albatross" in got["items"][0]["text"]
+    assert got["items"][0]["item"] == "digest" and "albatross" in got["items"][0]["text"]
     covered = set(got["debug"]["altitude"]["covered"])
     assert world.memories["alpha"].pk in covered  # the digest stands for it ...
     assert not covered & {i["id"] for i in got["items"]}  # ... so the row is left out
@@ -63,7 +63,7 @@ def test_no_digest_yet_answers_rows_with_a_warning_and_queues_one(world: World):
     body = rest.json()
     assert rest.status_code == 200
     assert world.memories["alpha"].pk in {i["id"] for i in body["items"]}
-    assert all(i.get("kind") != "digest" for i in body["items"])
+    assert all(i.get("item") != "digest" for i in body["items"])
     assert any("no digest of alpha is built yet" in w for w in body["warnings"])
     assert _jobs() == ["alpha"]
     indexing.apply_pending()
@@ -73,7 +73,7 @@ def test_no_digest_yet_answers_rows_with_a_warning_and_queues_one(world: World):
     again = call(
         world.client("alpha"), "post", "/recall", {"query": "albatross", "altitude": "scope"}
     )
-    assert again.json()["items"][0]["kind"] == "digest" and not again.json()["warnings"]
+    assert again.json()["items"][0]["item"] == "digest" and not again.json()["warnings"]
 
 
 def test_a_write_marks_the_digest_stale_and_the_worker_rebuilds_it_once(world: World):
@@ -108,8 +108,8 @@ def test_a_digest_read_before_its_rebuild_says_it_predates_the_changes(world: Wo
     indexing.apply_digests()
     rebuilt = call(world.client("alpha"), "post", "/recall", asked).json()
 
-    assert fresh["items"][0]["kind"] == "digest" and not fresh["warnings"]
-    assert stale["items"][0]["kind"] == "digest"
+    assert fresh["items"][0]["item"] == "digest" and not fresh["warnings"]
+    assert stale["items"][0]["item"] == "digest"
     assert any("the digest predates the latest changes" in w for w in stale["warnings"])
     assert not any("predates" in w for w in rebuilt["warnings"])
 
@@ -131,7 +131,7 @@ def test_a_digest_built_after_a_memory_expired_leaves_it_out(world: World):
         {"query": "albatross deploys", "altitude": "scope", "budget": 4000},
     ).json()  # fmt: skip
 
-    assert reply["items"][0]["kind"] == "digest"
+    assert reply["items"][0]["item"] == "digest"
     assert "freeze" not in reply["items"][0]["text"]
     assert "Warm the albatross cache" in reply["items"][0]["text"]
 
@@ -152,7 +152,7 @@ def test_a_digest_takes_one_of_the_items_a_limit_allows(world: World, limit: int
 
     reply = call(world.client("alpha"), "post", "/recall", {**asked, "limit": limit}).json()
 
-    assert reply["items"][0]["kind"] == "digest"
+    assert reply["items"][0]["item"] == "digest"
     assert len(reply["items"]) == limit, [i["id"] for i in reply["items"]]
 
 
@@ -201,7 +201,7 @@ def test_a_tenant_digest_names_the_project_of_each_sentence(world: World, budget
 
     got = r.json()
     lines = _digest_text(got).split("\n")
-    assert got["items"][0]["kind"] == "digest" and lines != [""]
+    assert got["items"][0]["item"] == "digest" and lines != [""]
     for line in lines:
         label, said = line.split(" ", 1)
         whose = {"[alpha]": "alpha", "[beta]": "beta", "[global]": None}[label]
@@ -238,7 +238,7 @@ def test_auto_climbs_under_a_tight_budget_and_descends_under_a_loose_one(
     assert rest_tight.json()["debug"]["altitude"]["answered"] == "scope"
     assert mcp_tight["debug"]["altitude"]["answered"] == "scope"
     assert loose_body["debug"]["altitude"]["answered"] == "entity"
-    assert all(i.get("kind") != "digest" for i in loose_body["items"])
+    assert all(i.get("item") != "digest" for i in loose_body["items"])
     assert loose_body["omitted"] == 0
 
 

@@ -14,9 +14,10 @@ from console.models import AgentToken, Memory, Note, RetrievalEvent
 from console.schemas import ContextPackOut, MemoryOut, SearchHitOut, SearchOut
 from recall.config import TEXT_BUDGET_WHY
 from recall.tokens import ByteEstimate
+from recall.types import MEMORY_KINDS
 from tests.console.api_world import World, call, mcp, world_fixture  # noqa: F401
 
-PACK_ITEM = {"id", "kind", "name", "memory_kind", "project", "text", "valid_from", "source",
+PACK_ITEM = {"id", "item", "name", "kind", "project", "text", "valid_from", "source",
              "score", "tokens"}  # fmt: skip
 SEARCH_HIT = set(SearchHitOut.model_fields)
 SOURCES = {"semantic", "fts", "fused", "graph", "browse", "identifier", "session"}
@@ -53,7 +54,7 @@ def test_recall_reply_matches_the_context_pack_contract_field_by_field(world: Wo
     assert pack["items"], "the alpha memory matches"
     for item in pack["items"]:
         assert (
-            PACK_ITEM - {"memory_kind", "valid_from", "kind", "project", "source"}
+            PACK_ITEM - {"kind", "valid_from", "item", "project", "source"}
             <= set(item)
             <= PACK_ITEM
             | {
@@ -68,7 +69,7 @@ def test_recall_reply_matches_the_context_pack_contract_field_by_field(world: Wo
             }
         )
         # Left out, each says its default: a memory, found by several channels, the pack's
-        assert item.get("kind", "memory") in {"memory", "note"}
+        assert item.get("item", "memory") in {"memory", "note"}
         assert item.get("source", "fused") in SOURCES and item.get("source") != "fused"
         assert isinstance(item["score"], float) and isinstance(item["tokens"], int)
         assert item.get("project", "alpha") in {"alpha", None} and item.get("project") != "alpha"
@@ -76,7 +77,7 @@ def test_recall_reply_matches_the_context_pack_contract_field_by_field(world: Wo
             assert set(prov) == {"channel", "rank", "raw"} and prov["rank"] >= 1
     top = pack["items"][0]
     memory = world.memories["alpha"]
-    assert (top["id"], top["name"], top["memory_kind"]) == (memory.pk, memory.name, "gotcha")
+    assert (top["id"], top["name"], top["kind"]) == (memory.pk, memory.name, "gotcha")
     assert top["text"] == f"{memory.description}\n{memory.body}"
 
 
@@ -486,6 +487,50 @@ def test_a_block_tools_reply_fits_its_budget_or_is_refused_naming_the_least(
     # greater than or equal to 22" said neither)
     said = f"budget: must be within 22..100000, not 21: {TEXT_BUDGET_WHY}"
     assert said == error["detail"] == rest.json()["detail"]
+
+
+def _keyed(value: Any, key: str) -> list[Any]:
+    """Every value under `key` anywhere in a reply."""
+    if isinstance(value, dict):
+        return [v for k, v in value.items() if k == key] + [
+            x for v in value.values() for x in _keyed(v, key)
+        ]
+    return [x for v in value for x in _keyed(v, key)] if isinstance(value, list) else []
+
+
+def test_a_memory_s_kind_is_kind_in_every_reply_and_memory_kind_is_taken_as_it(
+    world: World,
+) -> None:
+    # A recall item and a search hit said `memory_kind` for what memory_read, memory_list
+    # and every write and filter call `kind`, and a hit's `kind` was memory|note: one
+    # word, two things. Now `kind` is the memory's kind everywhere and `item` says a note;
+    # an agent sending the old name back is understood, not refused.
+    client = world.client("alpha")
+    written = call(client, "post", "/memories", {"name": "quay-vpn-login",
+                   "memory_kind": "gotcha", "description": "quay login fails on VPN"})  # fmt: skip
+    assert written.status_code == 201, written.content
+    memory = written.json()["memory"]
+    assert memory["kind"] == "gotcha"
+    indexing.apply_pending()
+    replies = [
+        written.json(),
+        call(client, "post", "/recall", {"query": "quay login", "memory_kind": "gotcha"}).json(),
+        call(client, "post", "/recall", {"query": "albatross notes", "scope": "all"}).json(),
+        call(client, "get", "/search", {"q": "quay login"}).json(),
+        call(client, "get", "/search", {"q": "notes"}).json(),
+        call(client, "get", f"/memories/{memory['id']}").json(),
+        call(client, "get", "/memories", {"memory_kind": "gotcha"}).json(),
+        call(client, "post", "/graph", {"memory": memory["id"]}).json(),
+        call(client, "patch", f"/memories/{memory['id']}", {"memory_kind": "fact"}).json(),
+    ]
+
+    assert not [r for r in replies if _keyed(r, "memory_kind")]
+    kinds = {k for r in replies for k in _keyed(r, "kind")}
+    assert {"gotcha", "fact"} <= kinds <= set(MEMORY_KINDS)
+    assert {"note"} <= {i for r in replies for i in _keyed(r, "item")} <= {"memory", "note"}
+    assert replies[1]["items"][0]["id"] == memory["id"]  # the filter took `memory_kind`
+    assert {m["kind"] for m in replies[6]["memories"]} == {"gotcha"}
+    assert replies[8]["kind"] == "fact"
 
 
 # --- memories -----------------------------------------------------------------

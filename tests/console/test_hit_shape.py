@@ -283,7 +283,7 @@ def test_top_k_and_types_are_limit_and_kinds_and_win_when_both_are_given(
     )  # fmt: skip
 
     assert len(top1["items"]) == 1
-    assert facts["items"] and {i["memory_kind"] for i in facts["items"]} == {"fact"}
+    assert facts["items"] and {i["kind"] for i in facts["items"]} == {"fact"}
     assert both_rest.status_code == status == 200
     for reply in (both_rest.json(), both_mcp):
         assert [i["name"] for i in reply["items"]] == ["albatross-fact"]

@@ -173,6 +173,38 @@ def test_an_sdk_client_is_told_of_a_note_it_wrote_before(prepared: tuple[Path, s
 
 
 @pytest.mark.slow
+def test_an_sdk_client_reads_a_memory_s_kind_as_kind_and_may_send_memory_kind(
+    prepared: tuple[Path, str],
+) -> None:
+    """One name per thing: what memory_write takes as `kind` comes back as `kind` from
+    memory_recall and memory_search too (they said `memory_kind`), and an agent that
+    learnt the old name and sends it is understood."""
+    data_dir, token = prepared
+
+    async def steps(session: ClientSession) -> list[Any]:
+        said = {"name": "cron-dst-double-run", "memory_kind": "gotcha",
+                "description": "The nightly cron ran twice at the DST change"}  # fmt: skip
+        written = await session.call_tool("memory_write", said)
+        recalled = await session.call_tool("memory_recall", {"query": "cron DST twice"})
+        found = await session.call_tool("memory_search", {"q": "cron DST"})
+        listed = await session.call_tool("memory_list", {"memory_kind": ["gotcha"]})
+        return [written, recalled, found, listed]
+
+    written, recalled, found, listed = anyio.run(_session, data_dir, token, steps)
+
+    memory = _json(written)["memory"]
+    assert memory["kind"] == "gotcha"
+    texts = [r.content[0].text for r in (written, recalled, found, listed)]
+    assert not [t for t in texts if "memory_kind" in t]
+    item = next(i for i in _json(recalled)["items"] if i["id"] == memory["id"])
+    hit = next(h for h in _json(found)["hits"] if h["id"] == memory["id"])
+    assert item["kind"] == hit["kind"] == "gotcha" and hit["item"] == "memory"
+    assert "item" not in item  # a memory, the default, left out
+    listed_kinds = {m["id"]: m["kind"] for m in _json(listed)["memories"]}
+    assert memory["id"] in listed_kinds and set(listed_kinds.values()) == {"gotcha"}
+
+
+@pytest.mark.slow
 def test_every_tool_documents_itself_and_refuses_unknown_fields(
     prepared: tuple[Path, str],
 ) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from console import replies
 from console.models import Memory, Note, Project
-from recall.agent import dumps
+from recall.agent import dumps, item_view
 from recall.results import to_hit
 from tests.recall.conftest import NOW, make_memory, make_note
 
@@ -91,6 +91,12 @@ def _replies() -> list[str]:
         to_hit(make_note(2, "Pager"), now=NOW, source="semantic", score=0.25),
     ):
         said.append(dumps(replies.search_hit_view(h, ("desc", "body"))))
+    # A recall's items and a note's write with its hint: `kind` is a memory's kind in
+    # every reply, `item` says a note (recall items said `memory_kind`, hits `kind` for
+    # memory|note).
+    note_hit = to_hit(make_note(2, "Pager"), now=NOW, source="semantic", score=0.25)
+    said += [dumps(item_view(h, home="alpha")) for h in (hit, note_hit)]
+    said.append(dumps(replies.note_written_view(notes[0], hint=replace(note_hit, similarity=0.95))))
     return said
 
 

@@ -168,7 +168,7 @@ def test_entities_recalls_memories_notes_or_both_on_rest_and_mcp(
     status, over_mcp = mcp(world, "alpha", "memory_recall", ask, monkeypatch)
 
     def item(reply: dict[str, Any]) -> set[str]:
-        return {"note" if i.get("kind") == "note" else "memory" for i in reply["items"]}
+        return {"note" if i.get("item") == "note" else "memory" for i in reply["items"]}
 
     assert item(body) == kinds
     assert status == 200 and item(over_mcp) == kinds

@@ -58,7 +58,7 @@ def test_an_item_holds_what_an_agent_needs_and_nothing_raw():
     view = item_view(hit)
 
     assert view == {
-        "id": record.id, "name": "deploy-order", "memory_kind": "runbook",
+        "id": record.id, "name": "deploy-order", "kind": "runbook",
         "project": "alpha", "text": "", "valid_from": "2023-05-08T13:56:00Z",
         "invalid_at": "2024-01-02T03:04:00Z",
         "attribution": {"source": "user_stated", "agent": "claude-code", "session": "s1"},
@@ -68,7 +68,7 @@ def test_an_item_holds_what_an_agent_needs_and_nothing_raw():
 
 
 def test_an_item_leaves_out_what_says_nothing():
-    # Each item said "kind":"memory", "source":"fused", "worth":0.5 (no verdict yet) and
+    # Each item said "kind":"memory" (now `item`), "source":"fused", "worth":0.5 (no verdict) and
     # the pack's own project: about 17 of an item's 70 tokens of fields, and at budget
     # 100 no item fitted. A value other than the default is said, and so is a global one.
     home = to_hit(make_memory(1), now=NOW, source="fused", score=1.0)
@@ -76,8 +76,8 @@ def test_an_item_leaves_out_what_says_nothing():
 
     lean, said = item_view(home, home="alpha"), item_view(there, home="alpha")
 
-    assert not {"kind", "project", "source", "worth"} & set(lean), lean
-    assert (said["kind"], said["project"], said["source"], said["worth"]) == (
+    assert not {"item", "project", "source", "worth"} & set(lean), lean
+    assert (said["item"], said["project"], said["source"], said["worth"]) == (
         "note", None, "semantic", 0.75,
     )  # fmt: skip
     assert item_view(home)["project"] == "alpha"  # no pack's project said: the item's own
@@ -86,7 +86,7 @@ def test_an_item_leaves_out_what_says_nothing():
 def test_a_note_shows_its_title():
     note = make_note(2, "Pager Rota")
     view = item_view(to_hit(note, now=NOW, source="fts", score=1.0))
-    assert view["title"] == "Pager Rota" and "memory_kind" not in view
+    assert view["title"] == "Pager Rota" and "kind" not in view and view["item"] == "note"
 
 
 def test_dumps_is_compact_and_keeps_unicode():

@@ -89,7 +89,12 @@ def test_main_items_come_first_when_the_budget_is_tight(make_engine: MakeEngine)
     engine = graph_engine(make_engine, (1, 3, 1.0))
 
     roomy = engine.recall(ask("chroma", hops=0, include_associated=True, budget=1000))
-    tight = engine.recall(ask("chroma", hops=0, include_associated=True, budget=150))
+    # Halfway between the pack without the associated memory and the pack with it: the
+    # main items and the warning fit, the associated memory does not (a constant budget
+    # broke when items got shorter).
+    alone = engine.recall(ask("chroma", hops=0, budget=1000))
+    tight_budget = (alone.tokens + roomy.tokens) // 2
+    tight = engine.recall(ask("chroma", hops=0, include_associated=True, budget=tight_budget))
 
     assert ids(roomy.items) == ids(tight.items) == [uid(1), uid(2)]
     assert ids(roomy.associated or ()) == [uid(3)]
