@@ -155,7 +155,7 @@ def hint_view(hint: Hit | None, *, kind: str, changed: bool = False) -> dict[str
         "name": sanitize.name(hint.name),
         "description": _line(hint.description, 150),
         "project": hint.project,
-        "similarity": round(hint.similarity or 0.0, 4),
+        "similarity": figure(hint.similarity or 0.0),  # as a hit says it, to 3 digits
         "advice": advice(hint, kind=kind, changed=changed),
     }
 

@@ -1127,6 +1127,8 @@ def test_a_note_restating_another_gets_a_dedup_hint_as_a_memory_does(world: Worl
     hint = r.json()["dedup_hint"]
     assert r.status_code == 201 and hint["id"] == written["id"]
     assert hint["name"] == "deploying-the-ledger" and hint["similarity"] >= 0.80
+    # To 3 digits, as a search hit's similarity (a hint said 4: 0.9615 beside a hit's 0.962).
+    assert hint["similarity"] == float(f"{hint['similarity']:.3g}") != 1.0
     assert "notes_write with its id" in hint["advice"]
     assert "delete" not in hint["advice"]  # agents cannot delete a note
     other = {"title": "Lunch", "body": "Friday lunch is pizza in the kitchen."}
