@@ -611,7 +611,7 @@ def note_write(who: Access, p: NoteIn, *, key: str | None = None) -> Answer:
     """A new note; a retry with the same key gets the first answer (as a memory's). The
     reply leaves out the body the writer sent unless `detail` is "full" (`_at_detail`):
     a 100 KB write-up came straight back into the agent's context."""
-    fields = _set(p, drop=("project", "idempotency_key", "detail"))
+    fields = _note_fields(_set(p, drop=("project", "idempotency_key", "detail")))
 
     def write() -> Answer:
         written = access.note_write(who, project=p.project, fields=fields)
@@ -619,6 +619,13 @@ def note_write(who: Access, p: NoteIn, *, key: str | None = None) -> Answer:
 
     request = {"call": "note_write", **p.dict(exclude={"idempotency_key", "detail"})}
     return _at_detail(_idempotent(who, key or p.idempotency_key, request, write), p.detail)
+
+
+def _note_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """A note's fields as the services name them: its `name` is the model's slug."""
+    if "name" in fields:
+        fields["slug"] = fields.pop("name")
+    return fields
 
 
 def note_read(
@@ -636,7 +643,8 @@ def note_read(
 
 
 def note_update(who: Access, note_id: str, p: NoteChange) -> Answer:
-    edited = access.note_update(who, note_id=note_id, fields=_set(p, drop=("detail",)))
+    fields = _note_fields(_set(p, drop=("detail",)))
+    edited = access.note_update(who, note_id=note_id, fields=fields)
     body = replies.note_written_view(edited.note, hint=edited.dedup_hint, changed=True)
     return _at_detail(_json(body), p.detail)
 

@@ -99,7 +99,7 @@ def note_view(n: Note) -> dict[str, Any]:
         "id": n.pk,
         "project": n.project.slug if n.project_id and n.project else None,
         "title": _line(n.title, 200),
-        "slug": sanitize.name(n.slug),
+        "name": sanitize.name(n.slug),  # its slug: a hit's, an item's and a hint's `name`
         "description": _line(n.description, 150),
         "body": body_text(n.body),
         "tags": [sanitize.name(t, 64) for t in n.tags or []],

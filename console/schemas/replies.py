@@ -343,7 +343,7 @@ class NoteOut(Reply):
     id: str
     project: str | None
     title: str
-    slug: str
+    name: str = Field(description="its slug, as a search hit and a recall item name it")
     description: str
     body: str = Field("", description='the body (a list with detail "index" leaves it out)')
     body_chars: int | None = Field(
@@ -362,7 +362,7 @@ class NoteOut(Reply):
 class NoteWrittenOut(NoteOut):
     dedup_hint: DedupHintOut | None = Field(
         description="a very similar note in scope, if any (advisory); on an edit, only "
-        "when it changed the title, slug or text"
+        "when it changed the title, name or text"
     )
 
 

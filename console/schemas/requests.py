@@ -85,6 +85,9 @@ RECORD = "record what was returned (feeds usage ranking and history); false for 
 # in recall items, search hits and graph nodes until 2026-12, so an agent that read
 # it there may send it back: accepted as `kind` (the schema names `kind` only).
 KIND_NAMES = AliasChoices("kind", "memory_kind")
+# A note's slug is its `name`, as search hits, recall items and dedup hints say it;
+# notes_read and notes_write said `slug` until 2026-12: still taken as `name`.
+NOTE_NAMES = AliasChoices("name", "slug")
 TAGS_SAID = "labels, stored lower-cased without a leading #"
 
 
@@ -590,7 +593,9 @@ class NoteFields(Body):
     """A note's fields; its text is unescaped once, as a memory's is (`as_read`)."""
 
     title: str | None = Field(None, min_length=1, max_length=200, description="the note's title")
-    slug: Name | None = Field(None, description="its slug (default: from the title)")
+    name: Name | None = Field(
+        None, validation_alias=NOTE_NAMES, description="its slug (default: from the title)"
+    )
     description: str | None = Field(None, max_length=150, description="one line")
     body: str | None = Field(None, max_length=200_000, description="markdown")
     tags: list[Tag] | None = Field(None, max_length=32, description=TAGS_SAID)

@@ -1096,7 +1096,7 @@ def test_notes_list_create_read_patch_and_star(world: World) -> None:
     created = call(client, "post", "/notes", {"title": "Deploy write-up", "body": "Steps."})
     assert created.status_code == 201
     note = created.json()
-    assert note["slug"] == "deploy-write-up" and note["project"] == "alpha"
+    assert note["name"] == "deploy-write-up" and note["project"] == "alpha"
 
     read = call(client, "get", f"/notes/{note['id']}")
     assert read.status_code == 200 and read.json()["body"] == "Steps."
@@ -1140,6 +1140,29 @@ def test_a_note_restating_another_gets_a_dedup_hint_as_a_memory_does(world: Worl
     assert reworded.json()["dedup_hint"]["id"] == written["id"]
 
 
+def test_a_note_s_name_is_name_in_its_replies_as_in_hits_and_slug_is_taken_as_it(
+    world: World,
+) -> None:
+    # notes_read and notes_write said `slug` for what a search hit, a recall item and a
+    # dedup hint call a note's `name`: a note's write with a hint said both, one word
+    # for each. The old name is still taken on a write.
+    client = world.client("alpha")
+    named = call(client, "post", "/notes", {"title": "Pager rota", "name": "pager-rota"}).json()
+    slugged = call(client, "post", "/notes", {"title": "On call", "slug": "on-call"}).json()
+    renamed = call(client, "patch", f"/notes/{slugged['id']}", {"name": "on-call-rota"}).json()
+    indexing.apply_pending()
+    hits = call(client, "get", "/search", {"q": "pager rota"}).json()["hits"]
+    read = call(client, "get", f"/notes/{named['id']}").json()
+
+    assert (named["name"], slugged["name"], renamed["name"]) == (
+        "pager-rota", "on-call", "on-call-rota",
+    )  # fmt: skip
+    assert Note.objects.get(pk=renamed["id"]).slug == "on-call-rota"
+    hit = next(h for h in hits if h["id"] == named["id"])
+    assert hit["name"] == read["name"] == "pager-rota" and hit["item"] == "note"
+    assert not [r for r in (named, slugged, renamed, read) if "slug" in r]
+
+
 def test_notes_reject_bad_input(world: World) -> None:
     client = world.client("alpha")
 
@@ -1151,6 +1174,7 @@ def test_notes_reject_bad_input(world: World) -> None:
         assert blank.status_code == 422, blank.content  # was 201: title "", slug `untitled`
         assert blank.json()["field"] == "title" and "not blank" in blank.json()["detail"]
     assert call(client, "patch", f"/notes/{nid}", {"slug": "Bad Slug"}).status_code == 422
+    assert call(client, "patch", f"/notes/{nid}", {"name": "Bad Slug"}).status_code == 422
     assert call(client, "get", f"/notes/{world.notes[None].pk}").status_code == 200
     inbox = call(client, "patch", f"/notes/{world.notes[None].pk}", {"title": "x"})
     assert inbox.status_code == 403

@@ -153,19 +153,22 @@ def test_an_sdk_client_lists_writes_recalls_and_reads(prepared: tuple[Path, str]
 def test_an_sdk_client_is_told_of_a_note_it_wrote_before(prepared: tuple[Path, str]) -> None:
     """notes_write answers with a dedup hint as memory_write does: the text the agent's
     context gets names the earlier note and what to do, in a few dozen tokens."""
-    data_dir, token = prepared
+    data_dir, token = prepared  # and a note's slug is its `name`, as the hint says it
     body = "Export the ledger nightly with pg_dump, gzip it and upload it to the backups bucket."
 
     async def steps(session: ClientSession) -> list[Any]:
         first = await session.call_tool("notes_write", {"title": "Ledger backups", "body": body})
         again = await session.call_tool("notes_write", {"title": "Backing up", "body": body})
-        return [first, again]
+        old = {"title": "Restore drill", "slug": "restore-drill"}  # the old name, still taken
+        return [first, again, await session.call_tool("notes_write", old)]
 
-    first, again = anyio.run(_session, data_dir, token, steps)
+    first, again, slugged = anyio.run(_session, data_dir, token, steps)
 
     assert _json(first)["dedup_hint"] is None
     hint = _json(again)["dedup_hint"]
     assert hint["id"] == _json(first)["id"] and hint["name"] == "ledger-backups"
+    assert _json(first)["name"] == "ledger-backups" and "slug" not in _json(first)
+    assert _json(slugged)["name"] == "restore-drill"
     text = again.content[0].text  # what reaches the agent: the hint, the body's size
     assert '"advice":"very similar to note ledger-backups' in text
     assert '"body_chars":84' in text and len(text) < 700, text  # under 200 tokens
