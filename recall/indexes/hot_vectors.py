@@ -29,15 +29,9 @@ since the last look (the plane's write sequence, `changes`); a deletion
 (the counts disagree) makes it compare every (id, fingerprint) pair. The lag
 this adds to the worker's is about `poll_seconds` plus that read.
 
-A copy given a `snapshots` folder starts from the snapshot the process that
-writes the plane published there (`publish`, recall/indexes/copy_snapshot.py)
-when one fits: its arrays mapped from the files (pages shared by every process
-mapping them), then the plane's rows written since, read as a poll reads them.
-With a `journal` too (recall/indexes/copy_journal.py), every write made through a
-copy is also appended there, and a copy that mapped a snapshot follows those
-records from the snapshot's position instead of polling the plane: a serving
-process then never opens LanceDB in the steady state. A gap or an unreadable
-record (or no snapshot) and it reads the plane, as above.
+A copy given a `snapshots` folder maps the snapshot the index worker published
+there and, with a `journal`, follows the writes journaled since instead of
+polling the plane: recall/indexes/copy_follow.py (`Follower`, a mixin).
 
 Each row has an integer key (what a USearch graph or a flat matrix holds);
 a write drops the id's row and adds it again (in its new partition if it
@@ -59,7 +53,6 @@ and fitted a chunk at a time: peak 522-527 MB, 416 once loaded.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import logging
 import os
 import threading
@@ -72,7 +65,8 @@ import numpy as np
 import numpy.typing as npt
 
 from recall.errors import IndexUnavailable
-from recall.indexes import copy_journal, copy_snapshot, layout
+from recall.indexes import copy_journal
+from recall.indexes.copy_follow import Follower
 from recall.indexes.copy_parts import Part, Sketching
 from recall.indexes.copy_rows import Partition, RowBook
 from recall.ports import VectorIndex, Vectors
@@ -112,7 +106,7 @@ class Replicable(Protocol):
     def changes(self, after: int) -> VectorBlock: ...
 
 
-class HotVectorIndex:
+class HotVectorIndex(Follower):
     """A VectorIndex answering searches from memory (see the module docstring).
 
     `inner` is the durable plane (a VectorIndex that is also Replicable).
@@ -227,22 +221,6 @@ class HotVectorIndex:
                 for id_ in ids:
                     self._drop(id_)
 
-    @contextlib.contextmanager
-    def _journaled(self, payload: Callable[[], bytes]) -> Iterator[None]:
-        """Around a write to the plane: append its record once the plane took it, under
-        the journal's lock (so records are in the plane's order), flushed before the
-        write returns. A copy following the journal moves past its own record when
-        nothing came between (it applies the write itself)."""
-        if self.journal is None:
-            yield
-            return
-        with self.journal.lock.held():
-            yield
-            before, after = self.journal.append(payload())
-        with self._lock:
-            if self._cursor == before:
-                self._cursor = after
-
     def search(
         self, vector: Sequence[float] | Vectors, *, where: Filter, limit: int
     ) -> list[Candidate]:
@@ -330,19 +308,8 @@ class HotVectorIndex:
             return self._refresh()
 
     def _refresh(self) -> int:
-        if self.journal is not None and not self._keeper:
-            if self._version is None and self._cursor is None:
-                self._adopted(None)  # a snapshot with a journal position: follow it
-            if self._cursor is not None:
-                try:
-                    return self._follow(self.journal.folder, self._cursor)
-                except (copy_journal.Broken, OSError) as exc:
-                    log.warning("the vector copy stops following its journal (%s): "
-                                "reading the plane", exc)  # fmt: skip
-                    # No plane version matches: the plane's rows written since the
-                    # snapshot are read, and the counts compared (a replaced plane's
-                    # version may equal the snapshot's).
-                    self._cursor, self._version = None, -1
+        if (followed := self._followed()) is not None:
+            return followed
         version = self._source.version()
         if version == self._version:
             return 0
@@ -356,31 +323,6 @@ class HotVectorIndex:
             self._version = version
             agree = len(self._book) == self.inner.count()
         return len(delta.ids) + (0 if agree else self._reconcile())
-
-    def _follow(self, folder: Path, cursor: copy_journal.Cursor) -> int:
-        """Apply the journal's records past `cursor` (see the module docstring). A plane
-        whose folder was deleted or replaced since (rebuilt from the database, which
-        journals only what the new plane lacks) is read instead."""
-        if _folder_identity(self.inner) != self._plane_folder:
-            raise copy_journal.Broken("the vector plane's folder was replaced")
-        records, moved = copy_journal.read(folder, cursor)
-        changed = 0
-        with self._lock:
-            if self._cursor != cursor:  # a write here moved it meanwhile: read again
-                return 0
-            for record in records:
-                if record.block is not None:
-                    self._put(record.block)
-                    changed += len(record.block.ids)
-                elif record.op == "clear":
-                    self._book = RowBook()
-                    self._parts.clear()
-                    self._changes += 1
-                for id_ in record.ids:
-                    self._drop(id_)
-                changed += len(record.ids)
-            self._cursor = moved
-        return changed
 
     def _load(self, version: int) -> int:
         """Read every row of the plane into the copy (the first load, with no snapshot)."""
@@ -402,126 +344,6 @@ class HotVectorIndex:
                 part.trim()
             self._version, self._mark = version, mark
         return loaded
-
-    # -- the snapshot serving processes map (recall.indexes.copy_snapshot) ---------
-
-    def publish(self) -> copy_snapshot.Snapshot:
-        """Bring the copy up to the plane and write it as the current snapshot.
-
-        For the process that keeps the plane (the index worker): serving
-        processes built with the same `snapshots` folder then map the copy's
-        arrays instead of reading the plane (`_adopted`). Holds the copy's lock
-        while it writes (searches here wait; a serving process's do not), then maps
-        what it wrote: the writer's rows are shared file pages too.
-        """
-        if self.snapshots is None:
-            raise ValueError("this copy has no snapshots folder to publish to")
-        with self._syncing:
-            # The publisher's copy is the plane's (what it writes must be), and the
-            # journal's position is read first: the plane then holds every record up to
-            # it, and a follower's replay of later ones, in order, is idempotent.
-            self._cursor, self._keeper = None, True
-            position = self.journal.position() if self.journal is not None else None
-            kept = copy_snapshot.current(self.snapshots)
-            self._refresh()
-            self._ready.set()
-            with self._lock:
-                book_arrays, book = self._book.state()
-                arrays = {f"book.{n}": (a, len(a)) for n, a in book_arrays.items()}
-                parts, writers = [], dict[str, copy_snapshot.Writer]()
-                ordered = sorted(self._parts.items(), key=_partition_order)
-                for n, ((project, active), part) in enumerate(ordered):
-                    plain, held = part.state(f"p{n}")
-                    arrays.update(held)
-                    if part.index is not None:
-                        writers[plain["graph"]] = _graph_writer(part.index)
-                    parts.append({"project": project, "active": active, **plain})
-                meta = {"version": self._version, "mark": self._mark, "dims": self._dims,
-                        "shape": self._shape(), "book": book, "parts": parts,
-                        "journal": position, "plane": _folder_identity(self.inner)}  # fmt: skip
-                snap = copy_snapshot.publish(self.snapshots, meta, arrays, writers)
-                if self.journal is not None and kept is not None:  # the kept one's records
-                    self.journal.sweep(kept.meta.get("journal") or 0)
-                # This copy now maps what it wrote (nothing changed meanwhile: the lock is
-                # held), so its rows are shared file pages here too, not a private copy.
-                self._book, self._parts = self._mapped(snap)
-                self._changes += 1
-                return snap
-
-    def snapshot_behind(self) -> bool:
-        """Whether the plane has moved since the current snapshot was written (or
-        there is none), or, with a journal, a follower could not follow it (written
-        before the journal, or of another plane folder: a deployment copied or
-        restored elsewhere, whose processes then all read the plane): what the
-        publisher checks before writing one again."""
-        if self.snapshots is None:
-            return False
-        snap = copy_snapshot.current(self.snapshots)
-        if snap is None:
-            return True
-        meta = snap.meta
-        followed = meta.get("journal") is not None and meta.get("plane") == _json_identity(
-            self.inner
-        )
-        return (self.journal is not None and not followed) or meta["version"] != (
-            self._source.version()
-        )
-
-    def _shape(self) -> list[Any]:
-        """The settings a snapshot's partitions were built under (a reader with
-        others reads the plane instead: its partitions would not match them)."""
-        sketch = self.sketching
-        return [self.dtype, self.connectivity, self.expansion, self.exact_below,
-                sketch.above, sketch.dims, sketch.pool]  # fmt: skip
-
-    def _adopted(self, version: int | None, *, again: bool = True) -> bool:
-        """Map the current snapshot as the copy, if there is one this copy can use:
-        written under the same settings, of a plane version not past `version`, of
-        vectors as long as the plane's. With `version` None (the plane not read), only
-        a snapshot holding a journal position, of this plane folder (not one deleted
-        and made again since), which the copy then follows."""
-        snap = copy_snapshot.current(self.snapshots) if self.snapshots is not None else None
-        if snap is None:
-            return False
-        if version is None and (
-            snap.meta.get("journal") is None
-            or snap.meta.get("plane") != _json_identity(self.inner)  # of a plane replaced
-        ):
-            return False
-        meta, dims = snap.meta, getattr(self.inner, "dims", None)
-        if (
-            meta["shape"] != self._shape()
-            or meta["version"] is None
-            or (version is not None and meta["version"] > version)  # a plane begun again
-            or (isinstance(dims, int) and meta["dims"] not in (None, dims))  # another model's
-        ):
-            log.info("the vector copy's snapshot %s does not fit this copy: reading the plane",
-                     snap.path)  # fmt: skip
-            return False
-        try:
-            mapped = self._mapped(snap)
-        except FileNotFoundError:  # removed after `current` read it: a newer one is there
-            return again and self._adopted(version, again=False)
-        with self._lock:
-            self._book, self._parts = mapped
-            if version is None:
-                self._cursor = copy_journal.Cursor(int(meta["journal"]))
-                self._plane_folder = _folder_identity(self.inner)
-            self._dims = meta["dims"]
-            self._version, self._mark = int(meta["version"]), int(meta["mark"])
-            self._changes += 1
-        return True
-
-    def _mapped(self, snap: copy_snapshot.Snapshot) -> tuple[RowBook, dict[Partition, Part]]:
-        """The book and partitions `snap` holds, their arrays mapped from its files."""
-        meta = snap.meta
-        book = RowBook.restored({n[5:]: snap.array(n) for n in _book_arrays(snap)}, meta["book"])
-        parts: dict[Partition, Part] = {}
-        for n, plain in enumerate(meta["parts"]):
-            part = Part(meta["dims"] or 0, self._options(), self.exact_below, self.sketching, book)
-            part.restore(plain, f"p{n}", snap)
-            parts[(plain["project"], bool(plain["active"]))] = part
-        return book, parts
 
     def _reconcile(self) -> int:
         """Drop rows the plane no longer has and reload rows whose fingerprint differs."""
@@ -700,43 +522,6 @@ def _keep_current(ref: weakref.ref[HotVectorIndex]) -> None:
         poll, index = index.poll_seconds, None
         if not poll or _STOPPING.wait(poll):
             return
-
-
-def _folder_identity(plane: object) -> tuple[int, ...] | None:
-    """Which plane folder this is: its layout marker's inode and time (written when the
-    folder is made, `recall.indexes.layout`) and the folder's inode; None without
-    one. A folder deleted and made again has another (a freed inode is often reused
-    at once, hence the marker's time too)."""
-    path = getattr(plane, "path", None)
-    if not isinstance(path, Path):
-        return None
-    try:
-        folder, marker = path.stat(), (path / layout.MARKER).stat()
-    except OSError:
-        return None
-    return (folder.st_ino, marker.st_ino, marker.st_mtime_ns)
-
-
-def _json_identity(plane: object) -> list[int] | None:
-    """`_folder_identity` as a snapshot's meta.json holds it."""
-    found = _folder_identity(plane)
-    return None if found is None else list(found)
-
-
-def _partition_order(pair: tuple[Partition, Part]) -> tuple[bool, str, bool]:
-    (project, active), _ = pair
-    return (project is not None, project or "", active)
-
-
-def _graph_writer(index: Any) -> copy_snapshot.Writer:
-    def write(path: Path) -> None:
-        index.save(str(path))
-
-    return write
-
-
-def _book_arrays(snap: copy_snapshot.Snapshot) -> list[str]:
-    return sorted(p.stem for p in snap.path.glob("book.*.npy"))
 
 
 def _admits_partition(where: Filter, partition: Partition) -> bool:

@@ -236,7 +236,7 @@ def test_a_follower_reads_the_plane_on_a_gap_or_an_unreadable_record(
         data[40] ^= 0xFF
         path.write_bytes(bytes(data))
 
-    with caplog.at_level(logging.WARNING, logger="recall.indexes.hot_vectors"):
+    with caplog.at_level(logging.WARNING, logger="recall.indexes.copy_follow"):
         served.refresh()
         served.refresh()
 
