@@ -13,7 +13,10 @@ With a `journal` too (recall/indexes/copy_journal.py), every write made through 
 copy is also appended there, and a copy that mapped a snapshot follows those
 records from the snapshot's position instead of polling the plane: a serving
 process then never opens LanceDB in the steady state. A gap or an unreadable
-record (or no snapshot) and it reads the plane.
+record (or no snapshot) and it reads the plane, until the next snapshot is
+published. A follower moves to every snapshot published after its own
+(`_switched`): the rows it followed into private memory, or read from the plane,
+give way to the new snapshot's shared file pages.
 """
 
 from __future__ import annotations
@@ -51,6 +54,9 @@ class Follower:
     _cursor: copy_journal.Cursor | None  # where the copy is in the journal (None: the plane)
     _keeper: bool  # this copy publishes snapshots: it reads the plane
     _plane_folder: tuple[int, ...] | None  # which plane folder it follows
+    _snapshot: Path | None  # the snapshot the copy maps (or last mapped)
+    _pointer: tuple[int, ...] | None  # `CURRENT` as last looked at (`_pointer_of`)
+    release: Callable[[], object] | None
     _lock: threading.RLock
     _syncing: threading.Lock
     _book: RowBook
@@ -98,8 +104,7 @@ class Follower:
         rows changed, or None when the copy reads the plane instead."""
         if self.journal is None or self._keeper:
             return None
-        if self._version is None and self._cursor is None:
-            self._adopted(None)  # a snapshot with a journal position: follow it
+        self._switched()  # to a snapshot published since, if any: then follow it
         if self._cursor is None:
             return None
         try:
@@ -120,23 +125,78 @@ class Follower:
         if _folder_identity(self.inner) != self._plane_folder:
             raise copy_journal.Broken("the vector plane's folder was replaced")
         records, moved = copy_journal.read(folder, cursor)
-        changed = 0
         with self._lock:
             if self._cursor != cursor:  # a write here moved it meanwhile: read again
                 return 0
-            for record in records:
-                if record.block is not None:
-                    self._put(record.block)
-                    changed += len(record.block.ids)
-                elif record.op == "clear":
-                    self._book = RowBook()
-                    self._parts.clear()
-                    self._changes += 1
-                for id_ in record.ids:
-                    self._drop(id_)
-                changed += len(record.ids)
+            changed = self._apply(records)
             self._cursor = moved
         return changed
+
+    def _apply(self, records: list[copy_journal.Record]) -> int:
+        """Apply journal records to the copy (under its lock); the rows they change."""
+        changed = 0
+        for record in records:
+            if record.block is not None:
+                self._put(record.block)
+                changed += len(record.block.ids)
+            elif record.op == "clear":
+                self._book = RowBook()
+                self._parts.clear()
+                self._changes += 1
+            for id_ in record.ids:
+                self._drop(id_)
+            changed += len(record.ids)
+        return changed
+
+    def _switched(self, *, again: bool = True) -> bool:
+        """Map the snapshot published since the copy last looked, with the records
+        journaled after it, in place of what the copy holds; whether it did.
+
+        Why: a follower's own copy of the rows it followed (a mapped array that
+        outgrew its spare room is copied whole) is private memory, and a process that
+        read the plane holds every row privately; the newest snapshot holds them as
+        file pages every process shares. The look is one `stat` of `CURRENT`, so the
+        poller does it at every step. The new book and partitions are mapped and the
+        records read before the copy's lock is taken; under it they are swapped in
+        whole and the records applied, so a search (which holds the lock) sees the
+        old copy or the new one, never a mix. The old arrays are only let go: a
+        mapping is unmapped when nothing refers to it any more."""
+        if self.snapshots is None or self.journal is None:
+            return False
+        pointer = _pointer_of(self.snapshots)
+        if pointer is None or pointer == self._pointer:
+            return False
+        self._pointer = pointer
+        snap = copy_snapshot.current(self.snapshots)
+        if snap is None or snap.path == self._snapshot or not self._fits(snap, None):
+            return False
+        meta = snap.meta
+        try:
+            book, parts = self._mapped(snap)
+            start = copy_journal.Cursor(int(meta["journal"]))
+            records, moved = copy_journal.read(self.journal.folder, start)
+        except FileNotFoundError:  # removed after `current` read it: a newer one is there
+            self._pointer = None
+            return again and self._switched(again=False)
+        except copy_journal.Broken as exc:
+            log.info("the vector copy's snapshot %s cannot be followed (%s)", snap.path, exc)
+            return False
+        folder = _folder_identity(self.inner)
+        with self._lock:
+            held = self._book, self._parts, self._dims
+            self._book, self._parts, self._dims = book, parts, meta["dims"]
+            try:
+                self._apply(records)
+            except BaseException:
+                self._book, self._parts, self._dims = held
+                raise
+            self._cursor, self._plane_folder, self._snapshot = moved, folder, snap.path
+            self._version, self._mark = int(meta["version"]), int(meta["mark"])
+            self._changes += 1
+        del held, book, parts
+        if self.release is not None:
+            self.release()
+        return True
 
     def publish(self) -> copy_snapshot.Snapshot:
         """Bring the copy up to the plane and write it as the current snapshot.
@@ -178,6 +238,7 @@ class Follower:
                 # This copy now maps what it wrote (nothing changed meanwhile: the lock is
                 # held), so its rows are shared file pages here too, not a private copy.
                 self._book, self._parts = self._mapped(snap)
+                self._snapshot = snap.path
                 self._changes += 1
                 return snap
 
@@ -207,21 +268,17 @@ class Follower:
         return [self.dtype, self.connectivity, self.expansion, self.exact_below,
                 sketch.above, sketch.dims, sketch.pool]  # fmt: skip
 
-    def _adopted(self, version: int | None, *, again: bool = True) -> bool:
-        """Map the current snapshot as the copy, if there is one this copy can use:
-        written under the same settings, of a plane version not past `version`, of
-        vectors as long as the plane's. With `version` None (the plane not read), only
-        a snapshot holding a journal position, of this plane folder (not one deleted
-        and made again since), which the copy then follows."""
-        snap = copy_snapshot.current(self.snapshots) if self.snapshots is not None else None
-        if snap is None:
-            return False
+    def _fits(self, snap: copy_snapshot.Snapshot, version: int | None) -> bool:
+        """Whether this copy can use `snap`: written under the same settings, of a
+        plane version not past `version`, of vectors as long as the plane's. With
+        `version` None (the plane not read), only a snapshot holding a journal
+        position, of this plane folder (not one deleted and made again since)."""
+        meta, dims = snap.meta, getattr(self.inner, "dims", None)
         if version is None and (
-            snap.meta.get("journal") is None
-            or snap.meta.get("plane") != _json_identity(self.inner)  # of a plane replaced
+            meta.get("journal") is None
+            or meta.get("plane") != _json_identity(self.inner)  # of a plane replaced
         ):
             return False
-        meta, dims = snap.meta, getattr(self.inner, "dims", None)
         if (
             meta["shape"] != self._shape()
             or meta["version"] is None
@@ -231,17 +288,22 @@ class Follower:
             log.info("the vector copy's snapshot %s does not fit this copy: reading the plane",
                      snap.path)  # fmt: skip
             return False
+        return True
+
+    def _adopted(self, version: int, *, again: bool = True) -> bool:
+        """Map the current snapshot as the copy if it fits (`_fits`), for a copy that
+        then reads the plane's rows written since (at plane `version` now)."""
+        snap = copy_snapshot.current(self.snapshots) if self.snapshots is not None else None
+        if snap is None or not self._fits(snap, version):
+            return False
         try:
             mapped = self._mapped(snap)
         except FileNotFoundError:  # removed after `current` read it: a newer one is there
             return again and self._adopted(version, again=False)
         with self._lock:
             self._book, self._parts = mapped
-            if version is None:
-                self._cursor = copy_journal.Cursor(int(meta["journal"]))
-                self._plane_folder = _folder_identity(self.inner)
-            self._dims = meta["dims"]
-            self._version, self._mark = int(meta["version"]), int(meta["mark"])
+            self._dims, self._snapshot = snap.meta["dims"], snap.path
+            self._version, self._mark = int(snap.meta["version"]), int(snap.meta["mark"])
             self._changes += 1
         return True
 
@@ -270,6 +332,16 @@ def _folder_identity(plane: object) -> tuple[int, ...] | None:
     except OSError:
         return None
     return (folder.st_ino, marker.st_ino, marker.st_mtime_ns)
+
+
+def _pointer_of(folder: Path) -> tuple[int, ...] | None:
+    """`CURRENT`'s inode and times: another when a snapshot is published (a new file is
+    renamed over it), None while there is none."""
+    try:
+        found = (folder / copy_snapshot.CURRENT).stat()
+    except OSError:
+        return None
+    return (found.st_ino, found.st_mtime_ns, found.st_ctime_ns)
 
 
 def _json_identity(plane: object) -> list[int] | None:

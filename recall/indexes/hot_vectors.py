@@ -31,7 +31,8 @@ this adds to the worker's is about `poll_seconds` plus that read.
 
 A copy given a `snapshots` folder maps the snapshot the index worker published
 there and, with a `journal`, follows the writes journaled since instead of
-polling the plane: recall/indexes/copy_follow.py (`Follower`, a mixin).
+polling the plane, moving to each newer snapshot published:
+recall/indexes/copy_follow.py (`Follower`, a mixin).
 
 Each row has an integer key (what a USearch graph or a flat matrix holds);
 a write drops the id's row and adds it again (in its new partition if it
@@ -175,6 +176,8 @@ class HotVectorIndex(Follower):
         self._cursor: copy_journal.Cursor | None = None
         self._keeper = False  # this copy publishes snapshots: it reads the plane
         self._plane_folder: tuple[int, ...] | None = None  # which plane folder it follows
+        self._snapshot: Path | None = None  # the snapshot the copy maps (or last mapped)
+        self._pointer: tuple[int, ...] | None = None  # `CURRENT` as last looked at
         self._lock = threading.RLock()
         self._syncing = threading.Lock()  # one refresh at a time (`refresh`)
         self._book = RowBook()  # each row's id, partition, fingerprint, filters, position
