@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from recall.errors import ChannelOff, ConfigError, EmbedderUnavailable, QueryError, RecallError
+from recall.planes import CachedEmbedder
 from recall.ports import Channel, Embedder
 from recall.types import Candidate, ChannelQuery, Filter
 
@@ -106,8 +107,14 @@ def _embedding_pool() -> ThreadPoolExecutor:
 def _embedding(
     channels: Sequence[Channel], query: ChannelQuery, embedder: Embedder | None, gathered: Gathered
 ) -> Future[tuple[ChannelQuery, str | None]] | None:
-    """The query's embedding, started on a worker thread when a channel can run meanwhile."""
+    """The query's embedding, started on a worker thread when a channel can run meanwhile.
+
+    Not when the embedder keeps the query's vector (`CachedEmbedder.holds`: a
+    repeated query): the lookup is microseconds, and handing it to the thread
+    and back cost two thread switches, each waiting for a core on a busy machine."""
     if query.vector is not None or embedder is None:
+        return None
+    if isinstance(embedder, CachedEmbedder) and embedder.holds(query.text):
         return None
     if not any(c.needs_vector for c in channels) or all(c.needs_vector for c in channels):
         return None

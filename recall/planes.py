@@ -58,6 +58,10 @@ class CachedEmbedder:
     def dims(self) -> int:
         return self.inner.dims
 
+    def holds(self, text: str) -> bool:
+        """Whether `text`'s embedding is kept (its `embed` then costs no model call)."""
+        return (self.inner.model, text) in self._rows
+
     def embed(self, texts: Sequence[str]) -> Vectors:
         if len(texts) != 1:
             return self.inner.embed(texts)

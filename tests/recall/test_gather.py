@@ -9,6 +9,7 @@ import pytest
 
 from recall.errors import ChannelOff, ConfigError, EmbedderUnavailable, IndexUnavailable, QueryError
 from recall.gather import check_names, gather, select
+from recall.planes import CachedEmbedder
 from recall.ports import EXPAND, PIN, RANK
 from recall.testing import FakeEmbedder
 from recall.types import Candidate, ChannelQuery, Filter
@@ -195,3 +196,35 @@ def test_a_weight_for_an_unknown_channel_is_a_query_error():
 def test_an_embedder_unavailable_raised_by_a_channel_is_reported_as_such():
     got = run(Stub("fts", ["a"]), Stub("remote", error=EmbedderUnavailable("timeout")))
     assert got.warnings == ["remote channel skipped: embedder unavailable (timeout)"]
+
+
+def test_a_query_whose_vector_is_kept_is_embedded_on_the_calling_thread():
+    """A repeated query's vector comes from the engine's cache (`CachedEmbedder`): the
+    lookup is done where the Recall runs, not handed to the embedding thread and back
+    (two thread switches, each a wait for a core on a busy machine)."""
+    threads: list[str] = []
+
+    class Where(FakeEmbedder):
+        def embed(self, texts: Sequence[str]):  # type: ignore[no-untyped-def]
+            threads.append(threading.current_thread().name)
+            return super().embed(texts)
+
+    cached = CachedEmbedder(Where())
+    semantic, fts = Stub("semantic", ["b"], vector=True), Stub("fts", ["a"])
+    seen: list[str] = []
+    real = cached.embed
+
+    def watched(texts: Sequence[str]):  # type: ignore[no-untyped-def]
+        seen.append(threading.current_thread().name)
+        return real(texts)
+
+    cached.embed = watched  # type: ignore[method-assign]
+    query = ChannelQuery("chroma")
+
+    first = gather([semantic, fts], query, where=Filter(), depth=5, embedder=cached)
+    again = gather([semantic, fts], query, where=Filter(), depth=5, embedder=cached)
+
+    assert threads == seen[:1] and threads[0].startswith("embed")  # the model: on its thread
+    assert seen[1] == threading.current_thread().name  # the kept vector: here
+    assert first.embedded and again.embedded
+    assert (again.query.vector == first.query.vector).all()  # type: ignore[union-attr]
