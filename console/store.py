@@ -498,14 +498,16 @@ _EXPIRED = Prepared(
 
 
 class _Read:
-    """What one request has read (`DjangoStore.reading`): memory rows by id, and
-    sentence vectors by id (None: asked, and the memory has none)."""
+    """What one request has read (`DjangoStore.reading`): memory rows by id,
+    sentence vectors by id (None: asked, and the memory has none), and projects'
+    isolation by slug."""
 
-    __slots__ = ("passages", "rows")
+    __slots__ = ("isolation", "passages", "rows")
 
     def __init__(self) -> None:
         self.rows: dict[str, Record] = {}
         self.passages: dict[str, Vectors | None] = {}
+        self.isolation: dict[str, str] = {}
 
 
 _READ: ContextVar[_Read | None] = ContextVar("memory_rows_read", default=None)
@@ -839,6 +841,13 @@ class DjangoStore:
         return timetravel.as_known(known, where=where, instant=valid_at)
 
     def isolation(self, project: str) -> str:
-        """Read on every Recall (the scope filter): compiled once."""
+        """Read on every Recall (the scope filter): compiled once, and within `reading`
+        read once (a Recall read it for its hot-tier key, then for its scope)."""
+        memo = _READ.get()
+        if memo is not None and project in memo.isolation:
+            return memo.isolation[project]
         rows = _ISOLATION.rows("isolation", project)
-        return str(rows[0][0]) if rows and rows[0][0] else "open"
+        found = str(rows[0][0]) if rows and rows[0][0] else "open"
+        if memo is not None:
+            memo.isolation[project] = found
+        return found

@@ -93,7 +93,15 @@ class Engine:
 
     def recall(self, req: RecallRequest, *, config: RecallConfig | None = None) -> ContextPack:
         """Agent Recall: a ranked, token-budgeted, scope-guarded context pack, from
-        the hot, warm or cold tier (`recall.tiers`)."""
+        the hot, warm or cold tier (`recall.tiers`).
+
+        The whole call is one `ReadsOnce` block: the project's isolation read for
+        the hot tier's key is the one the scope filter reads again."""
+        store = self.planes.store
+        with store.reading() if isinstance(store, ReadsOnce) else nullcontext():
+            return self._recall(req, config)
+
+    def _recall(self, req: RecallRequest, config: RecallConfig | None) -> ContextPack:
         started = time.perf_counter()
         resolved = self._resolved(RecallConfig, config)
         tier = tiers.tier_of(req)
@@ -116,12 +124,11 @@ class Engine:
         return tiers.answered(pack, tier, started)
 
     def _run(self, req: RecallRequest, config: RecallConfig) -> ContextPack:
-        """One Recall, the rows it reads kept for it alone (`ReadsOnce`): the semantic
-        pool's, the session channel's seeds and neighbours and the second fusion's were
-        each read again, by a later stage of the same Recall."""
-        store = self.planes.store
-        with store.reading() if isinstance(store, ReadsOnce) else nullcontext():
-            return recall.run(req, planes=self.planes, channels=self.registered, config=config)
+        """One Recall, inside `recall`'s `ReadsOnce` block: the rows it reads are kept
+        for it alone (the semantic pool's, the session channel's seeds and neighbours
+        and the second fusion's were each read again, by a later stage of the same
+        Recall)."""
+        return recall.run(req, planes=self.planes, channels=self.registered, config=config)
 
     def forget(self) -> None:
         """A write committed: the hot tier's packs may be stale (`recall.tiers`), and

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from django.db import connection
 
 from console import indexing, selectors, services, wiring
 from console import store as store_module
@@ -139,3 +140,25 @@ def test_a_write_between_two_recalls_is_seen(project: Project) -> None:
     wiring.engine().forget()  # as a write's commit does (the hot tier's packs)
     again = selectors.memory_recall(query="deploy canary turn", project="ops", budget=2000)
     assert any(h.id == turns[2].pk and "changed" in (h.text or "") for h in again.items)
+
+
+def test_a_recall_reads_its_projects_isolation_once(project: Project) -> None:
+    """The hot tier's key and the scope filter both need the project's isolation: one
+    Recall is one `reading` block, so the second is the first's, not another query."""
+    make(project, "isolation-read", body="the canary isolation read")
+    indexing.apply_pending()
+    wiring.engine().forget()
+    reads = []
+
+    def count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if '"isolation"' in sql and "console_project" in sql:
+            reads.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(count):
+        selectors.memory_recall(query="canary isolation", project="ops", budget=1000)
+    assert len(reads) == 1
+    assert store_module._READ.get() is None
+    with connection.execute_wrapper(count):
+        assert DjangoStore().isolation("ops") == "sealed"  # outside a Recall: read afresh
+    assert len(reads) == 2
