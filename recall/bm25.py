@@ -347,10 +347,11 @@ def _best_window(doc: _Counted) -> float:
         return base
     if len(placed) == 1 and own[next(iter(placed))] == 1:  # one place: its window is the best
         return base + gain(next(iter(placed)), 1)
-    at: dict[str, list[int]] = {}
-    for i, token in enumerate(stored.split("\n", 2)[1].split()):
-        if token in placed:
-            at.setdefault(token, []).append(i)
+    # The places from the query's one finder (as passages read them): splitting the
+    # whole text into tokens to find a few cost a third of the full-text leg's rescoring.
+    every = _finder(tuple(t for t in dict.fromkeys(terms) if t))
+    found_at = _positions(stored.split("\n", 2)[1], every)
+    at = {term: found for term, found in found_at.items() if term in placed}
     starts = sorted({i for found in at.values() for i in found})
     for a, b in pairs:
         if a in at and b in at:
