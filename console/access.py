@@ -38,7 +38,7 @@ from console.store import now as store_now
 from recall import decay
 from recall.errors import QueryError
 from recall.results import Briefing, ContextPack, Hit, PromptResult, SearchResult
-from recall.types import ISOLATION_SEALED
+from recall.types import ISOLATION_SEALED, NOTE
 
 log = logging.getLogger(__name__)
 
@@ -709,7 +709,13 @@ def note_write(access: Access, *, project: str | None, fields: Mapping[str, Any]
     """A new note and its dedup hint, as a memory's write gets one."""
     _writer(access)
     withheld.unmarked(fields)
-    note = services.note_create(project=_project(access, project), **fields)
+    target = _project(access, project)
+    embedded = selectors.write_embedding(
+        project=target.slug, name=str(fields.get("slug") or ""), item=NOTE,
+        title=str(fields.get("title") or ""), description=str(fields.get("description") or ""),
+        body=str(fields.get("body") or ""),
+    )  # fmt: skip
+    note = services.note_create(project=target, embedded=embedded, **fields)
     return NoteWritten(note, selectors.note_like(note))
 
 

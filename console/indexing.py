@@ -493,13 +493,22 @@ class Embedded:
     vector: npt.NDArray[np.float32]
 
 
-def embedded(*, project: str | None, name: str, description: str, body: str) -> Embedded | None:
-    """The vector the planes will store for a memory with these fields, embedded now
-    (call it outside the write's transaction); None without an embedder or on its trouble."""
+def embedded(
+    *,
+    project: str | None,
+    name: str,
+    description: str,
+    body: str,
+    title: str = "",
+    item: str = MEMORY,
+) -> Embedded | None:
+    """The vector the planes will store for a memory (or with `item` NOTE, a note
+    titled `title`) with these fields, embedded now (call it outside the write's
+    transaction); None without an embedder or on its trouble."""
     embedder = wiring.embedder()
     if embedder is None:
         return None
-    doc = dedup.probe(project, name, description, body)
+    doc = dedup.probe(project, name, description, body, title=title, item=item)
     try:
         vector = np.asarray(embedder.embed([doc.embedding_text()])[0], dtype=np.float32)
     except RecallError as exc:
@@ -524,7 +533,7 @@ def _known(docs: Sequence[Doc]) -> dict[str, Vectors]:
     embedder = wiring.embedder()
     if embedder is None or not docs:
         return {}
-    return _kept([d.embedding_hash(embedder.model) for d in docs if d.item == MEMORY])
+    return _kept([d.embedding_hash(embedder.model) for d in docs if d.item in (MEMORY, NOTE)])
 
 
 def _kept(keys: Iterable[str]) -> dict[str, Vectors]:

@@ -359,12 +359,20 @@ Embedded = indexing.Embedded  # a text's vector embedded before its write
 
 
 def write_embedding(
-    *, project: str | None, name: str, description: str, body: str = ""
+    *,
+    project: str | None,
+    name: str,
+    description: str,
+    body: str = "",
+    title: str = "",
+    item: str = MEMORY,
 ) -> Embedded | None:
-    """A memory's vector embedded before its write (one embedding per write: the
-    dedup hint reads it from the embedder's cache, the index worker from the
-    outbox's KnownVector row)."""
-    return indexing.embedded(project=project, name=name, description=description, body=body)
+    """A memory's (or with `item` NOTE, a note's) vector embedded before its write (one
+    embedding per write: the dedup hint reads it from the embedder's cache, the index
+    worker from the outbox's KnownVector row)."""
+    return indexing.embedded(
+        project=project, name=name, description=description, body=body, title=title, item=item
+    )
 
 
 PlaneDrift = indexing.PlaneDrift  # what index_status reports per plane

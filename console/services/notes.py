@@ -19,7 +19,13 @@ NOTE_FIELDS = ("title", "slug", "description", "body", "tags", "source_url")
 
 
 @transaction.atomic
-def note_create(*, project: Project | None, **fields: Any) -> Note:
+def note_create(
+    *, project: Project | None, embedded: indexing.Embedded | None = None, **fields: Any
+) -> Note:
+    """A new note. `embedded`: its text's vector, embedded by the caller before this
+    transaction (`indexing.embedded`), kept for the index worker, as a memory's is."""
+    if embedded is not None:
+        indexing.keep(embedded)
     unknown = set(fields) - set(NOTE_FIELDS) - {"created"}
     if unknown:
         raise ValueError(f"unknown note fields: {sorted(unknown)}")

@@ -220,3 +220,28 @@ def test_a_long_batch_says_it_gave_no_hints_and_embeds_nothing_before_its_write(
         f"(this one held {access.BATCH_HINTS + 1}); search before writing, or write fewer at once"
     )
     assert embedded == [] or connection.vendor == "postgresql"  # there, the write indexed
+
+
+def test_a_notes_write_is_embedded_once_for_its_hint_and_the_worker(
+    world: World, embedded: list[str]
+) -> None:
+    note = {
+        "project": "alpha",
+        "title": "Quokka ferry timetable",
+        "description": "When the ferry runs",
+        "body": "It leaves at dawn; bring a coat.",
+    }
+    reply = call(world.client("alpha"), "post", "/notes", note)
+    assert reply.status_code == 201, reply.content
+    asked = len(embedded)
+    assert KnownVector.objects.exists() or connection.vendor == "postgresql"  # kept for the worker
+
+    indexing.apply_pending()  # the worker (in the PostgreSQL profile: already in the write)
+
+    # As a memory's: embedded before the write, the hint answered by the embedder's
+    # cache, the planes' write by the kept vector: the worker embedded nothing.
+    assert len(embedded) == asked and len(set(embedded)) == 1
+    assert not KnownVector.objects.exists()
+    note_id = reply.json()["id"]
+    vectors = wiring.vector_index()
+    assert vectors is not None and note_id in vectors.vectors([note_id])
