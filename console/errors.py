@@ -56,6 +56,9 @@ CODES = {
     500: "server_error",
     503: "unavailable",
 }
+# Old names a request still takes for a field (console/schemas/requests.py's
+# AliasChoices): refused only when the new name is in the same request.
+RENAMED = {"memory_kind": "kind", "slug": "name"}
 PYDANTIC_CODES = {"extra_forbidden": "unknown_field", "missing": "missing"}
 # What pydantic puts before a validator's own message ("Value error, give a JSON number").
 PYDANTIC_PREFIXES = ("Value error, ", "Assertion failed, ")
@@ -127,6 +130,14 @@ def naming_what_it_takes(
             return reply
     if not takes:  # archive, restore: the path names the item, and that is all
         return replace(reply, detail=f"{reply.detail}; this call takes no fields")
+    old = field.rsplit(".", 1)[-1]
+    new = RENAMED.get(old)
+    if reply.code == "unknown_field" and new in takes and old not in takes:
+        # an old name is refused only beside its new one: "unknown field 'memory_kind';
+        # it takes ... kind ..." told an agent that had sent both to send what it sent
+        said = f"{field} is the old name of {new}, and {new} came too: send {new} alone"
+        listed = tuple({**e, "detail": said} if i == 0 else e for i, e in enumerate(reply.errors))
+        return replace(reply, detail=said, errors=listed)
     return replace(reply, detail=f"{reply.detail}; it takes {', '.join(takes)}")
 
 

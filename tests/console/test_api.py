@@ -533,6 +533,36 @@ def test_a_memory_s_kind_is_kind_in_every_reply_and_memory_kind_is_taken_as_it(
     assert replies[8]["kind"] == "fact"
 
 
+def test_an_old_name_sent_beside_its_new_one_is_named_as_such(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `memory_kind` alone is taken as `kind`; beside `kind` it is refused, and the
+    # refusal said "unknown field 'memory_kind'; it takes ... kind ...": an agent that
+    # had sent `kind` was told to send `kind`. It now says to send the new name alone.
+    both = {"name": "twin-kinds", "kind": "gotcha", "memory_kind": "fact", "description": "x"}
+    said = error(call(world.client("alpha"), "post", "/memories", both), 422, "unknown_field")
+    assert said["detail"] == (
+        "memory_kind is the old name of kind, and kind came too: send kind alone"
+    )
+    status, body = mcp(world, "alpha", "memory_write", both, monkeypatch)
+    assert status == 422 and body["detail"] == said["detail"]
+    note = {"title": "Runbook", "name": "runbook", "slug": "runbook"}
+    status, body = mcp(world, "alpha", "notes_write", note, monkeypatch)
+    assert status == 422
+    assert body["detail"] == "slug is the old name of name, and name came too: send name alone"
+    # an old name a call never took is still an unknown field, with what the call takes
+    status, body = mcp(world, "alpha", "notes_read", {"slug": "runbook"}, monkeypatch)
+    assert body["detail"].startswith("unknown field 'slug'; it takes id")
+
+
+def test_the_old_names_errors_explain_are_the_schemas_aliases() -> None:
+    from console import errors
+    from console.schemas.requests import KIND_NAMES, NOTE_NAMES
+
+    aliases = {str(n.choices[1]): str(n.choices[0]) for n in (KIND_NAMES, NOTE_NAMES)}
+    assert aliases == errors.RENAMED
+
+
 # --- memories -----------------------------------------------------------------
 
 
