@@ -55,3 +55,30 @@ def test_export_a_project_then_import_it_into_another(
     assert Note.objects.filter(project=beta).count() == 1
     assert Memory.objects.filter(project=alpha).count() == 5  # the original stays
     assert overflow(page) == 0
+
+
+def test_refused_lines_are_listed_by_their_own_numbers_inside_the_box(
+    page: Any, user: User, watch: Watch, tmp_path: Path
+) -> None:
+    # The refused lines were an <ol> in the warning box: its markers (1. 2. 3.) stood
+    # outside the box's padding, at the phone's left edge, and beside "bad.jsonl:3"
+    # said a number that was not the line's.
+    services.project_create(slug="beta")
+    bad = tmp_path / "bad.jsonl"
+    good = '{"type": "memory", "kind": "fact", "name": "ok", "description": "fine"}'
+    bad.write_text('{not json\n{"type": "widget"}\n' + good + "\n")
+    page.set_viewport_size(PHONE)
+    log_in(page, user)
+    page.goto("/projects/beta/import/")
+    page.set_input_files("#import-file", str(bad))
+    page.click("form[enctype] button[type=submit]")
+    page.wait_for_selector("[data-errors]")
+    assert page.inner_text("[data-bad]") == "2"
+    markers = page.eval_on_selector_all(
+        "[data-errors] li",
+        "items => items.map(li => getComputedStyle(li).display === "
+        "'list-item' && getComputedStyle(li).listStyleType !== 'none')",
+    )
+    assert markers == [False, False]
+    assert page.inner_text("[data-errors] li:first-child").startswith("bad.jsonl:1: not JSON")
+    assert axe(page) == [] and overflow(page) == 0
