@@ -72,6 +72,7 @@ class _Importer:
         self.seen: set[str] = set()  # our ids taken in this run
         self.external: dict[int | None, set[str]] = {}  # external ids per project id
         self.texts: dict[int | None, set[tuple[str, str]]] = {}  # see `known_texts`
+        self.note_texts: dict[int | None, set[tuple[str, str]]] = {}  # `known_note_texts`
         self.mentions: links.Mentions | None = None  # read at the first batch
         self.embedding: Future[dict[str, Vectors]] | None = None  # the last batch's texts
         self.waiting = 0  # that batch's jobs, applied after the next one is saved
@@ -186,6 +187,17 @@ class _Importer:
             self.texts[key] = set(rows.values_list("content_hash", "session_id"))
         return self.texts[key]
 
+    def known_note_texts(self, project: Project | None) -> set[tuple[str, str]]:
+        """(title, body) of each note the project held when this run first looked: a
+        note record with no id is skipped when one of the same title and body is there,
+        as `known_texts` does for memories, so a file imported twice (a note written by
+        hand, or by another tool, has no id) does not add its notes twice."""
+        key = project.pk if project else None
+        if key not in self.note_texts:
+            rows = Note.objects.filter(project=project)
+            self.note_texts[key] = set(rows.values_list("title", "body"))
+        return self.note_texts[key]
+
     def memory(self, data: dict[str, Any], where: str) -> Memory | None:
         """An unsaved, validated memory, or None when it was imported before."""
         own, external = parsing.memory_ids(data)
@@ -216,6 +228,8 @@ class _Importer:
         if own and (own in self.seen or Note.objects.filter(pk=own).exists()):
             return None
         note = parsing.note_build(data, own=own, project=self.project)
+        if not own and (note.title, note.body) in self.known_note_texts(note.project):
+            return None
         if own:
             self.seen.add(own)
         return note

@@ -97,6 +97,30 @@ def test_the_preview_names_each_bad_line_and_the_duplicates(
     assert "not JSON" in preview.errors[0] and "missing name" in preview.errors[1]
 
 
+def test_a_note_without_an_id_imported_twice_is_imported_once(
+    world: dict[str, Project], tmp_path: Path
+) -> None:
+    # A memory with no id was skipped on a second import (its text is there); a note
+    # was not: the console's second import of the same file made a second note, with
+    # the same slug in the same project. Its title and body now count as its identity.
+    path = tmp_path / "notes.jsonl"
+    note = {"type": "note", "title": "Deploy notes", "body": "Tag, then deploy."}
+    other = {"type": "note", "title": "Deploy notes", "body": "Another text."}
+    path.write_text(json.dumps(note) + "\n", encoding="utf-8")
+    first = importing.preview_records(reading.read_records([path]), project="beta", copies=True)
+    assert (first.notes, first.present) == (1, 0)
+    importing.import_records(reading.read_records([path]), project="beta", copies=True)
+
+    again = importing.preview_records(reading.read_records([path]), project="beta", copies=True)
+    report = importing.import_records(reading.read_records([path]), project="beta", copies=True)
+
+    assert (again.notes, again.present) == (0, 1)
+    assert (report.notes, report.skipped) == (0, 1)
+    assert Note.objects.filter(project=world["beta"]).count() == 1
+    path.write_text(json.dumps(other) + "\n", encoding="utf-8")  # a different body is new
+    assert importing.import_records(reading.read_records([path]), project="beta").notes == 1
+
+
 def test_an_export_within_projects_keeps_them_and_the_global_items(
     world: dict[str, Project],
 ) -> None:
