@@ -666,13 +666,33 @@ def project_create(access: Access, **fields: Any) -> Project:
 
 
 def _note(access: Access, note_id: str) -> Note:
+    """A note by id, or by its name (slug) as hits, items and dedup hints give it: the
+    token's projects' note of that name, else the inbox's (a memory's name resolves
+    so too); a name two of the token's projects hold asks for the id."""
     try:
-        note = selectors.note_get(note_id=note_id)
+        note = selectors.note_get(note_id=note_id.upper())
     except Note.DoesNotExist:
-        raise NotVisible("no such note") from None
+        if not NAME_RE.match(note_id):
+            raise NotVisible("no such note") from None
+        return _note_named(access, note_id)
     if not access.sees(note.project.slug if note.project else None):
         raise NotVisible("no such note")
     return note
+
+
+def _note_named(access: Access, name: str) -> Note:
+    found = [n for n in selectors.notes_named(name) if access.sees(_slug_of(n))]
+    own = [n for n in found if n.project is not None]
+    if len(own) > 1:
+        where = ", ".join(sorted(_slug_of(n) or "" for n in own))
+        raise QueryError(f"notes named {name!r} are in {where}: give the note's id")
+    if own or found:
+        return (own or found)[0]
+    raise NotVisible(f"no note named {name!r} in the token's projects or the inbox")
+
+
+def _slug_of(note: Note) -> str | None:
+    return note.project.slug if note.project else None
 
 
 def _note_to_change(access: Access, note_id: str) -> Note:

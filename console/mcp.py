@@ -133,7 +133,7 @@ def instructions(offered: Collection[str]) -> str:
 
 
 class NotesReadIn(Body):
-    id: str | None = Field(None, max_length=26, description="one note by id")
+    id: str | None = Field(None, max_length=120, description="one note by id (or its name)")
     project: str | None = Field(None, max_length=64, description="or the newest of a project")
     limit: int = Field(20, ge=1, le=100, description="how many of the newest")
     detail: Literal["full", "index"] = Field(

@@ -128,9 +128,11 @@ def advice(hint: Hit, *, kind: str, changed: bool = False) -> str:
     supersede's new version or an edit, not a memory just written."""
     name = sanitize.name(hint.name)
     if hint.kind == NOTE:  # agents edit notes but cannot delete one (people curate them)
+        # "rather than keep two" asked for what no agent can do once this note exists
         return (
-            f"very similar to note {name}: if both say the same thing, write what this one "
-            f"adds into {name} (notes_write with its id) rather than keep two"
+            f"very similar to note {name}: if both say the same thing, add to {name} "
+            f"(notes_write with its id) next time instead of writing a new note; people "
+            "curate notes in the console"
         )
     if hint.project is None:  # agents cannot supersede a global memory (the console curates it)
         return (

@@ -597,6 +597,11 @@ def note_get(*, note_id: str) -> Note:
     return Note.objects.select_related("project").get(pk=note_id)
 
 
+def notes_named(name: str) -> list[Note]:
+    """Every note of this name (slug), in any project or the inbox."""
+    return list(Note.objects.select_related("project").filter(slug=name))
+
+
 @dataclass(frozen=True)
 class MemoryDetail:
     memory: Memory

@@ -1193,6 +1193,27 @@ def test_a_note_s_name_is_name_in_its_replies_as_in_hits_and_slug_is_taken_as_it
     assert not [r for r in (named, slugged, renamed, read) if "slug" in r]
 
 
+def test_a_note_is_read_and_changed_by_its_name_as_hits_give_it(world: World) -> None:
+    # Hits, recall items and dedup hints give a note by `name`; reading one by it said
+    # "no such note" (a memory's name always resolved).
+    client = world.client("alpha")
+    made = call(client, "post", "/notes", {"title": "Pager rota", "body": "Weekly."}).json()
+
+    read = call(client, "get", "/notes/pager-rota")
+    patched = call(client, "patch", "/notes/pager-rota", {"body": "Fortnightly."})
+
+    assert read.status_code == 200 and read.json()["id"] == made["id"]
+    assert patched.status_code == 200 and patched.json()["id"] == made["id"]
+    # Another project's note of that name stays unseen, under id and name alike.
+    other = call(world.client("beta"), "post", "/notes", {"title": "Beta rota"}).json()
+    assert call(client, "get", f"/notes/{other['id']}").status_code == 404
+    assert call(client, "get", "/notes/beta-rota").status_code == 404
+    # A token of two projects holding the name asks for the id.
+    call(world.client("beta"), "post", "/notes", {"title": "Pager rota"})
+    both = call(world.client("alpha_beta"), "get", "/notes/pager-rota")
+    assert both.status_code == 400 and "give the note's id" in both.json()["detail"]
+
+
 def test_notes_reject_bad_input(world: World) -> None:
     client = world.client("alpha")
 
