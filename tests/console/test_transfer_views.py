@@ -19,30 +19,11 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from console import indexing, selectors, services, transfer
+from console import indexing, selectors, transfer
 from console.models import IndexJob, Memory, Project, ProjectMember
+from tests.console.transfer_world import uploads_fixture, world_fixture  # noqa: F401
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _uploads(settings: Any, tmp_path: Path) -> None:
-    settings.DATA_DIR = tmp_path  # the kept uploads land in the test's folder
-
-
-@pytest.fixture
-def world(planes: Path) -> dict[str, Project]:
-    alpha = services.project_create(slug="alpha")
-    secret = services.project_create(slug="secret")
-    services.project_create(slug="beta")
-    a = services.memory_create(project=alpha, name="deploy-steps", description="Deploy on Fridays")
-    b = services.memory_create(project=alpha, name="rollback", description="Roll back with git")
-    services.association_write(src=a, dst=b, rel="relates_to")
-    services.note_create(project=alpha, title="Runbook", body="Ask before you deploy.")
-    services.memory_create(project=secret, name="vault-code", description="The code is 1234")
-    services.memory_create(project=None, name="house-style", description="Write plainly")
-    indexing.apply_pending()
-    return {p.slug: p for p in Project.objects.all()}
 
 
 def staff(client: Client) -> Client:

@@ -7,10 +7,7 @@ meanwhile see the old copy or the new one, never a mix."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import textwrap
 import threading
 from pathlib import Path
 from typing import Any
@@ -23,10 +20,8 @@ from recall.indexes.copy_parts import Sketching
 from recall.indexes.hot_vectors import HotVectorIndex
 from recall.indexes.lance_index import LanceIndex
 from recall.types import VectorRow
-from tests.contracts.test_copy_journal import Unread, alike, writes
+from tests.contracts.test_copy_journal import Unread, alike, serving_child, writes
 from tests.contracts.test_copy_snapshot import DIMS, FILTERS, answers, rows
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -220,13 +215,7 @@ def test_a_serving_process_gives_back_its_followed_rows_after_a_republish(
     worker = HotVectorIndex(LanceIndex(plane, dims=384), poll_seconds=0, warm=True,
                             snapshots=snaps, journal=True)  # fmt: skip
     first = worker.publish()
-    script = tmp_path / "serve.py"
-    script.write_text(textwrap.dedent(_SERVING))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with subprocess.Popen(
-        [sys.executable, str(script), str(plane), str(snaps)],
-        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    ) as child:  # fmt: skip
+    with serving_child(tmp_path, _SERVING, plane, snaps) as child:
         assert child.stdin is not None and child.stdout is not None
 
         def step() -> dict[str, Any]:

@@ -101,6 +101,18 @@ def test_a_follower_answers_as_the_plane_after_writes_past_its_snapshot(
     assert answers(served) == answers(worker) and alike(answers(served), answers(copy(plane, None)))
 
 
+def serving_child(tmp_path: Path, source: str, plane: Path, snaps: Path) -> subprocess.Popen[str]:
+    """A process running the script `source` over the plane and snapshot folders (its
+    two arguments), spoken to a line at a time on its stdin and stdout."""
+    script = tmp_path / "serve.py"
+    script.write_text(textwrap.dedent(source))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, str(script), str(plane), str(snaps)],
+        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
 _SERVING = """
 import json, sys
 from pathlib import Path
@@ -130,13 +142,7 @@ def test_a_serving_process_following_the_journal_never_loads_lancedb(
     worker = copy(plane, snaps)
     worker.publish()
     writes(worker)
-    script = tmp_path / "serve.py"
-    script.write_text(textwrap.dedent(_SERVING))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with subprocess.Popen(
-        [sys.executable, str(script), str(plane), str(snaps)],
-        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    ) as child:  # fmt: skip
+    with serving_child(tmp_path, _SERVING, plane, snaps) as child:
         assert child.stdout is not None and child.stdin is not None
         assert child.stdout.readline().strip() == "ready"
         worker.upsert(rows(10, seed=23, prefix="q"))
