@@ -206,7 +206,10 @@ def big_rows(count: int, seed: int, prefix: str) -> list[VectorRow]:
     ]  # fmt: skip
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"),
+    reason="reads the process's RssAnon from /proc/self/status, which only Linux has",
+)
 def test_a_serving_process_gives_back_its_followed_rows_after_a_republish(
     tmp_path: Path,
 ) -> None:

@@ -47,6 +47,14 @@ def copy(
     )
 
 
+def published(plane: Path, tmp_path: Path) -> tuple[HotVectorIndex, Path]:
+    """The worker's copy of `plane` with its snapshot published, and the snapshots' folder."""
+    snaps = tmp_path / "snaps"
+    worker = copy(plane, snaps)
+    worker.publish()
+    return worker, snaps
+
+
 @pytest.fixture
 def plane(tmp_path: Path) -> Path:
     LanceIndex(tmp_path / "v", dims=DIMS, auto_index=False).upsert(rows(700, seed=1))
@@ -78,9 +86,7 @@ def writes(worker: HotVectorIndex) -> None:
 def test_a_follower_answers_as_the_plane_after_writes_past_its_snapshot(
     plane: Path, tmp_path: Path
 ) -> None:
-    snaps = tmp_path / "snaps"
-    worker = copy(plane, snaps)
-    worker.publish()
+    worker, snaps = published(plane, tmp_path)
     writes(worker)
 
     served = copy(plane, snaps, unread=True)  # the snapshot, then the journal only
@@ -138,9 +144,7 @@ print(json.dumps({"ids": found, "lancedb": "lancedb" in sys.modules,
 def test_a_serving_process_following_the_journal_never_loads_lancedb(
     plane: Path, tmp_path: Path
 ) -> None:
-    snaps = tmp_path / "snaps"
-    worker = copy(plane, snaps)
-    worker.publish()
+    worker, snaps = published(plane, tmp_path)
     writes(worker)
     with serving_child(tmp_path, _SERVING, plane, snaps) as child:
         assert child.stdout is not None and child.stdin is not None
@@ -221,9 +225,7 @@ def _record_of(batch: list[VectorRow]) -> bytes:
 def test_a_follower_reads_the_plane_on_a_gap_or_an_unreadable_record(
     plane: Path, tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    snaps = tmp_path / "snaps"
-    worker = copy(plane, snaps)
-    worker.publish()
+    worker, snaps = published(plane, tmp_path)
     served = copy(plane, snaps)
     assert served._cursor is not None
     worker.upsert(rows(8, seed=41, prefix="g"))
