@@ -52,6 +52,13 @@ class Part:
     (`Sketching`); past `exact_below` rows they move into a USearch HNSW
     index, built in one multi-threaded add. A flat row's position in the
     matrix is `book.position[key]` (`recall.indexes.copy_rows`).
+
+    A graph restored from a snapshot is viewed, not loaded: USearch maps the
+    file, so its pages are file pages every process mapping the snapshot
+    shares, and a follower moving to a newer snapshot maps the new graph
+    beside the old one instead of holding two private copies while it
+    switches. A view cannot change: the first write to the partition copies
+    it into private memory (`_owned`), as loading it did before.
     """
 
     def __init__(
@@ -63,6 +70,7 @@ class Part:
         self.book = book
         self.count = 0  # rows in the flat matrix
         self.index: Any = None  # the HNSW index, once the partition outgrows the flat matrix
+        self.viewed = False  # the index is a snapshot's file mapped read-only (`restore`)
         self.matrix: npt.NDArray[Any] = np.empty((0, dims), dtype=np.float32)  # or bf16
         self.keys = np.empty(0, dtype=np.uint64)
         self.scale = np.empty(0, dtype=np.float32)  # each row's 1 / norm (0 for a zero row)
@@ -74,7 +82,7 @@ class Part:
 
     def add(self, keys: npt.NDArray[np.uint64], vectors: npt.NDArray[np.float32]) -> None:
         if self.index is not None:
-            self.index.add(keys, vectors, threads=0)
+            self._owned().add(keys, vectors, threads=0)
             return
         rows = self.count
         new = slice(rows, rows + len(keys))
@@ -133,7 +141,8 @@ class Part:
         if "graph" in plain:
             from usearch.index import Index
 
-            self.index = Index.restore(str(snapshot.file(plain["graph"])))
+            self.index = Index.restore(str(snapshot.file(plain["graph"])), view=True)
+            self.viewed = True
             self.index.expansion_search = self.options["expansion_search"]  # not in the file
             return
         self.count = int(plain["count"])
@@ -153,7 +162,7 @@ class Part:
 
     def remove(self, key: int) -> None:
         if self.index is not None:
-            self.index.remove(key)
+            self._owned().remove(key)
             return
         row = int(self.book.position[key])
         self.count = last = self.count - 1  # the old last row, now to fill the hole
@@ -206,6 +215,16 @@ class Part:
             rows, wanted = rows[near], wanted[near]
         at, distances = nearest(self._f32(self.matrix[rows]), self.scale[rows], query, count)
         return wanted[at], distances
+
+    def _owned(self) -> Any:
+        """The graph, copied into private memory first if it is a snapshot's view (a
+        view is read-only; the copy is made from the mapping, so it works after the
+        snapshot's files were removed)."""
+        if self.viewed:
+            owned = self.index.copy()
+            owned.expansion_search = self.options["expansion_search"]
+            self.index, self.viewed = owned, False
+        return self.index
 
     def _f32(self, held: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
         """Rows of `matrix` as f32."""

@@ -30,12 +30,14 @@ def plane(tmp_path: Path) -> Path:
     return tmp_path / "v"
 
 
-def copy(plane: Path, snaps: Path | None, *, unread: bool = False) -> HotVectorIndex:
+def copy(
+    plane: Path, snaps: Path | None, *, unread: bool = False, exact_below: int = 32768
+) -> HotVectorIndex:
     """A journal-following copy whose partitions are scanned exactly (never sketched),
-    so that its answers are the plane's."""
+    so that its answers are the plane's (with `exact_below` past their sizes)."""
     inner = (Unread if unread else LanceIndex)(plane, dims=DIMS)
     return HotVectorIndex(inner, poll_seconds=0, warm=True, snapshots=snaps, journal=True,
-                          sketching=Sketching(above=1 << 30))  # fmt: skip
+                          sketching=Sketching(above=1 << 30), exact_below=exact_below)  # fmt: skip
 
 
 def planes_answers(plane: Path) -> list[list[tuple[str, float]]]:
@@ -144,6 +146,54 @@ def test_searches_in_threads_while_the_copy_switches_see_the_planes_answers(
         thread.join()
 
     assert not failed and all(seen), (failed, seen.count(False))
+    assert mapped_from(served, newer)
+
+
+def test_searches_in_threads_while_graphs_switch_see_the_old_copy_or_the_new(
+    plane: Path, tmp_path: Path
+) -> None:
+    """Partitions past `exact_below` (USearch graphs, viewed from the snapshot's file):
+    a follower copies its graph on the first followed write, then maps the newer
+    snapshot's graph in its place; searches meanwhile see one copy or the other."""
+    snaps = tmp_path / "snaps"
+    worker = copy(plane, snaps, exact_below=200)  # project "a": 424 active rows
+    worker.publish()
+    served = copy(plane, snaps, unread=True, exact_below=200)
+    burst(worker, 400, seed=67)
+    writes(worker)
+    served.refresh()
+    assert not served._parts[("a", True)].viewed  # written to: a private copy
+    old = answers(served, filters=_FEW)
+    newer = worker.publish()
+    new = answers(copy(plane, snaps, unread=True, exact_below=200), filters=_FEW)
+    stop, seen, failed = threading.Event(), [], []
+
+    def search() -> None:
+        try:
+            while not stop.is_set():
+                got = answers(served, filters=_FEW)
+                seen.append(got in (old, new))
+        except Exception as exc:  # a search that raised mid-switch
+            failed.append(exc)
+
+    threads = [threading.Thread(target=search) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+
+    def until(count: int) -> None:
+        while len(seen) < count and any(t.is_alive() for t in threads):
+            stop.wait(0.01)
+
+    until(3)
+    served.refresh()
+    until(len(seen) + 6)
+    stop.set()
+    for thread in threads:
+        thread.join()
+
+    assert not failed and all(seen), (failed, seen.count(False))
+    graph = served._parts[("a", True)]
+    assert graph.viewed and answers(served, filters=_FEW) == new
     assert mapped_from(served, newer)
 
 

@@ -144,6 +144,44 @@ def test_a_partitions_graph_is_saved_and_restored_whole(plane: Path, tmp_path: P
     assert answers(served) == answers(worker)
 
 
+def _mapped_files() -> set[str]:
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        return {line.split(None, 5)[5].strip() for line in maps if len(line.split()) > 5}
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="reads /proc/self/maps, which only Linux has"
+)
+def test_a_restored_graph_is_viewed_from_the_snapshot_and_copied_on_its_first_write(
+    plane: Path, tmp_path: Path
+) -> None:
+    """A graph partition is mapped from the snapshot's file (pages shared by every
+    process mapping it), not loaded into private memory; a write to it copies it
+    first (a view is read-only), even once the snapshot's files are removed."""
+    snaps = tmp_path / "snaps"
+    worker = copy(plane, snaps, exact_below=200)  # project "a": 424 active rows
+    snap = worker.publish()
+    served = copy(plane, snaps, exact_below=200)
+    graphs = {str(p) for p in snap.path.glob("*.usearch")}
+    assert served._parts[("a", True)].index is not None and graphs
+    assert graphs <= _mapped_files()
+    assert answers(served) == answers(worker)
+    worker.publish()
+    worker.publish()  # the first snapshot's files are swept
+    assert not snap.path.exists()
+
+    new = VectorRow(**{**_fields(rows(1, seed=3, prefix="w")[0]), "project": "a", "active": True})
+    served.upsert([new])
+    served.delete(["m0000"])
+
+    found = served.search(np.asarray(new.vector), where=Filter(projects=("a",)), limit=3)
+    assert found[0].id == "w0000" and found[0].score == pytest.approx(1.0, abs=1e-5)
+    first = np.asarray(rows(700, seed=1)[0].vector)
+    near = served.search(first, where=Filter(projects=("a",)), limit=40)
+    assert "m0000" not in {c.id for c in near}
+    assert not served._parts[("a", True)].viewed
+
+
 def test_a_reader_follows_the_plane_past_its_snapshot_and_never_writes_the_files(
     plane: Path, tmp_path: Path
 ) -> None:
