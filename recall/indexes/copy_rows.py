@@ -10,13 +10,20 @@ Kept as Python objects per row (an entry object, a (item, kind, facets)
 tuple and three dicts keyed by boxed integers), that took about 40 MB of the
 100,000 bench deployment's copy, and the many small objects a load leaves
 behind kept more of the process's memory from going back. Here they are
-numpy columns indexed by key, one list of ids and one dict from id to key:
+numpy columns indexed by key, and the ids (`Ids`):
 - partition, item, kind, agent, session and tag set as small codes (each
   distinct value is held once, in `Codes`);
 - importance, and the creation instant in microseconds since the epoch;
 - the fingerprint as 64 bits, the row's position in a flat matrix.
 A dropped row's key goes to the next new row, so the columns are as long as
 the copy's largest size, however many writes came.
+
+The ids were a list of strings and a dict from id to key: at 100,000 rows
+about 16 MB of each serving process's private memory, rebuilt from the
+snapshot's JSON on every map. `Ids` keeps the snapshot's ids as one array of
+UTF-8 bytes with the keys in id order beside it (both mapped from the snapshot:
+file pages every process shares), an id found by binary search, and only the
+ids written since in dicts.
 
 `admitted` applies a filter to a whole partition at once, on the columns
 (Recall's attribute filters scan the partition: 32 ms at 100,000 memories
@@ -27,7 +34,7 @@ for that predicate, which stays the reference (a test holds the two equal).
 from __future__ import annotations
 
 import sys
-from collections.abc import Collection, Hashable, Mapping
+from collections.abc import Collection, Hashable, Iterator, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
@@ -75,12 +82,99 @@ class Codes(Generic[V]):
         return len(self.values)
 
 
+class Ids:
+    """Each key's id and each id's key: a base (ids as fixed-width UTF-8 bytes by key,
+    and the keys in id order, for a binary search), mapped from a snapshot or empty,
+    and the changes since in two dicts. See the module docstring."""
+
+    def __init__(
+        self, base: npt.NDArray[np.bytes_] | None = None, order: npt.NDArray[np.int64] | None = None
+    ) -> None:
+        self._base = np.empty(0, dtype="S1") if base is None else base
+        self._order = np.empty(0, dtype=np.int64) if order is None else order
+        self._by_key: dict[int, str] = {}  # keys whose id is not the base's ("": free)
+        self._by_id: dict[str, int | None] = {}  # ids written since (None: dropped)
+        self.size = len(self._base)  # keys given so far
+        self._count = int(np.count_nonzero(self._base)) if len(self._base) else 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def key(self, id_: str) -> int | None:
+        """The key holding `id_`, or None."""
+        if id_ in self._by_id:
+            return self._by_id[id_]
+        base = self._base
+        encoded = id_.encode()
+        if not len(base) or not encoded or len(encoded) > base.dtype.itemsize:
+            return None
+        at = int(np.searchsorted(base, encoded, sorter=self._order))
+        if at < len(base):
+            key = int(self._order[at])
+            if base[key] == encoded and key not in self._by_key:
+                return key
+        return None
+
+    def id(self, key: int) -> str:
+        """The id `key` holds ("" for a free key)."""
+        found = self._by_key.get(key)
+        if found is not None:
+            return found
+        return self._base[key].decode() if key < len(self._base) else ""
+
+    def ids_of(self, keys: npt.NDArray[np.uint64]) -> list[str]:
+        """The ids `keys` hold, in order: one gather from the base (a search's hits:
+        5-10 us more per partition searched than the list of strings took), the
+        changed keys from their dict."""
+        base, changed, size = self._base, self._by_key, len(self._base)
+        past = bool(len(keys)) and int(keys.max()) >= size
+        if not size:
+            return [changed.get(k, "") for k in keys.tolist()]
+        out = [b.decode() for b in base[np.minimum(keys, size - 1) if past else keys].tolist()]
+        if changed or past:
+            for n, key in enumerate(keys.tolist()):
+                if (found := changed.get(key)) is not None:
+                    out[n] = found
+                elif key >= size:
+                    out[n] = ""
+        return out
+
+    def put(self, key: int, id_: str) -> None:
+        """`id_` at `key` (a free key, `id_` held by no key)."""
+        self._by_key[key] = id_
+        self._by_id[id_] = key
+        self._count += 1
+
+    def free(self, key: int, id_: str) -> None:
+        """`key` no longer holds `id_`."""
+        self._by_key[key] = ""
+        self._by_id[id_] = None
+        self._count -= 1
+
+    def grow(self) -> int:
+        """A new key past the last one (free until `put`)."""
+        self.size += 1
+        return self.size - 1
+
+    def __iter__(self) -> Iterator[str]:
+        """The ids held, by key."""
+        for key in range(self.size):
+            if id_ := self.id(key):
+                yield id_
+
+    def arrays(self) -> dict[str, npt.NDArray[Any]]:
+        """The ids as a base for a snapshot: (UTF-8 bytes by key, keys in id order)."""
+        encoded = [self.id(key).encode() for key in range(self.size)]
+        width = max((len(e) for e in encoded), default=1) or 1
+        base = np.array(encoded, dtype=f"S{width}")
+        return {"names": base, "order": np.argsort(base, kind="stable").astype(np.int64)}
+
+
 class RowBook:
     """Id, partition, fingerprint, filters and matrix position per key."""
 
     def __init__(self) -> None:
-        self.key_of: dict[str, int] = {}
-        self.ids: list[str] = []  # "" for a free key
+        self.names = Ids()  # each key's id, each id's key
         self.partitions: Codes[Partition] = Codes()
         self._items: Codes[str] = Codes()
         self._kinds: Codes[str] = Codes()
@@ -101,7 +195,7 @@ class RowBook:
         self._free: list[int] = []
 
     def __len__(self) -> int:
-        return len(self.key_of)
+        return len(self.names)
 
     def add(
         self, id_: str, partition: Partition, item: str, kind: str, fingerprint: str,
@@ -109,8 +203,7 @@ class RowBook:
     ) -> int:  # fmt: skip
         """A key for a new row (`id_` must not be in the book)."""
         key = self._free.pop() if self._free else self._grow()
-        self.key_of[id_] = key
-        self.ids[key] = id_
+        self.names.put(key, id_)
         self.part[key] = self.partitions.code(partition)
         self.item[key] = self._items.code(sys.intern(item))
         self.kind[key] = self._kinds.code(sys.intern(kind))
@@ -130,22 +223,22 @@ class RowBook:
 
     def find(self, id_: str) -> tuple[int, Partition] | None:
         """The key of `id_` and its partition, or None."""
-        key = self.key_of.get(id_)
+        key = self.names.key(id_)
         return None if key is None else (key, self.partitions[int(self.part[key])])
 
     def drop(self, id_: str) -> None:
         """Forget `id_`; its key is free for the next new row."""
-        key = self.key_of.pop(id_, None)
+        key = self.names.key(id_)
         if key is None:
             return
-        self.ids[key] = ""
+        self.names.free(key, id_)
         self.part[key] = FREE
         self._odd.pop(key, None)
         self._free.append(key)
 
     def stale(self, id_: str, fingerprint: str) -> bool:
         """Whether the copy lacks `id_` or holds it under another fingerprint."""
-        key = self.key_of.get(id_)
+        key = self.names.key(id_)
         if key is None:
             return True
         odd = self._odd.get(key)
@@ -207,21 +300,21 @@ class RowBook:
         return ok
 
     def state(self) -> tuple[dict[str, npt.NDArray[Any]], dict[str, Any]]:
-        """The book as arrays (its columns) and plain values (ids, codes, odd
+        """The book as arrays (its columns and ids) and plain values (codes, odd
         fingerprints, free keys), for a snapshot (`recall.indexes.copy_snapshot`)."""
         arrays = {name: getattr(self, name) for name in ("part", *_COLUMNS)}
+        arrays.update(self.names.arrays())
         codes = {name: getattr(self, name).values for name in _CODES}
-        plain = {"ids": self.ids, "codes": codes, "odd": self._odd, "free": self._free}
+        plain = {"codes": codes, "odd": self._odd, "free": self._free}
         return arrays, plain
 
     @classmethod
     def restored(cls, arrays: Mapping[str, npt.NDArray[Any]], plain: Mapping[str, Any]) -> RowBook:
         """The book `state` gave (its plain values as JSON read them back)."""
         book = cls()
-        for name, column in arrays.items():
-            setattr(book, name, column)
-        book.ids = list(plain["ids"])
-        book.key_of = {id_: key for key, id_ in enumerate(book.ids) if id_}
+        for name in ("part", *_COLUMNS):
+            setattr(book, name, arrays[name])
+        book.names = Ids(arrays["names"], arrays["order"])
         for name, values in plain["codes"].items():
             codes = getattr(book, name)
             for value in values:  # JSON gives lists back where the codes held tuples
@@ -232,8 +325,7 @@ class RowBook:
 
     def _grow(self) -> int:
         """A key past the last one, the columns lengthened (by half) when full."""
-        key = len(self.ids)
-        self.ids.append("")
+        key = self.names.grow()
         if key >= len(self.part):
             size = max(64, len(self.part) * 3 // 2)
             self.part = _longer(self.part, size, FREE)

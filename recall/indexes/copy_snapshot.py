@@ -43,7 +43,7 @@ import numpy.typing as npt
 
 from recall.locks import FileLock
 
-FORMAT = 1  # the layout of `meta.json` and the arrays; another is ignored (the plane is read)
+FORMAT = 2  # the layout of `meta.json` and the arrays; another is ignored (the plane is read)
 CURRENT = "CURRENT"
 _CHUNK = 4096  # rows copied into a file at a time (no whole-array temporary)
 

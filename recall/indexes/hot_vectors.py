@@ -352,7 +352,7 @@ class HotVectorIndex(Follower):
         """Drop rows the plane no longer has and reload rows whose fingerprint differs."""
         stored = dict(self.inner.fingerprints())
         with self._lock:
-            gone = [i for i in self._book.key_of if i not in stored]
+            gone = [i for i in self._book.names if i not in stored]
             changed = [i for i, fp in stored.items() if self._book.stale(i, fp)]
         changes = self._source.block(changed) if changed else None
         with self._lock:
@@ -499,8 +499,8 @@ class HotVectorIndex(Follower):
     def _hits(
         self, keys: npt.NDArray[np.uint64], distances: npt.NDArray[np.float32]
     ) -> list[tuple[str, float]]:
-        ids = self._book.ids
-        return [(ids[k], 1.0 - d) for k, d in zip(keys.tolist(), distances.tolist(), strict=True)]
+        ids = self._book.names.ids_of(keys)
+        return list(zip(ids, (1.0 - d for d in distances.tolist()), strict=True))
 
 
 def _keep_current(ref: weakref.ref[HotVectorIndex]) -> None:

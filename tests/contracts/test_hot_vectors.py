@@ -324,7 +324,7 @@ def test_rewritten_rows_reuse_their_keys_and_read_back_as_last_written(tmp_path:
         moved = {f"g{i:02d}": rng.normal(size=DIMS) for i in range(round_, 40, 7)}
         hot.upsert([row(i, p, project="g") for i, p in moved.items()])  # within the graph
         graph |= moved
-    assert len(hot._book.ids) == 60 and len(hot._book) == 60
+    assert hot._book.names.size == 60 and len(hot._book) == 60
     assert hot._parts[("g", True)].index is not None  # 40 rows: past exact_below
     only_g = Filter(projects=("g",), include_global=False)
     held = hot.vectors(list(graph))  # each id's key holds its last vector
@@ -359,11 +359,11 @@ def test_the_book_compares_fingerprints_whatever_their_form() -> None:
     assert book.stale("a", "00ff00ff00ff00ff") and book.find("a") is None
     reused = book.add("c", ("q", False), "note", "fact", "c:odd", Facets())
     assert reused == hexed and book.find("c") == (hexed, ("q", False))
-    assert book.row(reused)[:2] == ("note", "fact") and book.ids[reused] == "c"
+    assert book.row(reused)[:2] == ("note", "fact") and book.names.id(reused) == "c"
     book.drop("b")
     again = book.add("d", ("p", True), "memory", "fact", "0123456789abcdef", Facets())
     assert not book.stale("d", "0123456789abcdef") and book.stale("d", "b:odd:1")
-    assert len(book) == 2 and len(book.ids) == 2 and again != reused
+    assert len(book) == 2 and book.names.size == 2 and again != reused
 
 
 def test_a_partitions_admitted_rows_are_those_the_reference_predicate_admits() -> None:
