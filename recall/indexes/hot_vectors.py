@@ -31,7 +31,8 @@ this adds to the worker's is about `poll_seconds` plus that read.
 
 A copy given a `snapshots` folder maps the snapshot the index worker published
 there and, with a `journal`, follows the writes journaled since instead of
-polling the plane, moving to each newer snapshot published:
+polling the plane, moving to each newer snapshot published (without a journal
+it polls the plane and moves to each newer snapshot too):
 recall/indexes/copy_follow.py (`Follower`, a mixin).
 
 Each row has an integer key (what a USearch graph or a flat matrix holds);
@@ -314,6 +315,8 @@ class HotVectorIndex(Follower):
         if (followed := self._followed()) is not None:
             return followed
         version = self._source.version()
+        if (moved := self._moved(version)) is not None:
+            return moved
         if version == self._version:
             return 0
         if self._version is None and not self._adopted(version):

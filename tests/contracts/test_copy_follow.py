@@ -31,12 +31,18 @@ def plane(tmp_path: Path) -> Path:
 
 
 def copy(
-    plane: Path, snaps: Path | None, *, unread: bool = False, exact_below: int = 32768
+    plane: Path,
+    snaps: Path | None,
+    *,
+    unread: bool = False,
+    exact_below: int = 32768,
+    journal: bool = True,
 ) -> HotVectorIndex:
-    """A journal-following copy whose partitions are scanned exactly (never sketched),
-    so that its answers are the plane's (with `exact_below` past their sizes)."""
+    """A journal-following copy (or, `journal` False, one polling the plane) whose
+    partitions are scanned exactly (never sketched), so that its answers are the
+    plane's (with `exact_below` past their sizes)."""
     inner = (Unread if unread else LanceIndex)(plane, dims=DIMS)
-    return HotVectorIndex(inner, poll_seconds=0, warm=True, snapshots=snaps, journal=True,
+    return HotVectorIndex(inner, poll_seconds=0, warm=True, snapshots=snaps, journal=journal,
                           sketching=Sketching(above=1 << 30), exact_below=exact_below)  # fmt: skip
 
 
@@ -87,6 +93,31 @@ def test_a_follower_moves_to_the_newer_snapshot_and_follows_on_from_it(
     assert served.refresh() == 1 and served._book.find("b0001") is None
 
 
+def test_a_copy_without_a_journal_moves_to_the_newer_snapshot_and_polls_on(
+    plane: Path, tmp_path: Path
+) -> None:
+    """`RECALL_VECTOR_JOURNAL` off: a copy polling the plane maps each newer snapshot
+    (its private rows let go), then reads the plane's rows written and deleted since."""
+    snaps = tmp_path / "snaps"
+    worker = copy(plane, snaps, journal=False)
+    first = worker.publish()
+    served = copy(plane, snaps, journal=False)
+    assert mapped_from(served, first)
+    burst(worker, 400, seed=61)
+    served.refresh()
+    assert not mapped_from(served, first)  # grown past the spare room: private copies
+
+    second = worker.publish()
+    writes(worker)  # after the second snapshot: rows new, moved, replaced, deleted
+    assert served.refresh() > 0
+
+    assert mapped_from(served, second)
+    assert len(served._book) == len(LanceIndex(plane, dims=DIMS).ids())
+    assert alike(answers(served), planes_answers(plane))
+    worker.delete(["b0001"])  # and it polls on
+    assert served.refresh() == 1 and served._book.find("b0001") is None
+
+
 def test_a_process_started_before_any_snapshot_adopts_the_first_one(
     plane: Path, tmp_path: Path
 ) -> None:
@@ -109,13 +140,14 @@ def test_a_process_started_before_any_snapshot_adopts_the_first_one(
     assert served.refresh() == 5
 
 
+@pytest.mark.parametrize("journal", [True, False], ids=["journal", "polling"])
 def test_searches_in_threads_while_the_copy_switches_see_the_planes_answers(
-    plane: Path, tmp_path: Path
+    plane: Path, tmp_path: Path, journal: bool
 ) -> None:
     snaps = tmp_path / "snaps"
-    worker = copy(plane, snaps)
+    worker = copy(plane, snaps, journal=journal)
     worker.publish()
-    served = copy(plane, snaps, unread=True)
+    served = copy(plane, snaps, unread=journal, journal=journal)
     burst(worker, 400, seed=67)
     writes(worker)
     served.refresh()
