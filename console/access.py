@@ -716,27 +716,35 @@ def note_list(access: Access, *, project: str | None = None, limit: int = 20) ->
 
 @dataclass(frozen=True, slots=True)
 class NoteWritten:
-    """A note's write or edit and its dedup hint (the most similar other note)."""
+    """A note's write or edit, whether a write created it, and its dedup hint (the
+    most similar other note)."""
 
     note: Note
     dedup_hint: Hit | None
+    created: bool = True
 
 
 NOTE_TEXT = frozenset({"title", "slug", "description", "body"})  # what a note's hint compares
 
 
 def note_write(access: Access, *, project: str | None, fields: Mapping[str, Any]) -> NoteWritten:
-    """A new note and its dedup hint, as a memory's write gets one."""
+    """A new note and its dedup hint, as a memory's write gets one; a note of the
+    project with this very title and body is the answer instead (not written, not
+    embedded, no hint), as a memory's exact text is."""
     _writer(access)
     withheld.unmarked(fields)
     target = _project(access, project)
+    title, body = str(fields.get("title") or ""), str(fields.get("body") or "")
+    same = selectors.note_same(project=target, title=title, body=body)
+    if same is not None:
+        return NoteWritten(same, None, created=False)
     embedded = selectors.write_embedding(
-        project=target.slug, name=str(fields.get("slug") or ""), item=NOTE,
-        title=str(fields.get("title") or ""), description=str(fields.get("description") or ""),
-        body=str(fields.get("body") or ""),
+        project=target.slug, name=str(fields.get("slug") or ""), item=NOTE, title=title,
+        description=str(fields.get("description") or ""), body=body,
     )  # fmt: skip
-    note = services.note_create(project=target, embedded=embedded, **fields)
-    return NoteWritten(note, selectors.note_like(note))
+    outcome = services.note_write(project=target, embedded=embedded, **fields)
+    hint = selectors.note_like(outcome.note) if outcome.created else None
+    return NoteWritten(outcome.note, hint, created=outcome.created)
 
 
 def note_update(access: Access, *, note_id: str, fields: Mapping[str, Any]) -> NoteWritten:
@@ -745,7 +753,7 @@ def note_update(access: Access, *, note_id: str, fields: Mapping[str, Any]) -> N
     fields = withheld.restored(note, fields)
     if not fields:
         return NoteWritten(note, None)
-    edited = services.note_update(note=note, **fields)
+    edited = services.note_edit(note=note, **fields)
     return NoteWritten(edited, selectors.note_like(edited) if NOTE_TEXT & fields.keys() else None)
 
 

@@ -522,9 +522,10 @@ def note_list(request: HttpRequest, params: Query[NoteListIn]) -> HttpResponse:
     return _answer(operations.note_list(_auth(request), params))
 
 
-@endpoint("post", "/notes", "note_write", {201: NoteWrittenOut}, ["notes"])
+@endpoint("post", "/notes", "note_write", {200: NoteWrittenOut, 201: NoteWrittenOut}, ["notes"])
 def note_write(request: HttpRequest, payload: NoteIn) -> HttpResponse:
-    """Write a note for people (a longer write-up).
+    """Write a note for people (a longer write-up): 201 created, or 200 with the note
+    there (`existing`) when the project holds this very title and body already.
 
     Send an `Idempotency-Key` header to make retries safe: a retry gets the first answer.
     """

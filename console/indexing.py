@@ -517,6 +517,36 @@ def embedded(
     return Embedded(doc.embedding_hash(embedder.model), vector)
 
 
+def kept_vector(
+    item: str,
+    item_id: str,
+    *,
+    project: str | None,
+    name: str,
+    title: str,
+    description: str,
+    body: str,
+) -> Embedded | None:
+    """The vector the vector plane holds for an item whose text an edit leaves as it
+    is, under that text's embedding hash, for `keep`: the worker then rewrites the row
+    (tags, time) without embedding the same text again. None while a job for the item
+    waits (the plane may hold an older text), or without a vector plane."""
+    embedder, vectors = wiring.embedder(), wiring.vector_index()
+    if embedder is None or vectors is None:
+        return None
+    if IndexJob.objects.filter(item=item, item_id=item_id).exists():
+        return None
+    try:
+        found = vectors.vectors([item_id]).get(item_id)
+    except RecallError as exc:
+        log.warning("the stored vector of %s not read: %s", item_id, exc)
+        return None
+    if found is None or len(found) != embedder.dims:
+        return None
+    doc = dedup.probe(project, name, description, body, title=title, item=item)
+    return Embedded(doc.embedding_hash(embedder.model), np.asarray(found, dtype=np.float32))
+
+
 def keep(*found: Embedded) -> None:
     """Store a request's vectors for the worker, in the caller's transaction."""
     now = timezone.now()

@@ -608,14 +608,18 @@ def note_list(who: Access, p: NoteListIn) -> Answer:
 
 
 def note_write(who: Access, p: NoteIn, *, key: str | None = None) -> Answer:
-    """A new note; a retry with the same key gets the first answer (as a memory's). The
+    """A new note; a retry with the same key gets the first answer (as a memory's), and
+    the same title and body again the note holding them (200, `existing`). The
     reply leaves out the body the writer sent unless `detail` is "full" (`_at_detail`):
     a 100 KB write-up came straight back into the agent's context."""
     fields = _note_fields(_set(p, drop=("project", "idempotency_key", "detail")))
 
     def write() -> Answer:
         written = access.note_write(who, project=p.project, fields=fields)
-        return _json(replies.note_written_view(written.note, hint=written.dedup_hint), 201)
+        view = replies.note_written_view(
+            written.note, hint=written.dedup_hint, existing=not written.created
+        )
+        return _json(view, 201 if written.created else 200)  # as a memory's: 200 when there
 
     request = {"call": "note_write", **p.dict(exclude={"idempotency_key", "detail"})}
     return _at_detail(_idempotent(who, key or p.idempotency_key, request, write), p.detail)

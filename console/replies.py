@@ -178,10 +178,14 @@ def written_view(
     }
 
 
-def note_written_view(note: Note, *, hint: Hit | None, changed: bool = False) -> dict[str, Any]:
+def note_written_view(
+    note: Note, *, hint: Hit | None, changed: bool = False, existing: bool = False
+) -> dict[str, Any]:
     """A note's write or edit: the note and its dedup hint (null: none), as an edited
-    memory's reply carries its own."""
-    return {**note_view(note), "dedup_hint": hint_view(hint, kind=NOTE, changed=changed)}
+    memory's reply carries its own; `existing` (said only when true: `created` is the
+    note's time) when the write found this note holding its title and body already."""
+    view = {**note_view(note), "dedup_hint": hint_view(hint, kind=NOTE, changed=changed)}
+    return {**view, "existing": True} if existing else view
 
 
 def search_hit_view(h: Hit, source: tuple[str, ...] = ()) -> dict[str, Any]:

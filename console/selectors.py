@@ -597,6 +597,13 @@ def note_get(*, note_id: str) -> Note:
     return Note.objects.select_related("project").get(pk=note_id)
 
 
+def note_same(*, project: Project | None, title: str, body: str) -> Note | None:
+    """The project's note (None: the inbox's) holding exactly this title and body, the
+    oldest: a note written again (an agent's retry, two agents) is that note."""
+    rows = Note.objects.select_related("project").filter(project=project, title=title, body=body)
+    return rows.order_by("created", "id").first()
+
+
 def notes_named(name: str) -> list[Note]:
     """Every note of this name (slug), in any project or the inbox."""
     return list(Note.objects.select_related("project").filter(slug=name))

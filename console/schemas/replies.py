@@ -364,6 +364,11 @@ class NoteWrittenOut(NoteOut):
         description="a very similar note in scope, if any (advisory); on an edit, only "
         "when it changed the title, name or text"
     )
+    existing: bool = Field(
+        False,
+        description="the project held a note of this very title and body: this is that "
+        "note, nothing was written (200, not 201), as a memory written twice",
+    )
 
 
 class NotesOut(Reply):

@@ -52,7 +52,16 @@ from console.services.memories import (
     session_next,
     tags_clean,
 )
-from console.services.notes import NOTE_FIELDS, note_create, note_delete, note_update, slugify_name
+from console.services.notes import (
+    NOTE_FIELDS,
+    NoteOutcome,
+    note_create,
+    note_delete,
+    note_edit,
+    note_update,
+    note_write,
+    slugify_name,
+)
 from console.services.planes import (
     bulk_mode,
     digest_sync,
@@ -145,9 +154,12 @@ __all__ = [
     "memory_write",
     "memory_write_batch",
     "name_check",
+    "NoteOutcome",
     "note_create",
     "note_delete",
+    "note_edit",
     "note_update",
+    "note_write",
     "project_create",
     "project_create_for_token",
     "project_get_or_create",

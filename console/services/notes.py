@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from anyascii import anyascii
@@ -10,10 +12,12 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from console import indexing
+from console import indexing, selectors
 from console.models import Note, Project, validate_source_url
+from console.services import locks
 from console.services.memories import MAX_BODY_CHARS, tags_clean
 from recall.query import fold
+from recall.types import NOTE
 
 NOTE_FIELDS = ("title", "slug", "description", "body", "tags", "source_url")
 
@@ -42,12 +46,62 @@ def note_create(
     return note
 
 
+@dataclass(frozen=True, slots=True)
+class NoteOutcome:
+    """A note write's result: the note, and whether this call created it."""
+
+    note: Note
+    created: bool
+
+
 @transaction.atomic
-def note_update(*, note: Note, **fields: Any) -> Note:
+def note_write(
+    *, project: Project | None, embedded: indexing.Embedded | None = None, **fields: Any
+) -> NoteOutcome:
+    """A new note, unless a note of the project holds exactly this title and body: then
+    that note is the answer and nothing is written, as a memory written twice is (an
+    agent retrying without a key, or two agents, stored the same note twice, told only
+    by the second reply's dedup hint). A near-duplicate is still written."""
+    title, body = str(fields.get("title") or ""), str(fields.get("body") or "")
+    said = hashlib.sha256(f"{title}\x1f{body}".encode(errors="surrogatepass")).hexdigest()
+    locks.hold([f"note:{project.pk if project else ''}:{said}"])
+    same = selectors.note_same(project=project, title=title, body=body)
+    if same is not None:
+        return NoteOutcome(same, False)
+    return NoteOutcome(note_create(project=project, embedded=embedded, **fields), True)
+
+
+TEXT_FIELDS = ("title", "description", "body")  # what a note's vector is made of
+
+
+def note_edit(*, note: Note, **fields: Any) -> Note:
+    """`note_update` with its vector worked out before the transaction: an edit of the
+    text embeds it once here (the worker stores that vector, as a new note's); any other
+    edit hands on the vector the plane holds (no embedding at all); an edit that changes
+    nothing writes nothing. Each edit was embedded again by the worker, text or not."""
+    if all(getattr(note, k) == v for k, v in fields.items() if k in NOTE_FIELDS):
+        return note
+    after = {k: str(fields.get(k, getattr(note, k))) for k in TEXT_FIELDS}
+    project = note.project.slug if note.project else None
+    if any(after[k] != getattr(note, k) for k in TEXT_FIELDS):
+        name = str(fields.get("slug", note.slug))
+        embedded = indexing.embedded(project=project, name=name, item=NOTE, **after)
+    else:
+        embedded = indexing.kept_vector(NOTE, note.pk, project=project, name=note.slug, **after)
+    return note_update(note=note, embedded=embedded, **fields)
+
+
+@transaction.atomic
+def note_update(*, note: Note, embedded: indexing.Embedded | None = None, **fields: Any) -> Note:
+    """Apply `fields`; `embedded`: the edited note's vector (`note_edit`), kept for the
+    index worker. Nothing is written, and no job queued, when no field changes."""
     note = Note.objects.select_for_update().get(pk=note.pk)
-    for key, value in fields.items():
+    for key in fields:
         if key not in NOTE_FIELDS:
             raise ValueError(f"unknown note field: {key}")
+    if all(getattr(note, k) == v for k, v in fields.items()):
+        return note
+    for key, value in fields.items():
         setattr(note, key, value)
     note.tags = tags_clean(tags=note.tags)
     if len(note.body) > MAX_BODY_CHARS:
@@ -56,6 +110,8 @@ def note_update(*, note: Note, **fields: Any) -> Note:
     validate_source_url(note.source_url)
     note.updated = timezone.now()
     note.save()
+    if embedded is not None:
+        indexing.keep(embedded)
     indexing.enqueue("note", note.pk, "upsert")
     return note
 

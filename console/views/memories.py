@@ -529,7 +529,7 @@ def note_edit(request: HtmxHttpRequest, note_id: str) -> HttpResponse:
                 messages.info(request, f"Nothing changed in {note.title}: nothing saved.")
                 return done(request, reverse("note_detail", args=[note.pk]))
             try:
-                saved = services.note_update(note=note, **values)
+                saved = services.note_edit(note=note, **values)
             except ValidationError as exc:
                 add_errors(form, exc)
             else:

@@ -1170,6 +1170,33 @@ def test_a_note_restating_another_gets_a_dedup_hint_as_a_memory_does(world: Worl
     assert reworded.json()["dedup_hint"]["id"] == written["id"]
 
 
+def test_a_note_written_again_is_the_note_there_over_rest_and_mcp(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An agent retrying a note's write without a key (or two agents) stored the same
+    # note twice, told only by the second reply's dedup hint; a memory written twice is
+    # the memory there (200, created false). A note is now the same: 200, `existing`.
+    client = world.client("alpha")
+    note = {"title": "Ledger runbook", "body": "Drain the workers, then roll the pods."}
+    first = call(client, "post", "/notes", note)
+    indexing.apply_pending()
+
+    again = call(client, "post", "/notes", note)
+    status, by_mcp = mcp(world, "alpha", "notes_write", note, monkeypatch)
+
+    assert first.status_code == 201 and "existing" not in first.json()
+    assert again.status_code == 200, again.content
+    assert again.json()["id"] == by_mcp["id"] == first.json()["id"] and status == 200
+    assert again.json()["existing"] is by_mcp["existing"] is True
+    assert again.json()["dedup_hint"] is None and by_mcp["dedup_hint"] is None
+    assert Note.objects.filter(title=note["title"]).count() == 1
+    # A near-duplicate is a new note with its hint; so is the same text in another project.
+    near = call(client, "post", "/notes", {**note, "title": "Ledger deploy steps"})
+    assert near.status_code == 201 and near.json()["id"] != first.json()["id"]
+    assert near.json()["dedup_hint"]["id"] == first.json()["id"]
+    assert call(world.client("beta"), "post", "/notes", note).status_code == 201
+
+
 def test_a_note_s_name_is_name_in_its_replies_as_in_hits_and_slug_is_taken_as_it(
     world: World,
 ) -> None:

@@ -17,7 +17,7 @@ from django.db import connection
 from django.utils import timezone
 
 from console import access, indexing, services, wiring
-from console.models import IndexJob, KnownVector, Memory
+from console.models import IndexJob, KnownVector, Memory, Note
 from recall import dedup
 from recall.indexes.hot_vectors import HotVectorIndex
 from tests.console.api_world import World, call, world_fixture  # noqa: F401
@@ -245,3 +245,47 @@ def test_a_notes_write_is_embedded_once_for_its_hint_and_the_worker(
     note_id = reply.json()["id"]
     vectors = wiring.vector_index()
     assert vectors is not None and note_id in vectors.vectors([note_id])
+
+
+def test_a_notes_edit_embeds_a_changed_text_once_and_an_unchanged_one_never(
+    world: World, embedded: list[str], admin_client: Any
+) -> None:
+    # Every edit of a note was embedded again by the worker (nothing kept its vector),
+    # a tag or an unchanged save too. Counted: the embedder's texts per edit.
+    client = world.client("alpha")
+    note = {"project": "alpha", "title": "Quokka ferry timetable",
+            "description": "When the ferry runs", "body": "It leaves at dawn."}  # fmt: skip
+    note_id = call(client, "post", "/notes", note).json()["id"]
+    indexing.apply_pending()
+
+    def texts(edit: dict[str, Any]) -> list[str]:
+        embedded.clear()
+        reply = call(client, "patch", f"/notes/{note_id}", edit)
+        assert reply.status_code == 200, reply.content
+        indexing.apply_pending()
+        return list(embedded)
+
+    jobs = IndexJob.objects.count()
+    assert texts({"body": note["body"], "title": note["title"]}) == []  # nothing changed
+    assert IndexJob.objects.count() == jobs  # and nothing queued (nothing to apply)
+    assert texts({"tags": ["ferries"]}) == []  # the plane's vector kept with its new tags
+    assert Note.objects.get(pk=note_id).tags == ["ferries"]
+    changed = texts({"body": "It leaves at noon."})
+    assert len(changed) >= 1 and len(set(changed)) == 1  # embedded before the write alone
+    assert not KnownVector.objects.exists()  # the worker took that vector
+    vectors = wiring.vector_index()
+    assert vectors is not None
+    stored = vectors.vectors([note_id])[note_id]
+    edited = dedup.probe("alpha", "quokka-ferry-timetable", note["description"],
+                         "It leaves at noon.", title=note["title"], item="note")  # fmt: skip
+    embedder = wiring.embedder()
+    assert embedder is not None
+    np.testing.assert_allclose(stored, embedder.embed([edited.embedding_text()])[0], rtol=1e-5)
+    # The console's edit form, the same way: a tag alone embeds nothing.
+    embedded.clear()
+    saved = Note.objects.get(pk=note_id)
+    form = {"title": saved.title, "description": saved.description, "body": saved.body,
+            "tags": "ferries, timetables", "source_url": ""}  # fmt: skip
+    assert admin_client.post(f"/notes/{note_id}/edit/", form).status_code == 302
+    indexing.apply_pending()
+    assert embedded == [] and Note.objects.get(pk=note_id).tags == ["ferries", "timetables"]
