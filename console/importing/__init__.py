@@ -97,13 +97,15 @@ class Preview:
     present: int  # records already here (same id, external id, or text in its session)
     later: int  # edges, revisions and digests: checked as the import writes them
     errors: list[str]  # bad records, each with its place (`file.jsonl:12: reason`)
+    renamed: list[str]  # notes imported under another name (theirs was taken), each placed
 
 
 def preview_records(records: Iterable[Record], *, project: str, copies: bool = False) -> Preview:
     """The import's own checks on each record (the same `_Importer.take`), without saving:
-    how many memories and notes are new, how many are here already, and which records
-    are refused and why. Into an existing `project` only, so nothing (not even a project
-    a record names) is created."""
+    how many memories and notes are new, how many are here already, which records
+    are refused and why (a second record of one id among them: the first is imported),
+    and which notes come in under another name (theirs taken). Into an existing
+    `project` only, so nothing (not even a project a record names) is created."""
     _target_exists(project)
     importer = _Importer(project=project, index=False, copies=copies)
     pending: list[tuple[Record, Memory | Note]] = []
@@ -112,4 +114,6 @@ def preview_records(records: Iterable[Record], *, project: str, copies: bool = F
     memories = sum(isinstance(item, Memory) for _, item in pending)
     later = len(importer.edges) + len(importer.revisions) + len(importer.digests)
     report = importer.report
-    return Preview(memories, len(pending) - memories, report.skipped, later, report.errors)
+    return Preview(
+        memories, len(pending) - memories, report.skipped, later, report.errors, importer.renamed
+    )

@@ -69,8 +69,11 @@ class _Importer:
         self.revisions: list[Record] = []
         self.digests: list[Record] = []
         self.imported: set[str] = set()  # memories saved in this run
-        self.seen: set[str] = set()  # our ids taken in this run
+        self.seen: dict[str, str] = {}  # our ids taken in this run, each to its record's place
         self.external: dict[int | None, set[str]] = {}  # external ids per project id
+        self.run_external: dict[tuple[int | None, str], str] = {}  # this run's, to its place
+        self.note_names: dict[int | None, dict[str, str]] = {}  # see `names_taken`
+        self.renamed: list[str] = []  # the notes given another name, said (and warned)
         self.texts: dict[int | None, set[tuple[str, str]]] = {}  # see `known_texts`
         self.note_texts: dict[int | None, set[tuple[str, str]]] = {}  # `known_note_texts`
         self.mentions: links.Mentions | None = None  # read at the first batch
@@ -106,7 +109,7 @@ class _Importer:
             if kind == "memory":
                 item: Memory | Note | None = self.memory(data, record.where)
             elif kind == "note":
-                item = self.note(data)
+                item = self.note(data, record.where)
             else:
                 raise RecordError(f"unknown type {kind!r}; expected one of {', '.join(TYPES)}")
         except RecordError as exc:
@@ -203,8 +206,14 @@ class _Importer:
         own, external = parsing.memory_ids(data)
         name = parsing.memory_name(data)
         project = self.project(data.get("project"))
-        if own and (own in self.seen or Memory.objects.filter(pk=own).exists()):
+        self.once(own)
+        if own and Memory.objects.filter(pk=own).exists():
             return None
+        ours = (project.pk if project else None, external)
+        if external and ours in self.run_external:
+            raise RecordError(
+                f"external id {external!r} is {self.run_external[ours]}'s too, imported from there"
+            )
         known = self.known_external(project) if external else set()
         if external in known:
             return None
@@ -213,9 +222,10 @@ class _Importer:
         if not (own or external) and said in self.known_texts(project):
             return None
         if own:
-            self.seen.add(own)
+            self.seen[own] = where
         if external:
             known.add(external)
+            self.run_external[ours] = where
         if data.get("superseded_by"):
             self.supersedes[memory.pk] = (str(data["superseded_by"]), where)
         for edge in data.get("edges") or []:
@@ -223,16 +233,46 @@ class _Importer:
                 self.edges.append(Record(where, {"type": "edge", **edge, "src": memory.pk}))
         return memory
 
-    def note(self, data: dict[str, Any]) -> Note | None:
+    def once(self, own: str) -> None:
+        """RecordError for a record of an id an earlier record of this run took: the
+        import kept the first and passed over the second, and the preview counted it
+        "already here", though nothing of that id was here and its text was lost."""
+        if own and own in self.seen:
+            raise RecordError(f"id {own} is {self.seen[own]}'s too, imported from there")
+
+    def note(self, data: dict[str, Any], where: str) -> Note | None:
         own = parsing.own_id(data)
-        if own and (own in self.seen or Note.objects.filter(pk=own).exists()):
+        self.once(own)
+        if own and Note.objects.filter(pk=own).exists():
             return None
         note = parsing.note_build(data, own=own, project=self.project)
         if not own and (note.title, note.body) in self.known_note_texts(note.project):
             return None
+        taken, name = self.names_taken(note.project), note.slug
+        if name in taken:  # one name, two notes: reads by name asked for an id
+            note.slug = _free_name(name, taken)
+            holder = f"the note of {taken[name]}" if taken[name] else "a note here"
+            self.renamed.append(
+                f"{where}: note {note.title!r} imported as {note.slug!r}: "
+                f"{holder} has the name {name!r}"
+            )
+            self.report.warnings.append(self.renamed[-1])
+        taken[note.slug] = where
         if own:
-            self.seen.add(own)
+            self.seen[own] = where
         return note
+
+    def names_taken(self, project: Project | None) -> dict[str, str]:
+        """The names of the project's notes: those it held when this run first looked
+        (to "") and those this run gave (to the record's place). A note record of a
+        name taken gets the next free one (`name-2`), as a note written in the console
+        does, and a warning says so: two notes of one name made every read by that
+        name a 400 asking for an id."""
+        key = project.pk if project else None
+        if key not in self.note_names:
+            rows = Note.objects.filter(project=project).values_list("slug", flat=True)
+            self.note_names[key] = dict.fromkeys(rows, "")
+        return self.note_names[key]
 
     # --- batches --------------------------------------------------------------
 
@@ -353,3 +393,11 @@ class _Importer:
             self.report.warnings.append(
                 f"{result.failed} index jobs failed; they stay queued (manage.py sync_indexes)"
             )
+
+
+def _free_name(name: str, taken: dict[str, str]) -> str:
+    """`name-2`, `name-3`, ...: the first `taken` lacks (cut to the slug's 120)."""
+    n = 2
+    while (free := f"{name[: 120 - len(str(n)) - 1]}-{n}") in taken:
+        n += 1
+    return free

@@ -92,6 +92,9 @@ def import_apply(request: HtmxHttpRequest, key: str) -> HttpResponse:
         f"{report.notes} note{'' if report.notes == 1 else 's'} from {upload.name}; "
         f"{report.skipped} already here"
     )
+    renamed = sum(" imported as " in w for w in report.warnings)
+    if renamed:
+        said += f"; {renamed} note{'' if renamed == 1 else 's'} under another name"
     if report.errors:
         said += f"; {len(report.errors)} refused (the preview listed them)"
     said += ". Search finds them as the index worker indexes them"

@@ -101,6 +101,50 @@ def test_a_note_without_an_id_imported_twice_is_imported_once(
     assert importing.import_records(reading.read_records([path]), project="beta").notes == 1
 
 
+def test_the_preview_says_what_the_import_does_with_an_id_or_a_name_twice_in_a_file(
+    world: dict[str, Project], tmp_path: Path
+) -> None:
+    # Two records of one id: the import kept the first and passed over the second, and
+    # the preview counted it "already here". Two notes of one name (or a name a note
+    # here holds) both came in under it, and reading the note by name became a 400.
+    own = "01JZ0000000000000000000001"
+    Note.objects.create(project=world["beta"], title="Held", slug="rota")
+    lines = [
+        {"id": own, "name": "first", "description": "The first text"},
+        {"id": own, "name": "second", "description": "Another text"},
+        {"external_id": "t-1", "name": "turn", "description": "A turn"},
+        {"external_id": "t-1", "name": "turn-again", "description": "Its other text"},
+        {"type": "note", "title": "Pager rota", "slug": "pager-rota", "body": "Weekly."},
+        {"type": "note", "title": "Pager rota", "slug": "pager-rota", "body": "Daily."},
+        {"type": "note", "title": "Rota", "slug": "rota", "body": "Mine."},
+    ]
+    path = tmp_path / "twice.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+    preview = importing.preview_records(reading.read_records([path]), project="beta", copies=True)
+    report = importing.import_records(reading.read_records([path]), project="beta", copies=True)
+
+    assert (preview.memories, preview.notes, preview.present) == (2, 3, 0)
+    assert (
+        [e.split(":")[1] for e in preview.errors]
+        == ["2", "4"]
+        == [e.split(":")[1] for e in report.errors]
+    )
+    assert f"id {own} is twice.jsonl:1's too" in preview.errors[0]
+    assert "'t-1' is twice.jsonl:3's too" in preview.errors[1]
+    assert preview.renamed == [
+        "twice.jsonl:6: note 'Pager rota' imported as 'pager-rota-2': the note of "
+        "twice.jsonl:5 has the name 'pager-rota'",
+        "twice.jsonl:7: note 'Rota' imported as 'rota-2': a note here has the name 'rota'",
+    ]
+    assert (report.memories, report.notes, report.skipped) == (2, 3, 0)
+    assert Memory.objects.get(pk=own).name == "first"
+    names = Note.objects.filter(project=world["beta"]).values_list("slug", "body")
+    assert {("pager-rota", "Weekly."), ("pager-rota-2", "Daily."), ("rota-2", "Mine.")} <= set(
+        names
+    )
+
+
 def test_an_export_within_projects_keeps_them_and_the_global_items(
     world: dict[str, Project],
 ) -> None:

@@ -107,6 +107,27 @@ def test_upload_previews_then_applies_into_the_project(
     assert again["Location"] == reverse("import_upload", args=["beta"])  # applied once only
 
 
+def test_the_preview_page_lists_notes_renamed_and_the_import_says_so(
+    client: Client, world: dict[str, Project]
+) -> None:
+    staff(client)
+    note = {"type": "note", "title": "Pager rota", "slug": "pager-rota", "body": "Weekly."}
+    body = "".join(json.dumps(n) + "\n" for n in (note, {**note, "body": "Daily."}))
+
+    page = upload(client, "beta", body.encode()).content.decode()
+    token = client.session["import_uploads"].popitem()[0]
+    done = client.post(reverse("import_apply", args=["beta"]), {"token": token})
+
+    assert "data-renamed>1<" in page and "data-new-notes>2<" in page
+    assert (
+        "export.jsonl:2: note &#x27;Pager rota&#x27; imported as &#x27;pager-rota-2&#x27;" in page
+    )
+    said = client.get(done["Location"]).content.decode()
+    assert "Imported 0 memories and 2 notes from export.jsonl; 0 already here; 1 note under " in (
+        said
+    )
+
+
 def test_a_file_over_the_limit_is_refused_with_its_size(
     client: Client, world: dict[str, Project], monkeypatch: pytest.MonkeyPatch
 ) -> None:
