@@ -27,10 +27,12 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
+from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 
 from console import exporting, importing, reading
 
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024  # about 20,000 memories of a typical export
+FORM_BYTES = 64 * 1024  # the form's own bytes around the file: boundaries, headers, token
 KEEP_SECONDS = 24 * 3600  # an upload never applied is removed after a day
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]{22}$")
 
@@ -61,16 +63,59 @@ def export_lines(*, project: str | None, within: tuple[str, ...] | None) -> Iter
         yield line.encode("utf-8")
 
 
+def _over(size: float) -> str:
+    return (
+        f"is {size / 1_048_576:.1f} MB; the console imports files up to "
+        f"{MAX_UPLOAD_BYTES // 1_048_576} MB (`manage.py import_memories` takes any size)"
+    )
+
+
+def announced_over(content_length: str | None) -> str | None:
+    """Why a request announcing this body length is refused before a byte of it is read
+    (None: it may come). The limit was checked on the file once the whole body had been
+    received and kept in a temporary file: 200 MB sent took 200 MB of disk first."""
+    try:
+        length = int(content_length or 0)
+    except ValueError:
+        return None
+    if length <= MAX_UPLOAD_BYTES + FORM_BYTES:
+        return None
+    return f"The upload {_over(length)}: nothing was read or kept."
+
+
+class CappedUpload(FileUploadHandler):
+    """Stops reading an upload once its file streams past MAX_UPLOAD_BYTES (a body
+    sent without a length, or longer than it said): `refused` then says why, and the
+    rest of the body is not read (the server drops it; nothing is kept). Installed
+    ahead of Django's own handlers, so they never hold more than the limit."""
+
+    def __init__(self, request: object = None) -> None:
+        super().__init__(request)  # type: ignore[arg-type]
+        self.received = 0
+        self.refused: str | None = None
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes | None:
+        self.received += len(raw_data)
+        if self.received > MAX_UPLOAD_BYTES:
+            self.refused = (
+                f"{self.file_name or 'The file'} is over {MAX_UPLOAD_BYTES // 1_048_576} MB: "
+                "the console imports files up to that (`manage.py import_memories` takes any "
+                "size); the rest of it was not read"
+            )
+            raise StopUpload(connection_reset=True)
+        return raw_data
+
+    def file_complete(self, file_size: int) -> None:
+        return None
+
+
 def upload_keep(file: UploadedFile[bytes]) -> Upload:
     """Keep an uploaded JSON-lines file for its preview and import; UploadRefused when
     it is over MAX_UPLOAD_BYTES, empty or not JSON lines by its name."""
     name = Path(file.name or "upload.jsonl").name
     size = file.size or 0
     if size > MAX_UPLOAD_BYTES:
-        raise UploadRefused(
-            f"{name} is {size / 1_048_576:.1f} MB; the console imports files up to "
-            f"{MAX_UPLOAD_BYTES // 1_048_576} MB (`manage.py import_memories` takes any size)"
-        )
+        raise UploadRefused(f"{name} {_over(size)}")
     if not size:
         raise UploadRefused(f"{name} is empty: nothing to import")
     if Path(name).suffix.lower() not in (".jsonl", ".ndjson", ".json"):

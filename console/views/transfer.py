@@ -15,6 +15,7 @@ from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from console import browse, roles, transfer
@@ -52,12 +53,32 @@ def _target(request: HtmxHttpRequest, key: str) -> Project:
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@csrf_exempt  # checked by `_import_upload`, once the size cap is in place (below)
 def import_upload(request: HtmxHttpRequest, key: str) -> HttpResponse:
-    """The upload form; a POSTed file is kept and previewed."""
+    """The upload form; a POSTed file is kept and previewed. A body announced over the
+    limit is refused before it is read, and one that streams past it is cut off
+    (`transfer.CappedUpload`): the CSRF check reads the body, so the cap goes in first
+    (Django's "modifying upload handlers on the fly")."""
     project = _target(request, key)
     context: dict[str, Any] = {"project": project, "max_mb": transfer.MAX_UPLOAD_BYTES // 2**20}
+    capped = transfer.CappedUpload(request)
+    if request.method == "POST":
+        context["refused"] = transfer.announced_over(request.META.get("CONTENT_LENGTH"))
+        if context["refused"] is not None:
+            return render(request, "console/import.html", context, status=413)
+        request.upload_handlers.insert(0, capped)
+    return _import_upload(request, key, context, capped)
+
+
+@csrf_protect
+def _import_upload(
+    request: HtmxHttpRequest, key: str, context: dict[str, Any], capped: transfer.CappedUpload
+) -> HttpResponse:
     if request.method == "POST":
         file = request.FILES.get("file")
+        if capped.refused is not None:
+            context["refused"] = f"{capped.refused}: nothing was kept."
+            return render(request, "console/import.html", context, status=413)
         if file is None:
             context["refused"] = "Choose a JSON-lines file (.jsonl) to import."
             return render(request, "console/import.html", context, status=400)
@@ -69,7 +90,7 @@ def import_upload(request: HtmxHttpRequest, key: str) -> HttpResponse:
         request.session[_UPLOADS] = {**request.session.get(_UPLOADS, {}), upload.token: key}
         context |= {
             "upload": upload,
-            "preview": transfer.import_preview(upload, project=project.slug),
+            "preview": transfer.import_preview(upload, project=context["project"].slug),
         }
     return render(request, "console/import.html", context)
 

@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.test import Client
+from django.test.client import BOUNDARY, MULTIPART_CONTENT, FakePayload, encode_multipart
 from django.urls import reverse
 from django.utils import timezone
 
@@ -134,8 +136,8 @@ def test_a_file_over_the_limit_is_refused_with_its_size(
     monkeypatch.setattr(transfer, "MAX_UPLOAD_BYTES", 2 * 1024 * 1024)
     response = upload(staff(client), "beta", b"x" * (3 * 1024 * 1024))
 
-    assert response.status_code == 400
-    assert "export.jsonl is 3.0 MB; the console imports files up to 2 MB" in (
+    assert response.status_code == 413
+    assert "The upload is 3.0 MB; the console imports files up to 2 MB" in (
         response.content.decode()
     )
 
@@ -199,3 +201,58 @@ def test_the_project_page_links_export_and_import(
     assert f'href="{reverse("import_upload", args=["alpha"])}"' in page
     projects = client.get(reverse("projects")).content.decode()
     assert f'href="{reverse("export_download")}"' in projects
+
+
+class Counted(FakePayload):
+    """A request body that counts the bytes the server read of it."""
+
+    def __init__(self, body: bytes) -> None:
+        super().__init__(body)
+        self.taken = 0
+
+    def read(self, size: int = -1) -> bytes:
+        got = super().read(size)
+        self.taken += len(got)
+        return got
+
+
+def test_a_body_announced_over_the_limit_is_refused_before_a_byte_is_read(
+    client: Client, world: dict[str, Project], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The 20 MB cap was checked on the file after the whole body was received (and kept
+    # in a temporary file by Django's upload handler): 200 MB sent, 200 MB read first.
+    monkeypatch.setattr(transfer, "MAX_UPLOAD_BYTES", 1024 * 1024)
+    body = Counted(b"x" * 100)
+    length = str(30 * 1024 * 1024)
+    response = staff(client).generic(
+        "POST", reverse("import_upload", args=["beta"]), b"", content_type=MULTIPART_CONTENT,
+        **{"wsgi.input": body, "CONTENT_LENGTH": length},
+    )  # fmt: skip
+
+    assert response.status_code == 413 and body.taken == 0
+    page = response.content.decode()
+    assert "The upload is 30.0 MB; the console imports files up to 1 MB" in page
+    assert "nothing was read or kept" in page
+    assert not list((Path(settings.DATA_DIR) / "uploads").glob("*/*"))
+
+
+def test_a_file_streaming_past_the_limit_is_cut_off_and_nothing_kept(
+    client: Client, world: dict[str, Project], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A body whose announced length passes (here the form's own allowance is made wide)
+    # and whose file runs past the cap: read up to the cap and a chunk, not the rest.
+    monkeypatch.setattr(transfer, "MAX_UPLOAD_BYTES", 1024 * 1024)
+    monkeypatch.setattr(transfer, "FORM_BYTES", 4 * 1024 * 1024, raising=False)
+    file = SimpleUploadedFile("big.jsonl", b"x" * (3 * 1024 * 1024))
+    data = encode_multipart(BOUNDARY, {"file": file})
+    body = Counted(data)
+
+    response = staff(client).generic(
+        "POST", reverse("import_upload", args=["beta"]), data, content_type=MULTIPART_CONTENT,
+        **{"wsgi.input": body},
+    )  # fmt: skip
+
+    assert response.status_code == 413
+    assert "big.jsonl is over 1 MB" in response.content.decode()
+    assert body.taken < 1.2 * 1024 * 1024 < len(data)
+    assert not list((Path(settings.DATA_DIR) / "uploads").glob("*/*"))
