@@ -580,15 +580,17 @@ PENDING_HINTS = 32  # the newest unindexed memories of a project a dedup hint co
 PENDING_SCAN = 256  # of the newest queued jobs, by id: a backlog costs no more
 
 
-def unindexed_vectors(*, project: str | None) -> list[tuple[str, Vectors]]:
-    """(id, vector) of the newest memories of `project` (None: the global ones) whose
-    write is not in the vector plane yet (their upsert job waits), from the vectors
-    their writes kept: the dedup hint compares them too, so a memory written a
-    moment ago is not missed for the index's lag. Empty without an embedder."""
+def unindexed_vectors(*, project: str | None, item: str = MEMORY) -> list[tuple[str, Vectors]]:
+    """(id, vector) of the newest memories (`item` NOTE: notes) of `project` (None: the
+    global ones, the inbox's) whose write is not in the vector plane yet (their upsert
+    job waits), from the vectors their writes kept: the dedup hint compares them too,
+    so an item written a moment ago is not missed for the index's lag (two agents'
+    notes of one write-up, a second apart, were not hinted). Empty without an
+    embedder."""
     embedder = wiring.embedder()
     if embedder is None:
         return []
-    queued = IndexJob.objects.filter(item=MEMORY, op="upsert").order_by("-id")
+    queued = IndexJob.objects.filter(item=item, op="upsert").order_by("-id")
     waiting = list(queued.values_list("item_id", flat=True)[:PENDING_SCAN])
     if not waiting:  # the index has caught up: one read of an empty queue
         return []
@@ -598,13 +600,27 @@ def unindexed_vectors(*, project: str | None) -> list[tuple[str, Vectors]]:
     rank: dict[str, int] = {}
     for n, pk in enumerate(waiting):
         rank.setdefault(pk, n)
+    docs = (_waiting_notes if item == NOTE else _waiting_memories)(project, rank)
+    keys = {doc.embedding_hash(embedder.model): pk for pk, doc in docs.items()}
+    return [(keys[key], v) for key, v in _kept(keys).items()] if keys else []
+
+
+def _waiting_memories(project: str | None, rank: dict[str, int]) -> dict[str, Doc]:
+    """The newest PENDING_HINTS of the ranked memories in `project`, as probes."""
     placed = Memory.objects.filter(pk__in=list(rank)).values_list("pk", "project__slug")
     mine = sorted((pk for pk, slug in placed if slug == project), key=rank.__getitem__)
     rows = Memory.objects.filter(pk__in=mine[:PENDING_HINTS])
     newest = rows.values_list("pk", "name", "description", "body")
-    model = embedder.model
-    keys = {dedup.probe(project, *text).embedding_hash(model): pk for pk, *text in newest}
-    return [(keys[key], v) for key, v in _kept(keys).items()] if keys else []
+    return {pk: dedup.probe(project, *text) for pk, *text in newest}
+
+
+def _waiting_notes(project: str | None, rank: dict[str, int]) -> dict[str, Doc]:
+    """The newest PENDING_HINTS of the ranked notes in `project`, as probes."""
+    placed = Note.objects.filter(pk__in=list(rank)).values_list("pk", "project__slug")
+    mine = sorted((pk for pk, slug in placed if slug == project), key=rank.__getitem__)
+    rows = Note.objects.filter(pk__in=mine[:PENDING_HINTS])
+    texts = rows.values_list("pk", "slug", "description", "body", "title")
+    return {pk: dedup.probe(project, s, d, b, title=t, item=NOTE) for pk, s, d, b, t in texts}
 
 
 def vectors_caught_up() -> None:

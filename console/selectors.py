@@ -300,9 +300,9 @@ def memory_dedup_hint(
 ) -> Hit | None:
     """The most similar active in-scope memory (advisory; None on embedder trouble),
     the memories written but not indexed yet among them, and those indexed since.
-    `item` NOTE: the most similar note to a note (`dedup.hint`); a note's write keeps
-    no vector, so the notes the index has not applied yet are not compared."""
-    pending = indexing.unindexed_vectors(project=project) if item == MEMORY else []
+    `item` NOTE: the most similar note to a note (`dedup.hint`), the notes written but
+    not indexed yet among them, as for memories."""
+    pending = indexing.unindexed_vectors(project=project, item=item)
     indexing.vectors_caught_up()
     return wiring.engine().dedup_hint(
         project=project,

@@ -121,6 +121,26 @@ def test_a_write_in_the_index_lag_is_hinted_at_the_memory_written_just_before(
     assert unrelated["dedup_hint"] is None
 
 
+def test_a_note_written_in_the_index_lag_is_hinted_at_the_note_written_just_before(
+    world: World,
+) -> None:
+    # Two agents' notes of one write-up a second apart: the second got no hint, the
+    # first's vector waiting with its job (the lag's list held memories only).
+    body = "Bump the version, tag, build, upload to the store, then announce it in #releases."
+    client = world.client("alpha")
+
+    made = call(client, "post", "/notes", {"title": "Release checklist", "body": body}).json()
+    waiting = IndexJob.objects.filter(item_id=made["id"]).exists()
+    hinted = call(client, "post", "/notes", {"title": "Release steps", "body": body}).json()
+    other = {"title": "Lunch", "body": "Friday lunch is pizza in the kitchen."}
+    unrelated = call(client, "post", "/notes", other).json()
+
+    assert waiting or connection.vendor == "postgresql"  # there, the write indexed it
+    assert hinted["dedup_hint"] is not None and hinted["dedup_hint"]["id"] == made["id"]
+    assert hinted["dedup_hint"]["name"] == "release-checklist"
+    assert unrelated["dedup_hint"] is None
+
+
 def test_a_write_another_process_just_indexed_is_hinted_before_the_copy_polls(
     world: World, monkeypatch: Any
 ) -> None:
