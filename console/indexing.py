@@ -530,7 +530,12 @@ def kept_vector(
     """The vector the vector plane holds for an item whose text an edit leaves as it
     is, under that text's embedding hash, for `keep`: the worker then rewrites the row
     (tags, time) without embedding the same text again. None while a job for the item
-    waits (the plane may hold an older text), or without a vector plane."""
+    waits (the plane may hold an older text), or without a vector plane.
+
+    Read from this process's vector copy once loaded (a serving process never opens
+    LanceDB): a large partition holds its rows as bfloat16, so the vector handed on
+    is the stored one rounded there (cosine to it above 0.99999), and rounding it again
+    changes nothing, so edits do not wear it down."""
     embedder, vectors = wiring.embedder(), wiring.vector_index()
     if embedder is None or vectors is None:
         return None
