@@ -115,5 +115,5 @@ def preview_records(records: Iterable[Record], *, project: str, copies: bool = F
     later = len(importer.edges) + len(importer.revisions) + len(importer.digests)
     report = importer.report
     return Preview(
-        memories, len(pending) - memories, report.skipped, later, report.errors, importer.renamed
+        memories, len(pending) - memories, report.skipped, later, report.errors, report.renamed
     )

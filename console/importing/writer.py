@@ -36,6 +36,7 @@ class ImportReport:
     skipped: int = 0
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    renamed: list[str] = field(default_factory=list)  # notes given another name (also warned)
     memories: int = 0
     notes: int = 0
     projects: int = 0
@@ -73,7 +74,6 @@ class _Importer:
         self.external: dict[int | None, set[str]] = {}  # external ids per project id
         self.run_external: dict[tuple[int | None, str], str] = {}  # this run's, to its place
         self.note_names: dict[int | None, dict[str, str]] = {}  # see `names_taken`
-        self.renamed: list[str] = []  # the notes given another name, said (and warned)
         self.texts: dict[int | None, set[tuple[str, str]]] = {}  # see `known_texts`
         self.note_texts: dict[int | None, set[tuple[str, str]]] = {}  # `known_note_texts`
         self.mentions: links.Mentions | None = None  # read at the first batch
@@ -252,11 +252,10 @@ class _Importer:
         if name in taken:  # one name, two notes: reads by name asked for an id
             note.slug = _free_name(name, taken)
             holder = f"the note of {taken[name]}" if taken[name] else "a note here"
-            self.renamed.append(
-                f"{where}: note {note.title!r} imported as {note.slug!r}: "
-                f"{holder} has the name {name!r}"
-            )
-            self.report.warnings.append(self.renamed[-1])
+            said = f"{where}: note {note.title!r} imported as {note.slug!r}: "
+            said += f"{holder} has the name {name!r}"
+            self.report.renamed.append(said)
+            self.report.warnings.append(said)
         taken[note.slug] = where
         if own:
             self.seen[own] = where

@@ -113,7 +113,7 @@ def import_apply(request: HtmxHttpRequest, key: str) -> HttpResponse:
         f"{report.notes} note{'' if report.notes == 1 else 's'} from {upload.name}; "
         f"{report.skipped} already here"
     )
-    renamed = sum(" imported as " in w for w in report.warnings)
+    renamed = len(report.renamed)
     if renamed:
         said += f"; {renamed} note{'' if renamed == 1 else 's'} under another name"
     if report.errors:
