@@ -40,6 +40,26 @@ def test_manage_search_marks_matches_apart_from_wiki_brackets(project: Project) 
     assert "[[«rollback»-billing" in out.getvalue() and "[[[" not in out.getvalue()
 
 
+def test_manage_search_indents_every_snippet_line_and_says_starred(project: Project) -> None:
+    # A snippet of a list began its second line at the margin, where it read as the
+    # next hit; a starred hit came first above higher scores with nothing said why.
+    body = "Steps:\n\n- tag the rollout\n- watch the rollout dashboards\n- page on-call"
+    services.memory_create(project=project, name="rollout-steps", description="How", body=body)
+    starred = services.memory_create(project=project, name="rollout-star", description="Rollout")
+    services.favorite_toggle(item=starred, value=True)
+    indexing.apply_pending()
+    out = StringIO()
+
+    call_command("search", "rollout", "--no-semantic", stdout=out)
+
+    lines = out.getvalue().splitlines()
+    assert re.match(r"\s+1\. rollout-star \[fact, billing-api\] starred ", lines[0]), lines
+    stepped = next(n for n, line in enumerate(lines) if "2. rollout-steps" in line)
+    snippet = lines[stepped + 1 : -1]
+    assert len(snippet) > 1 and all(line.startswith("       ") for line in snippet), lines
+    assert "starred" not in lines[stepped]
+
+
 def test_manage_search_says_when_more_hits_follow_the_ones_it_counted(
     project: Project,
 ) -> None:

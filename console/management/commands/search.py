@@ -2,7 +2,11 @@
 
 Prints one line per hit (rank, source, score, each channel's rank and raw
 score, similarity) and the snippet, matches in «guillemets» (brackets ran into
-`[[links]]`: `[[[rollback]-billing]]`). Nothing is recorded.
+`[[links]]`: `[[[rollback]-billing]]`), each of its lines indented under the
+hit and blank ones left out (a snippet of a list or a code block began its
+second line at the margin, where it read as the next hit). A starred hit says
+"starred": favorites come first, so one ranked above hits whose scores are
+higher, with nothing said why. Nothing is recorded.
 """
 
 from __future__ import annotations
@@ -44,13 +48,15 @@ class Command(BaseCommand):
             channels = ", ".join(f"{p.channel} #{p.rank} ({p.raw:.3f})" for p in hit.sources)
             similarity = f", cosine {hit.similarity:.3f}" if hit.similarity is not None else ""
             archived = "" if hit.active else " (archived)"
+            starred = " starred" if hit.favorite else ""
             self.stdout.write(
                 f"{n:>3}. {hit.title} [{hit.memory_kind or hit.kind}, {hit.project or 'global'}]"
-                f"{archived} {hit.source} score {hit.score:.4f}{similarity}; {channels}"
+                f"{archived}{starred} {hit.source} score {hit.score:.4f}{similarity}; {channels}"
             )
             if hit.snippet:
                 snippet = hit.snippet.replace(MARK_START, "«").replace(MARK_END, "»")
-                self.stdout.write(f"       {snippet}")
+                for line in filter(str.strip, snippet.splitlines()):
+                    self.stdout.write(f"       {line.rstrip()}")
         for warning in result.warnings:
             self.stderr.write(self.style.WARNING(warning))
         shown = f"{result.offset + 1}-{result.offset + len(result.hits)}" if result.hits else "0"
