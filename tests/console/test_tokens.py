@@ -121,6 +121,18 @@ def _run(*args: str) -> tuple[str, str]:
     return out.getvalue(), err.getvalue()
 
 
+def test_command_names_an_unknown_project_and_heads_its_list(projects: None) -> None:
+    # "No such project: nope." said neither what the slug is nor where to look; the
+    # list's columns (prefix, scope) had no names.
+    with pytest.raises(CommandError, match=r"no project with slug 'nope': `manage.py project"):
+        _run("create", "--agent", "coder", "--project", "alpha", "--project", "nope")
+    assert not AgentToken.objects.exists()
+    _run("create", "--agent", "coder", "--project", "alpha")
+    head, row = _run("list")[0].splitlines()
+    assert head.split() == ["id", "prefix", "agent", "scope", "projects", "last", "used", "state"]
+    assert row.split()[2:5] == ["coder", "ro", "alpha"]
+
+
 def test_command_creates_lists_and_revokes(projects: None) -> None:
     out, err = _run("create", "--agent", "coder", "--project", "alpha", "--project", "beta",
                     "--write")  # fmt: skip
@@ -142,7 +154,7 @@ def test_command_creates_lists_and_revokes(projects: None) -> None:
 
 
 def test_command_reports_errors_cleanly(projects: None) -> None:
-    with pytest.raises(CommandError, match="No such project"):
+    with pytest.raises(CommandError, match="no project with slug 'nowhere'"):
         _run("create", "--agent", "coder", "--project", "nowhere")
     with pytest.raises(CommandError, match="no token"):
         _run("revoke", "ffffffffff")

@@ -1,4 +1,10 @@
-"""Agent tokens: `create` (prints the secret once), `list`, `revoke`."""
+"""Agent tokens: `create` (prints the secret once), `list`, `revoke`.
+
+`create` for a slug no project has says so as `recall` and `search` do, with
+where to look (it said "No such project: x." alone); `list` heads its columns
+(a row read "1  20562e1b30  hE  rw  billing-api  used never  live", the prefix
+and scope unnamed; "last used" now heads the time).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from console import tokens
+from console.management.projects import unknown
 from console.models import AgentToken
 
 
@@ -39,6 +46,7 @@ class Command(BaseCommand):
             raise CommandError(" ".join(messages)) from exc
 
     def _create(self, options: dict[str, Any]) -> None:
+        unknown(options["project"])
         token, secret = tokens.token_create(
             agent=options["agent"],
             projects=options["project"],
@@ -57,6 +65,10 @@ class Command(BaseCommand):
         if not rows:
             self.stdout.write("no tokens")
             return
+        self.stdout.write(
+            f"{'id':>4}  {'prefix':<10}  {'agent':<20} {'scope':<8}  "
+            f"{'projects':<30} {'last used':<21} state"
+        )
         for t in rows:
             projects = ",".join(sorted(p.slug for p in t.projects.all()))
             state = f"revoked {t.revoked:%Y-%m-%d %H:%M}" if t.revoked else "live"
@@ -64,7 +76,7 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"{t.pk:>4}  {t.prefix}  {t.agent:<20} {'rw' if t.may_write else 'ro'}"
                 f"{'+admin' if t.may_admin else '      '}  "
-                f"{projects:<30} used {used:<16} {state}"
+                f"{projects:<30} {used:<21} {state}"
             )
 
     def _revoke(self, options: dict[str, Any]) -> None:
