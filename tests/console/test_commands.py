@@ -300,6 +300,19 @@ def test_project_isolation_changes_an_existing_project(project: Project) -> None
     assert err.getvalue().startswith("1 live token bound to billing-api and other projects")
 
 
+def test_project_create_of_a_slug_taken_says_so_and_what_changes_it(project: Project) -> None:
+    # "slug: Project with this Slug already exists." named neither its isolation
+    # nor `project isolation`, what an operator re-running create wanted.
+    with pytest.raises(CommandError) as caught:
+        call_command("project", "create", "billing-api", "--isolation", "sealed")
+
+    assert str(caught.value) == (
+        "there is already a project 'billing-api' (open): "
+        "`manage.py project isolation billing-api ...` changes its isolation"
+    )
+    assert Project.objects.get(slug="billing-api").isolation == "open"
+
+
 def test_project_create_names_the_field_each_error_is_about() -> None:
     # "This field cannot be blank. This field cannot be blank." named no field.
     with pytest.raises(CommandError) as caught:

@@ -76,6 +76,14 @@ class Command(BaseCommand):
             self._create(options)
 
     def _create(self, options: dict[str, Any]) -> None:
+        # Django's own words were "slug: Project with this Slug already exists.": they
+        # neither said its isolation nor how to change it, which `isolation` does.
+        existing = Project.objects.filter(slug=options["slug"]).first()
+        if existing is not None:
+            raise CommandError(
+                f"there is already a project '{existing.slug}' ({existing.isolation}): "
+                f"`manage.py project isolation {existing.slug} ...` changes its isolation"
+            )
         try:
             project = services.project_create(
                 slug=options["slug"], name=options["name"],
