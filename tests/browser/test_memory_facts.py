@@ -11,7 +11,7 @@ from typing import Any
 from django.contrib.auth.models import User
 
 from console import services
-from tests.browser.conftest import log_in
+from tests.browser.conftest import PHONE, log_in
 
 
 def test_the_dates_of_a_memory_s_facts_fit_one_line(page: Any, user: User) -> None:
@@ -30,3 +30,30 @@ def test_the_dates_of_a_memory_s_facts_fit_one_line(page: Any, user: User) -> No
         value = facts.locator(f"dt:text-is('{label}') + dd")
         line = value.evaluate("e => parseFloat(getComputedStyle(e).lineHeight)")
         assert value.bounding_box()["height"] < 1.5 * line, label
+
+
+def test_a_phone_shows_each_retrieval_with_its_query_and_inspect_link(
+    page: Any, user: User
+) -> None:
+    # The history table scrolled sideways at 390 px: the query and its Inspect link
+    # began past the right edge, under a scrollbar nothing pointed at.
+    project = services.project_create(slug="billing-api", name="Billing API")
+    memory = services.memory_create(
+        project=project, name="deploy-billing", description="Tag, wait for CI, promote."
+    )
+    services.retrieval_record(
+        kind="recalled", ids=[memory.pk], project="billing-api", agent="claude-code",
+        query="how do I deploy billing", budget=300,
+    )  # fmt: skip
+    page.set_viewport_size(PHONE)
+    log_in(page, user)
+
+    page.goto(f"/memories/{memory.pk}/")
+
+    wrap = page.locator(".history .table-wrap")
+    assert wrap.evaluate("e => e.scrollWidth <= e.clientWidth")
+    link = page.locator(".history a.inspect-link")
+    box = link.bounding_box()
+    assert box is not None and box["x"] + box["width"] <= PHONE["width"]
+    query = page.locator(".history td.q").bounding_box()
+    assert query is not None and query["x"] + query["width"] <= PHONE["width"]
