@@ -221,6 +221,15 @@ class LoginView(auth_views.LoginView):
 
     authentication_form = LoginForm
 
+    def get_form(self, form_class: Any = None) -> Any:
+        """After a refusal that kept the username, the cursor waits in the password:
+        it sat in the username, typed already, and the first keys typed went there."""
+        form = super().get_form(form_class)
+        if form.is_bound and form.data.get("username"):
+            form.fields["username"].widget.attrs.pop("autofocus", None)
+            form.fields["password"].widget.attrs["autofocus"] = True
+        return form
+
 
 class LogoutView(auth_views.LogoutView):
     """Django's logout, then a word on the login page it lands on (it said nothing)."""
