@@ -91,7 +91,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import lru_cache
 
 from recall.background import Prior
 
@@ -251,60 +251,130 @@ def score_document(
     holds less than once a passage on average. A denser term (or pair) is
     counted at its mean in every passage: spread that evenly, no passage holds
     it more than the whole text does, and reading its every place would cost
-    milliseconds.
+    milliseconds. One document's `Scorer(...).score(stored)`: a caller scoring
+    many documents for one query makes the `Scorer` once.
     """
-    terms = [t for t in weights if " " not in t]
-    counts, lengths = count_terms(stored, terms, pairs, params.window)
-    doc = _Counted(stored, terms, weights, pairs, counts, lengths, avglen, params)
-    best = _best_passage(doc)
-    mix, span = params.sentence_mix, params.sentence
-    if mix == 0 or span == 0 or not lengths or lengths[0] <= 2 * span:
-        return best  # a sentence or two: read whole
-    return (1 - mix) * best + mix * _best_window(doc)
+    return Scorer(weights, pairs, avglen=avglen, params=params).score(stored)
 
 
-@dataclass(frozen=True)
+class Scorer:
+    """`score_document` for one query: what does not depend on the document (its
+    terms, their finder, the pairs sought, the passage's and the window's length
+    normalisation) worked out once for the 50 to 70 documents a full-text
+    search re-scores, and each document's own-text term places found once for
+    its pair counts, its passages and its window (each found them again: three
+    scans of the same text). At 20,000 memories the re-score was 2.1 ms of a
+    9.3 ms cached Recall's main-thread time (docs/FIGURES.md, issue 16). The
+    scores are the same floats, summed in the same order."""
+
+    __slots__ = (
+        "avglen", "distinct", "every", "heavy", "one", "pairs", "params", "passage_share",
+        "present", "span", "terms", "weights", "window_share",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        weights: Mapping[str, float],
+        pairs: Sequence[tuple[str, str]],
+        *,
+        avglen: float,
+        params: Bm25F,
+    ) -> None:
+        self.weights, self.pairs, self.avglen, self.params = weights, pairs, avglen, params
+        self.terms = [t for t in weights if " " not in t]
+        self.distinct = [t for t in dict.fromkeys(self.terms) if t]  # as `count_terms` reads
+        self.one = f" {self.distinct[0]} " if len(self.distinct) == 1 else None
+        self.every = _finder(tuple(self.distinct)) if self.distinct else None
+        self.present = [p for p in pairs if p[0] in self.distinct and p[1] in self.distinct]
+        self.span = passage_length(avglen, params)
+        self.passage_share = params.stream_weights[0] / _norm(self.span, avglen, params)
+        self.window_share = params.stream_weights[0] / _norm(params.sentence, avglen, params)
+        floor = PAIR_FLOOR * max(weights.values(), default=0.0)
+        self.heavy = tuple(t for t in self.distinct if weights[t] >= floor)
+
+    def score(self, stored: str) -> float:
+        """`score_document` of the `encode`d document `stored`."""
+        doc = self._counted(stored)
+        best = _best_passage(self, doc)
+        mix, span, lengths = self.params.sentence_mix, self.params.sentence, doc.lengths
+        if mix == 0 or span == 0 or not lengths or lengths[0] <= 2 * span:
+            return best  # a sentence or two: read whole
+        return (1 - mix) * best + mix * _best_window(self, doc)
+
+    def _counted(self, stored: str) -> _Counted:
+        """`count_terms` of `stored`, keeping the own text's places where a pair's
+        count read them."""
+        head, *streams = stored.split("\n")
+        lengths = [int(n) for n in head.split()]
+        doc = _Counted(self, streams[0] if streams else "", lengths)
+        if not self.distinct:
+            doc.counts = [{} for _ in streams]
+        elif self.one is not None:  # one scan either way: str.count is the fastest
+            key, term = self.one, self.distinct[0]
+            doc.counts = [{term: n} if (n := text.count(key)) else {} for text in streams]
+        else:
+            finder, window = self.every, self.params.window
+            assert finder is not None
+            for s, text in enumerate(streams):
+                found: dict[str, int] = {}
+                for term in finder.findall(text):
+                    found[term] = found.get(term, 0) + 1
+                both = [p for p in self.present if p[0] in found and p[1] in found]
+                if both:  # positions only where a pair can be
+                    at = _positions(text, finder)
+                    if s == 0:
+                        doc.at = at
+                    found |= _pair_counts(at, both, window)
+                doc.counts.append(found)
+        return doc
+
+
 class _Counted:
-    """One document as `score_document` read it, for its best passage and its best
-    window: the stored text, the query's terms, weights and pairs, each stream's
-    counts and length, and the neighbour streams' frequencies (`rest`), worked out
-    once for both."""
+    """One document as `Scorer.score` read it, for its best passage and its best window:
+    its own text, each stream's counts and length, and, found when first asked, its own
+    text's term places (`places`) and the neighbour streams' frequencies (`rest`)."""
 
-    stored: str
-    terms: Sequence[str]
-    weights: Mapping[str, float]
-    pairs: Sequence[tuple[str, str]]
-    counts: Sequence[Mapping[str, int]]
-    lengths: Sequence[int]
-    avglen: float
-    params: Bm25F
+    __slots__ = ("_rest", "at", "counts", "lengths", "own", "scorer")
 
-    @cached_property
+    def __init__(self, scorer: Scorer, own: str, lengths: list[int]) -> None:
+        self.scorer, self.own, self.lengths = scorer, own, lengths
+        self.counts: list[dict[str, int]] = []
+        self.at: dict[str, list[int]] | None = None
+        self._rest: dict[str, float] | None = None
+
+    def places(self) -> dict[str, list[int]]:
+        """Each query term's token places in the own text (`_positions`), found once."""
+        if self.at is None:
+            every = self.scorer.every
+            self.at = _positions(self.own, every) if every is not None else {}
+        return self.at
+
     def rest(self) -> dict[str, float]:
         """The neighbour streams' weighted, normalised frequencies of each key."""
-        return _frequencies(
-            self.counts, self.lengths, self.weights, avglen=self.avglen, params=self.params,
-            first=1,
-        )  # fmt: skip
+        if self._rest is None:
+            s = self.scorer
+            self._rest = _frequencies(
+                self.counts, self.lengths, s.weights, avglen=s.avglen, params=s.params, first=1
+            )
+        return self._rest
 
 
-def _best_passage(doc: _Counted) -> float:
+def _best_passage(scorer: Scorer, doc: _Counted) -> float:
     """BM25F of the whole document, or of its best passage when higher (`score_document`)."""
-    stored, terms, weights = doc.stored, doc.terms, doc.weights
-    counts, lengths, avglen, params = doc.counts, doc.lengths, doc.avglen, doc.params
+    weights, avglen, params = scorer.weights, scorer.avglen, scorer.params
+    counts, lengths = doc.counts, doc.lengths
     whole = score(counts, lengths, weights, avglen=avglen, params=params)
-    span = passage_length(avglen, params)
+    span = scorer.span
     own = counts[0] if counts else {}
-    sparse = [t for t in terms if 0 < own.get(t, 0) * span <= lengths[0]]
+    sparse = [t for t in scorer.terms if 0 < own.get(t, 0) * span <= lengths[0]]
     if params.passage == 0 or not sparse:
         return whole
-    rest = doc.rest
-    pairs = [p for p in doc.pairs if p[0] in sparse and p[1] in sparse]
-    every = _finder(tuple(t for t in dict.fromkeys(terms) if t))  # as `count_terms` made it
+    rest = doc.rest()
+    pairs = [p for p in scorer.pairs if p[0] in sparse and p[1] in sparse]
     found = _passage_counts(
-        stored.split("\n", 2)[1], sparse, pairs, span=span, window=params.window, finder=every
+        doc.own, sparse, pairs, span=span, window=params.window, places=doc.places()
     )
-    k1, share = params.k1, params.stream_weights[0] / _norm(span, avglen, params)
+    k1, share = params.k1, scorer.passage_share
     mean = {key: own.get(key, 0) * span / lengths[0] for key in weights}
     best = whole
     for passage in found:
@@ -316,7 +386,7 @@ def _best_passage(doc: _Counted) -> float:
     return best
 
 
-def _best_window(doc: _Counted) -> float:
+def _best_window(scorer: Scorer, doc: _Counted) -> float:
     """BM25F of the best run of `params.sentence` own tokens starting at a query
     term, beside the neighbour streams whole; with no query term in its own
     text, the neighbour streams alone.
@@ -327,15 +397,13 @@ def _best_window(doc: _Counted) -> float:
     every place in an abstract cost more than the rest. One pass over the
     places: the window slides from one to the next, and only what enters or
     leaves it changes its score."""
-    stored, terms, weights, pairs = doc.stored, doc.terms, doc.weights, doc.pairs
-    counts, lengths, avglen, params = doc.counts, doc.lengths, doc.avglen, doc.params
-    rest = doc.rest
+    weights, pairs, params = scorer.weights, scorer.pairs, scorer.params
+    counts, lengths = doc.counts, doc.lengths
+    rest = doc.rest()
     k1, span = params.k1, params.sentence
-    share = params.stream_weights[0] / _norm(span, avglen, params)
+    share = scorer.window_share
     own = counts[0] if counts else {}
-    floor = PAIR_FLOOR * max(weights.values(), default=0.0)
-    heavy = tuple(t for t in dict.fromkeys(terms) if t and weights[t] >= floor)
-    placed = {t for t in heavy if own.get(t)}
+    placed = {t for t in scorer.heavy if own.get(t)}
     mean = {key: own.get(key, 0) * span / lengths[0] for key in weights if key not in placed}
 
     def gain(key: str, n: float) -> float:
@@ -349,9 +417,7 @@ def _best_window(doc: _Counted) -> float:
         return base + gain(next(iter(placed)), 1)
     # The places from the query's one finder (as passages read them): splitting the
     # whole text into tokens to find a few cost a third of the full-text leg's rescoring.
-    every = _finder(tuple(t for t in dict.fromkeys(terms) if t))
-    found_at = _positions(stored.split("\n", 2)[1], every)
-    at = {term: found for term, found in found_at.items() if term in placed}
+    at = {term: found for term, found in doc.places().items() if term in placed}
     starts = sorted({i for found in at.values() for i in found})
     for a, b in pairs:
         if a in at and b in at:
@@ -394,7 +460,8 @@ def _passage_counts(
     *,
     span: int,
     window: int,
-    finder: re.Pattern[str],
+    finder: re.Pattern[str] | None = None,
+    places: Mapping[str, list[int]] | None = None,
 ) -> list[dict[str, int]]:
     """Per passage of `span` tokens starting at one of `terms`, the count of each
     of `terms` and `pairs` in it (a pair counts where its first word is).
@@ -402,13 +469,18 @@ def _passage_counts(
     The best passage starts at one of `terms` (one starting before its first
     holds no more of them), so these are all the passages worth scoring.
     When the terms all lie within one passage, that one is all there is.
-    `finder` finds the query's every term (`_finder`), `terms` among them: which
-    terms are sparse differs from text to text, and a pattern compiled for each
-    set (3.7 a Recall, about 50 us each) cost more than reading the other terms'
-    places too; a token's position does not depend on which terms are sought.
+    `places` are the text's places of the query's every term (`_positions` with
+    `_finder` of them), or `finder` finds them: which terms are sparse differs
+    from text to text, and a pattern compiled for each set (3.7 a Recall, about
+    50 us each) cost more than reading the other terms' places too; a token's
+    position does not depend on which terms are sought.
     """
     wanted = set(terms)
-    at = {term: found for term, found in _positions(text, finder).items() if term in wanted}
+    if places is None:
+        if finder is None:
+            raise ValueError("_passage_counts needs the places or their finder")
+        places = _positions(text, finder)
+    at = {term: found for term, found in places.items() if term in wanted}
     where = dict(at)
     for a, b in pairs:
         if a in at and b in at:

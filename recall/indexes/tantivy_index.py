@@ -652,14 +652,13 @@ class TantivyIndex:
         weights = bm25.term_weights(dfs, rows, params, prior)
         pairs = bm25.pairs(sequence, weights) if params.proximity > 0 else []
         weights = bm25.pair_weights(pairs, weights, params)
+        scorer = bm25.Scorer(weights, pairs, avglen=avglen, params=params)  # once a query
         out = []
         for _, doc_id, address in ranked:
             doc = searcher.doc(address)
             loaded[_key(address)] = doc
             stored: Any = doc.get_first(TERMS_FIELD)
-            text = bytes(stored or b"0").decode()
-            value = bm25.score_document(text, weights, pairs, avglen=avglen, params=params)
-            out.append((value, doc_id, address))
+            out.append((scorer.score(bytes(stored or b"0").decode()), doc_id, address))
         out.sort(key=lambda r: (-r[0], r[1]))
         return out
 

@@ -288,3 +288,54 @@ def test_the_window_counts_pairs_where_they_are() -> None:
         return bm25.score_document(bm25.encode([own]), weights, [pair], avglen=30, params=PARAMS)
 
     assert read(near) > read(far)
+
+
+# -- one Scorer a query (the full-text re-score) ------------------------------------
+
+
+def _long_with_pair() -> list[list[str]]:
+    """A text read every way: a pair (positions for its count), a sparse term in a text
+    longer than a passage (passages) and an own text longer than two windows (window)."""
+    own = _filler(300)
+    own[40], own[41], own[200], own[250] = "support", "group", "support", "zq81"
+    return [own, ["support", *_filler(5)], _filler(3)]
+
+
+def test_a_scorer_scores_each_document_as_score_document_does() -> None:
+    pair = ("support", "group")
+    weights = bm25.pair_weights([pair], {"support": 1.0, "group": 1.5, "zq81": 4.0}, PARAMS)
+    documents = [
+        _long_with_pair(),
+        [["zq81", *_filler(10)]],  # a sentence: read whole
+        [_filler(50), ["group", "support", "group"]],  # only the turn before holds them
+        [[]],
+    ]
+    scorer = bm25.Scorer(weights, [pair], avglen=30, params=PARAMS)
+
+    for streams in documents:
+        stored = bm25.encode(streams)
+        alone = bm25.score_document(stored, weights, [pair], avglen=30, params=PARAMS)
+        assert scorer.score(stored) == alone  # the same float, not an approximation
+
+
+def test_a_document_s_own_text_is_scanned_for_places_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The pair's count, the passages and the window each read the own text's places:
+    # three scans of the same text, now one.
+    pair = ("support", "group")
+    weights = bm25.pair_weights([pair], {"support": 1.0, "group": 1.5, "zq81": 4.0}, PARAMS)
+    scanned: list[str] = []
+    positions = bm25._positions
+
+    def counted(text: str, finder: object) -> dict[str, list[int]]:
+        scanned.append(text)
+        return positions(text, finder)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bm25, "_positions", counted)
+    stored = bm25.encode(_long_with_pair())
+
+    bm25.score_document(stored, weights, [pair], avglen=30, params=PARAMS)
+
+    own = stored.split("\n")[1]
+    assert scanned.count(own) == 1
