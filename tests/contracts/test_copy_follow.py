@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -140,25 +141,15 @@ def test_a_process_started_before_any_snapshot_adopts_the_first_one(
     assert served.refresh() == 5
 
 
-@pytest.mark.parametrize("journal", [True, False], ids=["journal", "polling"])
-def test_searches_in_threads_while_the_copy_switches_see_the_planes_answers(
-    plane: Path, tmp_path: Path, journal: bool
-) -> None:
-    snaps = tmp_path / "snaps"
-    worker = copy(plane, snaps, journal=journal)
-    worker.publish()
-    served = copy(plane, snaps, unread=journal, journal=journal)
-    burst(worker, 400, seed=67)
-    writes(worker)
-    served.refresh()
-    newer = worker.publish()
-    want = planes_answers(plane)
+def through_a_switch(served: HotVectorIndex, check: Callable[[], bool]) -> None:
+    """Three threads search `served` (each answer passed to `check`) while it refreshes,
+    moving to the newer snapshot: no search raises and every answer passes."""
     stop, seen, failed = threading.Event(), [], []
 
     def search() -> None:
         try:
             while not stop.is_set():
-                seen.append(alike(answers(served, filters=_FEW), _few(want)))
+                seen.append(check())
         except Exception as exc:  # a search that raised mid-switch
             failed.append(exc)
 
@@ -178,6 +169,23 @@ def test_searches_in_threads_while_the_copy_switches_see_the_planes_answers(
         thread.join()
 
     assert not failed and all(seen), (failed, seen.count(False))
+
+
+@pytest.mark.parametrize("journal", [True, False], ids=["journal", "polling"])
+def test_searches_in_threads_while_the_copy_switches_see_the_planes_answers(
+    plane: Path, tmp_path: Path, journal: bool
+) -> None:
+    snaps = tmp_path / "snaps"
+    worker = copy(plane, snaps, journal=journal)
+    worker.publish()
+    served = copy(plane, snaps, unread=journal, journal=journal)
+    burst(worker, 400, seed=67)
+    writes(worker)
+    served.refresh()
+    newer = worker.publish()
+    want = planes_answers(plane)
+
+    through_a_switch(served, lambda: alike(answers(served, filters=_FEW), _few(want)))
     assert mapped_from(served, newer)
 
 
@@ -198,32 +206,8 @@ def test_searches_in_threads_while_graphs_switch_see_the_old_copy_or_the_new(
     old = answers(served, filters=_FEW)
     newer = worker.publish()
     new = answers(copy(plane, snaps, unread=True, exact_below=200), filters=_FEW)
-    stop, seen, failed = threading.Event(), [], []
 
-    def search() -> None:
-        try:
-            while not stop.is_set():
-                got = answers(served, filters=_FEW)
-                seen.append(got in (old, new))
-        except Exception as exc:  # a search that raised mid-switch
-            failed.append(exc)
-
-    threads = [threading.Thread(target=search) for _ in range(3)]
-    for thread in threads:
-        thread.start()
-
-    def until(count: int) -> None:
-        while len(seen) < count and any(t.is_alive() for t in threads):
-            stop.wait(0.01)
-
-    until(3)
-    served.refresh()
-    until(len(seen) + 6)
-    stop.set()
-    for thread in threads:
-        thread.join()
-
-    assert not failed and all(seen), (failed, seen.count(False))
+    through_a_switch(served, lambda: answers(served, filters=_FEW) in (old, new))
     graph = served._parts[("a", True)]
     assert graph.viewed and answers(served, filters=_FEW) == new
     assert mapped_from(served, newer)
