@@ -27,6 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
+from django.utils.datastructures import MultiValueDict
 from ninja import NinjaAPI, Query, Schema
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
@@ -104,6 +105,19 @@ class ObjectParser(Parser):
 
     def parse_body(self, request: HttpRequest) -> dict[str, Any]:
         return readable.json_object(request.body)
+
+    def parse_querydict(
+        self, data: MultiValueDict[str, Any], list_fields: list[str], request: HttpRequest
+    ) -> dict[str, Any]:
+        """A query string's old name (`memory_kind` for `kind`) read as the new one.
+        Ninja maps query parameters by field name alone: `GET /memories?memory_kind=
+        gotcha` passed the unknown-field check (the schema's `AliasChoices` take the
+        name) and was then dropped, so every kind came back."""
+        parsed = super().parse_querydict(data, list_fields, request)
+        for old, new in errors.RENAMED.items():
+            if old in parsed and new not in parsed:
+                parsed[new] = data.getlist(old) if new in list_fields else data[old]
+        return parsed
 
 
 NO_FAVORITE = FavoriteIn(favorite=None)  # no body: toggle

@@ -511,6 +511,8 @@ def test_a_memory_s_kind_is_kind_in_every_reply_and_memory_kind_is_taken_as_it(
     assert written.status_code == 201, written.content
     memory = written.json()["memory"]
     assert memory["kind"] == "gotcha"
+    other = {"name": "cents", "kind": "fact", "description": "amounts in integer cents"}
+    assert call(client, "post", "/memories", other).status_code == 201  # for the filter
     indexing.apply_pending()
     replies = [
         written.json(),
