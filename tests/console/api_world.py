@@ -114,3 +114,16 @@ def build_world() -> World:
 @pytest.fixture(name="world")
 def world_fixture(planes: Any, db: Any) -> World:
     return build_world()
+
+
+def copy_ready() -> None:
+    """Wait until this process's vector copy has loaded (embedded planes; PostgreSQL has
+    none). A write applied while it loads in the background may reach it only at a
+    later poll, so a test asking the copy for that write right away (a kept vector, a
+    dedup hint) failed on a loaded machine."""
+    from console import wiring
+    from recall.indexes.hot_vectors import HotVectorIndex
+
+    vectors = wiring.vector_index()
+    if isinstance(vectors, HotVectorIndex):
+        assert vectors.wait_ready(60)

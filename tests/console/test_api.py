@@ -15,7 +15,7 @@ from console.schemas import ContextPackOut, MemoryOut, SearchHitOut, SearchOut
 from recall.config import TEXT_BUDGET_WHY
 from recall.tokens import ByteEstimate
 from recall.types import MEMORY_KINDS
-from tests.console.api_world import World, call, mcp, world_fixture  # noqa: F401
+from tests.console.api_world import World, call, copy_ready, mcp, world_fixture  # noqa: F401
 
 PACK_ITEM = {"id", "item", "name", "kind", "project", "text", "valid_from", "source",
              "score", "tokens"}  # fmt: skip
@@ -1178,6 +1178,7 @@ def test_a_note_written_again_is_the_note_there_over_rest_and_mcp(
     # An agent retrying a note's write without a key (or two agents) stored the same
     # note twice, told only by the second reply's dedup hint; a memory written twice is
     # the memory there (200, created false). A note is now the same: 200, `existing`.
+    copy_ready()
     client = world.client("alpha")
     note = {"title": "Ledger runbook", "body": "Drain the workers, then roll the pods."}
     first = call(client, "post", "/notes", note)

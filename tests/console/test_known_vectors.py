@@ -20,7 +20,7 @@ from console import access, indexing, services, wiring
 from console.models import IndexJob, KnownVector, Memory, Note
 from recall import dedup
 from recall.indexes.hot_vectors import HotVectorIndex
-from tests.console.api_world import World, call, world_fixture  # noqa: F401
+from tests.console.api_world import World, call, copy_ready, world_fixture  # noqa: F401
 from tests.console.spies import embedded_fixture  # noqa: F401
 
 BODY = {"project": "alpha", "name": "quokka-ferry", "kind": "fact",
@@ -272,6 +272,7 @@ def test_a_notes_edit_embeds_a_changed_text_once_and_an_unchanged_one_never(
 ) -> None:
     # Every edit of a note was embedded again by the worker (nothing kept its vector),
     # a tag or an unchanged save too. Counted: the embedder's texts per edit.
+    copy_ready()
     client = world.client("alpha")
     note = {"project": "alpha", "title": "Quokka ferry timetable",
             "description": "When the ferry runs", "body": "It leaves at dawn."}  # fmt: skip
