@@ -22,7 +22,7 @@ from recall.channels.semantic import Semantic
 from recall.config import RecallConfig
 from recall.context import reading
 from recall.types import ChannelQuery, Filter
-from tests.console.api_world import World, call, world_fixture  # noqa: F401
+from tests.console.api_world import World, call, copy_ready, world_fixture  # noqa: F401
 from tests.console.spies import embedded_fixture  # noqa: F401
 
 FILLER = [
@@ -106,6 +106,7 @@ def test_the_text_unchanged_embeds_nothing_again_short_or_gone_drops_them(
 
 
 def test_the_last_sentence_lifts_its_memory_in_the_semantic_channel(world: World) -> None:
+    copy_ready()  # a write applied while the copy loads reaches it only at a later poll
     long_id = write(world, RUNBOOK)
     embedder, planes = wiring.embedder(), wiring.planes()
     assert embedder is not None
