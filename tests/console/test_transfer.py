@@ -23,6 +23,17 @@ from tests.console.transfer_world import uploads_fixture, world_fixture  # noqa:
 pytestmark = pytest.mark.django_db
 
 
+def previewed(path: Path, project: str) -> importing.Preview:
+    """The console's preview of the file at `path` into `project` (rows of other
+    projects copied in, as the console imports them)."""
+    return importing.preview_records(reading.read_records([path]), project=project, copies=True)
+
+
+def imported(path: Path, project: str, *, copies: bool = True) -> importing.ImportReport:
+    """The file at `path` imported into `project` (`copies`: as the console does)."""
+    return importing.import_records(reading.read_records([path]), project=project, copies=copies)
+
+
 def test_export_filename_says_project_and_date() -> None:
     assert transfer.export_filename("alpha", today=date(2026, 12, 7)) == (
         "recall-alpha-2026-12-07.jsonl"
@@ -40,11 +51,11 @@ def test_an_export_imported_into_another_project_is_copied_and_a_second_time_add
     call_command("export_memories", "--out", str(path), "--project", "alpha")
     edges_before = Edge.objects.filter(origin="explicit").count()
 
-    preview = importing.preview_records(reading.read_records([path]), project="beta", copies=True)
+    preview = previewed(path, "beta")
     assert (preview.memories, preview.notes, preview.present, preview.errors) == (2, 1, 0, [])
     assert not Memory.objects.filter(project=world["beta"]).exists()  # a preview writes nothing
 
-    report = importing.import_records(reading.read_records([path]), project="beta", copies=True)
+    report = imported(path, "beta")
 
     assert (report.memories, report.notes, report.errors) == (2, 1, [])
     copied = Memory.objects.filter(project=world["beta"])
@@ -56,7 +67,7 @@ def test_an_export_imported_into_another_project_is_copied_and_a_second_time_add
     assert Edge.objects.filter(origin="explicit").count() == edges_before + 1
     assert not IndexJob.objects.exists() and indexing.status().drift == 0  # through the outbox
 
-    again = importing.preview_records(reading.read_records([path]), project="beta", copies=True)
+    again = previewed(path, "beta")
     assert (again.memories, again.notes, again.present) == (0, 0, 3)
 
 
@@ -70,7 +81,7 @@ def test_the_preview_names_each_bad_line_and_the_duplicates(
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     importing.import_records(iter([reading.Record("x", dup)]), project="alpha")
 
-    preview = importing.preview_records(reading.read_records([path]), project="alpha", copies=True)
+    preview = previewed(path, "alpha")
 
     assert (preview.memories, preview.present) == (1, 1)
     assert [e.split(":")[1] for e in preview.errors] == ["2", "4", "5"]
@@ -87,18 +98,18 @@ def test_a_note_without_an_id_imported_twice_is_imported_once(
     note = {"type": "note", "title": "Deploy notes", "body": "Tag, then deploy."}
     other = {"type": "note", "title": "Deploy notes", "body": "Another text."}
     path.write_text(json.dumps(note) + "\n", encoding="utf-8")
-    first = importing.preview_records(reading.read_records([path]), project="beta", copies=True)
+    first = previewed(path, "beta")
     assert (first.notes, first.present) == (1, 0)
-    importing.import_records(reading.read_records([path]), project="beta", copies=True)
+    imported(path, "beta")
 
-    again = importing.preview_records(reading.read_records([path]), project="beta", copies=True)
-    report = importing.import_records(reading.read_records([path]), project="beta", copies=True)
+    again = previewed(path, "beta")
+    report = imported(path, "beta")
 
     assert (again.notes, again.present) == (0, 1)
     assert (report.notes, report.skipped) == (0, 1)
     assert Note.objects.filter(project=world["beta"]).count() == 1
     path.write_text(json.dumps(other) + "\n", encoding="utf-8")  # a different body is new
-    assert importing.import_records(reading.read_records([path]), project="beta").notes == 1
+    assert imported(path, "beta", copies=False).notes == 1
 
 
 def test_the_preview_says_what_the_import_does_with_an_id_or_a_name_twice_in_a_file(
@@ -121,8 +132,8 @@ def test_the_preview_says_what_the_import_does_with_an_id_or_a_name_twice_in_a_f
     path = tmp_path / "twice.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
 
-    preview = importing.preview_records(reading.read_records([path]), project="beta", copies=True)
-    report = importing.import_records(reading.read_records([path]), project="beta", copies=True)
+    preview = previewed(path, "beta")
+    report = imported(path, "beta")
 
     assert (preview.memories, preview.notes, preview.present) == (2, 3, 0)
     assert (
